@@ -1,0 +1,58 @@
+//! The command line: one file per subcommand. Each parses its own arguments into the
+//! library's config types and calls the library; `main` maps errors to exit codes.
+use clap::{Parser, Subcommand};
+
+pub mod demo;
+pub mod lab;
+pub mod run;
+pub mod target;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "overload",
+    version,
+    about = "Load-test web stacks and analyse how they behave under overload",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Send load to one or more URLs (open loop with --rate, closed loop with --users).
+    Run(run::RunArgs),
+    /// Serve the embedded HTTP/1.1 target (workloads of the studies: sleep, cpu, bytes).
+    Target(target::TargetArgs),
+    /// Start the embedded target and run a short load against it: the tool in one command.
+    Demo(demo::DemoArgs),
+    /// Bring up the studies' real web stacks (nginx, Apache, PHP-FPM, MariaDB) on loopback.
+    Lab(lab::LabArgs),
+}
+
+/// Parses the command line, runs it, and returns the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            // clap prints help/version itself; those are successes, the rest usage errors.
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let result = match cli.command {
+        Command::Run(a) => run::run(a),
+        Command::Target(a) => target::run(a),
+        Command::Demo(a) => demo::run(a),
+        Command::Lab(a) => lab::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("overload: {e}");
+            e.exit_code()
+        }
+    }
+}

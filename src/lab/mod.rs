@@ -1,0 +1,1 @@
+//! The lab: real web stacks of the studies, rendered from templates, on loopback.

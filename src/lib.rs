@@ -1,0 +1,16 @@
+//! overload: load-test web stacks and analyse how they behave under overload.
+//!
+//! The flow runs one way: `plan` (what to send, when) → `engine` (send, time) →
+//! `metrics` (histograms, counters) → `report` (terminal, JSON). `target` is the embedded
+//! HTTP server used by the demo, the tests and the benchmarks; `lab` brings up real stacks.
+pub mod cli;
+pub mod engine;
+pub mod error;
+pub mod lab;
+pub mod metrics;
+pub mod plan;
+pub mod report;
+pub mod target;
+pub mod units;
+
+pub use error::{Error, Result};

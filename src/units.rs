@@ -1,0 +1,133 @@
+//! Parsing of the human units used on the command line and in files: durations
+//! (`10s`, `300ms`, `1.5m`, `250us`), duration ranges (`300ms..1s`) and sizes.
+//! Every parser returns a one-line message naming the input it rejected.
+use std::time::Duration;
+
+/// Parses `10s`, `300ms`, `250us`, `2m`, `1h`, `1.5s`. A bare number is seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if t.is_empty() {
+        return Err("empty duration (expected e.g. 10s, 300ms)".into());
+    }
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid duration '{s}' (expected e.g. 10s, 300ms, 1.5m)"))?;
+    let scale = match unit.trim() {
+        "" | "s" | "sec" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        other => {
+            return Err(format!(
+                "invalid duration unit '{other}' in '{s}' (use ns, us, ms, s, m or h)"
+            ))
+        }
+    };
+    let secs = value * scale;
+    if !secs.is_finite() || secs > 1e9 {
+        return Err(format!("duration '{s}' is out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses `300ms..1s` (uniform range) or a single duration (a fixed value).
+pub fn parse_duration_range(s: &str) -> Result<(Duration, Duration), String> {
+    match s.split_once("..") {
+        Some((a, b)) => {
+            let lo = parse_duration(a)?;
+            let hi = parse_duration(b)?;
+            if hi < lo {
+                return Err(format!("range '{s}': the upper bound is below the lower one"));
+            }
+            Ok((lo, hi))
+        }
+        None => {
+            let d = parse_duration(s)?;
+            Ok((d, d))
+        }
+    }
+}
+
+/// Parses a positive rate in requests per second (`2000`, `1.5k`, `2500.5`).
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.strip_suffix(['k', 'K']) {
+        Some(n) => (n, 1e3),
+        None => (t, 1.0),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid rate '{s}' (expected requests per second, e.g. 2000)"))?;
+    let v = v * mult;
+    if !v.is_finite() || v <= 0.0 {
+        return Err(format!("rate '{s}' must be a positive number"));
+    }
+    if v > 10_000_000.0 {
+        return Err(format!("rate '{s}' is above the supported 10M req/s"));
+    }
+    Ok(v)
+}
+
+/// Formats a duration compactly for terminal output: `850µs`, `12.3ms`, `1.25s`.
+pub fn fmt_duration(d: Duration) -> String {
+    fmt_ms(d.as_secs_f64() * 1e3)
+}
+
+/// Formats a millisecond value compactly.
+pub fn fmt_ms(ms: f64) -> String {
+    if ms < 1.0 {
+        format!("{:.0}µs", ms * 1e3)
+    } else if ms < 100.0 {
+        format!("{ms:.2}ms")
+    } else if ms < 10_000.0 {
+        format!("{ms:.0}ms")
+    } else {
+        format!("{:.1}s", ms / 1e3)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("300ms").unwrap(), Duration::from_millis(300));
+        assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
+        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        assert!(parse_duration("10x").unwrap_err().contains("10x"));
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("s").is_err());
+    }
+
+    #[test]
+    fn ranges() {
+        assert_eq!(
+            parse_duration_range("300ms..1s").unwrap(),
+            (Duration::from_millis(300), Duration::from_secs(1))
+        );
+        assert_eq!(
+            parse_duration_range("5ms").unwrap(),
+            (Duration::from_millis(5), Duration::from_millis(5))
+        );
+        assert!(parse_duration_range("1s..300ms").is_err());
+    }
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("2000").unwrap(), 2000.0);
+        assert_eq!(parse_rate("1.5k").unwrap(), 1500.0);
+        assert!(parse_rate("0").is_err());
+        assert!(parse_rate("abc").unwrap_err().contains("abc"));
+        assert!(parse_rate("nan").is_err());
+    }
+}
