@@ -10,6 +10,7 @@ pub mod lab;
 pub mod metrics;
 pub mod plan;
 pub mod report;
+pub mod signals;
 pub mod target;
 pub mod units;
 

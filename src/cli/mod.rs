@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 
 pub mod demo;
 pub mod lab;
+pub mod load_args;
 pub mod run;
 pub mod target;
 

@@ -1,1 +1,218 @@
-//! engine
+//! The load engine: worker threads, one event loop each, connections, HTTP/1.1 codec, pacing.
+//! It knows nothing about reports: it fills a [`Recorder`] per thread and returns them merged.
+pub mod http;
+pub mod pacing;
+pub mod sys;
+mod worker;
+
+pub use pacing::Arrival;
+
+use crate::metrics::Recorder;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A request ready to send: pre-rendered bytes for a kept-alive and a closing connection.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// Index into [`EngineConfig::addrs`].
+    pub addr: usize,
+    pub keep_alive: Vec<u8>,
+    pub close: Vec<u8>,
+    /// HEAD: the response has no body whatever its headers say.
+    pub head_only: bool,
+}
+
+/// How URLs of the mix are chosen for each request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    Random,
+    Sequence,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Load {
+    /// Arrivals follow the clock: `rate` requests/s on one global schedule, served by at most
+    /// `max_connections` connections opened as needed.
+    Open {
+        rate: f64,
+        arrival: Arrival,
+        max_connections: usize,
+    },
+    /// `users` each hold one connection, send, wait for the answer, think, repeat.
+    Closed {
+        users: usize,
+        think: (Duration, Duration),
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub addrs: Vec<SocketAddr>,
+    pub requests: Vec<Prepared>,
+    pub pick: Pick,
+    pub load: Load,
+    /// Length of the measured window (after warm-up). At least one of duration/max_requests.
+    pub duration: Option<Duration>,
+    /// Counted requests to send at most.
+    pub max_requests: Option<u64>,
+    pub warmup: Duration,
+    pub threads: usize,
+    pub keep_alive: bool,
+    /// Close a kept-alive connection after this many requests.
+    pub calls_per_connection: Option<u32>,
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    pub seed: u64,
+}
+
+impl EngineConfig {
+    /// The offered load: the rate in open loop, the users in closed loop.
+    pub fn offered(&self) -> (Option<f64>, Option<u64>) {
+        match self.load {
+            Load::Open { rate, .. } => (Some(rate), None),
+            Load::Closed { users, .. } => (None, Some(users as u64)),
+        }
+    }
+
+    /// Upper bound of the run's wall time: warm-up + duration + time to drain in-flight requests.
+    pub fn max_wall_time(&self) -> Option<Duration> {
+        self.duration
+            .map(|d| self.warmup + d + self.timeout + Duration::from_secs(1))
+    }
+}
+
+/// Live counters a worker publishes a few times a second, for the progress line.
+#[derive(Debug, Default)]
+#[repr(align(128))] // one cache line pair per thread: no false sharing between workers
+pub struct Live {
+    pub responses: AtomicU64,
+    pub errors: AtomicU64,
+    pub bytes_in: AtomicU64,
+    pub in_flight: AtomicU64,
+}
+
+/// Shared between the caller and the workers: the stop flag and the live counters.
+#[derive(Debug, Default)]
+pub struct Control {
+    /// Set to end the run early (SIGINT): workers stop sending and return what they have.
+    pub stop: AtomicBool,
+    pub live: Vec<Live>,
+}
+
+impl Control {
+    pub fn new(threads: usize) -> Arc<Control> {
+        Arc::new(Control {
+            stop: AtomicBool::new(false),
+            live: (0..threads).map(|_| Live::default()).collect(),
+        })
+    }
+
+    /// (responses, errors, bytes in) so far, over all threads; warm-up included.
+    pub fn totals(&self) -> (u64, u64, u64) {
+        self.live.iter().fold((0, 0, 0), |a, l| {
+            (
+                a.0 + l.responses.load(Ordering::Relaxed),
+                a.1 + l.errors.load(Ordering::Relaxed),
+                a.2 + l.bytes_in.load(Ordering::Relaxed),
+            )
+        })
+    }
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct Outcome {
+    pub recorder: Recorder,
+    /// The run was stopped early through [`Control::stop`].
+    pub interrupted: bool,
+    pub started: Instant,
+    pub finished: Instant,
+    /// Notes about the generator itself (fd limit lowered, …), for the summary.
+    pub notes: Vec<String>,
+    /// The soft fd limit in force.
+    pub fd_limit: u64,
+}
+
+impl Outcome {
+    /// The planned measured window, when the run went its full duration.
+    pub fn planned_window(&self, cfg: &EngineConfig) -> Option<Duration> {
+        if self.interrupted {
+            None
+        } else {
+            cfg.duration
+        }
+    }
+}
+
+/// Runs the load described by `cfg`; blocks until done. `on_tick` is called about once a
+/// second from the calling thread while the workers run (progress display).
+pub fn run(
+    cfg: &EngineConfig,
+    ctl: &Arc<Control>,
+    mut on_tick: impl FnMut(Duration),
+) -> crate::Result<Outcome> {
+    if cfg.requests.is_empty() || cfg.addrs.is_empty() {
+        return Err(crate::Error::usage("no request to send"));
+    }
+    if cfg.duration.is_none() && cfg.max_requests.is_none() {
+        return Err(crate::Error::usage("a run needs --duration or --requests"));
+    }
+    let fd_limit = sys::raise_fd_limit();
+    let threads = cfg.threads.max(1).min(ctl.live.len().max(1));
+    let started = Instant::now();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut handles = Vec::with_capacity(threads);
+    for k in 0..threads {
+        let cfg = cfg.clone();
+        let ctl = Arc::clone(ctl);
+        let tx = tx.clone();
+        let h = std::thread::Builder::new()
+            .name(format!("overload-w{k}"))
+            .spawn(move || {
+                let r =
+                    worker::Worker::new(&cfg, k, threads, started, &ctl).and_then(|mut w| w.run());
+                let _ = tx.send(());
+                r
+            })
+            .map_err(|e| crate::Error::runtime(format!("cannot start worker thread: {e}")))?;
+        handles.push(h);
+    }
+    drop(tx);
+    let mut done = 0;
+    let mut next_tick = started + Duration::from_secs(1);
+    while done < threads {
+        let wait = next_tick.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(wait) {
+            Ok(()) => done += 1,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                on_tick(started.elapsed());
+                next_tick += Duration::from_secs(1);
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let mut merged: Option<Recorder> = None;
+    let mut notes = Vec::new();
+    for h in handles {
+        let (rec, mut n) = h
+            .join()
+            .map_err(|_| crate::Error::runtime("a worker thread panicked"))??;
+        notes.append(&mut n);
+        match merged.as_mut() {
+            Some(m) => m.merge(&rec),
+            None => merged = Some(rec),
+        }
+    }
+    notes.sort();
+    notes.dedup();
+    Ok(Outcome {
+        recorder: merged.expect("at least one worker"),
+        interrupted: ctl.stop.load(Ordering::Relaxed) || crate::signals::interrupted(),
+        started,
+        finished: Instant::now(),
+        notes,
+        fd_limit,
+    })
+}

@@ -1,1 +1,142 @@
-//! metrics
+//! Metrics: what the engine records per request, per thread, without allocating; merged
+//! across threads at the end into a [`Summary`] that reports and the results folder use.
+pub mod recorder;
+pub mod summary;
+
+pub use recorder::{Recorder, SecondBucket};
+pub use summary::{LatencyStats, Summary};
+
+/// Transport-level failures. HTTP statuses (4xx, 5xx) are answers, counted apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorKind {
+    /// The server refused the connection (nothing listening, or the backlog overflowed).
+    ConnectRefused,
+    /// The connection was not established within --connect-timeout.
+    ConnectTimeout,
+    /// The server reset the connection (RST) while a request was in flight.
+    Reset,
+    /// No complete response within --timeout.
+    Timeout,
+    /// The server closed the connection before a complete response.
+    Closed,
+    /// The response was not valid HTTP/1.1 (status line, headers, framing).
+    Protocol,
+    /// No file descriptor left for a new connection (RLIMIT_NOFILE).
+    FdUnavail,
+    /// No local address/port left for a new connection (ephemeral ports in TIME_WAIT).
+    AddrUnavail,
+    /// Any other socket error (e.g. network unreachable).
+    Other,
+}
+
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 9] = [
+        ErrorKind::ConnectRefused,
+        ErrorKind::ConnectTimeout,
+        ErrorKind::Reset,
+        ErrorKind::Timeout,
+        ErrorKind::Closed,
+        ErrorKind::Protocol,
+        ErrorKind::FdUnavail,
+        ErrorKind::AddrUnavail,
+        ErrorKind::Other,
+    ];
+    pub const COUNT: usize = Self::ALL.len();
+
+    /// The name used in the CLI output, JSON and docs.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::ConnectRefused => "connect-refused",
+            ErrorKind::ConnectTimeout => "connect-timeout",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::FdUnavail => "fd-unavail",
+            ErrorKind::AddrUnavail => "addr-unavail",
+            ErrorKind::Other => "other",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<ErrorKind> {
+        Self::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Classifies an OS error from connect/read/write.
+    pub fn from_io(e: &std::io::Error, connecting: bool) -> ErrorKind {
+        use std::io::ErrorKind as K;
+        match e.raw_os_error() {
+            Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS) | Some(libc::ENOMEM) => {
+                return ErrorKind::FdUnavail
+            }
+            Some(libc::EADDRNOTAVAIL) | Some(libc::EADDRINUSE) => return ErrorKind::AddrUnavail,
+            Some(libc::ETIMEDOUT) if connecting => return ErrorKind::ConnectTimeout,
+            _ => {}
+        }
+        match e.kind() {
+            K::ConnectionRefused => ErrorKind::ConnectRefused,
+            K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => {
+                if connecting {
+                    ErrorKind::ConnectRefused
+                } else {
+                    ErrorKind::Reset
+                }
+            }
+            K::TimedOut => {
+                if connecting {
+                    ErrorKind::ConnectTimeout
+                } else {
+                    ErrorKind::Timeout
+                }
+            }
+            K::UnexpectedEof => ErrorKind::Closed,
+            _ => ErrorKind::Other,
+        }
+    }
+
+    /// What the user should change when this error shows up, if it is about the generator host.
+    pub fn advice(self) -> Option<&'static str> {
+        match self {
+            ErrorKind::FdUnavail => Some(
+                "ran out of file descriptors: raise the hard limit (ulimit -Hn, or nofile in \
+                 /etc/security/limits.conf) and fs.file-max, or lower --connections",
+            ),
+            ErrorKind::AddrUnavail => Some(
+                "ran out of local ports: widen net.ipv4.ip_local_port_range, set \
+                 net.ipv4.tcp_tw_reuse=1, or use keep-alive instead of --no-keep-alive",
+            ),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for k in ErrorKind::ALL {
+            assert_eq!(ErrorKind::from_name(k.name()), Some(k));
+            assert_eq!(ErrorKind::ALL[k.index()], k);
+        }
+    }
+
+    #[test]
+    fn io_classification() {
+        let e = std::io::Error::from_raw_os_error(libc::EMFILE);
+        assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::FdUnavail);
+        let e = std::io::Error::from_raw_os_error(libc::EADDRNOTAVAIL);
+        assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::AddrUnavail);
+        let e = std::io::Error::from_raw_os_error(libc::ECONNREFUSED);
+        assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::ConnectRefused);
+        let e = std::io::Error::from_raw_os_error(libc::ECONNRESET);
+        assert_eq!(ErrorKind::from_io(&e, false), ErrorKind::Reset);
+        let e = std::io::Error::from_raw_os_error(libc::ETIMEDOUT);
+        assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::ConnectTimeout);
+    }
+}

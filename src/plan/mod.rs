@@ -1,1 +1,6 @@
-//! plan
+//! The plan: what to send (the request mix) and when (the load model).
+pub mod request;
+pub mod urls_file;
+
+pub use request::{parse_header, parse_method, RequestSpec, Url};
+pub use urls_file::read_urls_file;

@@ -1,1 +1,4 @@
-//! report
+//! Reports: the terminal summary, the progress line and the JSON export.
+pub mod json;
+pub mod progress;
+pub mod terminal;

@@ -1,0 +1,764 @@
+//! One worker thread: a mio event loop owning a slab of connections.
+//!
+//! The hot path per request is: pop an idle connection (or connect), one `write` of the
+//! pre-rendered request, `read`s into the thread's shared buffer fed to the parser, three
+//! histogram records. Nothing on it allocates.
+use super::http::ResponseParser;
+use super::pacing::{Schedule, TimerFd};
+use super::{Control, EngineConfig, Load, Pick};
+use crate::metrics::{ErrorKind, Recorder};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{ErrorKind as IoKind, Read, Write};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const TIMER: Token = Token(usize::MAX);
+const READ_BUF: usize = 64 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Slot unused (open loop) or user finished (closed loop).
+    Free,
+    Connecting,
+    Writing,
+    Reading,
+    /// Connected, no request in flight (open loop: in the idle pool).
+    Idle,
+    /// Closed loop: waiting out the think time.
+    Thinking,
+}
+
+struct Conn {
+    stream: Option<TcpStream>,
+    /// Bumped whenever the slot's socket changes, so stale events are ignored.
+    gen: u32,
+    phase: Phase,
+    addr: usize,
+    req: usize,
+    intended: Instant,
+    started: Instant,
+    written: Instant,
+    connect_start: Instant,
+    deadline: Instant,
+    sent: usize,
+    counted: bool,
+    /// Requests started on the current socket.
+    calls: u32,
+    bytes: u64,
+    parser: ResponseParser,
+}
+
+impl Conn {
+    fn new(now: Instant) -> Conn {
+        Conn {
+            stream: None,
+            gen: 0,
+            phase: Phase::Free,
+            addr: 0,
+            req: 0,
+            intended: now,
+            started: now,
+            written: now,
+            connect_start: now,
+            deadline: now,
+            sent: 0,
+            counted: false,
+            calls: 0,
+            bytes: 0,
+            parser: ResponseParser::new(),
+        }
+    }
+
+    fn in_flight(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::Connecting | Phase::Writing | Phase::Reading
+        )
+    }
+}
+
+fn token(idx: usize, gen: u32) -> Token {
+    Token(idx | ((gen as usize) << 32))
+}
+
+pub(super) struct Worker<'a> {
+    cfg: &'a EngineConfig,
+    ctl: Arc<Control>,
+    id: usize,
+    poll: Poll,
+    conns: Vec<Conn>,
+    free_slots: Vec<usize>,
+    /// Idle kept-alive connections per address, as (slot, gen); stale entries are skipped.
+    idle: Vec<Vec<(usize, u32)>>,
+    open: usize,
+    max_conns: usize,
+    rec: Recorder,
+    buf: Box<[u8]>,
+    rng: fastrand::Rng,
+    timer: TimerFd,
+    schedule: Option<Schedule>,
+    /// The URL chosen for the next queued open-loop arrival.
+    pending_pick: Option<usize>,
+    seq: usize,
+    /// Counted requests this thread may still start (None: unlimited).
+    budget: Option<u64>,
+    think: BinaryHeap<Reverse<(Instant, usize)>>,
+    think_range: (Duration, Duration),
+    warm_end: Instant,
+    /// No request intended at or after this is sent.
+    send_end: Option<Instant>,
+    scan_every: Duration,
+    next_scan: Instant,
+    notes: Vec<String>,
+    fd_note_done: bool,
+}
+
+impl<'a> Worker<'a> {
+    pub(super) fn new(
+        cfg: &'a EngineConfig,
+        id: usize,
+        threads: usize,
+        origin: Instant,
+        ctl: &Arc<Control>,
+    ) -> crate::Result<Worker<'a>> {
+        let poll = Poll::new().map_err(|e| crate::Error::runtime(format!("epoll: {e}")))?;
+        let timer = TimerFd::new(poll.registry(), TIMER)
+            .map_err(|e| crate::Error::runtime(format!("timerfd: {e}")))?;
+        let warm_end = origin + cfg.warmup;
+        let send_end = cfg.duration.map(|d| warm_end + d);
+        let share = |n: u64| n / threads as u64 + u64::from((id as u64) < n % threads as u64);
+        let (slots, max_conns, schedule, think_range) = match cfg.load {
+            Load::Open {
+                rate,
+                arrival,
+                max_connections,
+            } => {
+                let cap = share(max_connections as u64).max(1) as usize;
+                let s = Schedule::new(origin, rate, arrival, id, threads, cfg.seed);
+                (0, cap, Some(s), (Duration::ZERO, Duration::ZERO))
+            }
+            Load::Closed { users, think } => {
+                let n = share(users as u64) as usize;
+                (n, n, None, think)
+            }
+        };
+        let expected_secs = cfg.max_wall_time().map_or(60, |d| d.as_secs() as usize + 1);
+        let scan_every = (cfg.timeout.min(cfg.connect_timeout) / 20)
+            .clamp(Duration::from_millis(5), Duration::from_millis(100));
+        Ok(Worker {
+            cfg,
+            ctl: Arc::clone(ctl),
+            id,
+            poll,
+            conns: (0..slots).map(|_| Conn::new(origin)).collect(),
+            free_slots: Vec::new(),
+            idle: vec![Vec::new(); cfg.addrs.len()],
+            open: 0,
+            max_conns,
+            rec: Recorder::new(origin, warm_end, expected_secs),
+            buf: vec![0u8; READ_BUF].into_boxed_slice(),
+            rng: fastrand::Rng::with_seed(cfg.seed.wrapping_add(id as u64 * 7919)),
+            timer,
+            schedule,
+            pending_pick: None,
+            seq: id,
+            budget: cfg.max_requests.map(share),
+            think: BinaryHeap::with_capacity(slots),
+            think_range,
+            warm_end,
+            send_end,
+            scan_every,
+            next_scan: origin + scan_every,
+            notes: Vec::new(),
+            fd_note_done: false,
+        })
+    }
+
+    /// Runs the loop to the end; returns the measurements and notes.
+    pub(super) fn run(&mut self) -> crate::Result<(Recorder, Vec<String>)> {
+        let mut events = Events::with_capacity(1024);
+        let now = Instant::now();
+        if self.schedule.is_none() {
+            for u in 0..self.conns.len() {
+                self.user_next(u, now, true);
+            }
+        }
+        let mut stopping = false;
+        loop {
+            let now = Instant::now();
+            if self.ctl.stop.load(Ordering::Relaxed) || crate::signals::interrupted() {
+                self.abort_in_flight();
+                break;
+            }
+            let sending = self.may_send(now);
+            if !sending && !stopping {
+                stopping = true;
+                self.count_unsent();
+            }
+            if stopping && !self.conns.iter().any(Conn::in_flight) {
+                break;
+            }
+            // Sleep until the next thing to do: an arrival, a user waking, a timeout scan.
+            let mut wake = self.next_scan;
+            if sending {
+                if let Some(s) = &self.schedule {
+                    if self.can_dispatch() {
+                        wake = wake.min(s.next());
+                    }
+                }
+                if let Some(Reverse((t, _))) = self.think.peek() {
+                    wake = wake.min(*t);
+                }
+                if let Some(end) = self.send_end {
+                    wake = wake.min(end);
+                }
+            }
+            let timeout = if wake <= now {
+                Some(Duration::ZERO)
+            } else if wake - now < Duration::from_millis(2) {
+                self.timer.arm(wake, now);
+                None
+            } else {
+                // epoll rounds up to whole milliseconds: wake a little early rather than late.
+                Some((wake - now).saturating_sub(Duration::from_micros(900)))
+            };
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() != IoKind::Interrupted {
+                    return Err(crate::Error::runtime(format!("epoll_wait: {e}")));
+                }
+            }
+            for ev in events.iter() {
+                if ev.token() == TIMER {
+                    self.timer.clear();
+                    continue;
+                }
+                let idx = ev.token().0 & 0xFFFF_FFFF;
+                let gen = (ev.token().0 >> 32) as u32;
+                if idx >= self.conns.len() || self.conns[idx].gen != gen {
+                    continue;
+                }
+                self.on_event(
+                    idx,
+                    ev.is_readable() || ev.is_read_closed() || ev.is_error(),
+                    ev.is_writable(),
+                );
+            }
+            let now = Instant::now();
+            if self.may_send(now) {
+                self.wake_thinkers(now);
+                self.dispatch(now);
+            }
+            if now >= self.next_scan {
+                self.scan_timeouts(now);
+                self.publish();
+                self.next_scan = now + self.scan_every;
+            }
+        }
+        self.publish();
+        let rec = std::mem::replace(
+            &mut self.rec,
+            Recorder::new(Instant::now(), Instant::now(), 0),
+        );
+        Ok((rec, std::mem::take(&mut self.notes)))
+    }
+
+    fn may_send(&self, now: Instant) -> bool {
+        self.send_end.is_none_or(|e| now < e) && self.budget != Some(0)
+    }
+
+    fn can_dispatch(&self) -> bool {
+        self.open < self.max_conns || self.idle.iter().any(|v| !v.is_empty())
+    }
+
+    fn publish(&self) {
+        let live = &self.ctl.live[self.id];
+        live.responses.store(self.rec.responses, Ordering::Relaxed);
+        live.errors.store(self.rec.error_count(), Ordering::Relaxed);
+        live.bytes_in.store(self.rec.bytes_in, Ordering::Relaxed);
+        let inflight = self.conns.iter().filter(|c| c.in_flight()).count();
+        live.in_flight.store(inflight as u64, Ordering::Relaxed);
+    }
+
+    fn pick(&mut self) -> usize {
+        let n = self.cfg.requests.len();
+        if n == 1 {
+            return 0;
+        }
+        match self.cfg.pick {
+            Pick::Random => self.rng.usize(..n),
+            Pick::Sequence => {
+                let i = self.seq % n;
+                self.seq += 1;
+                i
+            }
+        }
+    }
+
+    /// Takes one request off the budget if it is counted; false when the budget is spent.
+    fn take_budget(&mut self, counted: bool) -> bool {
+        match (&mut self.budget, counted) {
+            (Some(0), true) => false,
+            (Some(b), true) => {
+                *b -= 1;
+                true
+            }
+            _ => true,
+        }
+    }
+
+    // ----- open loop -----
+
+    /// Sends every arrival that is due, as long as connections allow; the rest stay queued
+    /// (implicitly: the schedule does not advance) and their wait shows as send lag.
+    fn dispatch(&mut self, now: Instant) {
+        let Some(mut sched) = self.schedule.take() else {
+            return;
+        };
+        while sched.next() <= now && self.send_end.is_none_or(|e| sched.next() < e) {
+            let intended = sched.next();
+            let counted = intended >= self.warm_end;
+            if counted && self.budget == Some(0) {
+                break;
+            }
+            let req = match self.pending_pick {
+                Some(r) => r,
+                None => {
+                    let r = self.pick();
+                    self.pending_pick = Some(r);
+                    r
+                }
+            };
+            let addr = self.cfg.requests[req].addr;
+            let slot = if self.cfg.keep_alive {
+                self.pop_idle(addr)
+            } else {
+                None
+            };
+            let slot = match slot {
+                Some(s) => Some(s),
+                None if self.open < self.max_conns => Some(self.alloc_slot(now)),
+                None => {
+                    // Pool full: an idle connection to another address makes room.
+                    if let Some(other) = (0..self.idle.len()).find_map(|a| self.pop_idle(a)) {
+                        self.close_socket(other);
+                        self.free_slot(other);
+                        Some(self.alloc_slot(now))
+                    } else {
+                        None
+                    }
+                }
+            };
+            let Some(slot) = slot else { break };
+            self.pending_pick = None;
+            sched.advance();
+            self.take_budget(counted);
+            self.start_request(slot, req, intended, counted, now);
+        }
+        self.schedule = Some(sched);
+    }
+
+    fn pop_idle(&mut self, addr: usize) -> Option<usize> {
+        while let Some((slot, gen)) = self.idle[addr].pop() {
+            let c = &self.conns[slot];
+            if c.gen == gen && c.phase == Phase::Idle {
+                return Some(slot);
+            }
+        }
+        None
+    }
+
+    fn alloc_slot(&mut self, now: Instant) -> usize {
+        match self.free_slots.pop() {
+            Some(s) => s,
+            None => {
+                self.conns.push(Conn::new(now));
+                self.conns.len() - 1
+            }
+        }
+    }
+
+    fn free_slot(&mut self, slot: usize) {
+        self.conns[slot].phase = Phase::Free;
+        self.free_slots.push(slot);
+    }
+
+    /// At the end of the send window: arrivals that were due but never got a connection.
+    fn count_unsent(&mut self) {
+        let Some(mut sched) = self.schedule.take() else {
+            return;
+        };
+        let end = self
+            .send_end
+            .unwrap_or_else(Instant::now)
+            .min(Instant::now());
+        let mut n = 0u64;
+        while sched.next() < end && self.budget.is_none_or(|b| n < b) {
+            if sched.next() >= self.warm_end {
+                n += 1;
+            }
+            sched.advance();
+        }
+        self.rec.unsent += n;
+        self.schedule = Some(sched);
+    }
+
+    // ----- closed loop -----
+
+    /// A user decides what to do next: think, send, or stop. `first`: the user's first
+    /// request goes out at once; think time comes after each answer.
+    fn user_next(&mut self, u: usize, now: Instant, first: bool) {
+        if !self.may_send(now) {
+            self.end_user(u);
+            return;
+        }
+        let (lo, hi) = self.think_range;
+        if first || hi.is_zero() {
+            self.user_send(u, now, now);
+            return;
+        }
+        let think = if hi > lo {
+            lo + (hi - lo).mul_f64(self.rng.f64())
+        } else {
+            lo
+        };
+        self.conns[u].phase = Phase::Thinking;
+        self.think.push(Reverse((now + think, u)));
+    }
+
+    fn user_send(&mut self, u: usize, intended: Instant, now: Instant) {
+        let counted = intended >= self.warm_end;
+        if !self.take_budget(counted) {
+            self.end_user(u);
+            return;
+        }
+        let req = self.pick();
+        self.start_request(u, req, intended, counted, now);
+    }
+
+    fn end_user(&mut self, u: usize) {
+        self.close_socket(u);
+        self.conns[u].phase = Phase::Free;
+    }
+
+    fn wake_thinkers(&mut self, now: Instant) {
+        while let Some(Reverse((t, u))) = self.think.peek().copied() {
+            if t > now {
+                break;
+            }
+            self.think.pop();
+            // The user's next request was intended when its think time ended.
+            if self.conns[u].phase == Phase::Thinking {
+                self.user_send(u, t, now);
+            }
+        }
+    }
+
+    // ----- both -----
+
+    fn start_request(
+        &mut self,
+        slot: usize,
+        req: usize,
+        intended: Instant,
+        counted: bool,
+        now: Instant,
+    ) {
+        let addr = self.cfg.requests[req].addr;
+        {
+            let c = &mut self.conns[slot];
+            c.req = req;
+            c.intended = intended;
+            c.started = now;
+            c.counted = counted;
+            c.sent = 0;
+            c.bytes = 0;
+        }
+        if counted {
+            self.rec.requests += 1;
+        }
+        let reusable = {
+            let c = &self.conns[slot];
+            c.stream.is_some() && c.addr == addr && self.cfg.keep_alive
+        };
+        if reusable {
+            self.conns[slot].deadline = now + self.cfg.timeout;
+            self.write_request(slot, now);
+            return;
+        }
+        self.close_socket(slot);
+        self.conns[slot].addr = addr;
+        if let Err(kind) = self.connect(slot, now) {
+            self.fail(slot, kind, now);
+        }
+    }
+
+    fn connect(&mut self, slot: usize, now: Instant) -> Result<(), ErrorKind> {
+        let addr = self.cfg.addrs[self.conns[slot].addr];
+        let mut stream = match TcpStream::connect(addr) {
+            Ok(s) => s,
+            Err(e) => {
+                let kind = ErrorKind::from_io(&e, true);
+                if kind == ErrorKind::FdUnavail {
+                    self.on_fd_exhausted();
+                }
+                return Err(kind);
+            }
+        };
+        let c = &mut self.conns[slot];
+        c.gen = c.gen.wrapping_add(1);
+        if let Err(e) = self.poll.registry().register(
+            &mut stream,
+            token(slot, c.gen),
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            return Err(ErrorKind::from_io(&e, true));
+        }
+        c.stream = Some(stream);
+        c.phase = Phase::Connecting;
+        c.calls = 0;
+        c.connect_start = now;
+        c.deadline = (c.started + self.cfg.timeout).min(now + self.cfg.connect_timeout);
+        self.open += 1;
+        Ok(())
+    }
+
+    /// Out of fds: keep going with the connections we have, and say what to raise.
+    fn on_fd_exhausted(&mut self) {
+        if self.open > 0 && matches!(self.cfg.load, Load::Open { .. }) {
+            self.max_conns = self.open;
+        }
+        if !self.fd_note_done {
+            self.fd_note_done = true;
+            self.notes.push(format!(
+                "file descriptors ran out at {} open connections on a thread; the run went on with those",
+                self.open
+            ));
+        }
+    }
+
+    fn close_socket(&mut self, slot: usize) {
+        let c = &mut self.conns[slot];
+        if let Some(mut s) = c.stream.take() {
+            let _ = self.poll.registry().deregister(&mut s);
+            self.open -= 1;
+            c.gen = c.gen.wrapping_add(1);
+        }
+    }
+
+    fn on_event(&mut self, slot: usize, readable: bool, writable: bool) {
+        let now = Instant::now();
+        match self.conns[slot].phase {
+            Phase::Connecting => match self.finish_connect(slot) {
+                Ok(false) => {} // spurious wakeup: still connecting
+                Ok(true) => {
+                    let c = &mut self.conns[slot];
+                    if c.counted {
+                        self.rec.connections_opened += 1;
+                        self.rec
+                            .connected(now.saturating_duration_since(c.connect_start));
+                    }
+                    c.deadline = c.started + self.cfg.timeout;
+                    self.write_request(slot, now);
+                }
+                Err(kind) => self.fail(slot, kind, now),
+            },
+            Phase::Writing if writable => self.write_request(slot, now),
+            Phase::Writing | Phase::Reading if readable => self.read_response(slot, now),
+            Phase::Idle | Phase::Thinking if readable => {
+                // The server closed (or wrote to) a connection with nothing in flight: drop it.
+                let was_idle = self.conns[slot].phase == Phase::Idle;
+                self.close_socket(slot);
+                if was_idle {
+                    self.free_slot(slot);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Ok(true) once a non-blocking connect has completed, Ok(false) if still pending.
+    fn finish_connect(&mut self, slot: usize) -> Result<bool, ErrorKind> {
+        let Some(s) = self.conns[slot].stream.as_ref() else {
+            return Err(ErrorKind::Other);
+        };
+        match s.take_error() {
+            Ok(Some(e)) | Err(e) => return Err(ErrorKind::from_io(&e, true)),
+            Ok(None) => {}
+        }
+        match s.peer_addr() {
+            Ok(_) => {
+                let _ = s.set_nodelay(true);
+                Ok(true)
+            }
+            Err(e) if e.kind() == IoKind::NotConnected => Ok(false),
+            Err(e) => Err(ErrorKind::from_io(&e, true)),
+        }
+    }
+
+    fn write_request(&mut self, slot: usize, now: Instant) {
+        let cfg = self.cfg;
+        let c = &mut self.conns[slot];
+        let p = &cfg.requests[c.req];
+        let last = !self.cfg.keep_alive
+            || self
+                .cfg
+                .calls_per_connection
+                .is_some_and(|k| c.calls + 1 >= k);
+        let bytes = if last { &p.close } else { &p.keep_alive };
+        if c.sent == 0 {
+            c.written = now;
+            c.calls += 1;
+            c.parser.start(p.head_only);
+        }
+        let Some(stream) = c.stream.as_mut() else {
+            return;
+        };
+        while c.sent < bytes.len() {
+            match stream.write(&bytes[c.sent..]) {
+                Ok(0) => {
+                    self.fail(slot, ErrorKind::Closed, now);
+                    return;
+                }
+                Ok(n) => c.sent += n,
+                Err(e) if e.kind() == IoKind::WouldBlock => {
+                    c.phase = Phase::Writing;
+                    return;
+                }
+                Err(e) if e.kind() == IoKind::Interrupted => {}
+                Err(e) => {
+                    let kind = ErrorKind::from_io(&e, false);
+                    self.fail(slot, kind, now);
+                    return;
+                }
+            }
+        }
+        if c.counted {
+            self.rec.bytes_out += bytes.len() as u64;
+        }
+        c.phase = Phase::Reading;
+    }
+
+    fn read_response(&mut self, slot: usize, now: Instant) {
+        loop {
+            let c = &mut self.conns[slot];
+            let Some(stream) = c.stream.as_mut() else {
+                return;
+            };
+            let n = match stream.read(&mut self.buf) {
+                Ok(0) => {
+                    // EOF: the legitimate end of an until-close body, or a premature close.
+                    match c.parser.finish_on_eof() {
+                        Some(resp) => self.complete(slot, resp.status, true, now),
+                        None => self.fail(slot, ErrorKind::Closed, now),
+                    }
+                    return;
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == IoKind::WouldBlock => return,
+                Err(e) if e.kind() == IoKind::Interrupted => continue,
+                Err(e) => {
+                    let kind = ErrorKind::from_io(&e, false);
+                    self.fail(slot, kind, now);
+                    return;
+                }
+            };
+            c.bytes += n as u64;
+            match c.parser.feed(&self.buf[..n]) {
+                Ok((used, Some(resp))) => {
+                    if used < n {
+                        // Bytes beyond the response: the connection is out of step.
+                        c.bytes -= (n - used) as u64;
+                        self.complete(slot, resp.status, true, now);
+                    } else {
+                        self.complete(slot, resp.status, resp.close, now);
+                    }
+                    return;
+                }
+                Ok((_, None)) => {}
+                Err(_) => {
+                    self.fail(slot, ErrorKind::Protocol, now);
+                    return;
+                }
+            }
+            // A short read drained the socket; edge-triggered epoll will report new data.
+            if n < self.buf.len() {
+                return;
+            }
+        }
+    }
+
+    fn complete(&mut self, slot: usize, status: u16, close: bool, now: Instant) {
+        let c = &self.conns[slot];
+        if c.counted {
+            self.rec
+                .response(status, c.intended, c.started, c.written, now, c.bytes);
+        }
+        let keep = !close
+            && self.cfg.keep_alive
+            && self.cfg.calls_per_connection.is_none_or(|k| c.calls < k);
+        self.after_request(slot, keep, now);
+    }
+
+    fn fail(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
+        if self.conns[slot].counted {
+            self.rec.error(kind, now);
+        }
+        self.after_request(slot, false, now);
+    }
+
+    /// After a response or an error: keep or close the socket, then the slot's next move.
+    fn after_request(&mut self, slot: usize, keep: bool, now: Instant) {
+        if !keep {
+            self.close_socket(slot);
+        }
+        if matches!(self.cfg.load, Load::Open { .. }) {
+            if keep {
+                let c = &mut self.conns[slot];
+                c.phase = Phase::Idle;
+                let entry = (slot, c.gen);
+                let addr = c.addr;
+                self.idle[addr].push(entry);
+            } else {
+                self.free_slot(slot);
+            }
+            // A freed connection may serve a queued arrival right away.
+            if self.may_send(now) {
+                self.dispatch(now);
+            }
+        } else {
+            self.conns[slot].phase = Phase::Idle;
+            self.user_next(slot, now, false);
+        }
+    }
+
+    fn scan_timeouts(&mut self, now: Instant) {
+        for i in 0..self.conns.len() {
+            let c = &self.conns[i];
+            if c.in_flight() && now >= c.deadline {
+                let kind = if c.phase == Phase::Connecting {
+                    ErrorKind::ConnectTimeout
+                } else {
+                    ErrorKind::Timeout
+                };
+                self.fail(i, kind, now);
+            }
+        }
+    }
+
+    /// Stopped early: in-flight requests are dropped uncounted (neither answered nor failed).
+    fn abort_in_flight(&mut self) {
+        for i in 0..self.conns.len() {
+            if self.conns[i].in_flight() {
+                if self.conns[i].counted {
+                    self.rec.requests -= 1;
+                }
+                self.close_socket(i);
+                self.conns[i].phase = Phase::Free;
+            }
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! The per-thread recorder: histograms and counters filled by the engine's hot loop.
+//! Everything is allocated up front; recording a request touches no allocator.
+use super::ErrorKind;
+use hdrhistogram::Histogram;
+use std::time::{Duration, Instant};
+
+/// Highest latency a histogram holds (1 hour, in µs); larger values saturate.
+const MAX_US: u64 = 3_600_000_000;
+/// Status codes 0..=599 are counted by index; anything else lands in slot 0.
+const STATUS_SLOTS: usize = 600;
+
+/// Counters for one second of the run (by completion time), for timelines.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SecondBucket {
+    pub responses: u64,
+    /// 2xx and 3xx responses.
+    pub ok: u64,
+    pub errors: u64,
+    pub bytes_in: u64,
+    pub response_time_sum_us: u64,
+    pub response_time_max_us: u64,
+}
+
+impl SecondBucket {
+    pub fn add(&mut self, o: &SecondBucket) {
+        self.responses += o.responses;
+        self.ok += o.ok;
+        self.errors += o.errors;
+        self.bytes_in += o.bytes_in;
+        self.response_time_sum_us += o.response_time_sum_us;
+        self.response_time_max_us = self.response_time_max_us.max(o.response_time_max_us);
+    }
+}
+
+/// One thread's measurements; [`Recorder::merge`] folds threads together.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    /// completion − intended time: what a user feels, free of coordinated omission.
+    pub response_time: Histogram<u64>,
+    /// completion − actual write of the request.
+    pub service_time: Histogram<u64>,
+    /// actual start (connect or write) − intended time: the generator or its pool fell behind.
+    pub send_lag: Histogram<u64>,
+    /// TCP connect time of each new connection.
+    pub connect_time: Histogram<u64>,
+    pub errors: [u64; ErrorKind::COUNT],
+    pub statuses: Vec<u64>,
+    /// Requests started and counted (outside warm-up), whatever their outcome.
+    pub requests: u64,
+    pub responses: u64,
+    /// 2xx and 3xx responses.
+    pub ok: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub connections_opened: u64,
+    /// Requests the plan scheduled in the window that never got a connection before the end.
+    pub unsent: u64,
+    /// Counted completions and errors, per second since `origin`.
+    pub seconds: Vec<SecondBucket>,
+    pub origin: Instant,
+    /// The measured window: from the end of warm-up to the last counted completion.
+    pub window_start: Instant,
+    pub last_event: Option<Instant>,
+}
+
+fn new_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_US, 3).expect("static histogram bounds are valid")
+}
+
+fn us(d: Duration) -> u64 {
+    d.as_micros().min(MAX_US as u128) as u64
+}
+
+impl Recorder {
+    /// `expected_secs` pre-sizes the per-second series so the hot loop does not grow it.
+    pub fn new(origin: Instant, window_start: Instant, expected_secs: usize) -> Recorder {
+        Recorder {
+            response_time: new_hist(),
+            service_time: new_hist(),
+            send_lag: new_hist(),
+            connect_time: new_hist(),
+            errors: [0; ErrorKind::COUNT],
+            statuses: vec![0; STATUS_SLOTS],
+            requests: 0,
+            responses: 0,
+            ok: 0,
+            bytes_in: 0,
+            bytes_out: 0,
+            connections_opened: 0,
+            unsent: 0,
+            seconds: Vec::with_capacity(expected_secs + 2),
+            origin,
+            window_start,
+            last_event: None,
+        }
+    }
+
+    #[inline]
+    fn bucket(&mut self, at: Instant) -> &mut SecondBucket {
+        let s = at.saturating_duration_since(self.origin).as_secs() as usize;
+        if s >= self.seconds.len() {
+            self.seconds.resize(s + 1, SecondBucket::default());
+        }
+        &mut self.seconds[s]
+    }
+
+    /// A complete response to a counted request.
+    #[inline]
+    pub fn response(
+        &mut self,
+        status: u16,
+        intended: Instant,
+        started: Instant,
+        written: Instant,
+        done: Instant,
+        bytes: u64,
+    ) {
+        let rt = us(done.saturating_duration_since(intended));
+        let _ = self.response_time.record(rt.max(1));
+        let _ = self
+            .service_time
+            .record(us(done.saturating_duration_since(written)).max(1));
+        let _ = self
+            .send_lag
+            .record(us(started.saturating_duration_since(intended)));
+        self.responses += 1;
+        let ok = (200..400).contains(&status);
+        if ok {
+            self.ok += 1;
+        }
+        let slot = if (status as usize) < STATUS_SLOTS {
+            status as usize
+        } else {
+            0
+        };
+        self.statuses[slot] += 1;
+        self.bytes_in += bytes;
+        self.last_event = Some(done);
+        let b = self.bucket(done);
+        b.responses += 1;
+        b.ok += ok as u64;
+        b.bytes_in += bytes;
+        b.response_time_sum_us += rt;
+        b.response_time_max_us = b.response_time_max_us.max(rt);
+    }
+
+    /// A counted request that ended in a transport error.
+    #[inline]
+    pub fn error(&mut self, kind: ErrorKind, at: Instant) {
+        self.errors[kind.index()] += 1;
+        self.last_event = Some(at);
+        self.bucket(at).errors += 1;
+    }
+
+    #[inline]
+    pub fn connected(&mut self, took: Duration) {
+        let _ = self.connect_time.record(us(took).max(1));
+    }
+
+    pub fn error_count(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    /// Folds another thread's measurements into this one.
+    pub fn merge(&mut self, o: &Recorder) {
+        let _ = self.response_time.add(&o.response_time);
+        let _ = self.service_time.add(&o.service_time);
+        let _ = self.send_lag.add(&o.send_lag);
+        let _ = self.connect_time.add(&o.connect_time);
+        for (a, b) in self.errors.iter_mut().zip(o.errors.iter()) {
+            *a += b;
+        }
+        for (a, b) in self.statuses.iter_mut().zip(o.statuses.iter()) {
+            *a += b;
+        }
+        self.requests += o.requests;
+        self.responses += o.responses;
+        self.ok += o.ok;
+        self.bytes_in += o.bytes_in;
+        self.bytes_out += o.bytes_out;
+        self.connections_opened += o.connections_opened;
+        self.unsent += o.unsent;
+        // Threads share one origin, so buckets line up by index.
+        let shift = o.origin.saturating_duration_since(self.origin).as_secs() as usize;
+        if o.seconds.len() + shift > self.seconds.len() {
+            self.seconds
+                .resize(o.seconds.len() + shift, SecondBucket::default());
+        }
+        for (i, b) in o.seconds.iter().enumerate() {
+            self.seconds[i + shift].add(b);
+        }
+        self.last_event = match (self.last_event, o.last_event) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        self.window_start = self.window_start.min(o.window_start);
+    }
+
+    /// Seconds from the end of warm-up to the last counted completion (at least `planned`
+    /// when the run went its full duration, so an idle tail still counts as time).
+    pub fn window_secs(&self, planned: Option<Duration>) -> f64 {
+        let measured = self
+            .last_event
+            .map(|l| l.saturating_duration_since(self.window_start).as_secs_f64())
+            .unwrap_or(0.0);
+        match planned {
+            Some(p) => measured.max(p.as_secs_f64()),
+            None => measured,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_and_merges() {
+        let t0 = Instant::now();
+        let mut a = Recorder::new(t0, t0, 4);
+        let mut b = Recorder::new(t0, t0, 4);
+        let ms = Duration::from_millis;
+        a.response(200, t0, t0 + ms(1), t0 + ms(2), t0 + ms(10), 100);
+        b.response(503, t0, t0, t0, t0 + ms(1500), 50);
+        b.error(ErrorKind::Reset, t0 + ms(1600));
+        a.merge(&b);
+        assert_eq!(a.responses, 2);
+        assert_eq!(a.ok, 1);
+        assert_eq!(a.statuses[200], 1);
+        assert_eq!(a.statuses[503], 1);
+        assert_eq!(a.errors[ErrorKind::Reset.index()], 1);
+        assert_eq!(a.bytes_in, 150);
+        assert_eq!(a.seconds.len(), 2);
+        assert_eq!(a.seconds[0].responses, 1);
+        assert_eq!(a.seconds[1].responses, 1);
+        assert_eq!(a.seconds[1].errors, 1);
+        assert_eq!(a.response_time.len(), 2);
+        assert!(a.response_time.max() >= 1_499_000);
+        // Send lag of the first: 1 ms; service time: 8 ms.
+        assert!(a.send_lag.max() >= 999);
+        assert_eq!(a.service_time.min() / 1000, 8);
+        assert!((a.window_secs(None) - 1.6).abs() < 0.01);
+        assert_eq!(a.window_secs(Some(Duration::from_secs(5))), 5.0);
+    }
+}

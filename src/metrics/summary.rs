@@ -1,0 +1,140 @@
+//! The summary of a run (or of one step of a sweep): the object `run --json` writes and the
+//! terminal report prints. Its fields are documented in docs/results.md.
+use super::{ErrorKind, Recorder};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Latency statistics in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyStats {
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+    pub count: u64,
+}
+
+impl LatencyStats {
+    /// From a histogram of microseconds.
+    pub fn from_hist(h: &Histogram<u64>) -> LatencyStats {
+        if h.is_empty() {
+            return LatencyStats::default();
+        }
+        let ms = |v: u64| v as f64 / 1000.0;
+        LatencyStats {
+            mean: h.mean() / 1000.0,
+            p50: ms(h.value_at_quantile(0.50)),
+            p90: ms(h.value_at_quantile(0.90)),
+            p99: ms(h.value_at_quantile(0.99)),
+            p999: ms(h.value_at_quantile(0.999)),
+            max: ms(h.max()),
+            count: h.len(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// `open` (arrival rate) or `closed` (users).
+    pub mode: String,
+    /// Requests per second the plan scheduled (open loop); null in closed loop.
+    pub offered_rate: Option<f64>,
+    /// Users (closed loop); null in open loop.
+    pub users: Option<u64>,
+    /// Responses per second (any status).
+    pub throughput: f64,
+    /// 2xx/3xx responses per second.
+    pub goodput: f64,
+    /// Requests started in the measured window (warm-up excluded), whatever their outcome.
+    pub requests: u64,
+    pub responses: u64,
+    /// Requests scheduled in the window that never got a connection before the run ended.
+    pub unsent: u64,
+    /// Length of the measured window in seconds.
+    pub duration_s: f64,
+    pub connections_opened: u64,
+    pub errors: BTreeMap<String, u64>,
+    pub error_count: u64,
+    /// errors / requests.
+    pub error_ratio: f64,
+    pub statuses: BTreeMap<String, u64>,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub bytes_in_per_s: f64,
+    pub response_time_ms: LatencyStats,
+    pub service_time_ms: LatencyStats,
+    pub send_lag_ms: LatencyStats,
+    pub connect_time_ms: LatencyStats,
+}
+
+impl Summary {
+    /// Builds the summary of merged measurements. `planned` is the window's planned length
+    /// when the run went its full course (see [`Recorder::window_secs`]).
+    pub fn from_recorder(
+        r: &Recorder,
+        offered_rate: Option<f64>,
+        users: Option<u64>,
+        planned: Option<Duration>,
+    ) -> Summary {
+        let secs = r.window_secs(planned);
+        let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        let errors: BTreeMap<String, u64> = ErrorKind::ALL
+            .iter()
+            .filter(|k| r.errors[k.index()] > 0)
+            .map(|k| (k.name().to_string(), r.errors[k.index()]))
+            .collect();
+        let statuses = r
+            .statuses
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(code, &n)| {
+                (
+                    if code == 0 {
+                        "other".to_string()
+                    } else {
+                        code.to_string()
+                    },
+                    n,
+                )
+            })
+            .collect();
+        let error_count = r.error_count();
+        Summary {
+            mode: if users.is_some() { "closed" } else { "open" }.to_string(),
+            offered_rate,
+            users,
+            throughput: per_s(r.responses),
+            goodput: per_s(r.ok),
+            requests: r.requests,
+            responses: r.responses,
+            unsent: r.unsent,
+            duration_s: secs,
+            connections_opened: r.connections_opened,
+            errors,
+            error_count,
+            error_ratio: if r.requests > 0 {
+                error_count as f64 / r.requests as f64
+            } else {
+                0.0
+            },
+            statuses,
+            bytes_in: r.bytes_in,
+            bytes_out: r.bytes_out,
+            bytes_in_per_s: per_s(r.bytes_in),
+            response_time_ms: LatencyStats::from_hist(&r.response_time),
+            service_time_ms: LatencyStats::from_hist(&r.service_time),
+            send_lag_ms: LatencyStats::from_hist(&r.send_lag),
+            connect_time_ms: LatencyStats::from_hist(&r.connect_time),
+        }
+    }
+
+    /// Count of one error kind.
+    pub fn errors_of(&self, kind: ErrorKind) -> u64 {
+        self.errors.get(kind.name()).copied().unwrap_or(0)
+    }
+}

@@ -1,0 +1,56 @@
+//! `--json FILE`: the run's summary as one JSON object (docs/results.md).
+use crate::engine::{EngineConfig, Outcome};
+use crate::metrics::Summary;
+use serde::Serialize;
+use std::path::Path;
+
+/// Version of the JSON layout; bumped on incompatible changes.
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct RunJson<'a> {
+    format_version: u32,
+    overload_version: &'static str,
+    urls: &'a [String],
+    interrupted: bool,
+    warnings: Vec<String>,
+    #[serde(flatten)]
+    summary: &'a Summary,
+}
+
+/// Fails early (before the load) when the output file cannot be created.
+pub fn check_writable(p: &Path) -> crate::Result<()> {
+    let dir = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(crate::Error::usage(format!(
+            "--json {}: directory '{}' does not exist",
+            p.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+pub fn write_run(
+    p: &Path,
+    s: &Summary,
+    outcome: &Outcome,
+    cfg: &EngineConfig,
+    urls: &[String],
+) -> crate::Result<()> {
+    let doc = RunJson {
+        format_version: FORMAT_VERSION,
+        overload_version: env!("CARGO_PKG_VERSION"),
+        urls,
+        interrupted: outcome.interrupted,
+        warnings: super::terminal::warnings(s, outcome, cfg),
+        summary: s,
+    };
+    let text = serde_json::to_string_pretty(&doc)
+        .map_err(|e| crate::Error::runtime(format!("JSON: {e}")))?;
+    std::fs::write(p, text + "\n")
+        .map_err(|e| crate::Error::runtime(format!("cannot write '{}': {e}", p.display())))
+}

@@ -1,0 +1,202 @@
+//! The terminal summary of a run.
+use crate::engine::{EngineConfig, Load, Outcome};
+use crate::metrics::{ErrorKind, LatencyStats, Summary};
+use crate::units::{fmt_duration, fmt_ms};
+use std::fmt::Write;
+
+/// One line describing the plan, printed before the run starts.
+pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
+    let load = match cfg.load {
+        Load::Open {
+            rate,
+            arrival,
+            max_connections,
+        } => format!(
+            "open loop, {} req/s {:?} arrivals, up to {max_connections} connections",
+            fmt_num(rate),
+            arrival
+        )
+        .replace("Constant", "constant")
+        .replace("Poisson", "poisson"),
+        Load::Closed { users, think } => {
+            let t = if think.1.is_zero() {
+                "no think time".to_string()
+            } else if think.0 == think.1 {
+                format!("think {}", fmt_duration(think.0))
+            } else {
+                format!("think {}..{}", fmt_duration(think.0), fmt_duration(think.1))
+            };
+            format!("closed loop, {users} users, {t}")
+        }
+    };
+    let mut bound = Vec::new();
+    if let Some(d) = cfg.duration {
+        bound.push(fmt_duration(d));
+    }
+    if let Some(n) = cfg.max_requests {
+        bound.push(format!("{n} requests"));
+    }
+    let warm = if cfg.warmup.is_zero() {
+        String::new()
+    } else {
+        format!(" after {} warm-up", fmt_duration(cfg.warmup))
+    };
+    let conn = if cfg.keep_alive {
+        "keep-alive"
+    } else {
+        "new connection per request"
+    };
+    let target = match urls {
+        [one] => one.clone(),
+        many => format!("{} URLs", many.len()),
+    };
+    format!(
+        "overload: {load}; {}{warm}; {} threads, {conn}; {target}",
+        bound.join(" or "),
+        cfg.threads
+    )
+}
+
+fn fmt_num(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn fmt_bytes(b: f64) -> String {
+    if b >= 1e9 {
+        format!("{:.2} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.2} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.1} kB", b / 1e3)
+    } else {
+        format!("{b:.0} B")
+    }
+}
+
+fn lat_row(out: &mut String, name: &str, l: &LatencyStats) {
+    if l.count == 0 {
+        let _ = writeln!(out, "  {name:<15} -");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  {name:<15}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}",
+        fmt_ms(l.mean),
+        fmt_ms(l.p50),
+        fmt_ms(l.p90),
+        fmt_ms(l.p99),
+        fmt_ms(l.p999),
+        fmt_ms(l.max)
+    );
+}
+
+/// The summary printed after a run.
+pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
+    let mut o = String::new();
+    if outcome.interrupted {
+        let _ = writeln!(
+            o,
+            "\ninterrupted: the figures cover what was done before the signal"
+        );
+    }
+    let offered = match (s.offered_rate, s.users) {
+        (Some(r), _) => format!("offered {} req/s", fmt_num(r)),
+        (_, Some(u)) => format!("offered {u} users"),
+        _ => String::new(),
+    };
+    let _ = writeln!(o, "\n  {offered}, measured over {:.2}s", s.duration_s);
+    let _ = writeln!(
+        o,
+        "  throughput     {:.1} responses/s   goodput {:.1}/s (2xx/3xx)",
+        s.throughput, s.goodput
+    );
+    let _ = writeln!(
+        o,
+        "  requests       {} sent, {} answered, {} errors ({:.2}%){}",
+        s.requests,
+        s.responses,
+        s.error_count,
+        s.error_ratio * 100.0,
+        if s.unsent > 0 {
+            format!(", {} never sent (no free connection)", s.unsent)
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(
+        o,
+        "  transfer       {}/s in ({} total), {} out; {} connections opened",
+        fmt_bytes(s.bytes_in_per_s),
+        fmt_bytes(s.bytes_in as f64),
+        fmt_bytes(s.bytes_out as f64),
+        s.connections_opened
+    );
+    let _ = writeln!(
+        o,
+        "\n  {:<15}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}",
+        "", "mean", "p50", "p90", "p99", "p99.9", "max"
+    );
+    lat_row(&mut o, "response time", &s.response_time_ms);
+    lat_row(&mut o, "service time", &s.service_time_ms);
+    lat_row(&mut o, "send lag", &s.send_lag_ms);
+    lat_row(&mut o, "connect", &s.connect_time_ms);
+    let statuses: Vec<String> = s
+        .statuses
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    let _ = writeln!(
+        o,
+        "\n  statuses       {}",
+        if statuses.is_empty() {
+            "none".into()
+        } else {
+            statuses.join(", ")
+        }
+    );
+    let errors: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let _ = writeln!(
+        o,
+        "  errors         {}",
+        if errors.is_empty() {
+            "none".into()
+        } else {
+            errors.join(", ")
+        }
+    );
+    for w in warnings(s, outcome, cfg) {
+        let _ = writeln!(o, "  ! {w}");
+    }
+    o
+}
+
+/// Things the user must know to trust (or not) the figures.
+pub fn warnings(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> Vec<String> {
+    let mut w: Vec<String> = outcome.notes.clone();
+    for k in ErrorKind::ALL {
+        if s.errors_of(k) > 0 {
+            if let Some(a) = k.advice() {
+                w.push(format!(
+                    "{}: {a} (fd limit now {})",
+                    k.name(),
+                    outcome.fd_limit
+                ));
+            }
+        }
+    }
+    if let Load::Open { .. } = cfg.load {
+        // Sends more than 10 ms late (or never sent) mean the generator, not the server, was the limit.
+        if s.send_lag_ms.p99 > 10.0 || s.unsent > 0 {
+            w.push(format!(
+                "send lag p99 {}: requests waited for a free connection or for the generator; \
+                 response times include that wait (raise --connections or --threads if the server is not saturated)",
+                fmt_ms(s.send_lag_ms.p99)
+            ));
+        }
+    }
+    w
+}

@@ -1,0 +1,314 @@
+//! `overload run` against the embedded target, through the real binary. Margins are generous:
+//! the machine is shared and noisy; what is asserted is behaviour, not speed.
+mod common;
+use common::{bin, f, run_json, Target};
+
+#[test]
+fn open_loop_holds_the_offered_rate() {
+    let t = Target::start(&[]);
+    let url = format!("{}/", t.url);
+    let (_, v) = run_json(&["run", &url, "--rate", "2000", "--duration", "5s"]);
+    let thr = f(&v, "throughput");
+    assert!(
+        (thr - 2000.0).abs() <= 40.0,
+        "throughput {thr} not within 2% of 2000"
+    );
+    assert_eq!(f(&v, "error_count"), 0.0);
+    assert_eq!(f(&v, "offered_rate"), 2000.0);
+    // 10,000 requests scheduled in 5 s, every one answered.
+    assert!(
+        (f(&v, "responses") - 10_000.0).abs() <= 2.0,
+        "{}",
+        v["responses"]
+    );
+    assert_eq!(v["statuses"]["200"].as_f64(), v["responses"].as_f64());
+}
+
+#[test]
+fn sleep_50ms_median_is_50_to_55ms() {
+    let t = Target::start(&[]);
+    let url = format!("{}/sleep?ms=50", t.url);
+    let (_, v) = run_json(&["run", &url, "--rate", "100", "--duration", "3s"]);
+    let p50 = f(&v, "response_time_ms.p50");
+    assert!((50.0..=55.0).contains(&p50), "p50 {p50}");
+    assert!(f(&v, "service_time_ms.p50") >= 50.0);
+}
+
+#[test]
+fn closed_loop_obeys_littles_law() {
+    let t = Target::start(&[]);
+    let url = format!("{}/sleep?ms=20", t.url);
+    let (_, v) = run_json(&["run", &url, "--users", "4", "--duration", "4s"]);
+    let thr = f(&v, "throughput");
+    assert!(
+        (180.0..=220.0).contains(&thr),
+        "4 users / 20 ms should give ~200/s, got {thr}"
+    );
+    assert_eq!(v["mode"], "closed");
+    assert_eq!(f(&v, "users"), 4.0);
+    assert_eq!(f(&v, "connections_opened"), 4.0);
+}
+
+#[test]
+fn think_time_slows_users_down() {
+    let t = Target::start(&[]);
+    let url = format!("{}/", t.url);
+    // Each user: ~0 ms service + 100..200 ms think → ~6.7 requests/s per user.
+    let (_, v) = run_json(&[
+        "run",
+        &url,
+        "--users",
+        "5",
+        "--think",
+        "100ms..200ms",
+        "--duration",
+        "3s",
+    ]);
+    let thr = f(&v, "throughput");
+    assert!(
+        (25.0..=40.0).contains(&thr),
+        "5 users thinking 150 ms on average: ~33/s, got {thr}"
+    );
+}
+
+#[test]
+fn no_keep_alive_opens_a_connection_per_request() {
+    let t = Target::start(&[]);
+    let url = format!("{}/", t.url);
+    let (_, v) = run_json(&[
+        "run",
+        &url,
+        "--rate",
+        "300",
+        "--duration",
+        "2s",
+        "--no-keep-alive",
+    ]);
+    assert!(f(&v, "responses") > 500.0);
+    assert_eq!(f(&v, "connections_opened"), f(&v, "responses"));
+    // With keep-alive, a few connections serve everything.
+    let (_, v) = run_json(&["run", &url, "--rate", "300", "--duration", "2s"]);
+    assert!(
+        f(&v, "connections_opened") < 20.0,
+        "{}",
+        v["connections_opened"]
+    );
+}
+
+#[test]
+fn calls_per_connection_recycles_connections() {
+    let t = Target::start(&[]);
+    let url = format!("{}/", t.url);
+    let (_, v) = run_json(&[
+        "run",
+        &url,
+        "--users",
+        "2",
+        "--requests",
+        "100",
+        "--calls-per-connection",
+        "10",
+    ]);
+    assert_eq!(f(&v, "responses"), 100.0);
+    assert_eq!(f(&v, "connections_opened"), 10.0);
+    assert_eq!(f(&v, "error_count"), 0.0);
+}
+
+/// The coordinated-omission check: the server freezes 1 s of every 5 s. About 20% of the
+/// requests are due while it is frozen and wait 0–1 s, so p90 ≈ 0.5 s and p99 ≈ 0.95 s.
+#[test]
+fn stalls_are_measured_from_the_intended_time() {
+    let t = Target::start(&["--stall", "1s/5s"]);
+    let url = format!("{}/", t.url);
+    let (_, v) = run_json(&["run", &url, "--rate", "500", "--duration", "10s"]);
+    let p90 = f(&v, "response_time_ms.p90");
+    let p99 = f(&v, "response_time_ms.p99");
+    assert!((350.0..=650.0).contains(&p90), "p90 {p90} ms");
+    assert!(p99 >= 850.0, "p99 {p99} ms");
+    assert!(f(&v, "response_time_ms.p50") < 50.0);
+    assert!(v["service_time_ms"]["p90"].is_number());
+    assert_eq!(f(&v, "error_count"), 0.0);
+}
+
+/// With too few connections the requests queue in the generator; response time counts the
+/// wait (from the intended time) and the wait shows as send lag.
+#[test]
+fn queueing_for_connections_shows_as_send_lag() {
+    let t = Target::start(&[]);
+    let url = format!("{}/sleep?ms=20", t.url);
+    // One connection serves at most 50/s; 80/s are offered.
+    let (out, v) = run_json(&[
+        "run",
+        &url,
+        "--rate",
+        "80",
+        "--connections",
+        "1",
+        "--threads",
+        "1",
+        "--duration",
+        "3s",
+    ]);
+    assert!(f(&v, "send_lag_ms.p99") > 100.0, "{}", v["send_lag_ms"]);
+    assert!(f(&v, "response_time_ms.p99") > f(&v, "service_time_ms.p99") + 100.0);
+    assert!(f(&v, "throughput") < 55.0);
+    assert!(f(&v, "unsent") > 0.0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("send lag"));
+}
+
+#[test]
+fn requests_limit_and_several_urls_in_sequence() {
+    let t = Target::start(&[]);
+    let a = format!("{}/bytes/10", t.url);
+    let b = format!("{}/bytes/1000", t.url);
+    let (_, v) = run_json(&["run", &a, &b, "--users", "1", "--requests", "10"]);
+    assert_eq!(f(&v, "responses"), 10.0);
+    // Five of each, alternating: 5 × 10 + 5 × 1000 body bytes, plus heads.
+    let bytes = f(&v, "bytes_in");
+    assert!(
+        bytes > 5050.0 && bytes < 5050.0 + 10.0 * 300.0,
+        "bytes_in {bytes}"
+    );
+}
+
+#[test]
+fn urls_file_and_post_bodies() {
+    let t = Target::start(&[]);
+    let dir = std::env::temp_dir().join(format!("overload-urls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("urls.txt");
+    std::fs::write(
+        &file,
+        format!("# siege format\n{0}/\n{0}/bytes/5 POST a=1&b=2\n", t.url),
+    )
+    .unwrap();
+    let (_, v) = run_json(&[
+        "run",
+        "--urls",
+        file.to_str().unwrap(),
+        "--pick",
+        "random",
+        "--users",
+        "2",
+        "--requests",
+        "50",
+    ]);
+    assert_eq!(f(&v, "responses"), 50.0);
+    assert_eq!(f(&v, "error_count"), 0.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn statuses_are_answers_not_errors() {
+    let t = Target::start(&[]);
+    let url = format!("{}/status/503", t.url);
+    let (_, v) = run_json(&["run", &url, "--users", "2", "--requests", "20"]);
+    assert_eq!(f(&v, "error_count"), 0.0);
+    assert_eq!(v["statuses"]["503"].as_f64(), Some(20.0));
+    assert_eq!(f(&v, "goodput"), 0.0);
+}
+
+#[test]
+fn head_requests_expect_no_body() {
+    let t = Target::start(&[]);
+    let url = format!("{}/bytes/5000", t.url);
+    let (_, v) = run_json(&[
+        "run",
+        &url,
+        "-X",
+        "HEAD",
+        "--users",
+        "1",
+        "--requests",
+        "5",
+        "--timeout",
+        "2s",
+    ]);
+    assert_eq!(f(&v, "responses"), 5.0);
+    assert_eq!(f(&v, "error_count"), 0.0);
+    assert!(f(&v, "bytes_in") < 5.0 * 1000.0);
+}
+
+#[test]
+fn refused_connections_are_counted() {
+    // Bind then drop a listener: nothing listens on that port any more.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let (_, v) = run_json(&["run", &url, "--rate", "50", "--duration", "1s"]);
+    assert_eq!(f(&v, "responses"), 0.0);
+    assert!(
+        v["errors"]["connect-refused"].as_f64().unwrap_or(0.0) >= 45.0,
+        "{}",
+        v["errors"]
+    );
+}
+
+#[test]
+fn timeouts_are_counted_and_the_run_ends() {
+    let t = Target::start(&[]);
+    let url = format!("{}/sleep?ms=5000", t.url);
+    let start = std::time::Instant::now();
+    let (_, v) = run_json(&[
+        "run",
+        &url,
+        "--users",
+        "2",
+        "--duration",
+        "1s",
+        "--timeout",
+        "500ms",
+    ]);
+    assert!(
+        start.elapsed().as_secs_f64() < 4.0,
+        "the run must end after duration + timeout"
+    );
+    assert!(
+        v["errors"]["timeout"].as_f64().unwrap_or(0.0) >= 2.0,
+        "{}",
+        v["errors"]
+    );
+}
+
+#[test]
+fn bad_input_is_a_usage_error() {
+    for args in [
+        vec!["run", "http://127.0.0.1:1/", "--rate", "abc"],
+        vec!["run", "http://127.0.0.1:1/", "--duration", "10x"],
+        vec!["run", "ftp://127.0.0.1/"],
+        vec!["run", "http://127.0.0.1:1/", "--rate", "10", "--users", "5"],
+        vec!["run", "http://127.0.0.1:1/", "-H", "no colon"],
+        vec!["run", "--urls", "/nonexistent/urls.txt"],
+        vec!["run", "http://no-such-host.invalid/"],
+        vec!["run", "http://127.0.0.1:1/", "--think", "1s..10ms"],
+        vec!["run"],
+    ] {
+        let out = bin().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            err.lines().filter(|l| !l.trim().is_empty()).count() <= 4,
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn bad_line_in_urls_file_names_file_and_line() {
+    let dir = std::env::temp_dir().join(format!("overload-badurls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("u.txt");
+    std::fs::write(&file, "http://127.0.0.1:1/\n\nnot-a-url\n").unwrap();
+    let out = bin()
+        .args(["run", "--urls", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("u.txt:3"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
