@@ -3,6 +3,7 @@
 //! The flow runs one way: `plan` (what to send, when) → `engine` (send, time) →
 //! `metrics` (histograms, counters) → `report` (terminal, JSON). `target` is the embedded
 //! HTTP server used by the demo, the tests and the benchmarks; `lab` brings up real stacks.
+pub mod analysis;
 pub mod cli;
 pub mod engine;
 pub mod error;
@@ -11,6 +12,7 @@ pub mod metrics;
 pub mod plan;
 pub mod report;
 pub mod signals;
+pub mod store;
 pub mod target;
 pub mod units;
 

@@ -133,6 +133,15 @@ impl Summary {
         }
     }
 
+    /// Responses with a 2xx or 3xx status.
+    pub fn ok_count(&self) -> u64 {
+        self.statuses
+            .iter()
+            .filter(|(code, _)| code.parse::<u16>().is_ok_and(|c| (200..400).contains(&c)))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
     /// Count of one error kind.
     pub fn errors_of(&self, kind: ErrorKind) -> u64 {
         self.errors.get(kind.name()).copied().unwrap_or(0)

@@ -1,0 +1,391 @@
+//! Analysis of a sweep's steps: where it saturated, the capacity under an SLO, the Little's-law
+//! check, the generator self-check and the Universal Scalability Law fit. Pure functions of the
+//! step records, so `report` recomputes them from a results folder.
+pub mod slo;
+pub mod usl;
+
+pub use slo::Slo;
+pub use usl::UslFit;
+
+use crate::store::StepRecord;
+use serde::{Deserialize, Serialize};
+
+/// Open loop: a step is saturated when throughput falls below this share of the offered rate.
+pub const THROUGHPUT_SHARE: f64 = 0.95;
+/// Closed loop: a step is saturated when throughput rose by less than this over the previous.
+pub const CLOSED_GAIN: f64 = 0.05;
+/// Share of failed requests from which "errors appear".
+pub const ERROR_SHARE: f64 = 0.001;
+/// Little's law: flag a step when users and throughput × (response + think) differ by more.
+pub const LITTLE_TOLERANCE: f64 = 0.10;
+/// Generator CPU (% of its threads' cores) from which the generator is the suspect.
+pub const GENERATOR_CPU: f64 = 90.0;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Saturation {
+    /// Index of the first saturated step.
+    pub step: usize,
+    /// Its offered load.
+    pub offered: f64,
+    /// The highest throughput measured up to and including that step: what the server sustains.
+    pub peak_throughput: f64,
+    pub reasons: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LittleCheck {
+    pub step: usize,
+    pub users: f64,
+    /// throughput × (mean response time + mean think time).
+    pub predicted: f64,
+    pub ratio: f64,
+    pub off: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    pub mode: String,
+    pub saturation: Option<Saturation>,
+    /// Highest offered load whose step met the SLO, below the first step that failed it.
+    pub capacity: Option<f64>,
+    pub peak_throughput: f64,
+    pub littles_law: Vec<LittleCheck>,
+    pub usl: Option<UslFit>,
+    /// Steps where the generator, not the server, may have been the limit.
+    pub generator_bound: Vec<usize>,
+    /// Plain-language conclusions, each with its evidence.
+    pub findings: Vec<String>,
+}
+
+/// Why step `i` counts as saturated, given the steps before it (empty when it is not).
+pub fn saturation_reasons(mode: &str, steps: &[StepRecord], i: usize, slo: Option<&Slo>) -> Vec<String> {
+    let s = &steps[i];
+    let sum = &s.summary;
+    let mut r = Vec::new();
+    let failed = Slo::measure(slo::Metric::Errors, sum);
+    if failed > ERROR_SHARE {
+        r.push(format!("{:.2}% of requests failed", failed * 100.0));
+    }
+    if mode == "open" {
+        if sum.throughput < THROUGHPUT_SHARE * s.offered {
+            r.push(format!(
+                "throughput {:.1}/s is below {:.0}% of the offered {:.1}/s",
+                sum.throughput,
+                THROUGHPUT_SHARE * 100.0,
+                s.offered
+            ));
+        }
+        if i > 0 {
+            let prev = steps[i - 1].summary.send_lag_ms.p99;
+            let cur = sum.send_lag_ms.p99;
+            if cur > 10.0 && cur > 2.0 * prev {
+                r.push(format!("send lag p99 grew from {prev:.1} ms to {cur:.1} ms"));
+            }
+            let base = steps[..i].iter().map(|s| s.summary.response_time_ms.p90).fold(f64::INFINITY, f64::min);
+            let p90 = sum.response_time_ms.p90;
+            if base.is_finite() && p90 > (4.0 * base).max(base + 20.0) {
+                r.push(format!("response time p90 {p90:.1} ms is over 4x the lightest step's {base:.1} ms"));
+            }
+        }
+    } else if i > 0 {
+        let p = &steps[i - 1].summary;
+        let gain = if p.throughput > 0.0 { sum.throughput / p.throughput - 1.0 } else { 1.0 };
+        let rt_growth = if p.response_time_ms.mean > 0.0 { sum.response_time_ms.mean / p.response_time_ms.mean - 1.0 } else { 0.0 };
+        if gain < CLOSED_GAIN && rt_growth > CLOSED_GAIN {
+            r.push(format!(
+                "throughput gained {:+.1}% over the previous step while response time grew {:+.0}%",
+                gain * 100.0,
+                rt_growth * 100.0
+            ));
+        }
+    }
+    if let Some(slo) = slo {
+        for f in slo.failures(sum) {
+            r.push(format!("SLO {f}"));
+        }
+    }
+    r
+}
+
+/// The Little's-law check of a closed-loop step (None in open loop or without answers).
+pub fn littles_law(s: &StepRecord) -> Option<LittleCheck> {
+    let users = s.summary.users? as f64;
+    if s.summary.responses == 0 || users == 0.0 {
+        return None;
+    }
+    let predicted = s.summary.throughput * (s.summary.response_time_ms.mean + s.think_ms) / 1000.0;
+    let ratio = predicted / users;
+    Some(LittleCheck { step: s.step, users, predicted, ratio, off: (ratio - 1.0).abs() > LITTLE_TOLERANCE })
+}
+
+/// Whether the generator may have been the bottleneck of this step, and why.
+pub fn generator_bound(mode: &str, s: &StepRecord) -> Option<String> {
+    let g = &s.generator;
+    if g.cpu_pct >= GENERATOR_CPU {
+        return Some(format!("generator CPU at {:.0}% of its {} thread(s)", g.cpu_pct, g.threads));
+    }
+    if mode == "open" && g.pool_waits == 0 && s.summary.send_lag_ms.p99 > 10.0 {
+        return Some(format!(
+            "send lag p99 {:.1} ms with connections to spare: the generator fell behind its schedule",
+            s.summary.send_lag_ms.p99
+        ));
+    }
+    None
+}
+
+/// The flags of a finished step, given the steps before it (used when the step ends).
+pub fn step_flags(mode: &str, steps: &[StepRecord], i: usize, slo: Option<&Slo>) -> Vec<String> {
+    let mut f = Vec::new();
+    if !saturation_reasons(mode, steps, i, slo).is_empty() {
+        f.push("saturated".to_string());
+    }
+    if slo.is_some_and(|slo| !slo.holds(&steps[i].summary)) {
+        f.push("slo-failed".to_string());
+    }
+    if generator_bound(mode, &steps[i]).is_some() {
+        f.push("generator-bound".to_string());
+    }
+    if littles_law(&steps[i]).is_some_and(|c| c.off) {
+        f.push("littles-law".to_string());
+    }
+    f
+}
+
+/// Analyses the steps of a sweep in order of load.
+pub fn analyze(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> Analysis {
+    let mut findings = Vec::new();
+    let mut saturation = None;
+    for i in 0..steps.len() {
+        let reasons = saturation_reasons(mode, steps, i, slo);
+        if !reasons.is_empty() {
+            let peak = steps[..=i].iter().map(|s| s.summary.throughput).fold(0.0, f64::max);
+            saturation = Some(Saturation { step: i, offered: steps[i].offered, peak_throughput: peak, reasons });
+            break;
+        }
+    }
+    let unit = if mode == "open" { "req/s" } else { "users" };
+    match &saturation {
+        Some(s) => findings.push(format!(
+            "saturation at step {} ({:.0} {unit}): {}; the server sustained at most {:.1} responses/s",
+            s.step + 1,
+            s.offered,
+            s.reasons.join("; "),
+            s.peak_throughput
+        )),
+        None if !steps.is_empty() => findings.push(format!(
+            "no saturation up to {:.0} {unit}: the server kept up with every step",
+            steps[steps.len() - 1].offered
+        )),
+        None => {}
+    }
+    let capacity = slo.and_then(|slo| {
+        let mut best = None;
+        for s in steps {
+            if slo.holds(&s.summary) {
+                best = Some(s.offered);
+            } else {
+                break;
+            }
+        }
+        best
+    });
+    if let (Some(slo), Some(c)) = (slo, capacity) {
+        findings.push(format!("capacity under SLO '{}': {c:.0} {unit} (highest step that met it)", slo.text));
+    } else if let Some(slo) = slo {
+        findings.push(format!("no step met the SLO '{}'", slo.text));
+    }
+    let littles_law: Vec<LittleCheck> = steps.iter().filter_map(littles_law).collect();
+    for c in littles_law.iter().filter(|c| c.off) {
+        findings.push(format!(
+            "step {}: Little's law is off by {:+.0}% ({} users, but throughput x (response + think) = {:.1}): \
+             users were not all busy, or the measurement window cut requests",
+            c.step + 1,
+            (c.ratio - 1.0) * 100.0,
+            c.users,
+            c.predicted
+        ));
+    }
+    let generator: Vec<(usize, String)> = steps.iter().filter_map(|s| generator_bound(mode, s).map(|w| (s.step, w))).collect();
+    for (i, why) in &generator {
+        findings.push(format!("step {}: this step measured overload itself, not the server ({why})", i + 1));
+    }
+    let usl = if mode == "closed" {
+        let pts: Vec<(f64, f64)> = steps.iter().map(|s| (s.offered, s.summary.throughput)).collect();
+        usl::fit(&pts)
+    } else {
+        None
+    };
+    if let Some(u) = &usl {
+        match (u.peak_users, u.peak_throughput) {
+            (Some(n), Some(x)) => findings.push(format!(
+                "USL fit: σ={:.4}, κ={:.5}, R²={:.3}; throughput peaks near {n:.0} users at {x:.1}/s",
+                u.sigma, u.kappa, u.r2
+            )),
+            _ => findings.push(format!(
+                "USL fit: σ={:.4}, κ={:.5}, R²={:.3}; no retrograde region: throughput levels off near {:.1}/s",
+                u.sigma,
+                u.kappa,
+                u.r2,
+                if u.sigma > 0.0 { u.lambda / u.sigma } else { f64::INFINITY }
+            )),
+        }
+    }
+    let peak_throughput = steps.iter().map(|s| s.summary.throughput).fold(0.0, f64::max);
+    Analysis {
+        mode: mode.to_string(),
+        saturation,
+        capacity,
+        peak_throughput,
+        littles_law,
+        usl,
+        generator_bound: generator.into_iter().map(|g| g.0).collect(),
+        findings,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::metrics::{LatencyStats, Summary};
+    use crate::store::GeneratorStats;
+    use std::collections::BTreeMap;
+
+    /// A synthetic summary: offered rate, throughput, p-latency (all percentiles), errors.
+    pub fn summary(offered: f64, throughput: f64, latency_ms: f64, errors: u64) -> Summary {
+        let lat = LatencyStats { mean: latency_ms, p50: latency_ms, p90: latency_ms, p99: latency_ms, p999: latency_ms, max: latency_ms, count: 1 };
+        let responses = (throughput * 10.0) as u64;
+        let mut statuses = BTreeMap::new();
+        statuses.insert("200".to_string(), responses);
+        let mut errs = BTreeMap::new();
+        if errors > 0 {
+            errs.insert("timeout".to_string(), errors);
+        }
+        Summary {
+            mode: "open".into(),
+            offered_rate: Some(offered),
+            users: None,
+            throughput,
+            goodput: throughput,
+            requests: responses + errors,
+            responses,
+            unsent: 0,
+            duration_s: 10.0,
+            connections_opened: 1,
+            errors: errs,
+            error_count: errors,
+            error_ratio: errors as f64 / (responses + errors).max(1) as f64,
+            statuses,
+            bytes_in: 0,
+            bytes_out: 0,
+            bytes_in_per_s: 0.0,
+            response_time_ms: lat,
+            service_time_ms: lat,
+            send_lag_ms: LatencyStats::default(),
+            connect_time_ms: LatencyStats::default(),
+        }
+    }
+
+    pub fn step(i: usize, offered: f64, s: Summary) -> StepRecord {
+        StepRecord {
+            step: i,
+            offered,
+            start_unix_ms: 0,
+            end_unix_ms: 0,
+            start_s: 0.0,
+            end_s: 0.0,
+            think_ms: 0.0,
+            summary: s,
+            generator: GeneratorStats { cpu_pct: 10.0, cpu_us_per_response: 10.0, threads: 1, pool_waits: 0 },
+            response_time_hist: String::new(),
+            flags: vec![],
+            slo_ok: None,
+        }
+    }
+
+    fn closed(i: usize, users: f64, x: f64, rt: f64) -> StepRecord {
+        let mut s = summary(0.0, x, rt, 0);
+        s.mode = "closed".into();
+        s.offered_rate = None;
+        s.users = Some(users as u64);
+        step(i, users, s)
+    }
+
+    #[test]
+    fn open_loop_saturation_at_the_first_short_step() {
+        let steps: Vec<StepRecord> = [(100.0, 100.0, 20.0), (200.0, 199.0, 21.0), (300.0, 299.0, 22.0), (400.0, 370.0, 900.0), (500.0, 380.0, 3000.0)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(o, x, l))| step(i, o, summary(o, x, l, 0)))
+            .collect();
+        let a = analyze("open", &steps, None);
+        let s = a.saturation.unwrap();
+        assert_eq!(s.step, 3);
+        assert_eq!(s.offered, 400.0);
+        assert_eq!(s.peak_throughput, 370.0);
+        assert!(s.reasons.iter().any(|r| r.contains("below 95%")), "{:?}", s.reasons);
+        assert!(a.capacity.is_none());
+        assert!(a.usl.is_none());
+    }
+
+    #[test]
+    fn errors_or_latency_alone_mark_saturation() {
+        let mut steps = vec![step(0, 100.0, summary(100.0, 100.0, 10.0, 0)), step(1, 200.0, summary(200.0, 200.0, 10.0, 50))];
+        assert_eq!(analyze("open", &steps, None).saturation.unwrap().step, 1);
+        steps[1] = step(1, 200.0, summary(200.0, 200.0, 80.0, 0));
+        let s = analyze("open", &steps, None).saturation.unwrap();
+        assert!(s.reasons[0].contains("p90"), "{:?}", s.reasons);
+        // A modest rise is not saturation.
+        steps[1] = step(1, 200.0, summary(200.0, 200.0, 25.0, 0));
+        assert!(analyze("open", &steps, None).saturation.is_none());
+    }
+
+    #[test]
+    fn capacity_is_the_last_step_meeting_the_slo() {
+        let slo = slo::parse("p99<100ms").unwrap();
+        let steps: Vec<StepRecord> = [(100.0, 10.0), (200.0, 50.0), (300.0, 150.0), (400.0, 90.0)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(o, l))| step(i, o, summary(o, o, l, 0)))
+            .collect();
+        let a = analyze("open", &steps, Some(&slo));
+        assert_eq!(a.capacity, Some(200.0));
+        assert_eq!(a.saturation.unwrap().step, 2);
+    }
+
+    #[test]
+    fn closed_loop_saturation_littles_law_and_usl() {
+        // 20 ms service, 8 workers: X = min(N, 8) / 0.02; response time = N / X.
+        let steps: Vec<StepRecord> = [1.0, 2.0, 4.0, 8.0, 12.0, 16.0]
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let x: f64 = n.min(8.0) / 0.02;
+                closed(i, n, x, n / x * 1000.0)
+            })
+            .collect();
+        let a = analyze("closed", &steps, None);
+        let s = a.saturation.unwrap();
+        assert_eq!(s.step, 4, "{:?}", s.reasons);
+        assert_eq!(s.peak_throughput, 400.0);
+        assert!(a.littles_law.iter().all(|c| !c.off), "{:?}", a.littles_law);
+        assert!(a.usl.is_some());
+        // A step whose users were partly idle breaks Little's law.
+        let bad = closed(0, 10.0, 100.0, 20.0);
+        assert!(littles_law(&bad).unwrap().off);
+    }
+
+    #[test]
+    fn generator_self_check() {
+        let mut s = step(0, 1000.0, summary(1000.0, 1000.0, 1.0, 0));
+        assert!(generator_bound("open", &s).is_none());
+        s.generator.cpu_pct = 97.0;
+        assert!(generator_bound("open", &s).unwrap().contains("CPU"));
+        s.generator.cpu_pct = 20.0;
+        s.summary.send_lag_ms.p99 = 50.0;
+        assert!(generator_bound("open", &s).unwrap().contains("send lag"));
+        s.generator.pool_waits = 10;
+        assert!(generator_bound("open", &s).is_none(), "queueing for a full pool is the server's doing");
+        let a = analyze("open", &[s], None);
+        assert!(a.generator_bound.is_empty());
+    }
+}

@@ -1,0 +1,122 @@
+//! The results folder of a sweep (or capacity search): never lose a finished step.
+//!
+//! ```text
+//! DIR/run.json      what was run: command line, config, version, host; rewritten at the end
+//! DIR/steps.jsonl   one line per finished step, appended and fsync'd when the step ends
+//! DIR/series.jsonl  one line per second of load, appended and fsync'd with each step
+//! ```
+//! Killing the process loses at most the step in progress. The reader accepts a truncated
+//! last line (the write that was cut) and says it skipped it. Format: docs/results.md.
+mod reader;
+mod writer;
+
+pub use reader::{load, RunData};
+pub use writer::Writer;
+
+use crate::metrics::Summary;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the folder layout; bumped on incompatible changes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// `run.json`: what was run, where, and whether it finished.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub format_version: u32,
+    pub overload_version: String,
+    /// A short name for the run (used in comparisons); defaults to the folder name.
+    pub name: String,
+    /// `sweep` or `capacity`.
+    pub kind: String,
+    pub command_line: Vec<String>,
+    /// `open` (steps are rates) or `closed` (steps are users).
+    pub mode: String,
+    pub urls: Vec<String>,
+    /// The plan and options, as given (free-form, for the record).
+    pub config: serde_json::Value,
+    pub host: HostInfo,
+    /// Unix time in ms.
+    pub started_unix_ms: u64,
+    pub finished_unix_ms: Option<u64>,
+    /// False until the run ended normally; an interrupted or killed run stays incomplete.
+    pub complete: bool,
+    /// Why the sweep stopped (e.g. "2 steps past saturation", "interrupted").
+    pub stop_reason: Option<String>,
+    /// The SLO expression, if one was given.
+    pub slo: Option<String>,
+}
+
+/// The generator host, for the record (S2's kernel chapter).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub cores: usize,
+    pub kernel: String,
+    pub fd_limit_soft: u64,
+    pub fd_limit_hard: u64,
+    /// sysctl name → value, for the kernel limits that matter under overload.
+    pub sysctls: BTreeMap<String, String>,
+}
+
+/// The generator's own effort during a step: the self-check of S1's first principle.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct GeneratorStats {
+    /// CPU time of the worker threads over the step, as a percentage of one core per thread.
+    pub cpu_pct: f64,
+    /// Worker CPU µs per response.
+    pub cpu_us_per_response: f64,
+    pub threads: usize,
+    /// Times an arrival found every allowed connection busy and had to queue (open loop).
+    pub pool_waits: u64,
+}
+
+/// One line of `steps.jsonl`: a finished step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// 0-based index in the sweep (or probe number of a capacity search).
+    pub step: usize,
+    /// The load level: requests/s (open loop) or users (closed loop).
+    pub offered: f64,
+    pub start_unix_ms: u64,
+    pub end_unix_ms: u64,
+    /// Seconds since the run started, for timelines.
+    pub start_s: f64,
+    pub end_s: f64,
+    /// Mean think time of the closed loop, ms (for the Little's-law check).
+    pub think_ms: f64,
+    #[serde(flatten)]
+    pub summary: Summary,
+    pub generator: GeneratorStats,
+    /// The response-time histogram (µs), HdrHistogram V2 deflate serialization, base64.
+    pub response_time_hist: String,
+    /// Flags raised when the step ended: `saturated`, `slo-failed`, `generator-bound`,
+    /// `littles-law`, `interrupted`.
+    pub flags: Vec<String>,
+    /// Whether the SLO (if any) held in this step.
+    pub slo_ok: Option<bool>,
+}
+
+/// One line of `series.jsonl`: one second of load.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SeriesPoint {
+    /// Seconds since the run started (start of this second).
+    pub t: f64,
+    pub step: usize,
+    pub offered: f64,
+    /// Inside the step's warm-up (not counted in the step's figures).
+    pub warmup: bool,
+    pub responses: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub bytes_in: u64,
+    pub response_time_mean_ms: f64,
+    pub response_time_max_ms: f64,
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

@@ -1,0 +1,73 @@
+//! Reading a results folder back, also one whose run was interrupted or killed.
+use super::{RunInfo, SeriesPoint, StepRecord};
+use crate::Error;
+use serde::de::DeserializeOwned;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone)]
+pub struct RunData {
+    pub dir: PathBuf,
+    pub info: RunInfo,
+    pub steps: Vec<StepRecord>,
+    pub series: Vec<SeriesPoint>,
+    /// What was skipped while reading (a truncated last line…), one message each.
+    pub skipped: Vec<String>,
+}
+
+impl RunData {
+    /// The run ended normally; otherwise reports mark it incomplete.
+    pub fn complete(&self) -> bool {
+        self.info.complete
+    }
+}
+
+/// Reads DIR/run.json, steps.jsonl and series.jsonl.
+pub fn load(dir: &Path) -> crate::Result<RunData> {
+    if !dir.is_dir() {
+        return Err(Error::usage(format!("'{}' is not a results folder (no such directory)", dir.display())));
+    }
+    let info_path = dir.join("run.json");
+    let text = std::fs::read_to_string(&info_path)
+        .map_err(|e| Error::usage(format!("'{}': cannot read run.json: {e}", dir.display())))?;
+    let info: RunInfo = serde_json::from_str(&text)
+        .map_err(|e| Error::usage(format!("'{}': invalid run.json: {e}", info_path.display())))?;
+    if info.format_version > super::FORMAT_VERSION {
+        return Err(Error::usage(format!(
+            "'{}' was written by a newer overload (format {}; this one reads up to {})",
+            dir.display(),
+            info.format_version,
+            super::FORMAT_VERSION
+        )));
+    }
+    let mut skipped = Vec::new();
+    let steps = read_lines::<StepRecord>(&dir.join("steps.jsonl"), &mut skipped)?;
+    let series = read_lines::<SeriesPoint>(&dir.join("series.jsonl"), &mut skipped)?;
+    Ok(RunData { dir: dir.to_path_buf(), info, steps, series, skipped })
+}
+
+/// Reads a JSON-lines file; lines that do not parse are skipped and reported.
+fn read_lines<T: DeserializeOwned>(path: &Path, skipped: &mut Vec<String>) -> crate::Result<Vec<T>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::runtime(format!("cannot read '{}': {e}", path.display()))),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let ends_with_newline = text.ends_with('\n');
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::with_capacity(lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<T>(line) {
+            Ok(v) => out.push(v),
+            Err(e) => {
+                let last = i + 1 == lines.len();
+                let why = if last && !ends_with_newline { "truncated last line (the run was cut off while writing it)" } else { "invalid line" };
+                skipped.push(format!("{}:{}: skipped {why}: {e}", path.display(), i + 1));
+            }
+        }
+    }
+    Ok(out)
+}
