@@ -17,16 +17,21 @@ pub struct TargetArgs {
     pub listen: String,
     /// Serve at most N requests at once; the rest wait in FIFO order (like prefork's
     /// MaxRequestWorkers or FPM's max_children). Unlimited by default.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub workers: Option<String>,
     /// Freeze all output during the last FREEZE of every PERIOD, e.g. 1s/5s.
     #[arg(long, value_name = "FREEZE/PERIOD")]
     pub stall: Option<String>,
     /// Server threads [default: one per core].
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", allow_hyphen_values = true)]
     pub threads: Option<String>,
     /// Listen backlog (the kernel caps it at net.core.somaxconn).
-    #[arg(long, value_name = "N", default_value = "1024")]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value = "1024",
+        allow_hyphen_values = true
+    )]
     pub backlog: String,
     /// Play a fault for every request: refuse, reset, reset-body, hang, drip, bad-status,
     /// bad-header, short-body, bad-chunk, huge-body, 503, close-after-read, close-idle.
@@ -70,7 +75,10 @@ impl TargetArgs {
         let fault = self
             .fault
             .as_deref()
-            .map(|f| f.parse::<Fault>().map_err(|e| usage(format!("--fault: {e}"))))
+            .map(|f| {
+                f.parse::<Fault>()
+                    .map_err(|e| usage(format!("--fault: {e}")))
+            })
             .transpose()?;
         Ok(TargetConfig {
             listen,
@@ -192,7 +200,10 @@ mod tests {
     fn defaults_and_full_flags() {
         let c = cfg(&[]).expect("defaults");
         assert_eq!(c.listen, "127.0.0.1:8080".parse().expect("addr"));
-        assert_eq!((c.workers, c.stall, c.threads, c.backlog), (None, None, 0, 1024));
+        assert_eq!(
+            (c.workers, c.stall, c.threads, c.backlog),
+            (None, None, 0, 1024)
+        );
         let c = cfg(&[
             "--listen",
             "[::1]:0",
