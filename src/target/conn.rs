@@ -151,7 +151,6 @@ impl Conn {
                 }
             }
             let next = self.respond(&head).await?;
-            self.shared.stats.requests.fetch_add(1, Ordering::Relaxed);
             if next != Next::KeepAlive {
                 return self.finish(next).await;
             }
@@ -268,6 +267,8 @@ impl Conn {
         if shared.fault == Some(Fault::CloseIdle) && next == Next::KeepAlive {
             next = Next::Close;
         }
+        // Counted before the final write, so a client holding the answer sees it counted.
+        shared.stats.requests.fetch_add(1, Ordering::Relaxed);
         // Batch answers while more pipelined requests are already here; with a worker
         // limit, write before the permit is released so it covers the whole request.
         if next != Next::KeepAlive
