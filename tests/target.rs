@@ -150,7 +150,7 @@ fn root_is_100_bytes() {
 fn bytes_route_lengths() {
     let t = serve_default();
     let mut c = Client::connect(t.addr);
-    for n in [0usize, 1, 100, 16 * 1024, 16 * 1024 + 1, 300_000] {
+    for n in [0usize, 1, 100, 32 * 1024, 32 * 1024 + 1, 300_000] {
         let r = c.get(&format!("/bytes/{n}"));
         assert_eq!(r.status, 200, "n={n}");
         assert_eq!(r.body.len(), n);

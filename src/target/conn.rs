@@ -20,8 +20,8 @@ const READ_BUF: usize = 4 * 1024;
 /// Room for the largest accepted head plus the start of what follows it.
 const READ_BUF_MAX: usize = 2 * MAX_HEAD;
 const WRITE_BUF: usize = 4 * 1024;
-/// Bodies up to this size go in the same write as their head.
-const INLINE_BODY: u64 = 16 * 1024;
+/// Bodies up to this size go in the same write as their head (S1's 22 KiB page included).
+const INLINE_BODY: u64 = 32 * 1024;
 /// Queued answers are written once they reach this size, even mid-pipeline.
 const WRITE_BATCH: usize = 64 * 1024;
 /// After `Connection: close`, how long to wait for the client to close first. Reading until
@@ -220,17 +220,24 @@ impl Conn {
 
     /// Answers one request (its body already skipped), holding a worker permit throughout.
     async fn respond(&mut self, head: &Head) -> io::Result<Next> {
-        let shared = Arc::clone(&self.shared);
-        let route = match shared.fault {
+        let fault = self.shared.fault;
+        let limited = self.shared.gate.is_limited();
+        let route = match fault {
             None | Some(Fault::CloseIdle) => head.route,
             Some(f) => Route::Fault(f),
         };
         let slow = matches!(route, Route::Sleep { .. } | Route::Cpu { .. });
-        if slow || shared.gate.is_limited() {
+        if slow || limited {
             // Earlier pipelined answers must not wait behind this one.
             self.flush().await?;
         }
-        let _permit = shared.gate.enter().await;
+        // The permit borrows the shared state, so hold our own reference to it; only when
+        // limited, to keep a refcount bump off the common path.
+        let gate_owner = limited.then(|| Arc::clone(&self.shared));
+        let _permit = match &gate_owner {
+            Some(shared) => shared.gate.enter().await,
+            None => None,
+        };
         let conn = match (head.keep_alive, head.http10) {
             (false, _) => ConnHeader::Close,
             (true, true) => ConnHeader::KeepAlive,
@@ -264,16 +271,16 @@ impl Conn {
             Route::BadParam => write_status_response(&mut self.wbuf, 400, conn, head.is_head),
             Route::Fault(f) => next = faults::answer(f, self, head).await?,
         }
-        if shared.fault == Some(Fault::CloseIdle) && next == Next::KeepAlive {
+        if fault == Some(Fault::CloseIdle) && next == Next::KeepAlive {
             next = Next::Close;
         }
         // Counted before the final write, so a client holding the answer sees it counted.
-        shared.stats.requests.fetch_add(1, Ordering::Relaxed);
+        self.shared.stats.requests.fetch_add(1, Ordering::Relaxed);
         // Batch answers while more pipelined requests are already here; with a worker
         // limit, write before the permit is released so it covers the whole request.
         if next != Next::KeepAlive
             || self.rbuf.is_empty()
-            || shared.gate.is_limited()
+            || limited
             || self.wbuf.len() >= WRITE_BATCH
         {
             self.flush().await?;
