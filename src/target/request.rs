@@ -419,4 +419,29 @@ mod tests {
         assert_eq!(parse_decimal(b""), None);
         assert_eq!(parse_decimal(b"+1"), None);
     }
+
+    proptest::proptest! {
+        // Network input must never panic the parser or the decoder.
+        #[test]
+        fn parse_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+            let _ = parse(&bytes);
+        }
+
+        #[test]
+        fn heads_with_random_targets_never_panic(target in "[ -~]{0,64}") {
+            let _ = parse(format!("GET {target} HTTP/1.1\r\n\r\n").as_bytes());
+        }
+
+        #[test]
+        fn chunked_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..512), split in 0usize..512) {
+            let mut d = ChunkedDecoder::new();
+            let (a, b) = bytes.split_at(split.min(bytes.len()));
+            if let Ok(n) = d.feed(a) {
+                proptest::prop_assert!(n <= a.len());
+                if let Ok(m) = d.feed(b) {
+                    proptest::prop_assert!(m <= b.len());
+                }
+            }
+        }
+    }
 }
