@@ -1,1 +1,292 @@
 //! The embedded target server: the studies' workloads and faults, for demo, tests, benchmarks.
+//!
+//! A minimal HTTP/1.1 server hand-written over tokio's `TcpStream` (httparse for request
+//! heads) rather than hyper, because the fault modes must be able to put broken HTTP on the
+//! wire. It runs on its own multi-threaded tokio runtime, so callers need no runtime:
+//!
+//! ```no_run
+//! let handle = overload::target::start(overload::target::TargetConfig::default())?;
+//! println!("serving on http://{}", handle.addr);
+//! handle.stop();
+//! # Ok::<(), overload::Error>(())
+//! ```
+//!
+//! Files: `server` (listener, accept loop), `conn` (one connection: keep-alive, pipelining),
+//! `request` (head and body framing), `routes` (the workloads), `workers` (the `--workers`
+//! gate), `stall` (the `--stall` freeze), `faults` (broken answers). See docs/target.md.
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+
+mod conn;
+mod faults;
+mod request;
+mod routes;
+mod server;
+mod stall;
+mod workers;
+
+pub use faults::Fault;
+
+/// How to run the target. `Default` listens on 127.0.0.1 on a free port, unlimited workers,
+/// no stall, no fault, one runtime thread per core, backlog 1024.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetConfig {
+    /// Address to bind; port 0 picks a free port (see `TargetHandle::addr`).
+    pub listen: SocketAddr,
+    /// At most this many requests in service at once; the rest wait in FIFO order.
+    pub workers: Option<usize>,
+    /// `(freeze, period)`: output freezes during the last `freeze` of every `period`.
+    pub stall: Option<(Duration, Duration)>,
+    /// Runtime worker threads; 0 means one per available core.
+    pub threads: usize,
+    /// Listen backlog (capped by the kernel at net.core.somaxconn).
+    pub backlog: u32,
+    /// A fault played for every connection or request.
+    pub fault: Option<Fault>,
+}
+
+impl Default for TargetConfig {
+    fn default() -> Self {
+        TargetConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            workers: None,
+            stall: None,
+            threads: 0,
+            backlog: 1024,
+            fault: None,
+        }
+    }
+}
+
+/// Counters since start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TargetStats {
+    /// Requests read and answered (or faulted).
+    pub requests: u64,
+    /// Connections accepted.
+    pub connections: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) requests: AtomicU64,
+    pub(crate) connections: AtomicU64,
+}
+
+/// State shared by every connection.
+pub(crate) struct Shared {
+    pub(crate) stats: Counters,
+    pub(crate) gate: workers::Gate,
+    pub(crate) stall: Option<stall::Stall>,
+    pub(crate) fault: Option<Fault>,
+}
+
+/// A running target. Dropping it stops the server, as `stop` does.
+pub struct TargetHandle {
+    /// The bound address (the real port when the config asked for port 0).
+    pub addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+    /// With the `refuse` fault: the bound, non-listening socket that keeps the port ours.
+    _refusing: Option<socket2::Socket>,
+}
+
+impl std::fmt::Debug for TargetHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TargetHandle")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Time `stop` gives connections (and `/cpu` spins) to end before abandoning them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
+
+/// Starts the target on its own threads and returns once it is listening.
+pub fn start(cfg: TargetConfig) -> crate::Result<TargetHandle> {
+    validate(&cfg)?;
+    let refuse = cfg.fault == Some(Fault::Refuse);
+    let socket = server::bind(cfg.listen, cfg.backlog, !refuse).map_err(|e| {
+        crate::Error::runtime(format!("target: cannot listen on {}: {e}", cfg.listen))
+    })?;
+    let addr = socket
+        .local_addr()?
+        .as_socket()
+        .ok_or_else(|| crate::Error::runtime("target: bound socket has no IP address"))?;
+    let shared = Arc::new(Shared {
+        stats: Counters::default(),
+        gate: workers::Gate::new(cfg.workers),
+        // Aligned to start: the first window is the last `freeze` of the first period.
+        stall: cfg
+            .stall
+            .map(|(freeze, period)| stall::Stall::new(Instant::now(), freeze, period)),
+        fault: cfg.fault,
+    });
+    if refuse {
+        return Ok(TargetHandle {
+            addr,
+            shared,
+            stop: None,
+            thread: None,
+            _refusing: Some(socket),
+        });
+    }
+
+    let threads = match cfg.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name("overload-target")
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| crate::Error::runtime(format!("target: cannot start runtime: {e}")))?;
+    let listener = {
+        let _guard = runtime.enter();
+        tokio::net::TcpListener::from_std(socket.into())?
+    };
+    let (stop_tx, stop_rx) = oneshot::channel();
+    let accept_shared = Arc::clone(&shared);
+    // The runtime lives on its own thread so `stop` can shut it down from any context,
+    // including from inside a caller's own async runtime.
+    let thread = std::thread::Builder::new()
+        .name("overload-target-main".into())
+        .spawn(move || {
+            runtime.block_on(server::accept_loop(listener, accept_shared, stop_rx));
+            runtime.shutdown_timeout(SHUTDOWN_GRACE);
+        })
+        .map_err(|e| crate::Error::runtime(format!("target: cannot spawn thread: {e}")))?;
+    Ok(TargetHandle {
+        addr,
+        shared,
+        stop: Some(stop_tx),
+        thread: Some(thread),
+        _refusing: None,
+    })
+}
+
+fn validate(cfg: &TargetConfig) -> crate::Result<()> {
+    if let Some(w) = cfg.workers {
+        if w == 0 || w > tokio::sync::Semaphore::MAX_PERMITS {
+            return Err(crate::Error::usage(format!(
+                "target: workers must be between 1 and {}, got {w}",
+                tokio::sync::Semaphore::MAX_PERMITS
+            )));
+        }
+    }
+    if let Some((freeze, period)) = cfg.stall {
+        if period.is_zero() || freeze >= period {
+            return Err(crate::Error::usage(format!(
+                "target: stall freeze ({freeze:?}) must be shorter than its period ({period:?})"
+            )));
+        }
+    }
+    if cfg.backlog == 0 {
+        return Err(crate::Error::usage("target: backlog must be at least 1"));
+    }
+    Ok(())
+}
+
+impl TargetHandle {
+    /// `http://ADDR`, for building request URLs.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn stats(&self) -> TargetStats {
+        TargetStats {
+            requests: self.shared.stats.requests.load(Ordering::Relaxed),
+            connections: self.shared.stats.connections.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Stops accepting, closes every connection, and waits (about a second at most) for the
+    /// server's threads to end.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self._refusing = None;
+    }
+}
+
+impl Drop for TargetHandle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_validation() {
+        assert!(validate(&TargetConfig::default()).is_ok());
+        let bad = [
+            TargetConfig {
+                workers: Some(0),
+                ..TargetConfig::default()
+            },
+            TargetConfig {
+                stall: Some((Duration::from_secs(5), Duration::from_secs(5))),
+                ..TargetConfig::default()
+            },
+            TargetConfig {
+                stall: Some((Duration::ZERO, Duration::ZERO)),
+                ..TargetConfig::default()
+            },
+            TargetConfig {
+                backlog: 0,
+                ..TargetConfig::default()
+            },
+        ];
+        for cfg in bad {
+            assert!(
+                matches!(validate(&cfg), Err(crate::Error::Usage(_))),
+                "{cfg:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn start_stop_on_free_port() {
+        let h = start(TargetConfig {
+            threads: 1,
+            ..TargetConfig::default()
+        })
+        .expect("start");
+        assert_ne!(h.addr.port(), 0);
+        assert_eq!(h.stats(), TargetStats::default());
+        let addr = h.addr;
+        h.stop();
+        // Once stopped, nothing listens there.
+        assert!(std::net::TcpStream::connect(addr).is_err());
+    }
+
+    #[test]
+    fn refuse_fault_refuses_connects() {
+        let h = start(TargetConfig {
+            fault: Some(Fault::Refuse),
+            ..TargetConfig::default()
+        })
+        .expect("start");
+        let err = std::net::TcpStream::connect(h.addr).expect_err("refused");
+        assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused);
+    }
+}
