@@ -76,9 +76,19 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-/// Formats a duration compactly for terminal output: `850µs`, `12.3ms`, `1.25s`.
+/// Formats a duration as a user would type it: `850µs`, `300ms`, `5s`, `1.5s`, `2m`.
 pub fn fmt_duration(d: Duration) -> String {
-    fmt_ms(d.as_secs_f64() * 1e3)
+    let s = d.as_secs_f64();
+    if s >= 60.0 && s % 60.0 == 0.0 {
+        format!("{}m", s as u64 / 60)
+    } else if s >= 1.0 {
+        let t = format!("{s:.3}");
+        format!("{}s", t.trim_end_matches('0').trim_end_matches('.'))
+    } else if d.subsec_micros() % 1000 == 0 {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{}µs", d.as_micros())
+    }
 }
 
 /// Formats a millisecond value compactly.

@@ -342,7 +342,7 @@ pub(crate) mod tests {
     #[test]
     fn capacity_is_the_last_step_meeting_the_slo() {
         let slo = slo::parse("p99<100ms").unwrap();
-        let steps: Vec<StepRecord> = [(100.0, 10.0), (200.0, 50.0), (300.0, 150.0), (400.0, 90.0)]
+        let steps: Vec<StepRecord> = [(100.0, 10.0), (200.0, 30.0), (300.0, 150.0), (400.0, 90.0)]
             .iter()
             .enumerate()
             .map(|(i, &(o, l))| step(i, o, summary(o, o, l, 0)))
@@ -358,7 +358,7 @@ pub(crate) mod tests {
         let steps: Vec<StepRecord> = [1.0, 2.0, 4.0, 8.0, 12.0, 16.0]
             .iter()
             .enumerate()
-            .map(|(i, &n)| {
+            .map(|(i, &n): (usize, &f64)| {
                 let x: f64 = n.min(8.0) / 0.02;
                 closed(i, n, x, n / x * 1000.0)
             })

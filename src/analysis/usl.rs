@@ -66,7 +66,7 @@ pub fn fit(points: &[(f64, f64)]) -> Option<UslFit> {
     // λ is at least the best per-user throughput seen; search above it (coarse, then fine).
     let lo = pts.iter().map(|&(n, x)| x / n).fold(0.0, f64::max);
     let mut best = (f64::INFINITY, lo, 0.0, 0.0);
-    let mut search = |from: f64, to: f64, steps: usize, best: &mut (f64, f64, f64, f64)| {
+    let search = |from: f64, to: f64, steps: usize, best: &mut (f64, f64, f64, f64)| {
         for i in 0..=steps {
             let l = from + (to - from) * i as f64 / steps as f64;
             let (s, k) = fit_fixed_lambda(&pts, l);

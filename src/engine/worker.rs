@@ -202,6 +202,10 @@ impl<'a> Worker<'a> {
             if stopping && !self.conns.iter().any(Conn::in_flight) {
                 break;
             }
+            // Closed loop: every user has finished (budget spent, or nothing left to do).
+            if self.schedule.is_none() && self.conns.iter().all(|c| c.phase == Phase::Free) {
+                break;
+            }
             // Sleep until the next thing to do: an arrival, a user waking, a timeout scan.
             let mut wake = self.next_scan;
             if sending {
