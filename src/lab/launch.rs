@@ -125,3 +125,51 @@ pub fn http_ready(port: u16, path: &str, status: u16, body_prefix: &str) -> bool
     matches!(http::get(port, path, &[], Duration::from_secs(2)),
         Ok(r) if r.status == status && r.text().starts_with(body_prefix))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    #[test]
+    fn a_failing_part_stops_the_others_and_shows_its_log() {
+        let dir = std::env::temp_dir().join(format!("overload-launch-test-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let mut run = Launch::new(Stack::NginxFpm, Duration::from_secs(10));
+        run.spawn("first", "/bin/sleep", vec!["30".into()], &dir, vec![], None)
+            .unwrap();
+        let first = run.started[0].1.clone();
+        run.spawn(
+            "second",
+            "/bin/sh",
+            vec![
+                "-c".into(),
+                "echo 'bind() failed: address in use' >&2; exit 3".into(),
+            ],
+            &dir,
+            vec![],
+            None,
+        )
+        .unwrap();
+        let err = run.wait("second", || false).unwrap_err().to_string();
+        assert!(err.contains("second failed: exited"), "{err}");
+        assert!(err.contains("exit status: 3"), "{err}");
+        assert!(err.contains("bind() failed: address in use"), "{err}");
+        assert!(!process::is_alive(&first), "the first part must be stopped");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_missing_program_is_named() {
+        let dir =
+            std::env::temp_dir().join(format!("overload-launch-test2-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let mut run = Launch::new(Stack::Mariadb, Duration::from_secs(1));
+        let err = run
+            .spawn("db", "/nonexistent/mariadbd", vec![], &dir, vec![], None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("lab up mariadb: db failed"), "{err}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -87,6 +87,10 @@ pub fn launch(
     )?;
     // A crashed server leaves its socket file behind; mariadbd would refuse to start.
     let _ = fs::remove_file(l.run.join("mysqld.sock"));
+    // Logs describe the current run only, so a failure's excerpt is never an old one.
+    for f in ["mariadbd.out", "mariadb-error.log"] {
+        let _ = fs::remove_file(l.logs.join(f));
+    }
 
     let fresh = !l.data.join(READY_MARK).exists();
     if fresh {

@@ -24,6 +24,10 @@ fn prepare(cfg: &Resolved, l: &Layout, www_user: (u32, u32)) -> Result<()> {
     if l.cache.exists() {
         fs::remove_dir_all(&l.cache)?;
     }
+    // Logs describe the current run only, so a failure's excerpt is never an old one.
+    if l.logs.exists() {
+        fs::remove_dir_all(&l.logs)?;
+    }
     for d in [&l.conf, &l.run, &l.www] {
         make_dir(d, None)?;
     }
