@@ -43,9 +43,7 @@ pub fn parse_duration_range(s: &str) -> Result<(Duration, Duration), String> {
             let lo = parse_duration(a)?;
             let hi = parse_duration(b)?;
             if hi < lo {
-                return Err(format!(
-                    "range '{s}': the upper bound is below the lower one"
-                ));
+                return Err(format!("range '{s}': the upper bound is below the lower one"));
             }
             Ok((lo, hi))
         }
