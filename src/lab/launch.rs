@@ -68,6 +68,18 @@ impl Launch {
                     ));
                 }
             }
+            if process::interrupted() {
+                let name = self
+                    .started
+                    .last()
+                    .map(|(_, p)| p.name.clone())
+                    .unwrap_or_default();
+                return Err(self.fail(
+                    &name,
+                    &format!("interrupted while waiting for {what}"),
+                    &[],
+                ));
+            }
             if ready() {
                 return Ok(());
             }
