@@ -1,9 +1,339 @@
 //! `overload lab`: bring up the studies' stacks on loopback (see src/lab/).
-use clap::Args;
+use clap::{Args, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::lab::{
+    self, doctor, Engine, Health, Knobs, LabOptions, Pm, Stack, StackInfo, StackSpec,
+};
+use crate::units::parse_duration;
+use crate::{Error, Result};
 
 #[derive(Args, Debug)]
-pub struct LabArgs {}
+pub struct LabArgs {
+    /// Directory holding every stack's configs, logs, pids and data; must be traversable by
+    /// www-data [default: $OVERLOAD_LAB_DIR, else /tmp/overload-lab]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub prefix: Option<PathBuf>,
 
-pub fn run(_args: LabArgs) -> crate::Result<i32> {
-    Err(crate::Error::usage("lab: not built yet"))
+    #[command(subcommand)]
+    pub command: LabCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LabCommand {
+    /// Show which lab packages are present or missing, and the command that installs them.
+    Doctor(DoctorArgs),
+    /// Start a stack (restarting it if it runs) and print its URLs and --watch arguments.
+    Up(UpArgs),
+    /// Stop a stack (or all) and wait until its processes are gone and its port is free.
+    Down(DownArgs),
+    /// List the prefix's stacks and whether their processes run.
+    Status(StatusArgs),
+    /// Print only a running stack's base URL, e.g. http://127.0.0.1:18081.
+    Url(UrlArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct DoctorArgs {
+    /// Print the install script (for `overload lab doctor --install-script | sudo bash`).
+    #[arg(long)]
+    pub install_script: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+impl From<OnOff> for bool {
+    fn from(v: OnOff) -> bool {
+        v == OnOff::On
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct UpArgs {
+    /// The stack to start.
+    #[arg(value_enum)]
+    pub stack: Stack,
+    /// Port on 127.0.0.1 [default: 18081..18085 by stack, 13306 for mariadb].
+    #[arg(long, value_name = "P")]
+    pub port: Option<u16>,
+    /// Port for the MariaDB a web stack starts when none runs in the prefix [default: 13306].
+    #[arg(long, value_name = "P")]
+    pub db_port: Option<u16>,
+    /// Do not start or use MariaDB (db.php then answers 503).
+    #[arg(long)]
+    pub no_db: bool,
+    /// PHP-FPM process manager (FPM stacks) [default: static].
+    #[arg(long, value_enum)]
+    pub pm: Option<Pm>,
+    /// PHP-FPM pm.max_children (FPM stacks) [default: 20].
+    #[arg(long, value_name = "N")]
+    pub max_children: Option<u32>,
+    /// FPM pm.start_servers (pm dynamic) or Apache StartServers [default: N/4; prefork: all workers].
+    #[arg(long, value_name = "N")]
+    pub start_servers: Option<u32>,
+    /// FPM pm.min_spare_servers (pm dynamic) or Apache MinSpareServers [default: N/4; prefork: 5].
+    #[arg(long, value_name = "N")]
+    pub min_spare: Option<u32>,
+    /// FPM pm.max_spare_servers (pm dynamic) or Apache MaxSpareServers [default: N/2; prefork: workers].
+    #[arg(long, value_name = "N")]
+    pub max_spare: Option<u32>,
+    /// OPcache on or off (web stacks) [default: on].
+    #[arg(long, value_enum, value_name = "on|off")]
+    pub opcache: Option<OnOff>,
+    /// HTTP keep-alive of the front web server (web stacks) [default: on].
+    #[arg(long, value_enum, value_name = "on|off")]
+    pub keep_alive: Option<OnOff>,
+    /// apache-prefork: MaxRequestWorkers [default: 20]; php-persistent: worker processes [default: 4].
+    #[arg(long, value_name = "N", alias = "max-request-workers")]
+    pub workers: Option<u32>,
+    /// MariaDB query cache (mariadb) [default: off].
+    #[arg(long, value_enum, value_name = "on|off")]
+    pub query_cache: Option<OnOff>,
+    /// Storage engine of the lab tables (mariadb) [default: innodb].
+    #[arg(long, value_enum)]
+    pub engine: Option<Engine>,
+    /// How long the start may take before it is abandoned and cleaned up [default: 60s].
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Option<Duration>,
+    /// Print the recorded state as JSON instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DownArgs {
+    /// The stack to stop.
+    #[arg(value_enum, required_unless_present = "all")]
+    pub stack: Option<Stack>,
+    /// Stop every stack of the prefix.
+    #[arg(long, conflicts_with = "stack")]
+    pub all: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// Print JSON (one object per recorded stack).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct UrlArgs {
+    /// The stack whose base URL to print.
+    #[arg(value_enum)]
+    pub stack: Stack,
+}
+
+pub fn run(args: LabArgs) -> Result<i32> {
+    let explicit_prefix = args.prefix.is_some();
+    let mut opts = match args.prefix {
+        Some(p) => LabOptions::new(p),
+        None => LabOptions::from_env(),
+    };
+    opts.progress = true;
+    match args.command {
+        LabCommand::Doctor(a) => doctor_cmd(a),
+        LabCommand::Up(a) => up_cmd(a, opts, explicit_prefix),
+        LabCommand::Down(a) => down_cmd(a, &opts),
+        LabCommand::Status(a) => status_cmd(a, &opts),
+        LabCommand::Url(a) => {
+            println!("{}", lab::url(a.stack, &opts)?);
+            Ok(0)
+        }
+    }
+}
+
+fn doctor_cmd(a: DoctorArgs) -> Result<i32> {
+    if a.install_script {
+        print!("{}", doctor::INSTALL_SCRIPT);
+        return Ok(0);
+    }
+    let r = doctor::check();
+    print!("{}", doctor::render(&r));
+    Ok(if r.ok() { 0 } else { 1 })
+}
+
+fn up_cmd(a: UpArgs, mut opts: LabOptions, explicit_prefix: bool) -> Result<i32> {
+    if let Some(t) = a.timeout {
+        if t.is_zero() {
+            return Err(Error::usage("--timeout must be above zero"));
+        }
+        opts.ready_timeout = t;
+    }
+    let spec = StackSpec {
+        stack: a.stack,
+        knobs: Knobs {
+            pm: a.pm,
+            max_children: a.max_children,
+            start_servers: a.start_servers,
+            min_spare: a.min_spare,
+            max_spare: a.max_spare,
+            opcache: a.opcache.map(bool::from),
+            keep_alive: a.keep_alive.map(bool::from),
+            workers: a.workers,
+            query_cache: a.query_cache.map(bool::from),
+            engine: a.engine,
+        },
+        port: a.port,
+        db_port: a.db_port,
+        no_db: a.no_db,
+    };
+    lab::process::install_interrupt_handler();
+    let info = lab::up(&spec, &opts)?;
+    if a.json {
+        let text = serde_json::to_string_pretty(&info)
+            .map_err(|e| Error::runtime(format!("json: {e}")))?;
+        println!("{text}");
+    } else {
+        let prefix_arg = if explicit_prefix {
+            format!(
+                " --prefix {}",
+                shell_quote(&opts.prefix.display().to_string())
+            )
+        } else {
+            String::new()
+        };
+        print!("{}", summary(&info, &prefix_arg));
+    }
+    Ok(0)
+}
+
+/// Quotes a path for the printed example commands when it needs it.
+fn shell_quote(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+fn knobs_line(info: &StackInfo) -> String {
+    info.knobs
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// What `up` prints: where to send load, what to watch, how to stop it.
+fn summary(info: &StackInfo, prefix_arg: &str) -> String {
+    let s = info.stack;
+    let u = &info.url;
+    let pids: Vec<String> = info
+        .parts
+        .iter()
+        .map(|p| format!("{} {}", p.name, p.pid))
+        .collect();
+    let watch = info
+        .watch
+        .iter()
+        .map(|w| format!("--watch {w}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut o = format!(
+        "{s} is up in {:.2}s ({}): {}\n",
+        info.startup_secs,
+        s.about(),
+        knobs_line(info)
+    );
+    o.push_str(&format!("  url:     {u}\n"));
+    if s.is_web() {
+        o.push_str(&format!(
+            "  apps:    {u}/static.html {u}/cpu.php {u}/db.php {u}/wait.php?ms=1000&jitter=250 {u}/session.php?ms=1000\n"
+        ));
+        let mut st = Vec::new();
+        if s.uses_fpm() {
+            st.push(format!("{u}/fpm-status"));
+        }
+        if s == Stack::PhpPersistent {
+            st.push(format!("{u}/worker-status"));
+        }
+        st.push(format!("{u}/opcache.php"));
+        o.push_str(&format!("  status:  {}\n", st.join(" ")));
+        match info.db_port {
+            Some(p) => o.push_str(&format!("  db:      mariadb on 127.0.0.1:{p}\n")),
+            None => o.push_str("  db:      none (--no-db): db.php answers 503\n"),
+        }
+    } else {
+        o.push_str(&format!(
+            "  client:  mariadb --defaults-file={}/conf/my.cnf -uroot lab\n",
+            info.dir.display()
+        ));
+    }
+    o.push_str(&format!("  pids:    {}\n", pids.join(", ")));
+    o.push_str(&format!("  watch:   {watch}\n"));
+    if s.is_web() {
+        o.push_str(&format!(
+            "  try:     overload sweep \"$(overload lab url {s}{prefix_arg})/wait.php\" {watch}\n"
+        ));
+    }
+    o.push_str(&format!(
+        "  files:   {} (conf/, logs/, run/)\n",
+        info.dir.display()
+    ));
+    o.push_str(&format!("  stop:    overload lab down {s}{prefix_arg}\n"));
+    o
+}
+
+fn down_cmd(a: DownArgs, opts: &LabOptions) -> Result<i32> {
+    let stopped = match (a.all, a.stack) {
+        (true, _) => lab::down_all(opts)?,
+        (false, Some(s)) => lab::down(s, opts)?,
+        (false, None) => return Err(Error::usage("lab down: name a stack or use --all")),
+    };
+    if stopped.is_empty() {
+        match a.stack {
+            Some(s) if !a.all => println!("{s} was not up in {}", opts.prefix.display()),
+            _ => println!("nothing was up in {}", opts.prefix.display()),
+        }
+    } else {
+        let names: Vec<&str> = stopped.iter().map(|s| s.name()).collect();
+        println!("stopped: {}", names.join(", "));
+    }
+    Ok(0)
+}
+
+fn status_cmd(a: StatusArgs, opts: &LabOptions) -> Result<i32> {
+    let all = lab::status(opts)?;
+    if a.json {
+        let text =
+            serde_json::to_string_pretty(&all).map_err(|e| Error::runtime(format!("json: {e}")))?;
+        println!("{text}");
+        return Ok(0);
+    }
+    if all.is_empty() {
+        println!("no stacks recorded in {}", opts.prefix.display());
+        return Ok(0);
+    }
+    println!("prefix {}", opts.prefix.display());
+    for st in &all {
+        let i = &st.info;
+        let health = match &st.health {
+            Health::Up => "up".to_string(),
+            Health::Degraded(dead) => format!("DEGRADED (dead: {})", dead.join(", ")),
+            Health::Dead => "DEAD (run `overload lab down` to clean up)".to_string(),
+        };
+        let pids: Vec<String> = i.parts.iter().map(|p| p.pid.to_string()).collect();
+        let mut extra = String::new();
+        if i.stack == Stack::Mariadb && i.auto_started {
+            let users: Vec<&str> = i.held_by.iter().map(|s| s.name()).collect();
+            extra = format!("  (started for {})", users.join(", "));
+        }
+        println!(
+            "{:<17}{:<8}{:<42} pids {:<14} {}{extra}",
+            i.stack.name(),
+            health,
+            i.url,
+            pids.join(","),
+            knobs_line(i)
+        );
+    }
+    Ok(0)
 }

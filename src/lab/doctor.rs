@@ -1,0 +1,203 @@
+//! `overload lab doctor`: which lab packages and programs are present, which are missing,
+//! and the one command that installs them.
+use std::path::Path;
+use std::process::Command;
+
+/// The Debian 12 packages of the lab. Keep in sync with scripts/install-lab.sh.
+pub const PACKAGES: &[&str] = &[
+    "nginx",
+    "apache2",
+    "apache2-utils",
+    "libapache2-mod-php8.2",
+    "php8.2-fpm",
+    "php8.2-cli",
+    "php8.2-mysql",
+    "php8.2-opcache",
+    "mariadb-server",
+    "mariadb-client",
+    "curl",
+    "iproute2",
+    "procps",
+];
+
+/// The programs and files the stacks run, with the package that brings each.
+pub const REQUIRED: &[(&str, &str)] = &[
+    ("/usr/sbin/nginx", "nginx"),
+    ("/usr/sbin/apache2", "apache2"),
+    ("/usr/lib/apache2/modules/mod_mpm_event.so", "apache2"),
+    ("/usr/lib/apache2/modules/mod_proxy_fcgi.so", "apache2"),
+    (
+        "/usr/lib/apache2/modules/libphp8.2.so",
+        "libapache2-mod-php8.2",
+    ),
+    ("/usr/sbin/php-fpm8.2", "php8.2-fpm"),
+    ("/usr/bin/php8.2", "php8.2-cli"),
+    ("/usr/sbin/mariadbd", "mariadb-server"),
+    ("/usr/bin/mariadb-install-db", "mariadb-server"),
+    ("/usr/bin/mariadb", "mariadb-client"),
+    ("/usr/bin/ab", "apache2-utils"),
+];
+
+/// The shell line that installs the lab (the repo script; the binary can print it too).
+pub const INSTALL_HINT: &str = "sudo bash scripts/install-lab.sh    (outside the repo: overload lab doctor --install-script | sudo bash)";
+
+/// The install script, embedded so the binary can hand it out from anywhere.
+pub const INSTALL_SCRIPT: &str = include_str!("../../scripts/install-lab.sh");
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    pub present: Vec<String>,
+    pub missing: Vec<String>,
+    /// Programs/files missing even if dpkg says otherwise (or on a non-Debian system).
+    pub missing_files: Vec<String>,
+    pub versions: Vec<(String, String)>,
+    pub is_root: bool,
+}
+
+impl Report {
+    pub fn ok(&self) -> bool {
+        self.missing.is_empty() && self.missing_files.is_empty()
+    }
+}
+
+/// Asks dpkg which packages are installed (one call for all), then checks the files.
+pub fn check() -> Report {
+    let mut r = Report {
+        // SAFETY: geteuid cannot fail.
+        is_root: unsafe { libc::geteuid() } == 0,
+        ..Report::default()
+    };
+    let installed = installed_packages();
+    for p in PACKAGES {
+        let present = match &installed {
+            Some(set) => set.iter().any(|s| s == p),
+            // No dpkg: judge by the files below only.
+            None => REQUIRED
+                .iter()
+                .filter(|(_, pkg)| pkg == p)
+                .all(|(f, _)| Path::new(f).exists()),
+        };
+        if present {
+            r.present.push(p.to_string());
+        } else {
+            r.missing.push(p.to_string());
+        }
+    }
+    for (file, pkg) in REQUIRED {
+        if !Path::new(file).exists() {
+            r.missing_files.push(format!("{file} ({pkg})"));
+        }
+    }
+    for (name, prog, args) in [
+        ("nginx", "/usr/sbin/nginx", &["-v"][..]),
+        ("apache2", "/usr/sbin/apache2", &["-v"][..]),
+        ("php", "/usr/bin/php8.2", &["-v"][..]),
+        ("mariadbd", "/usr/sbin/mariadbd", &["--version"][..]),
+    ] {
+        if let Some(v) = version(prog, args) {
+            r.versions.push((name.to_string(), v));
+        }
+    }
+    r
+}
+
+fn installed_packages() -> Option<Vec<String>> {
+    let out = Command::new("dpkg-query")
+        .arg("-W")
+        .arg("-f=${Package} ${db:Status-Status}\n")
+        .args(PACKAGES)
+        .output()
+        .ok()?;
+    // dpkg-query exits 1 when some package is unknown but still lists the others.
+    let text = String::from_utf8_lossy(&out.stdout);
+    Some(
+        text.lines()
+            .filter_map(|l| l.split_once(' '))
+            .filter(|(_, st)| st.trim() == "installed")
+            .map(|(p, _)| p.to_string())
+            .collect(),
+    )
+}
+
+/// The first line of `prog args` (stdout or stderr: nginx -v prints to stderr).
+fn version(prog: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(prog).args(args).output().ok()?;
+    let text = if out.stdout.is_empty() {
+        out.stderr
+    } else {
+        out.stdout
+    };
+    String::from_utf8_lossy(&text)
+        .lines()
+        .next()
+        .map(|l| l.trim().to_string())
+}
+
+/// The human report.
+pub fn render(r: &Report) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "present: {}\n",
+        if r.present.is_empty() {
+            "(none)".to_string()
+        } else {
+            r.present.join(" ")
+        }
+    ));
+    s.push_str(&format!(
+        "missing: {}\n",
+        if r.missing.is_empty() {
+            "(none)".to_string()
+        } else {
+            r.missing.join(" ")
+        }
+    ));
+    for f in &r.missing_files {
+        s.push_str(&format!("missing file: {f}\n"));
+    }
+    for (name, v) in &r.versions {
+        s.push_str(&format!("version: {name}: {v}\n"));
+    }
+    if !r.is_root {
+        s.push_str(
+            "note: `overload lab up` needs root (masters run as root, workers as www-data)\n",
+        );
+    }
+    if r.ok() {
+        s.push_str("ok: every lab package is installed\n");
+    } else {
+        s.push_str(&format!("install: {INSTALL_HINT}\n"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn script_and_list_agree() {
+        // The script installs exactly the packages the doctor checks.
+        for p in PACKAGES {
+            assert!(
+                INSTALL_SCRIPT.split_whitespace().any(|w| w == *p),
+                "{p} missing from scripts/install-lab.sh"
+            );
+        }
+        for (_, pkg) in REQUIRED {
+            assert!(PACKAGES.contains(pkg), "{pkg}");
+        }
+    }
+
+    #[test]
+    fn report_text() {
+        let r = Report {
+            present: vec!["nginx".into()],
+            missing: vec!["apache2".into()],
+            ..Report::default()
+        };
+        let t = render(&r);
+        assert!(t.contains("missing: apache2"));
+        assert!(t.contains("install-lab.sh"));
+    }
+}

@@ -1,0 +1,416 @@
+//! Process control without an init system: spawn a daemon in its own session, tell whether
+//! it lives (zombies count as dead), stop it with its whole process group, and watch ports.
+//!
+//! Why sessions: every daemon is started with setsid(), so its pid is also its process group
+//! id and every worker it forks stays in that group. `down` can then find and stop all of
+//! them, and a Ctrl-C in the terminal that ran `overload lab up` never reaches them.
+use serde::{Deserialize, Serialize};
+use std::fs;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use crate::{Error, Result};
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn note_interrupt(_sig: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Turns SIGINT/SIGTERM/SIGHUP into a flag that a launch in progress checks, so a Ctrl-C
+/// during `lab up` stops what was started instead of orphaning it. (Caught signals are
+/// reset to default by exec, so the daemons are unaffected.) For the CLI; a library
+/// caller with its own signal handling need not call it.
+pub fn install_interrupt_handler() {
+    let handler: extern "C" fn(libc::c_int) = note_interrupt;
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            libc::signal(sig, handler as libc::sighandler_t);
+        }
+    }
+}
+
+/// Whether an interrupt arrived since the handler was installed.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// PATH for the daemons: the environment is cleared so nothing from the caller leaks in.
+pub const DAEMON_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// One started process (a master) and everything needed to stop it from another process.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartInfo {
+    /// What it is: "php-fpm", "nginx", "apache2", "mariadbd", "php-server".
+    pub name: String,
+    pub pid: i32,
+    /// Process group (= pid: started with setsid).
+    pub pgid: i32,
+    /// Start time in clock ticks since boot (/proc/PID/stat field 22): a reused pid has
+    /// another, so `down` never signals a stranger.
+    pub start_ticks: u64,
+    pub command: Vec<String>,
+    /// Logs worth showing when it fails: its stdout/stderr and its own error log.
+    pub logs: Vec<PathBuf>,
+}
+
+/// What /proc/PID/stat says about a process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcStat {
+    pub state: char,
+    pub pgrp: i32,
+    pub start_ticks: u64,
+}
+
+/// Parses /proc/PID/stat; the command name may hold spaces and parentheses, so fields are
+/// counted after the last ')'.
+pub fn parse_stat(text: &str) -> Option<ProcStat> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state(3) ppid(4) pgrp(5) ... starttime(22) → indexes 0, 2, 19.
+    Some(ProcStat {
+        state: f.first()?.chars().next()?,
+        pgrp: f.get(2)?.parse().ok()?,
+        start_ticks: f.get(19)?.parse().ok()?,
+    })
+}
+
+pub fn proc_stat(pid: i32) -> Option<ProcStat> {
+    if pid <= 0 {
+        return None;
+    }
+    parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// A zombie (Z) or dead (X) process holds no resources but a pid: `kill -0` still
+/// succeeds on it, which is why liveness is read from /proc instead.
+fn is_running_state(c: char) -> bool {
+    c != 'Z' && c != 'X'
+}
+
+/// True if the part's master process still runs (and is the same process we started).
+pub fn is_alive(p: &PartInfo) -> bool {
+    matches!(proc_stat(p.pid), Some(s) if is_running_state(s.state) && s.start_ticks == p.start_ticks)
+}
+
+/// Living members of the part's process group started no earlier than the part itself
+/// (so a recycled group id cannot pull in unrelated processes).
+pub fn group_members(p: &PartInfo) -> Vec<i32> {
+    let mut out = Vec::new();
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if let Some(s) = proc_stat(pid) {
+            if s.pgrp == p.pgid && is_running_state(s.state) && s.start_ticks >= p.start_ticks {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// Starts `program args` in a new session with stdin from /dev/null and stdout+stderr
+/// appended to `out_log`, optionally as another user. The caller keeps the Child to notice
+/// an early exit while waiting for readiness.
+pub fn spawn(
+    name: &str,
+    program: &str,
+    args: &[String],
+    out_log: &Path,
+    extra_logs: &[PathBuf],
+    user: Option<(u32, u32)>,
+) -> Result<(Child, PartInfo)> {
+    let log = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(out_log)
+        .map_err(|e| Error::runtime(format!("cannot open {}: {e}", out_log.display())))?;
+    let log2 = log.try_clone()?;
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", DAEMON_PATH)
+        .env("LANG", "C")
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(log))
+        .stderr(Stdio::from(log2));
+    if let Some((uid, gid)) = user {
+        cmd.uid(uid).gid(gid);
+    }
+    // SAFETY: setsid() is async-signal-safe and touches no memory of the parent; it is
+    // the only thing run between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().map_err(|e| {
+        Error::runtime(format!(
+            "{name}: cannot run {program}: {e} (is it installed? see `overload lab doctor`)"
+        ))
+    })?;
+    let pid = child.id() as i32;
+    // The child is ours until it execs, so its stat exists; a zero start time would only
+    // make a later stale-pid check less strict.
+    let start_ticks = proc_stat(pid).map(|s| s.start_ticks).unwrap_or(0);
+    let mut command = vec![program.to_string()];
+    command.extend(args.iter().cloned());
+    let mut logs = vec![out_log.to_path_buf()];
+    logs.extend(extra_logs.iter().cloned());
+    Ok((
+        child,
+        PartInfo {
+            name: name.to_string(),
+            pid,
+            pgid: pid,
+            start_ticks,
+            command,
+            logs,
+        },
+    ))
+}
+
+/// Reaps `pid` if it is our child (a library caller's long-lived process would otherwise
+/// collect zombies); harmless ECHILD otherwise.
+fn reap(pid: i32) {
+    let mut status = 0;
+    // SAFETY: plain syscall with a valid out-pointer; WNOHANG never blocks.
+    unsafe {
+        libc::waitpid(pid, &mut status, libc::WNOHANG);
+    }
+}
+
+fn signal(pid: i32, sig: i32) {
+    // SAFETY: plain syscall; a failure (ESRCH) means it is gone already.
+    unsafe {
+        libc::kill(pid, sig);
+    }
+}
+
+/// Stops a part: SIGTERM to the master (which stops its workers the way it knows best),
+/// then, if anything of the group is left after `grace`, SIGKILL to the whole group.
+/// Returns once no member of the group runs (zombies do not count).
+pub fn stop(p: &PartInfo, grace: Duration) -> Result<()> {
+    let leader_alive = is_alive(p);
+    if !leader_alive && group_members(p).is_empty() {
+        reap(p.pid);
+        return Ok(());
+    }
+    if leader_alive {
+        signal(p.pid, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + grace;
+    loop {
+        reap(p.pid);
+        if !is_alive(p) && group_members(p).is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+        sleep(Duration::from_millis(10));
+    }
+    if is_alive(p) {
+        signal(p.pid, libc::SIGKILL);
+    }
+    for pid in group_members(p) {
+        signal(pid, libc::SIGKILL);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        reap(p.pid);
+        let left = group_members(p);
+        if !is_alive(p) && left.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::runtime(format!(
+                "{} (pid {}) did not stop: processes {left:?} still run",
+                p.name, p.pid
+            )));
+        }
+        sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether anything listens on TCP `port` (any address, IPv4 or IPv6), from /proc/net.
+pub fn listening(port: u16) -> bool {
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+        fs::read_to_string(f)
+            .map(|t| listening_in(&t, port))
+            .unwrap_or(false)
+    })
+}
+
+/// Parses a /proc/net/tcp table: `sl local_address rem_address st ...`, hex port, state 0A.
+pub fn listening_in(table: &str, port: u16) -> bool {
+    table.lines().skip(1).any(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (Some(local), Some(state)) = (f.get(1), f.get(3)) else {
+            return false;
+        };
+        let p = local
+            .rsplit(':')
+            .next()
+            .and_then(|h| u16::from_str_radix(h, 16).ok());
+        *state == "0A" && p == Some(port)
+    })
+}
+
+/// Fails if `port` is taken: someone listens on it, or binding 127.0.0.1:port fails.
+pub fn check_port_free(port: u16, what: &str) -> Result<()> {
+    let busy = listening(port) || TcpListener::bind(("127.0.0.1", port)).is_err();
+    if busy {
+        return Err(Error::runtime(format!(
+            "{what}: port {port} is already in use (see `ss -ltnp 'sport = :{port}'`); pick another with --port"
+        )));
+    }
+    Ok(())
+}
+
+/// Waits until nothing listens on `port`: lingering Apache children hold the listening
+/// socket for a moment after the master has gone, and a quick restart would fail.
+pub fn wait_port_free(port: u16, timeout: Duration) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    while listening(port) {
+        if Instant::now() >= deadline {
+            return Err(Error::runtime(format!(
+                "port {port} is still listening {:.0?} after the stop",
+                timeout
+            )));
+        }
+        sleep(Duration::from_millis(10));
+    }
+    Ok(())
+}
+
+/// The last `n` lines of a log file (reads at most its last 64 KiB).
+pub fn tail(path: &Path, n: usize) -> String {
+    let Ok(mut f) = fs::File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(65536)));
+    let mut buf = Vec::new();
+    let _ = f.read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// The last lines of every non-empty log of a part, indented, for error messages.
+pub fn log_excerpt(logs: &[PathBuf], n: usize) -> String {
+    let mut out = String::new();
+    for log in logs {
+        let t = tail(log, n);
+        if t.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("\n  last lines of {}:", log.display()));
+        for line in t.lines() {
+            out.push_str("\n    ");
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_parsing() {
+        let s = "1234 (php-fpm: pool (lab)) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 10 18446744073709551615";
+        let p = parse_stat(s).unwrap();
+        assert_eq!(p.state, 'S');
+        assert_eq!(p.pgrp, 1234);
+        assert_eq!(p.start_ticks, 98765);
+        assert!(parse_stat("garbage").is_none());
+        assert!(!is_running_state('Z'));
+        assert!(is_running_state('S'));
+    }
+
+    #[test]
+    fn own_process_is_alive() {
+        let me = std::process::id() as i32;
+        let s = proc_stat(me).unwrap();
+        let p = PartInfo {
+            name: "me".into(),
+            pid: me,
+            pgid: s.pgrp,
+            start_ticks: s.start_ticks,
+            command: vec![],
+            logs: vec![],
+        };
+        assert!(is_alive(&p));
+        let stale = PartInfo {
+            start_ticks: s.start_ticks + 1,
+            ..p
+        };
+        assert!(
+            !is_alive(&stale),
+            "a different start time means a reused pid"
+        );
+    }
+
+    #[test]
+    fn proc_net_tcp() {
+        let t = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:46A1 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0\n   1: 0100007F:46A2 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0\n";
+        assert!(listening_in(t, 0x46A1));
+        assert!(!listening_in(t, 0x46A2), "established, not listening");
+        assert!(!listening_in(t, 80));
+    }
+
+    #[test]
+    fn listener_detected() {
+        let l = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let port = l.local_addr().unwrap().port();
+        assert!(listening(port));
+        assert!(check_port_free(port, "test").is_err());
+        drop(l);
+        wait_port_free(port, Duration::from_secs(2)).unwrap();
+    }
+
+    #[test]
+    fn spawn_and_stop_a_group() {
+        let dir = std::env::temp_dir().join(format!("overload-proc-test-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("out.log");
+        // A parent that forks a child which ignores nothing: TERM to the leader kills only
+        // the leader, so the group pass must catch the child.
+        let (_child, part) = spawn(
+            "sh",
+            "/bin/sh",
+            &["-c".into(), "sleep 30 & echo started; wait".into()],
+            &log,
+            &[],
+            None,
+        )
+        .unwrap();
+        let t0 = Instant::now();
+        while group_members(&part).len() < 2 && t0.elapsed() < Duration::from_secs(5) {
+            sleep(Duration::from_millis(10));
+        }
+        assert!(is_alive(&part));
+        assert_eq!(part.pgid, part.pid);
+        stop(&part, Duration::from_millis(300)).unwrap();
+        assert!(!is_alive(&part));
+        assert!(group_members(&part).is_empty());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,242 @@
+//! Templates (kept in lab/templates and lab/www, embedded so the binary works from any
+//! directory) and their rendering: `{{NAME}}` placeholders, nothing else. An unknown
+//! placeholder is an error, so a typo in a template cannot reach a daemon.
+use std::path::PathBuf;
+
+use super::stacks::{Pm, Resolved, Stack};
+use super::state::Layout;
+use crate::{Error, Result};
+
+const NGINX_FPM: &str = include_str!("../../lab/templates/nginx-fpm.conf");
+const NGINX_FPM_CACHE: &str = include_str!("../../lab/templates/nginx-fpm-cache.conf");
+const NGINX_PERSISTENT: &str = include_str!("../../lab/templates/nginx-persistent.conf");
+const PHP_FPM: &str = include_str!("../../lab/templates/php-fpm.conf");
+const HTTPD_PREFORK: &str = include_str!("../../lab/templates/httpd-prefork.conf");
+const HTTPD_EVENT_FPM: &str = include_str!("../../lab/templates/httpd-event-fpm.conf");
+const FASTCGI_PARAMS: &str = include_str!("../../lab/templates/fastcgi_params");
+const NGINX_MIME: &str = include_str!("../../lab/templates/mime.types");
+const APACHE_MIME: &str = include_str!("../../lab/templates/apache-mime.types");
+const PHP_SERVER: &str = include_str!("../../lab/templates/php-server.php");
+const MY_CNF: &str = include_str!("../../lab/templates/my.cnf");
+const SCHEMA: &str = include_str!("../../lab/templates/schema.sql");
+
+/// The document root of every web stack: (file name, template).
+const WWW: &[(&str, &str)] = &[
+    ("static.html", include_str!("../../lab/www/static.html")),
+    ("index.html", include_str!("../../lab/www/index.html")),
+    ("cpu.php", include_str!("../../lab/www/cpu.php")),
+    ("db.php", include_str!("../../lab/www/db.php")),
+    ("wait.php", include_str!("../../lab/www/wait.php")),
+    ("session.php", include_str!("../../lab/www/session.php")),
+    ("opcache.php", include_str!("../../lab/www/opcache.php")),
+];
+
+/// Where Debian keeps Apache's modules (loaded directly, /etc/apache2 is never read).
+pub const APACHE_MODULES: &str = "/usr/lib/apache2/modules";
+
+/// Replaces every `{{NAME}}` in `template` by its value in `vars`.
+pub fn render(name: &str, template: &str, vars: &[(&str, String)]) -> Result<String> {
+    let mut out = String::with_capacity(template.len() + 256);
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find("}}")
+            .ok_or_else(|| Error::runtime(format!("template {name}: unclosed {{{{")))?;
+        let key = &after[..end];
+        let value = vars
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v)
+            .ok_or_else(|| {
+                Error::runtime(format!("template {name}: no value for {{{{{key}}}}}"))
+            })?;
+        out.push_str(value);
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The placeholders every template may use: the stack's directories and port.
+fn common_vars(l: &Layout, stack: Stack, port: u16) -> Vec<(&'static str, String)> {
+    let p = |x: &PathBuf| x.display().to_string();
+    vec![
+        ("STACK", stack.name().to_string()),
+        ("DIR", p(&l.dir)),
+        ("CONF", p(&l.conf)),
+        ("RUN", p(&l.run)),
+        ("LOGS", p(&l.logs)),
+        ("TMP", p(&l.tmp)),
+        ("SESSIONS", p(&l.sessions)),
+        ("WWW", p(&l.www)),
+        ("CACHE", p(&l.cache)),
+        ("DATA", p(&l.data)),
+        ("PORT", port.to_string()),
+        ("MODULES", APACHE_MODULES.to_string()),
+    ]
+}
+
+/// Config files of a web stack, as (path, contents).
+pub fn stack_files(cfg: &Resolved, l: &Layout) -> Result<Vec<(PathBuf, String)>> {
+    let stack = cfg.stack;
+    let mut vars = common_vars(l, stack, cfg.port);
+    vars.push((
+        "KEEPALIVE_TIMEOUT",
+        if cfg.keep_alive { "65" } else { "0" }.to_string(),
+    ));
+    vars.push((
+        "KEEPALIVE",
+        if cfg.keep_alive { "On" } else { "Off" }.to_string(),
+    ));
+    vars.push((
+        "OPCACHE_FLAG",
+        if cfg.opcache { "On" } else { "Off" }.to_string(),
+    ));
+    vars.push(("CACHE_VALID", "60s".to_string()));
+    let mut files = Vec::new();
+    if let Some(f) = &cfg.fpm {
+        let extra = match f.pm {
+            Pm::Static => "; pm = static: all max_children workers start at once".to_string(),
+            Pm::Dynamic => format!(
+                "pm.start_servers = {}\npm.min_spare_servers = {}\npm.max_spare_servers = {}",
+                f.start_servers, f.min_spare, f.max_spare
+            ),
+            Pm::Ondemand => "pm.process_idle_timeout = 10s".to_string(),
+        };
+        let mut v = vars.clone();
+        v.push(("PM", f.pm.name().to_string()));
+        v.push(("MAX_CHILDREN", f.max_children.to_string()));
+        v.push(("PM_EXTRA", extra));
+        files.push((
+            l.conf.join("php-fpm.conf"),
+            render("php-fpm.conf", PHP_FPM, &v)?,
+        ));
+    }
+    if let Some(p) = &cfg.prefork {
+        vars.push(("WORKERS", p.workers.to_string()));
+        vars.push(("START_SERVERS", p.start_servers.to_string()));
+        vars.push(("MIN_SPARE", p.min_spare.to_string()));
+        vars.push(("MAX_SPARE", p.max_spare.to_string()));
+    }
+    match stack {
+        Stack::NginxFpm | Stack::NginxFpmCache | Stack::PhpPersistent => {
+            let (name, tpl) = match stack {
+                Stack::NginxFpm => ("nginx-fpm.conf", NGINX_FPM),
+                Stack::NginxFpmCache => ("nginx-fpm-cache.conf", NGINX_FPM_CACHE),
+                _ => ("nginx-persistent.conf", NGINX_PERSISTENT),
+            };
+            if let Some(w) = cfg.workers {
+                let servers: Vec<String> = (0..w)
+                    .map(|i| format!("        server unix:{}/w{i}.sock;", l.workers.display()))
+                    .collect();
+                vars.push(("UPSTREAM_SERVERS", servers.join("\n")));
+                files.push((l.conf.join("server.php"), PHP_SERVER.to_string()));
+            }
+            files.push((l.conf.join("nginx.conf"), render(name, tpl, &vars)?));
+            files.push((
+                l.conf.join("fastcgi_params"),
+                render("fastcgi_params", FASTCGI_PARAMS, &vars)?,
+            ));
+            files.push((l.conf.join("mime.types"), NGINX_MIME.to_string()));
+        }
+        Stack::ApachePrefork | Stack::ApacheEventFpm => {
+            let (name, tpl) = if stack == Stack::ApachePrefork {
+                ("httpd-prefork.conf", HTTPD_PREFORK)
+            } else {
+                ("httpd-event-fpm.conf", HTTPD_EVENT_FPM)
+            };
+            files.push((l.conf.join("httpd.conf"), render(name, tpl, &vars)?));
+            files.push((l.conf.join("mime.types"), APACHE_MIME.to_string()));
+        }
+        Stack::Mariadb => {
+            return Err(Error::runtime("stack_files: mariadb has its own renderer"));
+        }
+    }
+    Ok(files)
+}
+
+/// The apps of the document root; db.php gets the database port.
+pub fn www_files(l: &Layout, db_port: u16) -> Result<Vec<(PathBuf, String)>> {
+    let vars = [("DB_PORT", db_port.to_string())];
+    WWW.iter()
+        .map(|(name, tpl)| Ok((l.www.join(name), render(name, tpl, &vars)?)))
+        .collect()
+}
+
+/// MariaDB's my.cnf.
+pub fn my_cnf(l: &Layout, port: u16, query_cache: bool, engine: &str) -> Result<String> {
+    let mut vars = common_vars(l, Stack::Mariadb, port);
+    vars.push(("ENGINE", engine.to_string()));
+    vars.push((
+        "QUERY_CACHE_TYPE",
+        if query_cache { "1" } else { "0" }.to_string(),
+    ));
+    vars.push((
+        "QUERY_CACHE_SIZE",
+        if query_cache { "16M" } else { "0" }.to_string(),
+    ));
+    render("my.cnf", MY_CNF, &vars)
+}
+
+/// The idempotent schema and seed data, for the chosen engine.
+pub fn schema(engine: &str) -> Result<String> {
+    render("schema.sql", SCHEMA, &[("ENGINE", engine.to_string())])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::stacks::{Knobs, StackSpec};
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn placeholders() {
+        let v = [("A", "1".to_string()), ("B", "two".to_string())];
+        assert_eq!(render("t", "x{{A}}y{{B}}{{A}}", &v).unwrap(), "x1ytwo1");
+        assert!(render("t", "{{C}}", &v).is_err());
+        assert!(render("t", "{{A", &v).is_err());
+        assert_eq!(render("t", "no vars", &v).unwrap(), "no vars");
+    }
+
+    #[test]
+    fn every_stack_renders_completely() {
+        for stack in Stack::ALL {
+            let l = Layout::new(Path::new("/tmp/ol"), stack);
+            if stack == Stack::Mariadb {
+                let c = my_cnf(&l, 13306, true, "InnoDB").unwrap();
+                assert!(c.contains("query_cache_type = 1"));
+                assert!(c.contains("datadir = /tmp/ol/mariadb/data"));
+                assert!(schema("MyISAM").unwrap().contains("ENGINE = MyISAM"));
+                continue;
+            }
+            for pm in [Pm::Static, Pm::Dynamic, Pm::Ondemand] {
+                let mut spec = StackSpec::new(stack);
+                if stack.uses_fpm() {
+                    spec.knobs = Knobs {
+                        pm: Some(pm),
+                        ..Knobs::default()
+                    };
+                }
+                let cfg = spec.resolve().unwrap();
+                let files = stack_files(&cfg, &l).unwrap();
+                for (path, text) in &files {
+                    assert!(path.starts_with("/tmp/ol"), "{path:?}");
+                    // PHP's own `{` blocks are fine; only our markers must be gone.
+                    assert!(!text.contains("{{"), "{path:?} keeps a placeholder");
+                }
+                let conf = files.iter().map(|(_, t)| t.as_str()).collect::<String>();
+                assert!(conf.contains(&format!("127.0.0.1:{}", cfg.port)));
+            }
+        }
+        let www = www_files(&Layout::new(Path::new("/tmp/ol"), Stack::NginxFpm), 13399).unwrap();
+        let db = www.iter().find(|(p, _)| p.ends_with("db.php")).unwrap();
+        assert!(db.1.contains("13399"));
+        let st = www
+            .iter()
+            .find(|(p, _)| p.ends_with("static.html"))
+            .unwrap();
+        assert_eq!(st.1.len(), 22 * 1024, "S1's static page is 22 KiB");
+    }
+}

@@ -1,0 +1,719 @@
+//! The stack catalogue (names, ports, what each is made of) and the knobs: which apply to
+//! which stack, their defaults, and the checks that turn flags into a runnable config.
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::{Error, Result};
+
+/// The stacks of the studies that the lab can bring up.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stack {
+    /// nginx + PHP-FPM (S2, S4).
+    NginxFpm,
+    /// Apache prefork + mod_php (S1, S2, S5).
+    ApachePrefork,
+    /// Apache mpm_event + PHP-FPM through mod_proxy_fcgi (S5).
+    ApacheEventFpm,
+    /// nginx fastcgi_cache in front of PHP-FPM (S4).
+    NginxFpmCache,
+    /// Long-lived pre-forked PHP workers speaking HTTP, nginx in front (S3).
+    PhpPersistent,
+    /// MariaDB with a private datadir (S1, S2).
+    Mariadb,
+}
+
+impl Stack {
+    pub const ALL: [Stack; 6] = [
+        Stack::NginxFpm,
+        Stack::ApachePrefork,
+        Stack::ApacheEventFpm,
+        Stack::NginxFpmCache,
+        Stack::PhpPersistent,
+        Stack::Mariadb,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Stack::NginxFpm => "nginx-fpm",
+            Stack::ApachePrefork => "apache-prefork",
+            Stack::ApacheEventFpm => "apache-event-fpm",
+            Stack::NginxFpmCache => "nginx-fpm-cache",
+            Stack::PhpPersistent => "php-persistent",
+            Stack::Mariadb => "mariadb",
+        }
+    }
+
+    /// Ports clear of the usual 80/8080/3306 (see lab-probe.md).
+    pub fn default_port(self) -> u16 {
+        match self {
+            Stack::NginxFpm => 18081,
+            Stack::ApachePrefork => 18082,
+            Stack::ApacheEventFpm => 18083,
+            Stack::NginxFpmCache => 18084,
+            Stack::PhpPersistent => 18085,
+            Stack::Mariadb => 13306,
+        }
+    }
+
+    /// Whether the stack serves the PHP apps (and so may need MariaDB for db.php).
+    pub fn is_web(self) -> bool {
+        self != Stack::Mariadb
+    }
+
+    /// Whether PHP runs under PHP-FPM (so the pm knobs and /fpm-status exist).
+    pub fn uses_fpm(self) -> bool {
+        matches!(
+            self,
+            Stack::NginxFpm | Stack::ApacheEventFpm | Stack::NginxFpmCache
+        )
+    }
+
+    pub fn knobs(self) -> &'static [Knob] {
+        use Knob::*;
+        match self {
+            Stack::NginxFpm | Stack::NginxFpmCache | Stack::ApacheEventFpm => &[
+                Pm,
+                MaxChildren,
+                StartServers,
+                MinSpare,
+                MaxSpare,
+                Opcache,
+                KeepAlive,
+            ],
+            Stack::ApachePrefork => &[
+                Workers,
+                StartServers,
+                MinSpare,
+                MaxSpare,
+                Opcache,
+                KeepAlive,
+            ],
+            Stack::PhpPersistent => &[Workers, Opcache, KeepAlive],
+            Stack::Mariadb => &[QueryCache, Engine],
+        }
+    }
+
+    /// Process names to observe, in the `--watch label=name` form of the sweep command.
+    pub fn watch(self) -> &'static [&'static str] {
+        match self {
+            Stack::NginxFpm | Stack::NginxFpmCache => &["php=php-fpm", "nginx=nginx"],
+            Stack::ApachePrefork => &["apache=apache2"],
+            Stack::ApacheEventFpm => &["apache=apache2", "php=php-fpm"],
+            Stack::PhpPersistent => &["php=php", "nginx=nginx"],
+            Stack::Mariadb => &["db=mariadbd"],
+        }
+    }
+
+    pub fn about(self) -> &'static str {
+        match self {
+            Stack::NginxFpm => "nginx + PHP-FPM",
+            Stack::ApachePrefork => "Apache prefork + mod_php",
+            Stack::ApacheEventFpm => "Apache mpm_event + PHP-FPM (mod_proxy_fcgi)",
+            Stack::NginxFpmCache => "nginx fastcgi_cache + PHP-FPM",
+            Stack::PhpPersistent => "persistent pre-forked PHP workers behind nginx",
+            Stack::Mariadb => "MariaDB, private datadir",
+        }
+    }
+}
+
+impl fmt::Display for Stack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Stack {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Stack> {
+        Stack::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Stack::ALL.iter().map(|k| k.name()).collect();
+                Error::usage(format!(
+                    "unknown stack '{s}' (one of: {})",
+                    names.join(", ")
+                ))
+            })
+    }
+}
+
+/// One configurable knob, named after its command-line flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Knob {
+    Pm,
+    MaxChildren,
+    StartServers,
+    MinSpare,
+    MaxSpare,
+    Opcache,
+    KeepAlive,
+    Workers,
+    QueryCache,
+    Engine,
+}
+
+impl Knob {
+    pub fn flag(self) -> &'static str {
+        match self {
+            Knob::Pm => "--pm",
+            Knob::MaxChildren => "--max-children",
+            Knob::StartServers => "--start-servers",
+            Knob::MinSpare => "--min-spare",
+            Knob::MaxSpare => "--max-spare",
+            Knob::Opcache => "--opcache",
+            Knob::KeepAlive => "--keep-alive",
+            Knob::Workers => "--workers",
+            Knob::QueryCache => "--query-cache",
+            Knob::Engine => "--engine",
+        }
+    }
+}
+
+/// PHP-FPM's process manager.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Pm {
+    Static,
+    Dynamic,
+    Ondemand,
+}
+
+impl Pm {
+    pub fn name(self) -> &'static str {
+        match self {
+            Pm::Static => "static",
+            Pm::Dynamic => "dynamic",
+            Pm::Ondemand => "ondemand",
+        }
+    }
+}
+
+/// Storage engine of the lab tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    Innodb,
+    Myisam,
+}
+
+impl Engine {
+    /// The name MariaDB uses (and reports in information_schema).
+    pub fn sql_name(self) -> &'static str {
+        match self {
+            Engine::Innodb => "InnoDB",
+            Engine::Myisam => "MyISAM",
+        }
+    }
+}
+
+/// Knob values as given; `None` means "the stack's default".
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Knobs {
+    pub pm: Option<Pm>,
+    pub max_children: Option<u32>,
+    pub start_servers: Option<u32>,
+    pub min_spare: Option<u32>,
+    pub max_spare: Option<u32>,
+    pub opcache: Option<bool>,
+    pub keep_alive: Option<bool>,
+    pub workers: Option<u32>,
+    pub query_cache: Option<bool>,
+    pub engine: Option<Engine>,
+}
+
+impl Knobs {
+    fn given(&self) -> Vec<Knob> {
+        let mut v = Vec::new();
+        let mut add = |set: bool, k: Knob| {
+            if set {
+                v.push(k)
+            }
+        };
+        add(self.pm.is_some(), Knob::Pm);
+        add(self.max_children.is_some(), Knob::MaxChildren);
+        add(self.start_servers.is_some(), Knob::StartServers);
+        add(self.min_spare.is_some(), Knob::MinSpare);
+        add(self.max_spare.is_some(), Knob::MaxSpare);
+        add(self.opcache.is_some(), Knob::Opcache);
+        add(self.keep_alive.is_some(), Knob::KeepAlive);
+        add(self.workers.is_some(), Knob::Workers);
+        add(self.query_cache.is_some(), Knob::QueryCache);
+        add(self.engine.is_some(), Knob::Engine);
+        v
+    }
+}
+
+/// What to bring up: a stack, its knobs, and where it listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StackSpec {
+    pub stack: Stack,
+    pub knobs: Knobs,
+    /// Listening port; `None` for the stack's default.
+    pub port: Option<u16>,
+    /// Port of the prefix's MariaDB if this (web) stack has to start it; default 13306.
+    pub db_port: Option<u16>,
+    /// Do not start or use MariaDB (db.php then answers 503).
+    pub no_db: bool,
+}
+
+impl StackSpec {
+    /// A stack with all defaults.
+    pub fn new(stack: Stack) -> StackSpec {
+        StackSpec {
+            stack,
+            knobs: Knobs::default(),
+            port: None,
+            db_port: None,
+            no_db: false,
+        }
+    }
+}
+
+/// PHP-FPM pool sizing, checked against FPM's own rules so FPM never refuses it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FpmConfig {
+    pub pm: Pm,
+    pub max_children: u32,
+    /// Only for pm = dynamic.
+    pub start_servers: u32,
+    pub min_spare: u32,
+    pub max_spare: u32,
+}
+
+/// Apache prefork sizing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreforkConfig {
+    /// MaxRequestWorkers (and ServerLimit).
+    pub workers: u32,
+    pub start_servers: u32,
+    pub min_spare: u32,
+    pub max_spare: u32,
+}
+
+/// MariaDB settings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DbConfig {
+    pub query_cache: bool,
+    pub engine: Engine,
+}
+
+impl Default for DbConfig {
+    /// MariaDB's own defaults: query cache off, InnoDB.
+    fn default() -> Self {
+        DbConfig {
+            query_cache: false,
+            engine: Engine::Innodb,
+        }
+    }
+}
+
+/// A spec with every default filled in and every rule checked.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resolved {
+    pub stack: Stack,
+    pub port: u16,
+    pub fpm: Option<FpmConfig>,
+    pub prefork: Option<PreforkConfig>,
+    /// php-persistent worker processes.
+    pub workers: Option<u32>,
+    pub opcache: bool,
+    pub keep_alive: bool,
+    pub db: Option<DbConfig>,
+    /// For web stacks: use (or start) MariaDB, and on which port if it must be started.
+    pub use_db: bool,
+    pub db_port: u16,
+}
+
+/// Default pool size: lab-probe's 20, enough to show queueing on wait.php.
+pub const DEFAULT_MAX_CHILDREN: u32 = 20;
+pub const DEFAULT_PREFORK_WORKERS: u32 = 20;
+pub const DEFAULT_PERSISTENT_WORKERS: u32 = 4;
+const MAX_PROCESSES: u32 = 4096;
+
+fn check_count(flag: &str, v: u32, max: u32) -> Result<u32> {
+    if v == 0 || v > max {
+        return Err(Error::usage(format!("{flag} must be 1..{max}, got {v}")));
+    }
+    Ok(v)
+}
+
+impl StackSpec {
+    /// Fills defaults and checks every rule; errors are one-line usage errors.
+    pub fn resolve(&self) -> Result<Resolved> {
+        let stack = self.stack;
+        let k = &self.knobs;
+        let allowed = stack.knobs();
+        for knob in k.given() {
+            if !allowed.contains(&knob) {
+                let takes: Vec<&str> = allowed.iter().map(|a| a.flag()).collect();
+                return Err(Error::usage(format!(
+                    "{} does not apply to {stack} (its knobs: {})",
+                    knob.flag(),
+                    takes.join(", ")
+                )));
+            }
+        }
+        if !stack.is_web() && (self.db_port.is_some() || self.no_db) {
+            return Err(Error::usage(format!(
+                "--db-port and --no-db apply to web stacks, not {stack} (use --port)"
+            )));
+        }
+        if self.no_db && self.db_port.is_some() {
+            return Err(Error::usage("--db-port and --no-db exclude each other"));
+        }
+        if self.port == Some(0) || self.db_port == Some(0) {
+            return Err(Error::usage("ports must be 1..65535"));
+        }
+        let port = self.port.unwrap_or(stack.default_port());
+        let db_port = self.db_port.unwrap_or(Stack::Mariadb.default_port());
+        if stack.is_web() && !self.no_db && db_port == port {
+            return Err(Error::usage(format!(
+                "--port {port} collides with the database port; pick another --port or --db-port"
+            )));
+        }
+
+        let fpm = if stack.uses_fpm() {
+            Some(resolve_fpm(k)?)
+        } else {
+            None
+        };
+        let prefork = if stack == Stack::ApachePrefork {
+            Some(resolve_prefork(k)?)
+        } else {
+            None
+        };
+        let workers = if stack == Stack::PhpPersistent {
+            Some(check_count(
+                "--workers",
+                k.workers.unwrap_or(DEFAULT_PERSISTENT_WORKERS),
+                1024,
+            )?)
+        } else {
+            None
+        };
+        let db = if stack == Stack::Mariadb {
+            let d = DbConfig::default();
+            Some(DbConfig {
+                query_cache: k.query_cache.unwrap_or(d.query_cache),
+                engine: k.engine.unwrap_or(d.engine),
+            })
+        } else {
+            None
+        };
+        Ok(Resolved {
+            stack,
+            port,
+            fpm,
+            prefork,
+            workers,
+            opcache: k.opcache.unwrap_or(true),
+            keep_alive: k.keep_alive.unwrap_or(true),
+            db,
+            use_db: stack.is_web() && !self.no_db,
+            db_port,
+        })
+    }
+}
+
+fn resolve_fpm(k: &Knobs) -> Result<FpmConfig> {
+    let pm = k.pm.unwrap_or(Pm::Static);
+    let n = check_count(
+        "--max-children",
+        k.max_children.unwrap_or(DEFAULT_MAX_CHILDREN),
+        MAX_PROCESSES,
+    )?;
+    if pm != Pm::Dynamic {
+        // FPM ignores the spare settings outside dynamic; silently ignoring a flag would
+        // make an experiment measure something other than what it says.
+        for (set, knob) in [
+            (k.start_servers.is_some(), Knob::StartServers),
+            (k.min_spare.is_some(), Knob::MinSpare),
+            (k.max_spare.is_some(), Knob::MaxSpare),
+        ] {
+            if set {
+                return Err(Error::usage(format!(
+                    "{} applies only with --pm dynamic (pm is {})",
+                    knob.flag(),
+                    pm.name()
+                )));
+            }
+        }
+    }
+    // lab-probe's defaults: start = min spare = N/4, max spare = N/2.
+    let min = k.min_spare.unwrap_or((n / 4).max(1));
+    let max = k.max_spare.unwrap_or((n / 2).max(min).min(n));
+    let start = k.start_servers.unwrap_or(min.max(1));
+    if pm == Pm::Dynamic {
+        // The same rules FPM enforces at start, reported before anything runs.
+        if min == 0 || max == 0 {
+            return Err(Error::usage(
+                "--min-spare and --max-spare must be at least 1",
+            ));
+        }
+        if max > n {
+            return Err(Error::usage(format!(
+                "--max-spare {max} is above --max-children {n}"
+            )));
+        }
+        if min > max {
+            return Err(Error::usage(format!(
+                "--min-spare {min} is above --max-spare {max}"
+            )));
+        }
+        if start < min || start > max {
+            return Err(Error::usage(format!(
+                "--start-servers {start} must lie between --min-spare {min} and --max-spare {max}"
+            )));
+        }
+    }
+    Ok(FpmConfig {
+        pm,
+        max_children: n,
+        start_servers: start,
+        min_spare: min,
+        max_spare: max,
+    })
+}
+
+fn resolve_prefork(k: &Knobs) -> Result<PreforkConfig> {
+    let w = check_count(
+        "--workers",
+        k.workers.unwrap_or(DEFAULT_PREFORK_WORKERS),
+        MAX_PROCESSES,
+    )?;
+    // Pre-spawn every child (StartServers = MaxRequestWorkers) as static FPM does, so a
+    // comparison is not skewed by Apache's spawn ramp (lab-probe §3, §8).
+    let start = k.start_servers.unwrap_or(w);
+    let min = k.min_spare.unwrap_or(5.min(w));
+    let max = k.max_spare.unwrap_or(w.max(min + 1));
+    if start == 0 || start > w {
+        return Err(Error::usage(format!(
+            "--start-servers must be 1..{w} (--workers), got {start}"
+        )));
+    }
+    if min == 0 {
+        return Err(Error::usage("--min-spare must be at least 1"));
+    }
+    if min >= max {
+        // Apache would quietly raise MaxSpareServers to MinSpareServers + 1.
+        return Err(Error::usage(format!(
+            "--min-spare {min} must be below --max-spare {max}"
+        )));
+    }
+    Ok(PreforkConfig {
+        workers: w,
+        start_servers: start,
+        min_spare: min,
+        max_spare: max,
+    })
+}
+
+fn on_off(b: bool) -> String {
+    if b { "on" } else { "off" }.to_string()
+}
+
+impl Resolved {
+    /// The effective knob values, for the state file and for `up`/`status` output.
+    pub fn describe(&self) -> BTreeMap<String, String> {
+        let mut m = BTreeMap::new();
+        if let Some(f) = &self.fpm {
+            m.insert("pm".into(), f.pm.name().into());
+            m.insert("max-children".into(), f.max_children.to_string());
+            if f.pm == Pm::Dynamic {
+                m.insert("start-servers".into(), f.start_servers.to_string());
+                m.insert("min-spare".into(), f.min_spare.to_string());
+                m.insert("max-spare".into(), f.max_spare.to_string());
+            }
+        }
+        if let Some(p) = &self.prefork {
+            m.insert("workers".into(), p.workers.to_string());
+            m.insert("start-servers".into(), p.start_servers.to_string());
+            m.insert("min-spare".into(), p.min_spare.to_string());
+            m.insert("max-spare".into(), p.max_spare.to_string());
+        }
+        if let Some(w) = self.workers {
+            m.insert("workers".into(), w.to_string());
+        }
+        if let Some(d) = &self.db {
+            m.insert("query-cache".into(), on_off(d.query_cache));
+            m.insert("engine".into(), d.engine.sql_name().to_lowercase());
+        } else {
+            m.insert("opcache".into(), on_off(self.opcache));
+            m.insert("keep-alive".into(), on_off(self.keep_alive));
+        }
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(stack: Stack, knobs: Knobs) -> StackSpec {
+        StackSpec {
+            knobs,
+            ..StackSpec::new(stack)
+        }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for s in Stack::ALL {
+            assert_eq!(s.name().parse::<Stack>().unwrap(), s);
+        }
+        assert!("nginx".parse::<Stack>().is_err());
+    }
+
+    #[test]
+    fn defaults() {
+        let r = StackSpec::new(Stack::NginxFpm).resolve().unwrap();
+        assert_eq!(r.port, 18081);
+        let f = r.fpm.unwrap();
+        assert_eq!((f.pm, f.max_children), (Pm::Static, 20));
+        assert!(r.opcache && r.keep_alive && r.use_db);
+        let p = StackSpec::new(Stack::ApachePrefork)
+            .resolve()
+            .unwrap()
+            .prefork
+            .unwrap();
+        assert_eq!(
+            (p.workers, p.start_servers, p.min_spare, p.max_spare),
+            (20, 20, 5, 20)
+        );
+        let d = StackSpec::new(Stack::Mariadb).resolve().unwrap();
+        assert_eq!(d.port, 13306);
+        assert!(!d.use_db);
+    }
+
+    #[test]
+    fn knob_must_apply() {
+        let e = spec(
+            Stack::ApachePrefork,
+            Knobs {
+                pm: Some(Pm::Static),
+                ..Knobs::default()
+            },
+        )
+        .resolve()
+        .unwrap_err();
+        assert!(matches!(e, Error::Usage(_)));
+        assert!(e
+            .to_string()
+            .contains("--pm does not apply to apache-prefork"));
+        let e = spec(
+            Stack::Mariadb,
+            Knobs {
+                opcache: Some(false),
+                ..Knobs::default()
+            },
+        )
+        .resolve()
+        .unwrap_err();
+        assert!(e.to_string().contains("--opcache"));
+    }
+
+    #[test]
+    fn fpm_dynamic_rules() {
+        let k = |pm, n, start, min, max| Knobs {
+            pm: Some(pm),
+            max_children: Some(n),
+            start_servers: start,
+            min_spare: min,
+            max_spare: max,
+            ..Knobs::default()
+        };
+        let f = spec(Stack::NginxFpm, k(Pm::Dynamic, 8, None, None, None))
+            .resolve()
+            .unwrap()
+            .fpm
+            .unwrap();
+        assert_eq!((f.start_servers, f.min_spare, f.max_spare), (2, 2, 4));
+        let f = spec(Stack::NginxFpm, k(Pm::Dynamic, 1, None, None, None))
+            .resolve()
+            .unwrap()
+            .fpm
+            .unwrap();
+        assert_eq!((f.start_servers, f.min_spare, f.max_spare), (1, 1, 1));
+        for bad in [
+            k(Pm::Dynamic, 8, Some(9), None, None),
+            k(Pm::Dynamic, 8, None, Some(5), Some(4)),
+            k(Pm::Dynamic, 8, None, None, Some(9)),
+            k(Pm::Static, 8, None, Some(2), None),
+            k(Pm::Ondemand, 8, Some(2), None, None),
+            k(Pm::Static, 0, None, None, None),
+        ] {
+            let e = spec(Stack::NginxFpm, bad).resolve().unwrap_err();
+            assert!(matches!(e, Error::Usage(_)), "{e}");
+        }
+    }
+
+    #[test]
+    fn prefork_rules() {
+        let p = spec(
+            Stack::ApachePrefork,
+            Knobs {
+                workers: Some(8),
+                ..Knobs::default()
+            },
+        )
+        .resolve()
+        .unwrap()
+        .prefork
+        .unwrap();
+        assert_eq!(
+            (p.workers, p.start_servers, p.min_spare, p.max_spare),
+            (8, 8, 5, 8)
+        );
+        let p = spec(
+            Stack::ApachePrefork,
+            Knobs {
+                workers: Some(1),
+                ..Knobs::default()
+            },
+        )
+        .resolve()
+        .unwrap()
+        .prefork
+        .unwrap();
+        assert_eq!((p.min_spare, p.max_spare), (1, 2));
+        assert!(spec(
+            Stack::ApachePrefork,
+            Knobs {
+                workers: Some(8),
+                start_servers: Some(9),
+                ..Knobs::default()
+            }
+        )
+        .resolve()
+        .is_err());
+    }
+
+    #[test]
+    fn ports_and_db_flags() {
+        let mut s = StackSpec::new(Stack::Mariadb);
+        s.no_db = true;
+        assert!(s.resolve().is_err());
+        let mut s = StackSpec::new(Stack::NginxFpm);
+        s.port = Some(13306);
+        assert!(s.resolve().is_err());
+        s.no_db = true;
+        assert!(s.resolve().is_ok());
+        s.port = Some(0);
+        assert!(s.resolve().is_err());
+    }
+}

@@ -1,0 +1,193 @@
+//! The prefix on disk: one directory per stack, a JSON state file recording what `up`
+//! started (so `down` and `status` work from another process), and a lock so two
+//! `overload lab` commands on the same prefix do not interleave.
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use super::process::PartInfo;
+use super::stacks::{Resolved, Stack};
+use crate::{Error, Result};
+
+/// Where a stack's files live: `<prefix>/<stack>/{conf,run,logs,tmp,sessions,www,cache,data}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub dir: PathBuf,
+    pub conf: PathBuf,
+    pub run: PathBuf,
+    /// php-persistent's worker sockets (owned by www-data, which runs the workers).
+    pub workers: PathBuf,
+    pub logs: PathBuf,
+    pub tmp: PathBuf,
+    pub sessions: PathBuf,
+    pub www: PathBuf,
+    pub cache: PathBuf,
+    pub data: PathBuf,
+}
+
+impl Layout {
+    pub fn new(prefix: &Path, stack: Stack) -> Layout {
+        let dir = prefix.join(stack.name());
+        Layout {
+            conf: dir.join("conf"),
+            run: dir.join("run"),
+            workers: dir.join("run").join("workers"),
+            logs: dir.join("logs"),
+            tmp: dir.join("tmp"),
+            sessions: dir.join("sessions"),
+            www: dir.join("www"),
+            cache: dir.join("cache"),
+            data: dir.join("data"),
+            dir,
+        }
+    }
+
+    pub fn state_file(&self) -> PathBuf {
+        self.dir.join("state.json")
+    }
+}
+
+/// What `up` started, as saved in `<prefix>/<stack>/state.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StackInfo {
+    pub stack: Stack,
+    /// `http://127.0.0.1:PORT` for web stacks, `mysql://lab:labpass@127.0.0.1:PORT/lab` for MariaDB.
+    pub url: String,
+    pub port: u16,
+    /// The stack's directory inside the prefix.
+    pub dir: PathBuf,
+    /// Document root (web stacks).
+    pub docroot: Option<PathBuf>,
+    /// Effective knob values (`pm`, `max-children`, `opcache`, ...).
+    pub knobs: BTreeMap<String, String>,
+    /// The full resolved configuration the stack was rendered from.
+    pub config: Resolved,
+    /// Started processes, in start order (stopped in reverse).
+    pub parts: Vec<PartInfo>,
+    /// `--watch label=process` arguments for observing this stack.
+    pub watch: Vec<String>,
+    /// The MariaDB port the apps use (web stacks with a database).
+    pub db_port: Option<u16>,
+    /// Seconds from the first spawn to readiness.
+    pub startup_secs: f64,
+    /// Unix time of the start.
+    pub started_unix: u64,
+    /// MariaDB only: started on behalf of a web stack rather than by `lab up mariadb`.
+    #[serde(default)]
+    pub auto_started: bool,
+    /// MariaDB only: web stacks using it that did not bring their own.
+    #[serde(default)]
+    pub held_by: Vec<Stack>,
+}
+
+pub fn read_state(prefix: &Path, stack: Stack) -> Result<Option<StackInfo>> {
+    let path = Layout::new(prefix, stack).state_file();
+    let text = match fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::runtime(format!("{}: {e}", path.display()))),
+    };
+    serde_json::from_str(&text).map(Some).map_err(|e| {
+        Error::runtime(format!(
+            "{}: unreadable state ({e}); remove it after checking no process of it runs",
+            path.display()
+        ))
+    })
+}
+
+/// Writes the state atomically (temp file + rename): a reader never sees half a file.
+pub fn write_state(prefix: &Path, info: &StackInfo) -> Result<()> {
+    let path = Layout::new(prefix, info.stack).state_file();
+    let tmp = path.with_extension("json.tmp");
+    let text =
+        serde_json::to_string_pretty(info).map_err(|e| Error::runtime(format!("state: {e}")))?;
+    fs::write(&tmp, text + "\n")
+        .and_then(|_| fs::rename(&tmp, &path))
+        .map_err(|e| Error::runtime(format!("{}: {e}", path.display())))
+}
+
+pub fn remove_state(prefix: &Path, stack: Stack) -> Result<()> {
+    match fs::remove_file(Layout::new(prefix, stack).state_file()) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// An exclusive flock on `<prefix>/.lock`, released on drop (the fd is close-on-exec, so
+/// the daemons never inherit it).
+pub struct PrefixLock {
+    _file: fs::File,
+}
+
+pub fn lock(prefix: &Path) -> Result<PrefixLock> {
+    let path = prefix.join(".lock");
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::runtime(format!("cannot open {}: {e}", path.display())))?;
+    // SAFETY: flock on a descriptor we own; blocks until the other command is done.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+    if rc != 0 {
+        return Err(Error::runtime(format!(
+            "cannot lock {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(PrefixLock { _file: file })
+}
+
+/// The uid/gid of www-data, the user the workers run as.
+pub fn www_data() -> Result<(u32, u32)> {
+    let name = c"www-data";
+    // SAFETY: getpwnam returns a pointer into static storage or null; we copy two integers
+    // out immediately and keep no reference.
+    let pw = unsafe { libc::getpwnam(name.as_ptr()) };
+    if pw.is_null() {
+        return Err(Error::runtime(
+            "user www-data does not exist (install the lab packages: `overload lab doctor`)",
+        ));
+    }
+    // SAFETY: non-null, points at a valid passwd record (see above).
+    let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
+    Ok((uid, gid))
+}
+
+/// Every directory from / to `dir` must be searchable by www-data (o+x, or owned by
+/// it): a prefix under /root (mode 700) gives 403 / "File not found" from the workers.
+pub fn check_traversable(dir: &Path, www_uid: u32) -> Result<()> {
+    let mut p = PathBuf::new();
+    for c in dir.components() {
+        p.push(c);
+        let Ok(m) = fs::metadata(&p) else {
+            break; // not created yet: we create it 0755 below
+        };
+        let ok = m.mode() & 0o001 != 0 || (m.uid() == www_uid && m.mode() & 0o100 != 0);
+        if !ok {
+            return Err(Error::usage(format!(
+                "prefix {} is not traversable by www-data: {} has mode {:o}; choose another --prefix (e.g. under /tmp)",
+                dir.display(),
+                p.display(),
+                m.mode() & 0o7777
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Creates `dir` (and parents) with mode 0755, optionally owned by `owner`.
+pub fn make_dir(dir: &Path, owner: Option<(u32, u32)>) -> Result<()> {
+    fs::create_dir_all(dir)
+        .map_err(|e| Error::runtime(format!("cannot create {}: {e}", dir.display())))?;
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o755))?;
+    if let Some((uid, gid)) = owner {
+        std::os::unix::fs::chown(dir, Some(uid), Some(gid))
+            .map_err(|e| Error::runtime(format!("cannot chown {}: {e}", dir.display())))?;
+    }
+    Ok(())
+}

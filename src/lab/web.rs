@@ -1,0 +1,168 @@
+//! The web stacks' start sequences: render configs and apps into the stack's directory,
+//! then start the PHP side first and the web server in front of it, each waited for.
+use std::fs;
+use std::time::Duration;
+
+use super::launch::{http_ready, unix_ready, Launch};
+use super::process::PartInfo;
+use super::render;
+use super::stacks::{Resolved, Stack};
+use super::state::{make_dir, Layout};
+use crate::Result;
+
+/// Readiness body of static.html (its first bytes).
+const STATIC_START: &str = "<!DOCTYPE html>";
+
+fn prepare(cfg: &Resolved, l: &Layout, www_user: (u32, u32)) -> Result<()> {
+    // run/ holds sockets and pid files of the previous run only; the previous run is
+    // stopped by now, so start clean.
+    if l.run.exists() {
+        fs::remove_dir_all(&l.run)?;
+    }
+    // A cache kept across restarts is reloaded by nginx's cache loader and the first
+    // request would be a HIT: every start is cold (lab-probe §5).
+    if l.cache.exists() {
+        fs::remove_dir_all(&l.cache)?;
+    }
+    // Logs describe the current run only, so a failure's excerpt is never an old one.
+    if l.logs.exists() {
+        fs::remove_dir_all(&l.logs)?;
+    }
+    for d in [&l.conf, &l.run, &l.www] {
+        make_dir(d, None)?;
+    }
+    // Written by the workers (www-data): PHP error log, sessions, nginx temp files, cache.
+    for d in [&l.logs, &l.tmp, &l.sessions] {
+        make_dir(d, Some(www_user))?;
+    }
+    if cfg.stack == Stack::NginxFpmCache {
+        make_dir(&l.cache, Some(www_user))?;
+    }
+    if cfg.stack == Stack::PhpPersistent {
+        make_dir(&l.workers, Some(www_user))?;
+    }
+    let mut files = render::stack_files(cfg, l)?;
+    files.extend(render::www_files(l, cfg.db_port)?);
+    for (path, text) in files {
+        fs::write(&path, text)?;
+    }
+    Ok(())
+}
+
+fn s(x: impl std::fmt::Display) -> String {
+    x.to_string()
+}
+
+/// Brings a web stack up in `l`; returns its parts in start order.
+pub fn launch(
+    cfg: &Resolved,
+    l: &Layout,
+    www_user: (u32, u32),
+    timeout: Duration,
+) -> Result<Vec<PartInfo>> {
+    prepare(cfg, l, www_user)?;
+    let mut run = Launch::new(cfg.stack, timeout);
+    let port = cfg.port;
+    let fpm_sock = l.run.join("php-fpm.sock");
+    let opcache = if cfg.opcache { "1" } else { "0" };
+
+    if cfg.fpm.is_some() {
+        run.spawn(
+            "php-fpm",
+            "php-fpm8.2",
+            vec![
+                s("-F"),
+                s("-y"),
+                s(l.conf.join("php-fpm.conf").display()),
+                // On the command line, so the master and every worker inherit it.
+                s("-d"),
+                format!("opcache.enable={opcache}"),
+            ],
+            &l.logs,
+            vec![l.logs.join("php-fpm.log")],
+            None,
+        )?;
+        run.wait("php-fpm socket", || unix_ready(&fpm_sock))?;
+    }
+    if let Some(workers) = cfg.workers {
+        let dir = l.workers.clone();
+        run.spawn(
+            "php-server",
+            "php8.2",
+            vec![
+                s("-d"),
+                format!("opcache.enable_cli={opcache}"),
+                s(l.conf.join("server.php").display()),
+                s(dir.display()),
+                s(workers),
+                s(cfg.db_port),
+                s(l.sessions.display()),
+            ],
+            &l.logs,
+            vec![],
+            // The whole server runs as www-data: no privilege dropping inside PHP.
+            Some(www_user),
+        )?;
+        run.wait("php workers", || {
+            (0..workers).all(|i| unix_ready(&dir.join(format!("w{i}.sock"))))
+        })?;
+    }
+    match cfg.stack {
+        Stack::NginxFpm | Stack::NginxFpmCache | Stack::PhpPersistent => {
+            run.spawn(
+                "nginx",
+                "nginx",
+                vec![
+                    s("-p"),
+                    format!("{}/", l.dir.display()),
+                    s("-c"),
+                    s(l.conf.join("nginx.conf").display()),
+                    // Otherwise the compiled-in /var/log/nginx/error.log is opened first.
+                    s("-e"),
+                    s(l.logs.join("nginx-error.log").display()),
+                ],
+                &l.logs,
+                vec![l.logs.join("nginx-error.log")],
+                None,
+            )?;
+        }
+        Stack::ApachePrefork | Stack::ApacheEventFpm => {
+            run.spawn(
+                "apache2",
+                "apache2",
+                vec![
+                    s("-d"),
+                    s(l.dir.display()),
+                    s("-f"),
+                    s(l.conf.join("httpd.conf").display()),
+                    s("-D"),
+                    s("FOREGROUND"),
+                ],
+                &l.logs,
+                vec![l.logs.join("apache-error.log")],
+                None,
+            )?;
+        }
+        Stack::Mariadb => {}
+    }
+    match cfg.stack {
+        Stack::PhpPersistent => {
+            run.wait("nginx", || {
+                http_ready(port, "/static.html", 200, STATIC_START)
+            })?;
+            run.wait("nginx → php workers", || {
+                http_ready(port, "/worker-status", 200, "{")
+            })?;
+        }
+        Stack::ApachePrefork => {
+            run.wait("apache2", || {
+                http_ready(port, "/static.html", 200, STATIC_START)
+            })?;
+        }
+        // /fpm-ping through the web server proves both halves are up.
+        _ => run.wait("web server → php-fpm", || {
+            http_ready(port, "/fpm-ping", 200, "pong")
+        })?,
+    }
+    Ok(run.finish())
+}

@@ -1,0 +1,608 @@
+//! Lab smoke tests: the real binary brings every stack up in a private prefix on unique
+//! ports, every app must answer correctly, the knobs must show in the servers' own status
+//! pages, and `down` must leave no process and no listening port behind.
+//!
+//! They need root and the lab packages (scripts/install-lab.sh); without them each test
+//! prints "skipped: <reason>" and passes. The tests run one at a time (a mutex): they
+//! share two cores, and timing checks (wait.php, the cache HIT) need a quiet machine.
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use overload::lab::http::{self, Response};
+use overload::lab::{process, StackInfo, StackStatus};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    // A failed test poisons the mutex; the next one may still run.
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_overload"))
+}
+
+/// Why the lab cannot run here, if it cannot.
+fn unavailable() -> Option<String> {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("lab tests need root (masters run as root, workers as www-data)".into());
+    }
+    match bin().args(["lab", "doctor"]).output() {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(format!(
+            "lab packages missing (install: bash scripts/install-lab.sh): {}",
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .find(|l| l.starts_with("missing"))
+                .unwrap_or("")
+        )),
+        Err(e) => Some(format!("cannot run overload: {e}")),
+    }
+}
+
+macro_rules! require_lab {
+    () => {
+        if let Some(why) = unavailable() {
+            println!("skipped: {why}");
+            return;
+        }
+    };
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind(("127.0.0.1", 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A private prefix; dropping it brings everything down and removes it, even after a
+/// failed assertion.
+struct Lab {
+    prefix: PathBuf,
+    db_port: u16,
+}
+
+impl Lab {
+    fn new(name: &str) -> Lab {
+        let prefix = PathBuf::from(format!("/tmp/ol-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&prefix);
+        Lab {
+            prefix,
+            db_port: free_port(),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let out = bin()
+            .arg("lab")
+            .args(args)
+            .arg("--prefix")
+            .arg(&self.prefix)
+            .output()
+            .unwrap();
+        out
+    }
+
+    /// `lab up --json ARGS` on a fresh port; panics with the error output on failure.
+    fn up(&self, stack: &str, args: &[&str]) -> StackInfo {
+        let port = free_port().to_string();
+        let db_port = self.db_port.to_string();
+        let mut all = vec!["up", stack, "--json", "--port", &port];
+        if stack != "mariadb" && !args.contains(&"--no-db") {
+            all.extend(["--db-port", &db_port]);
+        }
+        all.extend(args);
+        let t0 = Instant::now();
+        let out = self.run(&all);
+        assert!(
+            out.status.success(),
+            "lab {all:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let info: StackInfo = serde_json::from_slice(&out.stdout).unwrap();
+        println!(
+            "{stack} {args:?}: up in {:.2}s (command {:.2}s)",
+            info.startup_secs,
+            t0.elapsed().as_secs_f64()
+        );
+        info
+    }
+
+    fn status(&self) -> Vec<StackStatus> {
+        let out = self.run(&["status", "--json"]);
+        assert!(out.status.success());
+        serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| StackStatus {
+                info: serde_json::from_value(v["info"].clone()).unwrap(),
+                health: if v["health"] == "up" {
+                    overload::lab::Health::Up
+                } else {
+                    overload::lab::Health::Dead
+                },
+            })
+            .collect()
+    }
+
+    /// Brings everything down and checks nothing of it is left: no process of any
+    /// recorded process group, no listener on any recorded port.
+    fn down_all_and_check(&self) {
+        let infos: Vec<StackInfo> = self.status().into_iter().map(|s| s.info).collect();
+        assert!(!infos.is_empty());
+        let t0 = Instant::now();
+        let out = self.run(&["down", "--all"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        println!("down --all: {:.2}s", t0.elapsed().as_secs_f64());
+        for info in &infos {
+            for p in &info.parts {
+                assert!(
+                    !process::is_alive(p),
+                    "{} {} still runs",
+                    info.stack,
+                    p.name
+                );
+                let left = process::group_members(p);
+                assert!(left.is_empty(), "{} {}: {left:?} left", info.stack, p.name);
+            }
+            assert!(
+                !process::listening(info.port),
+                "{} port {} listens",
+                info.stack,
+                info.port
+            );
+        }
+        assert!(self.status().is_empty(), "state files left");
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = self.run(&["down", "--all"]);
+        let _ = std::fs::remove_dir_all(&self.prefix);
+    }
+}
+
+fn get(port: u16, path: &str) -> Response {
+    get_with(port, path, &[])
+}
+
+fn get_with(port: u16, path: &str, headers: &[(&str, &str)]) -> Response {
+    http::get(port, path, headers, Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("GET {path} on {port}: {e}"))
+}
+
+fn ok_text(port: u16, path: &str) -> String {
+    let r = get(port, path);
+    assert_eq!(r.status, 200, "{path}: {}", r.text());
+    r.text()
+}
+
+fn opcache_enabled(port: u16) -> bool {
+    let v: serde_json::Value = serde_json::from_str(&ok_text(port, "/opcache.php")).unwrap();
+    v["opcache_enabled"].as_bool().unwrap()
+}
+
+/// FPM's status page as `key: value` pairs.
+fn fpm_status(port: u16) -> Vec<(String, String)> {
+    ok_text(port, "/fpm-status")
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+fn fpm_field(port: u16, key: &str) -> String {
+    fpm_status(port)
+        .into_iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("no '{key}' in /fpm-status"))
+}
+
+/// Every app of the document root answers as it should.
+fn check_apps(port: u16) {
+    let r = get(port, "/static.html");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body.len(), 22 * 1024, "static.html is 22 KiB");
+    assert!(ok_text(port, "/cpu.php").starts_with("OK cpu n=1000 len="));
+    let db = ok_text(port, "/db.php");
+    assert!(db.starts_with("OK db row="), "{db}");
+    let t0 = Instant::now();
+    let w = ok_text(port, "/wait.php?ms=300&jitter=0");
+    let took = t0.elapsed();
+    assert!(w.starts_with("OK wait ms=300"), "{w}");
+    assert!(
+        took >= Duration::from_millis(290) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+    let w = ok_text(port, "/wait.php?ms=100&jitter=50");
+    let ms: f64 = w.trim().trim_start_matches("OK wait ms=").parse().unwrap();
+    assert!((50.0..=150.0).contains(&ms), "{w}");
+    // The session survives across requests through the cookie.
+    let first = get(port, "/session.php?ms=10");
+    assert_eq!(first.status, 200);
+    assert!(first.text().contains(" n=1 "), "{}", first.text());
+    let cookie = first
+        .header("set-cookie")
+        .and_then(|c| c.split(';').next())
+        .expect("session.php sets a cookie")
+        .to_string();
+    let second = get_with(port, "/session.php?ms=10", &[("Cookie", &cookie)]);
+    assert!(second.text().contains(" n=2 "), "{}", second.text());
+}
+
+/// Two requests of the same session overlap: the second waits for the first's lock (S2).
+fn check_session_lock(port: u16) {
+    let cookie = "PHPSESSID=locktest0123456789abcdefgh";
+    let t =
+        std::thread::spawn(move || get_with(port, "/session.php?ms=400", &[("Cookie", cookie)]));
+    std::thread::sleep(Duration::from_millis(100));
+    let second = get_with(port, "/session.php?ms=0", &[("Cookie", cookie)]);
+    let first = t.join().unwrap();
+    assert!(first.text().contains("n=1"), "{}", first.text());
+    let waited: u64 = second
+        .text()
+        .split("waited_ms=")
+        .nth(1)
+        .and_then(|w| w.trim().parse().ok())
+        .unwrap();
+    assert!(
+        waited >= 200,
+        "second request waited only {waited} ms: {}",
+        second.text()
+    );
+}
+
+#[test]
+fn bad_input_is_a_one_line_usage_error() {
+    let _g = serial();
+    for args in [
+        &["up", "apache-prefork", "--pm", "static"][..],
+        &["up", "nginx-fpm", "--workers", "3"],
+        &["up", "mariadb", "--opcache", "off"],
+        &["up", "nginx-fpm", "--min-spare", "2"],
+        &[
+            "up",
+            "nginx-fpm",
+            "--pm",
+            "dynamic",
+            "--max-children",
+            "4",
+            "--max-spare",
+            "9",
+        ],
+        &["up", "apache-prefork", "--workers", "0"],
+        &["up", "nginx-fpm", "--port", "0"],
+        &["up", "mariadb", "--no-db"],
+    ] {
+        let out = bin().arg("lab").args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("overload: "), "{err}");
+    }
+    // clap's own errors (unknown stack, missing argument) are usage errors too.
+    for args in [
+        &["up", "nosuch"][..],
+        &["down"],
+        &["up", "nginx-fpm", "--pm", "eager"],
+    ] {
+        let out = bin().arg("lab").args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+    // Asking for the URL of a stack that is not up is a runtime failure.
+    let out = bin()
+        .args([
+            "lab",
+            "url",
+            "nginx-fpm",
+            "--prefix",
+            "/tmp/ol-test-nothing-here",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not up"));
+}
+
+#[test]
+fn nginx_fpm_knobs_apps_and_down() {
+    let _g = serial();
+    require_lab!();
+    let lab = Lab::new("nginx-fpm");
+    let info = lab.up(
+        "nginx-fpm",
+        &[
+            "--pm",
+            "static",
+            "--max-children",
+            "3",
+            "--opcache",
+            "off",
+            "--keep-alive",
+            "off",
+        ],
+    );
+    let port = info.port;
+    check_apps(port);
+    check_session_lock(port);
+    assert_eq!(fpm_field(port, "process manager"), "static");
+    assert_eq!(fpm_field(port, "total processes"), "3");
+    assert!(!opcache_enabled(port));
+    assert_eq!(ok_text(port, "/fpm-ping"), "pong");
+    let ka = get(port, "/static.html");
+    assert_eq!(ka.header("connection"), Some("close"), "keep-alive off");
+
+    // `lab url` prints exactly the base URL.
+    let out = lab.run(&["url", "nginx-fpm"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("http://127.0.0.1:{port}\n")
+    );
+
+    // `up` again restarts with the new knobs.
+    let info = lab.up(
+        "nginx-fpm",
+        &["--pm", "dynamic", "--max-children", "8", "--opcache", "on"],
+    );
+    let port = info.port;
+    assert_eq!(fpm_field(port, "process manager"), "dynamic");
+    // dynamic starts pm.start_servers = max_children / 4 workers.
+    assert_eq!(fpm_field(port, "total processes"), "2");
+    assert!(opcache_enabled(port));
+    assert_eq!(info.knobs["max-children"], "8");
+    lab.down_all_and_check();
+}
+
+#[test]
+fn apache_prefork_workers_and_opcache() {
+    let _g = serial();
+    require_lab!();
+    let lab = Lab::new("prefork");
+    let info = lab.up("apache-prefork", &["--workers", "4", "--opcache", "off"]);
+    check_apps(info.port);
+    check_session_lock(info.port);
+    let v: serde_json::Value = serde_json::from_str(&ok_text(info.port, "/opcache.php")).unwrap();
+    assert_eq!(v["sapi"], "apache2handler");
+    assert_eq!(v["opcache_enabled"], false);
+    // StartServers = MaxRequestWorkers: the master plus 4 pre-spawned children.
+    let master = &info.parts[0];
+    let t0 = Instant::now();
+    while process::group_members(master).len() != 5 && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(process::group_members(master).len(), 5);
+    lab.down_all_and_check();
+}
+
+#[test]
+fn apache_event_fpm_ondemand() {
+    let _g = serial();
+    require_lab!();
+    let lab = Lab::new("event");
+    let info = lab.up(
+        "apache-event-fpm",
+        &["--pm", "ondemand", "--max-children", "5"],
+    );
+    check_apps(info.port);
+    assert_eq!(fpm_field(info.port, "process manager"), "ondemand");
+    assert!(opcache_enabled(info.port));
+    let v: serde_json::Value = serde_json::from_str(&ok_text(info.port, "/opcache.php")).unwrap();
+    assert_eq!(v["sapi"], "fpm-fcgi");
+    lab.down_all_and_check();
+}
+
+#[test]
+fn nginx_fpm_cache_hits_and_never_caches_sessions() {
+    let _g = serial();
+    require_lab!();
+    let lab = Lab::new("cache");
+    let info = lab.up("nginx-fpm-cache", &[]);
+    let port = info.port;
+    check_apps(port);
+    let path = "/wait.php?ms=300&jitter=0&k=cachetest";
+    assert_eq!(get(port, path).header("x-cache"), Some("MISS"));
+    let t0 = Instant::now();
+    let hit = get(port, path);
+    assert_eq!(hit.header("x-cache"), Some("HIT"));
+    assert!(
+        t0.elapsed() < Duration::from_millis(200),
+        "a HIT must not sleep"
+    );
+    // Session pages: never stored, and a session cookie bypasses the cache.
+    let a = get(port, "/session.php?ms=0");
+    let b = get(port, "/session.php?ms=0");
+    assert_ne!(a.header("x-cache"), Some("HIT"));
+    assert_ne!(b.header("x-cache"), Some("HIT"));
+    assert_ne!(
+        a.header("set-cookie"),
+        b.header("set-cookie"),
+        "one session per client"
+    );
+    let with_cookie = get_with(
+        port,
+        path,
+        &[("Cookie", "PHPSESSID=abcdefabcdefabcdefabcdef")],
+    );
+    assert_eq!(with_cookie.header("x-cache"), Some("BYPASS"));
+    // A restart empties the cache: the same URL misses again.
+    let info = lab.up("nginx-fpm-cache", &[]);
+    assert_eq!(get(info.port, path).header("x-cache"), Some("MISS"));
+    lab.down_all_and_check();
+}
+
+#[test]
+fn php_persistent_workers_restart_and_balance() {
+    let _g = serial();
+    require_lab!();
+    let lab = Lab::new("persistent");
+    let info = lab.up("php-persistent", &["--workers", "3", "--opcache", "off"]);
+    let port = info.port;
+    check_apps(port);
+    check_session_lock(port);
+    let v: serde_json::Value = serde_json::from_str(&ok_text(port, "/opcache.php")).unwrap();
+    assert_eq!(v["sapi"], "cli");
+    assert_eq!(v["opcache_enabled"], false);
+    // The supervisor and 3 workers share one process group.
+    let server = info.parts.iter().find(|p| p.name == "php-server").unwrap();
+    assert_eq!(process::group_members(server).len(), 4);
+    // Kill a worker: the supervisor replaces it and every worker answers again.
+    let victim = *process::group_members(server)
+        .iter()
+        .find(|p| **p != server.pid)
+        .unwrap();
+    // SAFETY: plain syscall on a pid of the group we just listed.
+    unsafe { libc::kill(victim, libc::SIGKILL) };
+    let t0 = Instant::now();
+    loop {
+        let m = process::group_members(server);
+        if m.len() == 4 && !m.contains(&victim) {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "worker not restarted: {m:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..12 {
+        let v: serde_json::Value = serde_json::from_str(&ok_text(port, "/worker-status")).unwrap();
+        seen.insert(v["worker"].as_u64().unwrap());
+    }
+    assert_eq!(seen.len(), 3, "nginx balances across all workers: {seen:?}");
+    lab.down_all_and_check();
+}
+
+fn sql(lab: &Lab, q: &str) -> String {
+    overload::lab::mariadb::query(&lab.prefix, q).unwrap()
+}
+
+#[test]
+fn mariadb_knobs_and_shared_use() {
+    let _g = serial();
+    require_lab!();
+    let lab = Lab::new("mariadb");
+    let db = lab.up("mariadb", &["--query-cache", "on", "--engine", "myisam"]);
+    let vars = sql(&lab, "SHOW GLOBAL VARIABLES LIKE 'query_cache_type'");
+    assert_eq!(vars.trim(), "query_cache_type\tON");
+    let size = sql(&lab, "SELECT @@GLOBAL.query_cache_size");
+    assert_eq!(size.trim(), "16777216");
+    let engine = sql(&lab, "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA='lab' AND TABLE_NAME='test1'");
+    assert_eq!(engine.trim(), "MyISAM");
+    assert_eq!(sql(&lab, "SELECT COUNT(*) FROM lab.test1").trim(), "10000");
+
+    // A web stack uses the running MariaDB (its port, not --db-port's) and its down
+    // leaves a MariaDB it did not start running.
+    let web = lab.up("nginx-fpm", &["--max-children", "2", "--no-db"]);
+    assert_eq!(web.db_port, None);
+    assert_eq!(
+        get(web.port, "/db.php").status,
+        503,
+        "--no-db: db.php answers 503"
+    );
+    let port = free_port().to_string();
+    let out = lab.run(&["up", "nginx-fpm", "--port", &port, "--max-children", "2"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let web_port: u16 = port.parse().unwrap();
+    assert!(ok_text(web_port, "/db.php").starts_with("OK db"));
+    // The query cache serves repeated SELECTs.
+    for _ in 0..30 {
+        ok_text(web_port, "/db.php?rows=1");
+    }
+    let hits: u64 = sql(&lab, "SHOW GLOBAL STATUS LIKE 'Qcache_hits'")
+        .split('\t')
+        .nth(1)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(hits > 0, "query cache on, but no hits");
+    let out = lab.run(&["down", "nginx-fpm"]);
+    assert!(out.status.success());
+    assert!(
+        process::is_alive(&db.parts[0]),
+        "mariadb was started by hand: it stays"
+    );
+
+    // Restart with the other knobs: the tables are converted.
+    lab.up("mariadb", &["--query-cache", "off", "--engine", "innodb"]);
+    let vars = sql(&lab, "SHOW GLOBAL VARIABLES LIKE 'query_cache_type'");
+    assert_eq!(vars.trim(), "query_cache_type\tOFF");
+    let engine = sql(&lab, "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA='lab' AND TABLE_NAME='test1'");
+    assert_eq!(engine.trim(), "InnoDB");
+    lab.down_all_and_check();
+}
+
+#[test]
+fn auto_started_mariadb_goes_with_its_last_user() {
+    let _g = serial();
+    require_lab!();
+    let lab = Lab::new("autodb");
+    let a = lab.up("nginx-fpm", &["--max-children", "2"]);
+    let b = lab.up("apache-event-fpm", &["--max-children", "2"]);
+    assert_eq!(a.db_port, Some(lab.db_port));
+    assert_eq!(b.db_port, Some(lab.db_port));
+    let db = lab
+        .status()
+        .into_iter()
+        .find(|s| s.info.stack == overload::lab::Stack::Mariadb)
+        .expect("mariadb started for the web stacks")
+        .info;
+    assert!(db.auto_started);
+    let out = lab.run(&["down", "nginx-fpm"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "stopped: nginx-fpm"
+    );
+    assert!(
+        process::is_alive(&db.parts[0]),
+        "still used by apache-event-fpm"
+    );
+    let out = lab.run(&["down", "apache-event-fpm"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "stopped: apache-event-fpm, mariadb"
+    );
+    assert!(!process::is_alive(&db.parts[0]));
+    assert!(!process::listening(lab.db_port));
+}
+
+#[test]
+fn failed_up_leaves_nothing_running() {
+    let _g = serial();
+    require_lab!();
+    let lab = Lab::new("fail");
+    let taken = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let db_port = lab.db_port.to_string();
+    let out = lab.run(&["up", "nginx-fpm", "--port", &port, "--db-port", &db_port]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("port {port} is already in use")),
+        "{err}"
+    );
+    assert!(lab.status().is_empty(), "nothing recorded");
+    assert!(
+        !process::listening(lab.db_port),
+        "mariadb must not have been started"
+    );
+}
