@@ -58,7 +58,12 @@ pub struct Analysis {
 }
 
 /// Why step `i` counts as saturated, given the steps before it (empty when it is not).
-pub fn saturation_reasons(mode: &str, steps: &[StepRecord], i: usize, slo: Option<&Slo>) -> Vec<String> {
+pub fn saturation_reasons(
+    mode: &str,
+    steps: &[StepRecord],
+    i: usize,
+    slo: Option<&Slo>,
+) -> Vec<String> {
     let s = &steps[i];
     let sum = &s.summary;
     let mut r = Vec::new();
@@ -79,18 +84,33 @@ pub fn saturation_reasons(mode: &str, steps: &[StepRecord], i: usize, slo: Optio
             let prev = steps[i - 1].summary.send_lag_ms.p99;
             let cur = sum.send_lag_ms.p99;
             if cur > 10.0 && cur > 2.0 * prev {
-                r.push(format!("send lag p99 grew from {prev:.1} ms to {cur:.1} ms"));
+                r.push(format!(
+                    "send lag p99 grew from {prev:.1} ms to {cur:.1} ms"
+                ));
             }
-            let base = steps[..i].iter().map(|s| s.summary.response_time_ms.p90).fold(f64::INFINITY, f64::min);
+            let base = steps[..i]
+                .iter()
+                .map(|s| s.summary.response_time_ms.p90)
+                .fold(f64::INFINITY, f64::min);
             let p90 = sum.response_time_ms.p90;
             if base.is_finite() && p90 > (4.0 * base).max(base + 20.0) {
-                r.push(format!("response time p90 {p90:.1} ms is over 4x the lightest step's {base:.1} ms"));
+                r.push(format!(
+                    "response time p90 {p90:.1} ms is over 4x the lightest step's {base:.1} ms"
+                ));
             }
         }
     } else if i > 0 {
         let p = &steps[i - 1].summary;
-        let gain = if p.throughput > 0.0 { sum.throughput / p.throughput - 1.0 } else { 1.0 };
-        let rt_growth = if p.response_time_ms.mean > 0.0 { sum.response_time_ms.mean / p.response_time_ms.mean - 1.0 } else { 0.0 };
+        let gain = if p.throughput > 0.0 {
+            sum.throughput / p.throughput - 1.0
+        } else {
+            1.0
+        };
+        let rt_growth = if p.response_time_ms.mean > 0.0 {
+            sum.response_time_ms.mean / p.response_time_ms.mean - 1.0
+        } else {
+            0.0
+        };
         if gain < CLOSED_GAIN && rt_growth > CLOSED_GAIN {
             r.push(format!(
                 "throughput gained {:+.1}% over the previous step while response time grew {:+.0}%",
@@ -115,14 +135,23 @@ pub fn littles_law(s: &StepRecord) -> Option<LittleCheck> {
     }
     let predicted = s.summary.throughput * (s.summary.response_time_ms.mean + s.think_ms) / 1000.0;
     let ratio = predicted / users;
-    Some(LittleCheck { step: s.step, users, predicted, ratio, off: (ratio - 1.0).abs() > LITTLE_TOLERANCE })
+    Some(LittleCheck {
+        step: s.step,
+        users,
+        predicted,
+        ratio,
+        off: (ratio - 1.0).abs() > LITTLE_TOLERANCE,
+    })
 }
 
 /// Whether the generator may have been the bottleneck of this step, and why.
 pub fn generator_bound(mode: &str, s: &StepRecord) -> Option<String> {
     let g = &s.generator;
     if g.cpu_pct >= GENERATOR_CPU {
-        return Some(format!("generator CPU at {:.0}% of its {} thread(s)", g.cpu_pct, g.threads));
+        return Some(format!(
+            "generator CPU at {:.0}% of its {} thread(s)",
+            g.cpu_pct, g.threads
+        ));
     }
     if mode == "open" && g.pool_waits == 0 && s.summary.send_lag_ms.p99 > 10.0 {
         return Some(format!(
@@ -158,8 +187,16 @@ pub fn analyze(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> Analysis 
     for i in 0..steps.len() {
         let reasons = saturation_reasons(mode, steps, i, slo);
         if !reasons.is_empty() {
-            let peak = steps[..=i].iter().map(|s| s.summary.throughput).fold(0.0, f64::max);
-            saturation = Some(Saturation { step: i, offered: steps[i].offered, peak_throughput: peak, reasons });
+            let peak = steps[..=i]
+                .iter()
+                .map(|s| s.summary.throughput)
+                .fold(0.0, f64::max);
+            saturation = Some(Saturation {
+                step: i,
+                offered: steps[i].offered,
+                peak_throughput: peak,
+                reasons,
+            });
             break;
         }
     }
@@ -190,7 +227,10 @@ pub fn analyze(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> Analysis 
         best
     });
     if let (Some(slo), Some(c)) = (slo, capacity) {
-        findings.push(format!("capacity under SLO '{}': {c:.0} {unit} (highest step that met it)", slo.text));
+        findings.push(format!(
+            "capacity under SLO '{}': {c:.0} {unit} (highest step that met it)",
+            slo.text
+        ));
     } else if let Some(slo) = slo {
         findings.push(format!("no step met the SLO '{}'", slo.text));
     }
@@ -205,12 +245,21 @@ pub fn analyze(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> Analysis 
             c.predicted
         ));
     }
-    let generator: Vec<(usize, String)> = steps.iter().filter_map(|s| generator_bound(mode, s).map(|w| (s.step, w))).collect();
+    let generator: Vec<(usize, String)> = steps
+        .iter()
+        .filter_map(|s| generator_bound(mode, s).map(|w| (s.step, w)))
+        .collect();
     for (i, why) in &generator {
-        findings.push(format!("step {}: this step measured overload itself, not the server ({why})", i + 1));
+        findings.push(format!(
+            "step {}: this step measured overload itself, not the server ({why})",
+            i + 1
+        ));
     }
     let usl = if mode == "closed" {
-        let pts: Vec<(f64, f64)> = steps.iter().map(|s| (s.offered, s.summary.throughput)).collect();
+        let pts: Vec<(f64, f64)> = steps
+            .iter()
+            .map(|s| (s.offered, s.summary.throughput))
+            .collect();
         usl::fit(&pts)
     } else {
         None
@@ -230,7 +279,10 @@ pub fn analyze(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> Analysis 
             )),
         }
     }
-    let peak_throughput = steps.iter().map(|s| s.summary.throughput).fold(0.0, f64::max);
+    let peak_throughput = steps
+        .iter()
+        .map(|s| s.summary.throughput)
+        .fold(0.0, f64::max);
     Analysis {
         mode: mode.to_string(),
         saturation,
@@ -252,7 +304,15 @@ pub(crate) mod tests {
 
     /// A synthetic summary: offered rate, throughput, p-latency (all percentiles), errors.
     pub fn summary(offered: f64, throughput: f64, latency_ms: f64, errors: u64) -> Summary {
-        let lat = LatencyStats { mean: latency_ms, p50: latency_ms, p90: latency_ms, p99: latency_ms, p999: latency_ms, max: latency_ms, count: 1 };
+        let lat = LatencyStats {
+            mean: latency_ms,
+            p50: latency_ms,
+            p90: latency_ms,
+            p99: latency_ms,
+            p999: latency_ms,
+            max: latency_ms,
+            count: 1,
+        };
         let responses = (throughput * 10.0) as u64;
         let mut statuses = BTreeMap::new();
         statuses.insert("200".to_string(), responses);
@@ -295,7 +355,12 @@ pub(crate) mod tests {
             end_s: 0.0,
             think_ms: 0.0,
             summary: s,
-            generator: GeneratorStats { cpu_pct: 10.0, cpu_us_per_response: 10.0, threads: 1, pool_waits: 0 },
+            generator: GeneratorStats {
+                cpu_pct: 10.0,
+                cpu_us_per_response: 10.0,
+                threads: 1,
+                pool_waits: 0,
+            },
             response_time_hist: String::new(),
             flags: vec![],
             slo_ok: None,
@@ -312,24 +377,37 @@ pub(crate) mod tests {
 
     #[test]
     fn open_loop_saturation_at_the_first_short_step() {
-        let steps: Vec<StepRecord> = [(100.0, 100.0, 20.0), (200.0, 199.0, 21.0), (300.0, 299.0, 22.0), (400.0, 370.0, 900.0), (500.0, 380.0, 3000.0)]
-            .iter()
-            .enumerate()
-            .map(|(i, &(o, x, l))| step(i, o, summary(o, x, l, 0)))
-            .collect();
+        let steps: Vec<StepRecord> = [
+            (100.0, 100.0, 20.0),
+            (200.0, 199.0, 21.0),
+            (300.0, 299.0, 22.0),
+            (400.0, 370.0, 900.0),
+            (500.0, 380.0, 3000.0),
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, &(o, x, l))| step(i, o, summary(o, x, l, 0)))
+        .collect();
         let a = analyze("open", &steps, None);
         let s = a.saturation.unwrap();
         assert_eq!(s.step, 3);
         assert_eq!(s.offered, 400.0);
         assert_eq!(s.peak_throughput, 370.0);
-        assert!(s.reasons.iter().any(|r| r.contains("below 95%")), "{:?}", s.reasons);
+        assert!(
+            s.reasons.iter().any(|r| r.contains("below 95%")),
+            "{:?}",
+            s.reasons
+        );
         assert!(a.capacity.is_none());
         assert!(a.usl.is_none());
     }
 
     #[test]
     fn errors_or_latency_alone_mark_saturation() {
-        let mut steps = vec![step(0, 100.0, summary(100.0, 100.0, 10.0, 0)), step(1, 200.0, summary(200.0, 200.0, 10.0, 50))];
+        let mut steps = vec![
+            step(0, 100.0, summary(100.0, 100.0, 10.0, 0)),
+            step(1, 200.0, summary(200.0, 200.0, 10.0, 50)),
+        ];
         assert_eq!(analyze("open", &steps, None).saturation.unwrap().step, 1);
         steps[1] = step(1, 200.0, summary(200.0, 200.0, 80.0, 0));
         let s = analyze("open", &steps, None).saturation.unwrap();
@@ -384,7 +462,10 @@ pub(crate) mod tests {
         s.summary.send_lag_ms.p99 = 50.0;
         assert!(generator_bound("open", &s).unwrap().contains("send lag"));
         s.generator.pool_waits = 10;
-        assert!(generator_bound("open", &s).is_none(), "queueing for a full pool is the server's doing");
+        assert!(
+            generator_bound("open", &s).is_none(),
+            "queueing for a full pool is the server's doing"
+        );
         let a = analyze("open", &[s], None);
         assert!(a.generator_bound.is_empty());
     }

@@ -67,7 +67,12 @@ impl fmt::Display for Cond {
             Op::Ge => ">=",
         };
         if self.metric.is_latency() {
-            write!(f, "{}{op}{}", self.metric.name(), crate::units::fmt_ms(self.value))
+            write!(
+                f,
+                "{}{op}{}",
+                self.metric.name(),
+                crate::units::fmt_ms(self.value)
+            )
         } else {
             write!(f, "{}{op}{}%", self.metric.name(), self.value * 100.0)
         }
@@ -111,20 +116,29 @@ pub fn parse(s: &str) -> Result<Slo, String> {
         };
         let value = value.trim();
         let value = if metric.is_latency() {
-            let d = crate::units::parse_duration(value).map_err(|e| format!("--slo '{part}': {e}"))?;
+            let d =
+                crate::units::parse_duration(value).map_err(|e| format!("--slo '{part}': {e}"))?;
             d.as_secs_f64() * 1e3
         } else if let Some(p) = value.strip_suffix('%') {
-            let v: f64 = p.trim().parse().map_err(|_| format!("--slo '{part}': '{value}' is not a percentage"))?;
+            let v: f64 = p
+                .trim()
+                .parse()
+                .map_err(|_| format!("--slo '{part}': '{value}' is not a percentage"))?;
             v / 100.0
         } else {
-            value.parse::<f64>().map_err(|_| format!("--slo '{part}': '{value}' is not a number or percentage"))?
+            value
+                .parse::<f64>()
+                .map_err(|_| format!("--slo '{part}': '{value}' is not a number or percentage"))?
         };
         if !value.is_finite() || value < 0.0 || (!metric.is_latency() && value > 1.0) {
             return Err(format!("--slo '{part}': value out of range"));
         }
         conds.push(Cond { metric, op, value });
     }
-    Ok(Slo { conds, text: s.to_string() })
+    Ok(Slo {
+        conds,
+        text: s.to_string(),
+    })
 }
 
 impl Slo {
@@ -195,8 +209,22 @@ mod tests {
     fn parses() {
         let s = parse("p99<500ms, errors<1%,goodput>=95%,mean<=0.2s").unwrap();
         assert_eq!(s.conds.len(), 4);
-        assert_eq!(s.conds[0], Cond { metric: Metric::P99, op: Op::Lt, value: 500.0 });
-        assert_eq!(s.conds[1], Cond { metric: Metric::Errors, op: Op::Lt, value: 0.01 });
+        assert_eq!(
+            s.conds[0],
+            Cond {
+                metric: Metric::P99,
+                op: Op::Lt,
+                value: 500.0
+            }
+        );
+        assert_eq!(
+            s.conds[1],
+            Cond {
+                metric: Metric::Errors,
+                op: Op::Lt,
+                value: 0.01
+            }
+        );
         assert_eq!(s.conds[2].op, Op::Ge);
         assert!((s.conds[2].value - 0.95).abs() < 1e-12);
         assert_eq!(s.conds[3].value, 200.0);
@@ -204,7 +232,16 @@ mod tests {
 
     #[test]
     fn rejects_bad_expressions() {
-        for bad in ["", "p99", "p98<1s", "p99<abc", "errors<150%", "errors<x", "p99<500ms,", "goodput>-1"] {
+        for bad in [
+            "",
+            "p99",
+            "p98<1s",
+            "p99<abc",
+            "errors<150%",
+            "errors<x",
+            "p99<500ms,",
+            "goodput>-1",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
         assert!(parse("p98<1s").unwrap_err().contains("p98"));

@@ -54,12 +54,19 @@ fn fit_fixed_lambda(points: &[(f64, f64)], lambda: f64) -> (f64, f64) {
 }
 
 fn sse(points: &[(f64, f64)], l: f64, s: f64, k: f64) -> f64 {
-    points.iter().map(|&(n, x)| (predict(l, s, k, n) - x).powi(2)).sum()
+    points
+        .iter()
+        .map(|&(n, x)| (predict(l, s, k, n) - x).powi(2))
+        .sum()
 }
 
 /// Fits the USL to (users, throughput) points. Needs at least 4 points with N ≥ 1, X > 0.
 pub fn fit(points: &[(f64, f64)]) -> Option<UslFit> {
-    let pts: Vec<(f64, f64)> = points.iter().copied().filter(|&(n, x)| n >= 1.0 && x > 0.0 && x.is_finite()).collect();
+    let pts: Vec<(f64, f64)> = points
+        .iter()
+        .copied()
+        .filter(|&(n, x)| n >= 1.0 && x > 0.0 && x.is_finite())
+        .collect();
     if pts.len() < 4 {
         return None;
     }
@@ -90,7 +97,14 @@ pub fn fit(points: &[(f64, f64)]) -> Option<UslFit> {
     } else {
         (None, None)
     };
-    Some(UslFit { lambda, sigma, kappa, r2, peak_users, peak_throughput })
+    Some(UslFit {
+        lambda,
+        sigma,
+        kappa,
+        r2,
+        peak_users,
+        peak_throughput,
+    })
 }
 
 #[cfg(test)]
@@ -100,7 +114,10 @@ mod tests {
     #[test]
     fn recovers_known_coefficients() {
         let (l, s, k) = (100.0, 0.05, 0.002);
-        let pts: Vec<(f64, f64)> = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 48.0, 64.0].iter().map(|&n| (n, predict(l, s, k, n))).collect();
+        let pts: Vec<(f64, f64)> = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 48.0, 64.0]
+            .iter()
+            .map(|&n| (n, predict(l, s, k, n)))
+            .collect();
         let f = fit(&pts).unwrap();
         assert!((f.lambda - l).abs() / l < 0.01, "{f:?}");
         assert!((f.sigma - s).abs() < 0.005, "{f:?}");
@@ -113,7 +130,10 @@ mod tests {
     #[test]
     fn saturating_without_retrograde_has_no_peak() {
         // Pure contention: X = λN/(1+σ(N−1)) tends to λ/σ and never falls.
-        let pts: Vec<(f64, f64)> = [1.0, 2.0, 4.0, 8.0, 16.0].iter().map(|&n| (n, predict(50.0, 0.2, 0.0, n))).collect();
+        let pts: Vec<(f64, f64)> = [1.0, 2.0, 4.0, 8.0, 16.0]
+            .iter()
+            .map(|&n| (n, predict(50.0, 0.2, 0.0, n)))
+            .collect();
         let f = fit(&pts).unwrap();
         assert!(f.kappa < 1e-4, "{f:?}");
         assert!((f.sigma - 0.2).abs() < 0.02, "{f:?}");

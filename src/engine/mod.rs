@@ -162,10 +162,16 @@ pub fn run(
     let fd_limit = sys::raise_fd_limit();
     // No thread without work: a thread with no user (or no connection) would idle to the end.
     let work = match cfg.load {
-        Load::Open { max_connections, .. } => max_connections,
+        Load::Open {
+            max_connections, ..
+        } => max_connections,
         Load::Closed { users, .. } => users,
     };
-    let threads = cfg.threads.max(1).min(ctl.live.len().max(1)).min(work.max(1));
+    let threads = cfg
+        .threads
+        .max(1)
+        .min(ctl.live.len().max(1))
+        .min(work.max(1));
     let started = Instant::now();
     let (tx, rx) = std::sync::mpsc::channel();
     let mut handles = Vec::with_capacity(threads);

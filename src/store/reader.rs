@@ -24,7 +24,10 @@ impl RunData {
 /// Reads DIR/run.json, steps.jsonl and series.jsonl.
 pub fn load(dir: &Path) -> crate::Result<RunData> {
     if !dir.is_dir() {
-        return Err(Error::usage(format!("'{}' is not a results folder (no such directory)", dir.display())));
+        return Err(Error::usage(format!(
+            "'{}' is not a results folder (no such directory)",
+            dir.display()
+        )));
     }
     let info_path = dir.join("run.json");
     let text = std::fs::read_to_string(&info_path)
@@ -42,15 +45,29 @@ pub fn load(dir: &Path) -> crate::Result<RunData> {
     let mut skipped = Vec::new();
     let steps = read_lines::<StepRecord>(&dir.join("steps.jsonl"), &mut skipped)?;
     let series = read_lines::<SeriesPoint>(&dir.join("series.jsonl"), &mut skipped)?;
-    Ok(RunData { dir: dir.to_path_buf(), info, steps, series, skipped })
+    Ok(RunData {
+        dir: dir.to_path_buf(),
+        info,
+        steps,
+        series,
+        skipped,
+    })
 }
 
 /// Reads a JSON-lines file; lines that do not parse are skipped and reported.
-fn read_lines<T: DeserializeOwned>(path: &Path, skipped: &mut Vec<String>) -> crate::Result<Vec<T>> {
+fn read_lines<T: DeserializeOwned>(
+    path: &Path,
+    skipped: &mut Vec<String>,
+) -> crate::Result<Vec<T>> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::runtime(format!("cannot read '{}': {e}", path.display()))),
+        Err(e) => {
+            return Err(Error::runtime(format!(
+                "cannot read '{}': {e}",
+                path.display()
+            )))
+        }
     };
     let text = String::from_utf8_lossy(&bytes);
     let ends_with_newline = text.ends_with('\n');
@@ -64,7 +81,11 @@ fn read_lines<T: DeserializeOwned>(path: &Path, skipped: &mut Vec<String>) -> cr
             Ok(v) => out.push(v),
             Err(e) => {
                 let last = i + 1 == lines.len();
-                let why = if last && !ends_with_newline { "truncated last line (the run was cut off while writing it)" } else { "invalid line" };
+                let why = if last && !ends_with_newline {
+                    "truncated last line (the run was cut off while writing it)"
+                } else {
+                    "invalid line"
+                };
                 skipped.push(format!("{}:{}: skipped {why}: {e}", path.display(), i + 1));
             }
         }

@@ -19,7 +19,8 @@ fn io_err(what: &str, p: &Path, e: std::io::Error) -> Error {
 impl Writer {
     /// Creates the folder (refusing one that already holds results) and writes run.json.
     pub fn create(dir: &Path, info: RunInfo) -> crate::Result<Writer> {
-        std::fs::create_dir_all(dir).map_err(|e| Error::usage(format!("--out: cannot create '{}': {e}", dir.display())))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::usage(format!("--out: cannot create '{}': {e}", dir.display())))?;
         let steps_path = dir.join("steps.jsonl");
         if steps_path.metadata().is_ok_and(|m| m.len() > 0) {
             return Err(Error::usage(format!(
@@ -56,7 +57,8 @@ impl Writer {
     fn write_info(&self) -> crate::Result<()> {
         let tmp = self.dir.join(".run.json.tmp");
         let dst = self.dir.join("run.json");
-        let text = serde_json::to_string_pretty(&self.info).map_err(|e| Error::runtime(format!("run.json: {e}")))?;
+        let text = serde_json::to_string_pretty(&self.info)
+            .map_err(|e| Error::runtime(format!("run.json: {e}")))?;
         let mut f = File::create(&tmp).map_err(|e| io_err("cannot write", &tmp, e))?;
         f.write_all(text.as_bytes())
             .and_then(|_| f.write_all(b"\n"))
@@ -73,7 +75,9 @@ impl Writer {
     pub fn append_step(&mut self, step: &StepRecord, series: &[SeriesPoint]) -> crate::Result<()> {
         let mut buf = String::new();
         for p in series {
-            buf.push_str(&serde_json::to_string(p).map_err(|e| Error::runtime(format!("series: {e}")))?);
+            buf.push_str(
+                &serde_json::to_string(p).map_err(|e| Error::runtime(format!("series: {e}")))?,
+            );
             buf.push('\n');
         }
         let sp = self.dir.join("series.jsonl");
@@ -81,7 +85,8 @@ impl Writer {
             .write_all(buf.as_bytes())
             .and_then(|_| self.series.sync_data())
             .map_err(|e| io_err("cannot append to", &sp, e))?;
-        let mut line = serde_json::to_string(step).map_err(|e| Error::runtime(format!("step: {e}")))?;
+        let mut line =
+            serde_json::to_string(step).map_err(|e| Error::runtime(format!("step: {e}")))?;
         line.push('\n');
         let p = self.dir.join("steps.jsonl");
         // One write of the whole line: a crash leaves at most a truncated last line.
