@@ -181,6 +181,7 @@ impl<'a> Worker<'a> {
     /// Runs the loop to the end; returns the measurements and notes.
     pub(super) fn run(&mut self) -> crate::Result<(Recorder, Vec<String>)> {
         let mut events = Events::with_capacity(1024);
+        let cpu_start = crate::metrics::recorder::thread_cpu_time();
         let now = Instant::now();
         if self.schedule.is_none() {
             for u in 0..self.conns.len() {
@@ -263,6 +264,7 @@ impl<'a> Worker<'a> {
             }
         }
         self.publish();
+        self.rec.cpu = crate::metrics::recorder::thread_cpu_time().saturating_sub(cpu_start);
         let rec = std::mem::replace(
             &mut self.rec,
             Recorder::new(Instant::now(), Instant::now(), 0),
@@ -356,7 +358,10 @@ impl<'a> Worker<'a> {
                     }
                 }
             };
-            let Some(slot) = slot else { break };
+            let Some(slot) = slot else {
+                self.rec.pool_waits += 1;
+                break;
+            };
             self.pending_pick = None;
             sched.advance();
             self.take_budget(counted);

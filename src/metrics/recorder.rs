@@ -55,6 +55,10 @@ pub struct Recorder {
     pub connections_opened: u64,
     /// Requests the plan scheduled in the window that never got a connection before the end.
     pub unsent: u64,
+    /// CPU time of the worker thread(s) over the run (the generator's own effort).
+    pub cpu: Duration,
+    /// Times an arrival found every allowed connection busy and had to queue (open loop).
+    pub pool_waits: u64,
     /// Counted completions and errors, per second since `origin`.
     pub seconds: Vec<SecondBucket>,
     pub origin: Instant,
@@ -88,6 +92,8 @@ impl Recorder {
             bytes_out: 0,
             connections_opened: 0,
             unsent: 0,
+            cpu: Duration::ZERO,
+            pool_waits: 0,
             seconds: Vec::with_capacity(expected_secs + 2),
             origin,
             window_start,
@@ -180,6 +186,8 @@ impl Recorder {
         self.bytes_out += o.bytes_out;
         self.connections_opened += o.connections_opened;
         self.unsent += o.unsent;
+        self.cpu += o.cpu;
+        self.pool_waits += o.pool_waits;
         // Threads share one origin, so buckets line up by index.
         let shift = o.origin.saturating_duration_since(self.origin).as_secs() as usize;
         if o.seconds.len() + shift > self.seconds.len() {
@@ -208,6 +216,19 @@ impl Recorder {
             None => measured,
         }
     }
+}
+
+/// CPU time consumed so far by the calling thread.
+pub fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime with a valid pointer.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 #[cfg(test)]
