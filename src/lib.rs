@@ -11,6 +11,7 @@ pub mod lab;
 pub mod metrics;
 pub mod plan;
 pub mod report;
+pub mod runner;
 pub mod signals;
 pub mod store;
 pub mod target;

@@ -206,6 +206,35 @@ impl From<ArrivalArg> for Arrival {
     }
 }
 
+/// The engine configuration shared by run, sweep and capacity (the load itself aside).
+pub fn base_config(
+    request: &RequestArgs,
+    conn: &ConnArgs,
+    load: crate::engine::Load,
+    duration: Option<Duration>,
+    max_requests: Option<u64>,
+    warmup: Duration,
+) -> crate::Result<(crate::engine::EngineConfig, Vec<String>)> {
+    conn.validate()?;
+    let mix = request.mix()?;
+    let cfg = crate::engine::EngineConfig {
+        addrs: mix.addrs,
+        requests: mix.requests,
+        pick: mix.pick,
+        load,
+        duration,
+        max_requests,
+        warmup,
+        threads: conn.threads(),
+        keep_alive: !conn.no_keep_alive && conn.calls_per_connection != Some(1),
+        calls_per_connection: conn.calls_per_connection,
+        timeout: conn.timeout,
+        connect_timeout: conn.connect_timeout,
+        seed: conn.seed,
+    };
+    Ok((cfg, mix.urls))
+}
+
 /// Parses `--think`: a duration or a `lo..hi` range.
 pub fn parse_think(s: &str) -> Result<(Duration, Duration), String> {
     parse_duration_range(s)

@@ -2,10 +2,14 @@
 //! library's config types and calls the library; `main` maps errors to exit codes.
 use clap::{Parser, Subcommand};
 
+pub mod capacity;
 pub mod demo;
 pub mod lab;
 pub mod load_args;
+pub mod report_hook;
+pub mod results;
 pub mod run;
+pub mod sweep;
 pub mod target;
 
 #[derive(Parser, Debug)]
@@ -24,6 +28,10 @@ pub struct Cli {
 pub enum Command {
     /// Send load to one or more URLs (open loop with --rate, closed loop with --users).
     Run(run::RunArgs),
+    /// Step through load levels; find the saturation point; store every step as it ends.
+    Sweep(sweep::SweepArgs),
+    /// Find the highest rate meeting an SLO (geometric growth, then bisection).
+    Capacity(capacity::CapacityArgs),
     /// Serve the embedded HTTP/1.1 target (workloads of the studies: sleep, cpu, bytes).
     Target(target::TargetArgs),
     /// Start the embedded target and run a short load against it: the tool in one command.
@@ -45,6 +53,8 @@ pub fn main() -> i32 {
     };
     let result = match cli.command {
         Command::Run(a) => run::run(a),
+        Command::Sweep(a) => sweep::run(a),
+        Command::Capacity(a) => capacity::run(a),
         Command::Target(a) => target::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Lab(a) => lab::run(a),

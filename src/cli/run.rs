@@ -1,5 +1,5 @@
 //! `overload run`: one load level held for a duration, then a summary.
-use super::load_args::{parse_think, ArrivalArg, ConnArgs, RequestArgs};
+use super::load_args::{base_config, parse_think, ArrivalArg, ConnArgs, RequestArgs};
 use crate::engine::{self, Control, EngineConfig, Load};
 use crate::metrics::Summary;
 use crate::report::{json, progress::Progress, terminal};
@@ -50,8 +50,6 @@ pub struct RunArgs {
 impl RunArgs {
     /// Validates the arguments into an engine configuration (plus the URLs for display).
     pub fn engine_config(&self) -> crate::Result<(EngineConfig, Vec<String>)> {
-        self.conn.validate()?;
-        let mix = self.request.mix()?;
         let load = match (self.rate, self.users) {
             (Some(rate), None) => {
                 if self.think.is_some() {
@@ -90,22 +88,14 @@ impl RunArgs {
         if self.requests == Some(0) {
             return Err(Error::usage("--requests must be at least 1"));
         }
-        let cfg = EngineConfig {
-            addrs: mix.addrs,
-            requests: mix.requests,
-            pick: mix.pick,
+        base_config(
+            &self.request,
+            &self.conn,
             load,
             duration,
-            max_requests: self.requests,
-            warmup: self.warmup,
-            threads: self.conn.threads(),
-            keep_alive: !self.conn.no_keep_alive && self.conn.calls_per_connection != Some(1),
-            calls_per_connection: self.conn.calls_per_connection,
-            timeout: self.conn.timeout,
-            connect_timeout: self.conn.connect_timeout,
-            seed: self.conn.seed,
-        };
-        Ok((cfg, mix.urls))
+            self.requests,
+            self.warmup,
+        )
     }
 }
 

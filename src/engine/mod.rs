@@ -133,6 +133,8 @@ pub struct Outcome {
     pub notes: Vec<String>,
     /// The soft fd limit in force.
     pub fd_limit: u64,
+    /// Worker threads actually used.
+    pub threads: usize,
 }
 
 impl Outcome {
@@ -225,5 +227,6 @@ pub fn run(
         finished: Instant::now(),
         notes,
         fd_limit,
+        threads,
     })
 }

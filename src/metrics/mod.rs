@@ -1,5 +1,6 @@
 //! Metrics: what the engine records per request, per thread, without allocating; merged
 //! across threads at the end into a [`Summary`] that reports and the results folder use.
+pub mod histo;
 pub mod recorder;
 pub mod summary;
 

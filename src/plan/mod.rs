@@ -1,5 +1,7 @@
 //! The plan: what to send (the request mix) and when (the load model).
+pub mod capacity;
 pub mod request;
+pub mod steps;
 pub mod urls_file;
 
 pub use request::{parse_header, parse_method, RequestSpec, Url};

@@ -1,0 +1,170 @@
+//! `overload capacity`: the highest rate that meets an SLO, by geometric growth then bisection.
+use super::load_args::{base_config, ArrivalArg, ConnArgs, RequestArgs};
+use super::results;
+use super::sweep::{parse_share, StepArgs};
+use crate::analysis;
+use crate::engine::Load;
+use crate::plan::capacity::CapacitySearch;
+use crate::report::progress::SweepProgress;
+use crate::runner::Stepper;
+use crate::units::parse_rate;
+use crate::Error;
+use clap::Args;
+use std::time::Instant;
+
+#[derive(Args, Debug, Clone)]
+pub struct CapacityArgs {
+    #[command(flatten)]
+    pub request: RequestArgs,
+    /// First rate probed (req/s); it doubles until a probe fails the SLO.
+    #[arg(long, default_value = "50", value_parser = parse_rate)]
+    pub start: f64,
+    /// Highest rate probed (req/s).
+    #[arg(long, default_value = "100000", value_parser = parse_rate)]
+    pub max: f64,
+    /// Stop bisecting when the bracket is narrower than this share of its low end.
+    #[arg(long, default_value = "5%", value_parser = parse_share)]
+    pub precision: f64,
+    /// Arrival process.
+    #[arg(long, value_enum, default_value = "constant")]
+    pub arrival: ArrivalArg,
+    /// Most connections to open (opened as needed).
+    #[arg(long, default_value_t = 10_000)]
+    pub connections: usize,
+    #[command(flatten)]
+    pub steps: StepArgs,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+pub fn run(args: CapacityArgs) -> crate::Result<i32> {
+    args.steps.validate()?;
+    let slo = args
+        .steps
+        .slo()?
+        .ok_or_else(|| Error::usage("capacity needs --slo, e.g. --slo 'p99<500ms,errors<1%'"))?;
+    if args.max < args.start {
+        return Err(Error::usage("--max is below --start"));
+    }
+    if args.precision <= 0.0 {
+        return Err(Error::usage("--precision must be above 0%"));
+    }
+    if args.connections == 0 {
+        return Err(Error::usage("--connections must be at least 1"));
+    }
+    let arrival = args.arrival.into();
+    let first = Load::Open {
+        rate: args.start,
+        arrival,
+        max_connections: args.connections,
+    };
+    let (base, urls) = base_config(
+        &args.request,
+        &args.conn,
+        first,
+        Some(args.steps.step),
+        None,
+        args.steps.warmup,
+    )?;
+    let config = serde_json::json!({
+        "start": args.start, "max": args.max, "precision": args.precision,
+        "warmup_s": args.steps.warmup.as_secs_f64(), "step_s": args.steps.step.as_secs_f64(),
+        "rest_s": args.steps.rest.as_secs_f64(), "keep_alive": base.keep_alive, "threads": base.threads,
+        "connections": args.connections,
+    });
+    let mut writer = results::open(
+        args.steps.out.as_deref(),
+        args.steps.name.as_deref(),
+        "capacity",
+        "open",
+        &urls,
+        config,
+        Some(&slo),
+    )?;
+    crate::signals::install();
+    let dir = writer.dir().to_path_buf();
+    if !args.steps.quiet {
+        eprintln!(
+            "overload capacity: SLO '{}', from {:.0} req/s, precision {:.0}%; results in {}",
+            slo.text,
+            args.start,
+            args.precision * 100.0,
+            dir.display()
+        );
+    }
+    let started = Instant::now();
+    let progress = SweepProgress::new(
+        None,
+        args.steps.warmup,
+        args.steps.step,
+        args.steps.rest,
+        "req/s",
+        args.steps.quiet,
+    );
+    let mut stepper = Stepper::new(&base, "open", Some(&slo), &mut writer, progress);
+    let search = CapacitySearch::new(args.start, args.max, args.precision);
+    let result = crate::runner::capacity::search(
+        &mut stepper,
+        search,
+        arrival,
+        args.connections,
+        args.steps.rest,
+    );
+    let (steps, notes, interrupted) = (
+        std::mem::take(&mut stepper.steps),
+        std::mem::take(&mut stepper.notes),
+        stepper.interrupted,
+    );
+    let reason = match &result {
+        Ok((_, r)) => r.clone(),
+        Err(e) => format!("failed: {e}"),
+    };
+    let complete = result.is_ok() && !interrupted && !crate::signals::interrupted();
+    writer.finish(complete, &reason)?;
+    let (search, _) = result?;
+    println!(
+        "\ncapacity search ended: {reason} ({:.0}s)",
+        started.elapsed().as_secs_f64()
+    );
+    for (i, (rate, met)) in search.probes.iter().enumerate() {
+        let s = &steps[i].summary;
+        println!(
+            "  probe {:>2}: {:>9.1} req/s  {}  p99 {:>8}  errors {:.2}%",
+            i + 1,
+            rate,
+            if *met { "met   " } else { "FAILED" },
+            crate::units::fmt_ms(s.response_time_ms.p99),
+            analysis::Slo::measure(analysis::slo::Metric::Errors, s) * 100.0
+        );
+    }
+    let code = match (search.lo, search.hi) {
+        (Some(lo), hi) => {
+            let bracket = hi.map_or(format!("[{lo:.1}, >{:.0}]", args.max), |h| {
+                format!("[{lo:.1}, {h:.1})")
+            });
+            println!(
+                "\ncapacity: {lo:.1} req/s under '{}' (bracket {bracket})",
+                slo.text
+            );
+            let linear = CapacitySearch::linear_steps(args.start, lo, args.precision);
+            println!(
+                "  {} probes; a linear sweep from {:.0} req/s in steps of {:.0}% would need about {linear}",
+                search.probes.len(),
+                args.start,
+                args.precision * 100.0
+            );
+            0
+        }
+        (None, _) => {
+            println!(
+                "\ncapacity: below {:.1} req/s: the first probe already failed '{}'",
+                args.start, slo.text
+            );
+            3
+        }
+    };
+    results::print_analysis(&analysis::analyze("open", &steps, Some(&slo)), &notes);
+    super::report_hook::after_run(&dir)?;
+    println!("\nresults: {}", dir.display());
+    Ok(if !complete { 130 } else { code })
+}

@@ -1,0 +1,121 @@
+//! The results folder of a sweep or capacity search: where it goes, what run.json says, and
+//! what is printed when the run ends.
+use crate::analysis::{Analysis, Slo};
+use crate::store::{self, RunInfo, Writer};
+use std::path::{Path, PathBuf};
+
+/// `runs/<UTC time>-<name>`.
+pub fn default_dir(name: &str) -> PathBuf {
+    Path::new("runs").join(format!("{}-{}", utc_stamp(store::unix_ms() / 1000), name))
+}
+
+/// A name for the run from its first URL: `127.0.0.1-8080-sleep`.
+pub fn name_from_url(url: &str) -> String {
+    let u = url.split_whitespace().last().unwrap_or(url);
+    let u = u.trim_start_matches("http://");
+    let u = u.split('?').next().unwrap_or(u);
+    let mut name: String = u
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    while name.contains("--") {
+        name = name.replace("--", "-");
+    }
+    let name = name.trim_matches('-').to_string();
+    if name.is_empty() {
+        "run".into()
+    } else {
+        name.chars().take(60).collect()
+    }
+}
+
+/// `20261122T081500Z` from Unix seconds (UTC; civil-from-days, no time-zone database needed).
+pub fn utc_stamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Opens the results folder and writes run.json.
+#[allow(clippy::too_many_arguments)]
+pub fn open(
+    out: Option<&Path>,
+    name: Option<&str>,
+    kind: &str,
+    mode: &str,
+    urls: &[String],
+    config: serde_json::Value,
+    slo: Option<&Slo>,
+) -> crate::Result<Writer> {
+    let name = name
+        .map(str::to_string)
+        .unwrap_or_else(|| name_from_url(urls.first().map_or("run", |s| s.as_str())));
+    let dir = out
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| default_dir(&name));
+    let info = RunInfo {
+        format_version: store::FORMAT_VERSION,
+        overload_version: env!("CARGO_PKG_VERSION").to_string(),
+        name,
+        kind: kind.to_string(),
+        command_line: std::env::args().collect(),
+        mode: mode.to_string(),
+        urls: urls.to_vec(),
+        config,
+        host: store::host::host_info(),
+        started_unix_ms: store::unix_ms(),
+        finished_unix_ms: None,
+        complete: false,
+        stop_reason: None,
+        slo: slo.map(|s| s.text.clone()),
+    };
+    Writer::create(&dir, info)
+}
+
+/// Prints the analysis after a sweep or search.
+pub fn print_analysis(a: &Analysis, notes: &[String]) {
+    println!();
+    for f in &a.findings {
+        println!("  • {f}");
+    }
+    for n in notes {
+        println!("  ! {n}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_and_names() {
+        assert_eq!(utc_stamp(0), "19700101T000000Z");
+        assert_eq!(utc_stamp(1_795_339_800), "20261122T093000Z");
+        assert_eq!(utc_stamp(951_782_400), "20000229T000000Z");
+        assert_eq!(
+            name_from_url("GET http://127.0.0.1:8080/sleep?ms=20"),
+            "127.0.0.1-8080-sleep"
+        );
+        assert_eq!(name_from_url("http://h/"), "h");
+    }
+}

@@ -1,0 +1,85 @@
+//! Runs made of steps: sweeps over load levels and capacity searches. A [`Stepper`] runs one
+//! step after another on the same clock, stores each as soon as it ends, and prints it.
+pub mod capacity;
+pub mod step;
+pub mod sweep;
+
+use crate::analysis::Slo;
+use crate::engine::{EngineConfig, Load};
+use crate::report::progress::SweepProgress;
+use crate::store::{StepRecord, Writer};
+use std::time::Duration;
+use step::{flag_last, run_step, RunClock};
+
+pub struct Stepper<'a> {
+    pub base: &'a EngineConfig,
+    pub mode: &'static str,
+    pub slo: Option<&'a Slo>,
+    pub writer: &'a mut Writer,
+    pub clock: RunClock,
+    pub steps: Vec<StepRecord>,
+    pub progress: SweepProgress,
+    pub notes: Vec<String>,
+    pub interrupted: bool,
+}
+
+impl<'a> Stepper<'a> {
+    pub fn new(
+        base: &'a EngineConfig,
+        mode: &'static str,
+        slo: Option<&'a Slo>,
+        writer: &'a mut Writer,
+        progress: SweepProgress,
+    ) -> Self {
+        Stepper {
+            base,
+            mode,
+            slo,
+            writer,
+            clock: RunClock::now(),
+            steps: Vec::new(),
+            progress,
+            notes: Vec::new(),
+            interrupted: false,
+        }
+    }
+
+    /// Runs one step at `load`, appends it to the results folder, prints its line.
+    pub fn step(&mut self, load: Load) -> crate::Result<&StepRecord> {
+        self.run_one(load)?;
+        Ok(self.steps.last().expect("a step was just run"))
+    }
+
+    fn run_one(&mut self, load: Load) -> crate::Result<()> {
+        let index = self.steps.len();
+        let offered = step::offered_of(&load);
+        let progress = &mut self.progress;
+        let result = run_step(
+            self.base,
+            load,
+            index,
+            &self.clock,
+            self.slo,
+            |ctl, elapsed| progress.tick(index, offered, ctl, elapsed),
+        )?;
+        self.interrupted |= result.interrupted;
+        self.notes.extend(result.notes);
+        self.steps.push(result.record);
+        flag_last(self.mode, &mut self.steps, self.slo);
+        let rec = self.steps.last().expect("just pushed");
+        self.writer.append_step(rec, &result.series)?;
+        self.progress.step_done(rec, self.mode);
+        Ok(())
+    }
+
+    /// Rests between steps (the server drains); cut short by SIGINT.
+    pub fn rest(&self, d: Duration) {
+        let end = std::time::Instant::now() + d;
+        while std::time::Instant::now() < end && !crate::signals::interrupted() {
+            std::thread::sleep(
+                Duration::from_millis(50)
+                    .min(end.saturating_duration_since(std::time::Instant::now())),
+            );
+        }
+    }
+}

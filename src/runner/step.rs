@@ -1,0 +1,144 @@
+//! One step of a sweep: a load level held for a duration after a warm-up, turned into a
+//! [`StepRecord`] and its per-second [`SeriesPoint`]s.
+use crate::analysis::{self, Slo};
+use crate::engine::{self, Control, EngineConfig, Load};
+use crate::metrics::{histo, Summary};
+use crate::store::{unix_ms, GeneratorStats, SeriesPoint, StepRecord};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What stays the same across the steps of one run.
+pub struct RunClock {
+    pub start: Instant,
+    pub start_unix_ms: u64,
+}
+
+impl RunClock {
+    pub fn now() -> RunClock {
+        RunClock {
+            start: Instant::now(),
+            start_unix_ms: unix_ms(),
+        }
+    }
+    fn secs(&self, t: Instant) -> f64 {
+        t.saturating_duration_since(self.start).as_secs_f64()
+    }
+}
+
+pub struct StepResult {
+    pub record: StepRecord,
+    pub series: Vec<SeriesPoint>,
+    pub interrupted: bool,
+    pub notes: Vec<String>,
+}
+
+/// The load level of a step as one number: requests/s or users.
+pub fn offered_of(load: &Load) -> f64 {
+    match *load {
+        Load::Open { rate, .. } => rate,
+        Load::Closed { users, .. } => users as f64,
+    }
+}
+
+/// Runs one step. Its flags are left to the caller, who knows the steps before it
+/// (see [`flag_last`]).
+pub fn run_step(
+    base: &EngineConfig,
+    load: Load,
+    index: usize,
+    clock: &RunClock,
+    slo: Option<&Slo>,
+    on_tick: impl FnMut(&Control, Duration),
+) -> crate::Result<StepResult> {
+    let cfg = EngineConfig {
+        load,
+        ..base.clone()
+    };
+    let ctl = Control::new(cfg.threads);
+    let mut on_tick = on_tick;
+    let start_unix_ms = unix_ms();
+    let ctl2: Arc<Control> = Arc::clone(&ctl);
+    let outcome = engine::run(&cfg, &ctl, |elapsed| on_tick(&ctl2, elapsed))?;
+    let end_unix_ms = unix_ms();
+    let (rate, users) = cfg.offered();
+    let summary =
+        Summary::from_recorder(&outcome.recorder, rate, users, outcome.planned_window(&cfg));
+    let rec = &outcome.recorder;
+    let wall = outcome
+        .finished
+        .saturating_duration_since(outcome.started)
+        .as_secs_f64()
+        .max(1e-9);
+    let generator = GeneratorStats {
+        cpu_pct: rec.cpu.as_secs_f64() / (wall * outcome.threads as f64) * 100.0,
+        cpu_us_per_response: if rec.responses > 0 {
+            rec.cpu.as_secs_f64() * 1e6 / rec.responses as f64
+        } else {
+            0.0
+        },
+        threads: outcome.threads,
+        pool_waits: rec.pool_waits,
+    };
+    let think_ms = match load {
+        Load::Closed { think, .. } => (think.0 + think.1).as_secs_f64() * 500.0,
+        Load::Open { .. } => 0.0,
+    };
+    let offered = offered_of(&load);
+    let start_s = clock.secs(outcome.started);
+    let warm_secs = cfg.warmup.as_secs_f64();
+    let series = rec
+        .seconds
+        .iter()
+        .enumerate()
+        .map(|(i, b)| SeriesPoint {
+            t: start_s + i as f64,
+            step: index,
+            offered,
+            warmup: (i as f64) < warm_secs,
+            responses: b.responses,
+            ok: b.ok,
+            errors: b.errors,
+            bytes_in: b.bytes_in,
+            response_time_mean_ms: if b.responses > 0 {
+                b.response_time_sum_us as f64 / b.responses as f64 / 1e3
+            } else {
+                0.0
+            },
+            response_time_max_ms: b.response_time_max_us as f64 / 1e3,
+        })
+        .collect();
+    let mut record = StepRecord {
+        step: index,
+        offered,
+        start_unix_ms,
+        end_unix_ms,
+        start_s,
+        end_s: clock.secs(outcome.finished),
+        think_ms,
+        summary,
+        generator,
+        response_time_hist: histo::encode(&rec.response_time),
+        flags: Vec::new(),
+        slo_ok: slo.map(|_| true),
+    };
+    if let Some(slo) = slo {
+        record.slo_ok = Some(slo.holds(&record.summary));
+    }
+    if outcome.interrupted {
+        record.flags.push("interrupted".to_string());
+    }
+    Ok(StepResult {
+        record,
+        series,
+        interrupted: outcome.interrupted,
+        notes: outcome.notes,
+    })
+}
+
+/// Sets the flags of the last step of `steps`, judged against the steps before it.
+pub fn flag_last(mode: &str, steps: &mut [StepRecord], slo: Option<&Slo>) {
+    let i = steps.len() - 1;
+    let mut flags = analysis::step_flags(mode, steps, i, slo);
+    flags.append(&mut steps[i].flags);
+    steps[i].flags = flags;
+}
