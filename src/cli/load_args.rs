@@ -67,6 +67,10 @@ pub struct ConnArgs {
     /// Worker threads, each with its own event loop (default: number of cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Open loop: let arrivals wait up to this long so several are sent per wake-up (lower
+    /// generator CPU at high rates; the wait is measured as send lag). 0 = every arrival on time.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub pacing_slack: Duration,
     /// Seed for random choices (arrivals, think times, URL picks), for repeatable plans.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -231,6 +235,7 @@ pub fn base_config(
         timeout: conn.timeout,
         connect_timeout: conn.connect_timeout,
         seed: conn.seed,
+        pacing_slack: conn.pacing_slack,
     };
     Ok((cfg, mix.urls))
 }

@@ -34,7 +34,7 @@ pub enum Command {
     Capacity(capacity::CapacityArgs),
     /// Serve the embedded HTTP/1.1 target (workloads of the studies: sleep, cpu, bytes).
     Target(target::TargetArgs),
-    /// Start the embedded target and run a short load against it: the tool in one command.
+    /// Sweep the embedded target past saturation and report: the tool in one command.
     Demo(demo::DemoArgs),
     /// Bring up the studies' real web stacks (nginx, Apache, PHP-FPM, MariaDB) on loopback.
     Lab(lab::LabArgs),

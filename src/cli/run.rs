@@ -39,6 +39,9 @@ pub struct RunArgs {
     pub warmup: Duration,
     #[command(flatten)]
     pub conn: ConnArgs,
+    /// Service-level objective, e.g. 'p99<500ms,errors<1%'; exit code 3 when it fails.
+    #[arg(long)]
+    pub slo: Option<String>,
     /// Write the summary as one JSON object (format: docs/results.md).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -121,6 +124,7 @@ pub fn execute(
 
 pub fn run(args: RunArgs) -> crate::Result<i32> {
     let (cfg, urls) = args.engine_config()?;
+    let slo = args.slo.as_deref().map(crate::analysis::slo::parse).transpose().map_err(Error::usage)?;
     if let Some(p) = &args.json {
         json::check_writable(p)?;
     }
@@ -129,5 +133,17 @@ pub fn run(args: RunArgs) -> crate::Result<i32> {
     if let Some(p) = &args.json {
         json::write_run(p, &summary, &outcome, &cfg, &urls)?;
     }
-    Ok(if outcome.interrupted { 130 } else { 0 })
+    if outcome.interrupted {
+        return Ok(130);
+    }
+    if let Some(slo) = slo {
+        let failures = slo.failures(&summary);
+        if failures.is_empty() {
+            println!("\n  SLO '{}' met", slo.text);
+        } else {
+            println!("\n  SLO '{}' FAILED: {}", slo.text, failures.join("; "));
+            return Ok(3);
+        }
+    }
+    Ok(0)
 }

@@ -65,6 +65,10 @@ pub struct EngineConfig {
     pub timeout: Duration,
     pub connect_timeout: Duration,
     pub seed: u64,
+    /// Open loop: how late an arrival may be sent so that several go out on one wake-up.
+    /// Zero paces every arrival on time (a wake-up each); 1 ms is wrk2's granularity. The
+    /// delay is measured (send lag) and included in response times, never hidden.
+    pub pacing_slack: Duration,
 }
 
 impl EngineConfig {

@@ -212,7 +212,7 @@ impl<'a> Worker<'a> {
             if sending {
                 if let Some(s) = &self.schedule {
                     if self.can_dispatch() {
-                        wake = wake.min(s.next());
+                        wake = wake.min(s.next() + self.cfg.pacing_slack);
                     }
                 }
                 if let Some(Reverse((t, _))) = self.think.peek() {
