@@ -124,7 +124,7 @@ fn html_report_of_a_finished_sweep() {
     assert_eq!(out.trim(), page.display().to_string());
     let html = std::fs::read_to_string(&page).unwrap();
     let (svgs, tables) = check_html(&html);
-    assert_eq!(svgs, 5, "throughput, latency, errors, 2 timelines");
+    assert_eq!(svgs, 6, "throughput, latency, errors, time split, 2 timelines");
     assert_eq!(tables, 1);
     assert!(html.contains("Saturated at 400 req/s"));
     assert!(html.contains("capacity 300 req/s"));
@@ -227,7 +227,7 @@ fn empty_folder_and_bad_input() {
     ok(&run(&["report", dir.to_str().unwrap()]));
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     let (svgs, _) = check_html(&html);
-    assert_eq!(svgs, 5);
+    assert_eq!(svgs, 6);
     assert!(html.contains("no data"));
 
     let missing = scratch("missing");

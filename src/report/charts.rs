@@ -23,6 +23,7 @@ pub fn sweep_charts(r: &RunReport) -> Vec<Chart> {
         throughput_chart(r),
         latency_chart(r),
         errors_chart(r),
+        time_split_chart(r),
     ];
     c.extend(timeline_charts(r));
     c
@@ -188,6 +189,40 @@ pub fn latency_chart(r: &RunReport) -> Chart {
     c
 }
 
+/// Where the time goes at the tail: response time = send lag + wait for a connection +
+/// service time. Service time flat while response time climbs means queueing before the
+/// server answered; send lag climbing means the generator fell behind.
+pub fn time_split_chart(r: &RunReport) -> Chart {
+    let steps = &r.steps;
+    let offered: Vec<f64> = steps.iter().map(|s| s.offered).collect();
+    let mut c = Chart::new(
+        "Response time, service time and send lag (p99)",
+        load_axis(r.is_open(), &offered),
+        Axis::log("ms, log scale"),
+    );
+    let answered = |v: f64, s: &StepRecord| if s.summary.responses > 0 { v } else { f64::NAN };
+    c.add(Series::new(
+        "response time p99",
+        "#1d4ed8",
+        points(steps, |s| answered(s.summary.response_time_ms.p99, s)),
+    ));
+    c.add(
+        Series::new(
+            "service time p99",
+            PALETTE[4],
+            points(steps, |s| answered(s.summary.service_time_ms.p99, s)),
+        )
+        .line(Line::Dashed),
+    );
+    c.add(Series::new(
+        "send lag p99",
+        WARN_COLOR,
+        points(steps, |s| s.summary.send_lag_ms.p99),
+    ));
+    mark_load(&mut c, r);
+    c
+}
+
 /// Transport errors by kind and 4xx/5xx answers, per second of each step, against load.
 pub fn errors_chart(r: &RunReport) -> Chart {
     let steps = &r.steps;
@@ -292,7 +327,7 @@ pub fn step_bands(r: &RunReport) -> Vec<Band> {
                 x0: a,
                 x1: b + 1.0,
                 label: None,
-                fill: "#fef3c7".to_string(),
+                fill: "#fdf3d3".to_string(),
             });
         }
     }
@@ -315,6 +350,11 @@ pub fn timeline_charts(r: &RunReport) -> Vec<Chart> {
     );
     a.empty_note = "no per-second data (series.jsonl is empty)".to_string();
     b.empty_note = a.empty_note.clone();
+    // Full page width: a sweep has many seconds.
+    for c in [&mut a, &mut b] {
+        c.width = 1280.0;
+        c.height = 330.0;
+    }
     if s.is_empty() {
         return vec![a, b];
     }
@@ -401,7 +441,7 @@ mod tests {
         assert_eq!(names, ["timeout", "HTTP 503"]);
         let t = timeline_charts(&r);
         assert_eq!(t[0].bands.len(), 10, "5 steps + 5 warm-ups");
-        assert_eq!(sweep_charts(&r).len(), 5);
+        assert_eq!(sweep_charts(&r).len(), 6);
     }
 
     #[test]

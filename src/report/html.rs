@@ -39,6 +39,7 @@ h2 { font-size: 19px; margin: 44px 0 14px; letter-spacing: -0.01em; }
 .card .v { font-size: 28px; font-weight: 650; letter-spacing: -0.02em; font-variant-numeric: tabular-nums; margin-top: 2px; }
 .card .d { font-size: 13px; color: var(--muted); margin-top: 2px; }
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(540px, 1fr)); gap: 16px; }
+figure.wide { grid-column: 1 / -1; }
 figure { margin: 0; background: var(--card); border: 1px solid var(--line); border-radius: 12px; padding: 6px 8px 2px; }
 svg.chart { width: 100%; height: auto; display: block; }
 .tablewrap { overflow-x: auto; background: var(--card); border: 1px solid var(--line); border-radius: 12px; }
@@ -90,7 +91,13 @@ pub fn page_end(footer: &str) -> String {
 pub fn chart_grid(charts: &[Chart], prefix: &str) -> String {
     let mut o = String::from("<div class=\"charts\">\n");
     for (i, c) in charts.iter().enumerate() {
-        let _ = writeln!(o, "<figure>\n{}</figure>", c.to_svg(&format!("{prefix}{i}")));
+        // Wide charts (timelines) take a whole row.
+        let class = if c.width > 900.0 { " class=\"wide\"" } else { "" };
+        let _ = writeln!(
+            o,
+            "<figure{class}>\n{}</figure>",
+            c.to_svg(&format!("{prefix}{i}"))
+        );
     }
     o.push_str("</div>\n");
     o
@@ -117,7 +124,7 @@ pub fn render(r: &RunReport) -> String {
     let _ = writeln!(o, "<header>\n<h1>{}</h1>", esc(&name));
     let span = match info.finished_unix_ms {
         Some(f) if f >= info.started_unix_ms => {
-            format!(", {:.0} s", (f - info.started_unix_ms) as f64 / 1000.0)
+            format!(", lasted {}", fmt_span((f - info.started_unix_ms) as f64 / 1000.0))
         }
         _ => String::new(),
     };
@@ -247,6 +254,19 @@ pub fn render(r: &RunReport) -> String {
         r.data.dir.display()
     )));
     o
+}
+
+/// A duration for people: 45 s, 12 min, 3.5 h, 2 days.
+fn fmt_span(s: f64) -> String {
+    if s < 120.0 {
+        format!("{s:.0} s")
+    } else if s < 7200.0 {
+        format!("{:.0} min", s / 60.0)
+    } else if s < 172_800.0 {
+        format!("{:.1} h", s / 3600.0)
+    } else {
+        format!("{:.0} days", s / 86_400.0)
+    }
 }
 
 fn notes_list(o: &mut String, notes: &[String]) {
@@ -453,7 +473,7 @@ mod tests {
         let html = render(&report(testdata::open_sweep(), true));
         assert!(html.starts_with("<!DOCTYPE html>"));
         assert!(html.contains("Saturated at 400 req/s"));
-        assert_eq!(html.matches("<svg").count(), 5);
+        assert_eq!(html.matches("<svg").count(), 6);
         assert!(html.contains("<table>"));
         assert!(html.contains("skipped truncated"), "notes shown");
         assert!(!html.contains("Incomplete run"));

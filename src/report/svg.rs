@@ -103,7 +103,7 @@ pub fn fmt_tick(v: f64) -> String {
         (v / 1e9, "G")
     } else if a >= 1e6 {
         (v / 1e6, "M")
-    } else if a >= 1e4 {
+    } else if a >= 1e3 {
         (v / 1e3, "k")
     } else {
         (v, "")
@@ -130,6 +130,8 @@ pub struct Scale {
     /// Range (pixels); `r0` is where `min` lands (may be greater than `r1` for y axes).
     pub r0: f64,
     pub r1: f64,
+    /// About how many ticks a linear axis gets.
+    pub ticks: usize,
 }
 
 impl Scale {
@@ -151,14 +153,15 @@ impl Scale {
         if self.log {
             log_ticks(self.min, self.max)
         } else {
-            linear_ticks(self.min, self.max, 6)
+            linear_ticks(self.min, self.max, self.ticks)
         }
     }
 }
 
 /// The domain to show for the finite values `vals`: extended to nice bounds, never empty.
-/// `zero` pulls a linear domain down (or up) to include 0.
-pub fn domain(vals: &[f64], log: bool, zero: bool) -> Option<(f64, f64)> {
+/// `zero` pulls a linear domain down (or up) to include 0; `headroom` leaves a little space
+/// above the highest value (y axes), so a curve at the maximum does not run along the frame.
+pub fn domain(vals: &[f64], log: bool, zero: bool, headroom: bool) -> Option<(f64, f64)> {
     let vals: Vec<f64> = vals
         .iter()
         .copied()
@@ -191,6 +194,13 @@ pub fn domain(vals: &[f64], log: bool, zero: bool) -> Option<(f64, f64)> {
                 .find(|c| *c >= v * (1.0 - 1e-9))
                 .unwrap_or(10.0 * m)
         };
+        // Over many decades only powers of ten are labelled: end on them.
+        if hi / lo > 100.0 {
+            return Some((
+                10f64.powf(lo.log10().floor()),
+                10f64.powf(hi.log10().ceil()),
+            ));
+        }
         return Some((down(lo), up(hi)));
     }
     if zero {
@@ -205,8 +215,13 @@ pub fn domain(vals: &[f64], log: bool, zero: bool) -> Option<(f64, f64)> {
             lo = 0.0;
         }
     }
-    let step = nice_step(hi - lo, 6);
-    Some(((lo / step).floor() * step, (hi / step).ceil() * step))
+    let top = if headroom && hi > 0.0 {
+        hi + (hi - lo) * 0.04
+    } else {
+        hi
+    };
+    let step = nice_step(top - lo, 6);
+    Some(((lo / step).floor() * step, (top / step).ceil() * step))
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -451,8 +466,8 @@ impl Chart {
             .iter()
             .flat_map(|s| s.points.iter().map(|p| p.1))
             .collect();
-        let dom = |a: &Axis, v: &[f64]| {
-            let (mut lo, mut hi) = domain(v, a.log, a.zero).unwrap_or((1.0, 10.0));
+        let dom = |a: &Axis, v: &[f64], headroom: bool| {
+            let (mut lo, mut hi) = domain(v, a.log, a.zero, headroom).unwrap_or((1.0, 10.0));
             if let Some(m) = a.min.filter(|m| m.is_finite() && (!a.log || *m > 0.0)) {
                 lo = m;
             }
@@ -464,14 +479,16 @@ impl Chart {
             }
             (lo, hi)
         };
-        let (x0, x1) = dom(&self.x, &xs);
-        let (y0, y1) = dom(&self.y, &ys);
+        let (x0, x1) = dom(&self.x, &xs, false);
+        let (y0, y1) = dom(&self.y, &ys, true);
         let sx = Scale {
             log: self.x.log,
             min: x0,
             max: x1,
             r0: left,
             r1: left + pw,
+            // One tick per ~100 px: wide timelines get more.
+            ticks: ((pw / 100.0) as usize).clamp(4, 16),
         };
         let sy = Scale {
             log: self.y.log,
@@ -479,6 +496,7 @@ impl Chart {
             max: y1,
             r0: top + ph,
             r1: top,
+            ticks: ((ph / 50.0) as usize).clamp(3, 8),
         };
         let clamp_x = |v: f64| sx.map(v).map(|p| p.clamp(left, left + pw));
 
@@ -746,16 +764,19 @@ mod tests {
 
     #[test]
     fn domains_are_nice_and_never_empty() {
-        assert_eq!(domain(&[12.0, 480.0], false, true), Some((0.0, 500.0)));
-        assert_eq!(domain(&[3.0, 7.0], true, false), Some((2.0, 10.0)));
+        assert_eq!(domain(&[12.0, 470.0], false, true, true), Some((0.0, 500.0)));
+        assert_eq!(domain(&[0.0, 500.0], false, true, true), Some((0.0, 600.0)), "headroom");
+        assert_eq!(domain(&[0.0, 500.0], false, true, false), Some((0.0, 500.0)));
+        assert_eq!(domain(&[3.0, 7.0], true, false, false), Some((2.0, 10.0)));
+        assert_eq!(domain(&[0.2, 1500.0], true, false, false), Some((0.1, 10_000.0)));
         // Non-positive values are dropped on a log axis; one value gets a span around it.
-        assert_eq!(domain(&[0.0, -1.0, 40.0], true, false), Some((10.0, 200.0)));
-        let (lo, hi) = domain(&[5.0, 5.0], false, false).unwrap();
+        assert_eq!(domain(&[0.0, -1.0, 40.0], true, false, false), Some((10.0, 200.0)));
+        let (lo, hi) = domain(&[5.0, 5.0], false, false, true).unwrap();
         assert!(lo < 5.0 && hi > 5.0);
-        let (lo, hi) = domain(&[0.0], false, true).unwrap();
+        let (lo, hi) = domain(&[0.0], false, true, true).unwrap();
         assert!(lo <= 0.0 && hi > 0.0);
-        assert_eq!(domain(&[f64::NAN, f64::INFINITY], false, true), None);
-        assert_eq!(domain(&[], true, false), None);
+        assert_eq!(domain(&[f64::NAN, f64::INFINITY], false, true, true), None);
+        assert_eq!(domain(&[], true, false, true), None);
     }
 
     #[test]
@@ -766,6 +787,7 @@ mod tests {
             max: 100.0,
             r0: 0.0,
             r1: 200.0,
+            ticks: 5,
         };
         assert_eq!(s.map(50.0), Some(100.0));
         assert_eq!(s.map(f64::NAN), None);
@@ -775,6 +797,7 @@ mod tests {
             max: 1000.0,
             r0: 300.0,
             r1: 0.0,
+            ticks: 5,
         };
         assert!((l.map(10.0).unwrap() - 200.0).abs() < 1e-9);
         assert_eq!(l.map(0.0), None);
@@ -784,7 +807,8 @@ mod tests {
     #[test]
     fn tick_labels() {
         assert_eq!(fmt_tick(0.0), "0");
-        assert_eq!(fmt_tick(2500.0), "2500");
+        assert_eq!(fmt_tick(2500.0), "2.5k");
+        assert_eq!(fmt_tick(1000.0), "1k");
         assert_eq!(fmt_tick(25_000.0), "25k");
         assert_eq!(fmt_tick(1_500_000.0), "1.5M");
         assert_eq!(fmt_tick(0.25), "0.25");
