@@ -12,7 +12,9 @@ use std::process::Output;
 
 /// A fresh folder under cargo's scratch space for integration tests.
 fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-tests").join(name);
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("report-tests")
+        .join(name);
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(d.parent().unwrap()).unwrap();
     d
@@ -124,7 +126,10 @@ fn html_report_of_a_finished_sweep() {
     assert_eq!(out.trim(), page.display().to_string());
     let html = std::fs::read_to_string(&page).unwrap();
     let (svgs, tables) = check_html(&html);
-    assert_eq!(svgs, 6, "throughput, latency, errors, time split, 2 timelines");
+    assert_eq!(
+        svgs, 6,
+        "throughput, latency, errors, time split, 2 timelines"
+    );
     assert_eq!(tables, 1);
     assert!(html.contains("Saturated at 400 req/s"));
     assert!(html.contains("capacity 300 req/s"));
@@ -134,7 +139,12 @@ fn html_report_of_a_finished_sweep() {
     assert!(!html.contains("Incomplete run"));
     // --out elsewhere.
     let other = dir.join("elsewhere.html");
-    let out = ok(&run(&["report", dir.to_str().unwrap(), "--out", other.to_str().unwrap()]));
+    let out = ok(&run(&[
+        "report",
+        dir.to_str().unwrap(),
+        "--out",
+        other.to_str().unwrap(),
+    ]));
     assert!(out.contains("elsewhere.html") && other.exists());
 }
 
@@ -158,7 +168,10 @@ fn interrupted_run_with_a_truncated_line_is_reported_as_incomplete() {
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     check_html(&html);
     assert!(html.contains("Incomplete run"));
-    assert!(html.contains("truncated last line"), "the skipped line is named");
+    assert!(
+        html.contains("truncated last line"),
+        "the skipped line is named"
+    );
     assert!(html.contains("3 steps saved"));
     // Every other format works on it too.
     for f in ["csv", "json", "gnuplot"] {
@@ -189,7 +202,10 @@ fn csv_json_and_gnuplot_exports() {
     assert_eq!(v["run"]["name"], "prefork");
 
     let out = ok(&run(&["report", d, "--format", "gnuplot"]));
-    assert!(out.contains("steps.dat") && out.contains("steps.gp"), "{out}");
+    assert!(
+        out.contains("steps.dat") && out.contains("steps.gp"),
+        "{out}"
+    );
     let dat = std::fs::read_to_string(dir.join("steps.dat")).unwrap();
     assert!(dat.contains("# step start_s demanded_rate request_rate reply_rate_avg"));
     assert_eq!(dat.lines().filter(|l| !l.starts_with('#')).count(), 5);
@@ -275,7 +291,10 @@ fn compare_two_runs() {
     let (svgs, tables) = check_html(&html);
     assert_eq!(svgs, 4);
     assert_eq!(tables, 2);
-    assert!(html.contains(">Prefork</text>") && html.contains(">FPM</text>"), "legend");
+    assert!(
+        html.contains(">Prefork</text>") && html.contains(">FPM</text>"),
+        "legend"
+    );
 
     // Mixed open and closed loop: a one-line usage error.
     let c = scratch("cmp-closed");

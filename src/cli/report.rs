@@ -59,7 +59,9 @@ pub fn run(a: ReportArgs) -> crate::Result<i32> {
             };
             eprintln!(
                 "overload: draw the charts with: cd {dir} && gnuplot {}",
-                gp.file_name().map(|f| f.to_string_lossy()).unwrap_or_default()
+                gp.file_name()
+                    .map(|f| f.to_string_lossy())
+                    .unwrap_or_default()
             );
         }
     }

@@ -61,7 +61,11 @@ pub fn mark_load(c: &mut Chart, r: &RunReport) {
         );
     }
     if let Some(cap) = r.analysis.capacity {
-        c.vline(cap, format!("capacity {}", r.load_text(cap)), CAPACITY_COLOR);
+        c.vline(
+            cap,
+            format!("capacity {}", r.load_text(cap)),
+            CAPACITY_COLOR,
+        );
     }
 }
 
@@ -71,8 +75,16 @@ fn points(steps: &[StepRecord], f: impl Fn(&StepRecord) -> f64) -> Vec<(f64, f64
 
 /// A y = x line over the load range, sampled so it stays straight on a log x axis.
 pub fn ideal_line(offered: &[f64]) -> Series {
-    let lo = offered.iter().copied().filter(|v| v.is_finite()).fold(f64::INFINITY, f64::min);
-    let hi = offered.iter().copied().filter(|v| v.is_finite()).fold(0.0, f64::max);
+    let lo = offered
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold(f64::INFINITY, f64::min);
+    let hi = offered
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
     let pts = if lo.is_finite() && hi > 0.0 {
         let lo = lo.max(hi / 1e6).max(f64::MIN_POSITIVE);
         (0..=40)
@@ -100,7 +112,11 @@ pub fn throughput_chart(r: &RunReport) -> Chart {
     } else {
         "Throughput vs users"
     };
-    let mut c = Chart::new(title, load_axis(r.is_open(), &offered), Axis::linear("responses/s"));
+    let mut c = Chart::new(
+        title,
+        load_axis(r.is_open(), &offered),
+        Axis::linear("responses/s"),
+    );
     if steps.is_empty() {
         return c;
     }
@@ -108,7 +124,11 @@ pub fn throughput_chart(r: &RunReport) -> Chart {
         c.add(ideal_line(&offered));
     } else if let Some(u) = &r.analysis.usl {
         let hi = offered.iter().copied().fold(0.0, f64::max);
-        let lo = offered.iter().copied().fold(f64::INFINITY, f64::min).max(1.0);
+        let lo = offered
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min)
+            .max(1.0);
         let pts = (0..=60)
             .map(|k| {
                 let n = lo + (hi - lo) * k as f64 / 60.0;
@@ -117,7 +137,10 @@ pub fn throughput_chart(r: &RunReport) -> Chart {
             .collect();
         c.add(
             Series::new(
-                format!("USL fit (σ={:.3}, κ={:.4}, R²={:.2})", u.sigma, u.kappa, u.r2),
+                format!(
+                    "USL fit (σ={:.3}, κ={:.4}, R²={:.2})",
+                    u.sigma, u.kappa, u.r2
+                ),
                 PALETTE[3],
                 pts,
             )
@@ -132,8 +155,12 @@ pub fn throughput_chart(r: &RunReport) -> Chart {
         points(steps, |s| s.summary.throughput),
     ));
     c.add(
-        Series::new("goodput (2xx/3xx)", PALETTE[2], points(steps, |s| s.summary.goodput))
-            .line(Line::Dashed),
+        Series::new(
+            "goodput (2xx/3xx)",
+            PALETTE[2],
+            points(steps, |s| s.summary.goodput),
+        )
+        .line(Line::Dashed),
     );
     let bound: Vec<(f64, f64)> = steps
         .iter()
@@ -171,7 +198,8 @@ pub fn latency_chart(r: &RunReport) -> Chart {
         }
     };
     let ramp = ["#93c5fd", "#3b82f6", "#1d4ed8", "#1e3a8a"];
-    let pcts: [(&str, fn(&StepRecord) -> f64); 4] = [
+    type Pick = fn(&StepRecord) -> f64;
+    let pcts: [(&str, Pick); 4] = [
         ("p50", |s| s.summary.response_time_ms.p50),
         ("p90", |s| s.summary.response_time_ms.p90),
         ("p99", |s| s.summary.response_time_ms.p99),
@@ -181,9 +209,13 @@ pub fn latency_chart(r: &RunReport) -> Chart {
         c.add(Series::new(name, color, points(steps, lat(f))));
     }
     c.add(
-        Series::new("max", "#6b7280", points(steps, lat(|s| s.summary.response_time_ms.max)))
-            .line(Line::Dotted)
-            .width(1.5),
+        Series::new(
+            "max",
+            "#6b7280",
+            points(steps, lat(|s| s.summary.response_time_ms.max)),
+        )
+        .line(Line::Dotted)
+        .width(1.5),
     );
     mark_load(&mut c, r);
     c
@@ -301,7 +333,10 @@ pub fn step_bands(r: &RunReport) -> Vec<Band> {
         let rec = r.steps.iter().find(|s| s.step == id);
         let (x0, x1, offered) = if !pts.is_empty() {
             let lo = pts.iter().map(|p| p.t).fold(f64::INFINITY, f64::min);
-            let hi = pts.iter().map(|p| p.t + 1.0).fold(f64::NEG_INFINITY, f64::max);
+            let hi = pts
+                .iter()
+                .map(|p| p.t + 1.0)
+                .fold(f64::NEG_INFINITY, f64::max);
             (lo, hi, pts[0].offered)
         } else if let Some(s) = rec {
             (s.start_s, s.end_s, s.offered)
@@ -383,8 +418,12 @@ pub fn timeline_charts(r: &RunReport) -> Vec<Chart> {
         );
     }
     a.add(
-        Series::new("responses/s", PALETTE[0], with_gaps(&|p| p.responses as f64))
-            .marker(Marker::None),
+        Series::new(
+            "responses/s",
+            PALETTE[0],
+            with_gaps(&|p| p.responses as f64),
+        )
+        .marker(Marker::None),
     );
     if s.iter().any(|p| p.errors > 0) {
         a.add(
@@ -404,10 +443,14 @@ pub fn timeline_charts(r: &RunReport) -> Vec<Chart> {
         .marker(Marker::None),
     );
     b.add(
-        Series::new("max", "#6b7280", with_gaps(&|p| rt(p.response_time_max_ms, p)))
-            .line(Line::Dotted)
-            .marker(Marker::None)
-            .width(1.5),
+        Series::new(
+            "max",
+            "#6b7280",
+            with_gaps(&|p| rt(p.response_time_max_ms, p)),
+        )
+        .line(Line::Dotted)
+        .marker(Marker::None)
+        .width(1.5),
     );
     vec![a, b]
 }

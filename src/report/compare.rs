@@ -68,7 +68,11 @@ pub fn common_loads(runs: &[RunReport]) -> Vec<f64> {
         .steps
         .iter()
         .map(|s| s.offered)
-        .filter(|&o| runs[1..].iter().all(|r| r.steps.iter().any(|s| same(s.offered, o))))
+        .filter(|&o| {
+            runs[1..]
+                .iter()
+                .all(|r| r.steps.iter().any(|s| same(s.offered, o)))
+        })
         .collect();
     out.sort_by(f64::total_cmp);
     out.dedup_by(|a, b| same(*a, *b));
@@ -146,7 +150,12 @@ fn summary_rows(runs: &[RunReport], names: &[String]) -> Vec<Vec<String>> {
             ),
             with_ratio(
                 a.capacity.map_or(
-                    if r.data.info.slo.is_some() { "none" } else { "no SLO" }.to_string(),
+                    if r.data.info.slo.is_some() {
+                        "none"
+                    } else {
+                        "no SLO"
+                    }
+                    .to_string(),
                     |v| r.load_text(v),
                 ),
                 a.capacity,
@@ -180,8 +189,18 @@ fn latency_rows(runs: &[RunReport], names: &[String], loads: &[f64]) -> Vec<Vec<
                 Some(s) => {
                     let rt = &s.summary.response_time_ms;
                     let b = base.map(|b| b.summary.response_time_ms);
-                    row.push(with_ratio(fmt_ms(rt.p50), Some(rt.p50), b.map(|b| b.p50), i == 0));
-                    row.push(with_ratio(fmt_ms(rt.p99), Some(rt.p99), b.map(|b| b.p99), i == 0));
+                    row.push(with_ratio(
+                        fmt_ms(rt.p50),
+                        Some(rt.p50),
+                        b.map(|b| b.p50),
+                        i == 0,
+                    ));
+                    row.push(with_ratio(
+                        fmt_ms(rt.p99),
+                        Some(rt.p99),
+                        b.map(|b| b.p99),
+                        i == 0,
+                    ));
                 }
                 None => {
                     row.push("–".to_string());
@@ -216,15 +235,25 @@ pub fn table(runs: &[RunReport], names: &[String]) -> String {
 }
 
 fn html_table(o: &mut String, rows: &[Vec<String>]) {
-    o.push_str("<div class=\"tablewrap\"><table>\n<thead><tr>");
+    o.push_str("<div class=\"tablewrap fit\"><table>\n<thead><tr>");
     for (i, h) in rows[0].iter().enumerate() {
-        let _ = write!(o, "<th{}>{}</th>", if i == 0 { " class=\"l\"" } else { "" }, esc(h));
+        let _ = write!(
+            o,
+            "<th{}>{}</th>",
+            if i == 0 { " class=\"l\"" } else { "" },
+            esc(h)
+        );
     }
     o.push_str("</tr></thead>\n<tbody>\n");
     for r in &rows[1..] {
         o.push_str("<tr>");
         for (i, c) in r.iter().enumerate() {
-            let _ = write!(o, "<td{}>{}</td>", if i == 0 { " class=\"l\"" } else { "" }, esc(c));
+            let _ = write!(
+                o,
+                "<td{}>{}</td>",
+                if i == 0 { " class=\"l\"" } else { "" },
+                esc(c)
+            );
         }
         o.push_str("</tr>\n");
     }
@@ -234,7 +263,10 @@ fn html_table(o: &mut String, rows: &[Vec<String>]) {
 /// The overlay charts: one colour per run.
 pub fn compare_charts(runs: &[RunReport], names: &[String]) -> Vec<Chart> {
     let open = runs.first().is_none_or(RunReport::is_open);
-    let all: Vec<f64> = runs.iter().flat_map(|r| r.steps.iter().map(|s| s.offered)).collect();
+    let all: Vec<f64> = runs
+        .iter()
+        .flat_map(|r| r.steps.iter().map(|s| s.offered))
+        .collect();
     let x = || load_axis(open, &all);
     let color = |i: usize| PALETTE[i % PALETTE.len()];
     let pts = |r: &RunReport, f: &dyn Fn(&StepRecord) -> f64| -> Vec<(f64, f64)> {
@@ -243,7 +275,11 @@ pub fn compare_charts(runs: &[RunReport], names: &[String]) -> Vec<Chart> {
     let lat = |s: &StepRecord, v: f64| if latency_ok(s) { v } else { f64::NAN };
 
     let mut thr = Chart::new(
-        if open { "Throughput vs offered load" } else { "Throughput vs users" },
+        if open {
+            "Throughput vs offered load"
+        } else {
+            "Throughput vs users"
+        },
         x(),
         Axis::linear("responses/s"),
     );
@@ -266,7 +302,11 @@ pub fn compare_charts(runs: &[RunReport], names: &[String]) -> Vec<Chart> {
         Axis::linear("% of requests (errors and 4xx/5xx)"),
     );
     for (i, (r, n)) in runs.iter().zip(names).enumerate() {
-        thr.add(Series::new(n.clone(), color(i), pts(r, &|s| s.summary.throughput)));
+        thr.add(Series::new(
+            n.clone(),
+            color(i),
+            pts(r, &|s| s.summary.throughput),
+        ));
         if let Some(s) = &r.analysis.saturation {
             thr.vline(s.offered, format!("{n}: saturation"), color(i));
         }
@@ -349,7 +389,7 @@ pub fn html(runs: &[RunReport], names: &[String]) -> String {
     for (r, n) in runs.iter().zip(names) {
         let _ = writeln!(
             o,
-            "<dt>{}</dt><dd><code>{}</code> — {} · started {}</dd>",
+            "<dt>{}</dt><dd><code>{}</code><br/><code>{}</code> · started {}</dd>",
             esc(n),
             esc(&r.data.dir.display().to_string()),
             esc(&super::folder::shell_join(&r.data.info.command_line)),
@@ -392,7 +432,10 @@ mod tests {
 
     #[test]
     fn table_has_ratios_and_common_levels() {
-        let runs = vec![run("prefork", "open", testdata::open_sweep()), run("fpm", "open", faster())];
+        let runs = vec![
+            run("prefork", "open", testdata::open_sweep()),
+            run("fpm", "open", faster()),
+        ];
         let names = names(&runs, None).unwrap();
         check_modes(&runs, &names).unwrap();
         assert_eq!(common_loads(&runs), vec![100.0, 200.0, 300.0, 400.0]);
@@ -407,7 +450,10 @@ mod tests {
 
     #[test]
     fn mixed_modes_and_bad_names_are_usage_errors() {
-        let runs = vec![run("a", "open", vec![]), run("b", "closed", testdata::closed_sweep())];
+        let runs = vec![
+            run("a", "open", vec![]),
+            run("b", "closed", testdata::closed_sweep()),
+        ];
         let n = names(&runs, None).unwrap();
         let e = check_modes(&runs, &n).unwrap_err();
         assert_eq!(e.exit_code(), 2);

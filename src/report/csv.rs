@@ -26,19 +26,48 @@ fn num(v: f64) -> String {
 
 pub fn header() -> Vec<String> {
     let mut h: Vec<String> = [
-        "step", "offered", "start_s", "end_s", "duration_s", "requests", "responses",
-        "throughput", "goodput", "error_count", "error_ratio", "non_2xx_3xx",
+        "step",
+        "offered",
+        "start_s",
+        "end_s",
+        "duration_s",
+        "requests",
+        "responses",
+        "throughput",
+        "goodput",
+        "error_count",
+        "error_ratio",
+        "non_2xx_3xx",
     ]
     .iter()
     .map(|s| s.to_string())
     .collect();
-    h.extend(ErrorKind::ALL.iter().map(|k| format!("err_{}", k.name().replace('-', "_"))));
+    h.extend(
+        ErrorKind::ALL
+            .iter()
+            .map(|k| format!("err_{}", k.name().replace('-', "_"))),
+    );
     h.extend(
         [
-            "rt_mean_ms", "rt_p50_ms", "rt_p90_ms", "rt_p99_ms", "rt_p999_ms", "rt_max_ms",
-            "service_p50_ms", "service_p99_ms", "send_lag_p50_ms", "send_lag_p99_ms",
-            "send_lag_max_ms", "connect_mean_ms", "connections_opened", "bytes_in_per_s",
-            "gen_cpu_pct", "gen_threads", "gen_pool_waits", "slo_ok", "flags",
+            "rt_mean_ms",
+            "rt_p50_ms",
+            "rt_p90_ms",
+            "rt_p99_ms",
+            "rt_p999_ms",
+            "rt_max_ms",
+            "service_p50_ms",
+            "service_p99_ms",
+            "send_lag_p50_ms",
+            "send_lag_p99_ms",
+            "send_lag_max_ms",
+            "connect_mean_ms",
+            "connections_opened",
+            "bytes_in_per_s",
+            "gen_cpu_pct",
+            "gen_threads",
+            "gen_pool_waits",
+            "slo_ok",
+            "flags",
         ]
         .iter()
         .map(|s| s.to_string()),
@@ -129,7 +158,11 @@ mod tests {
         assert!(lines[0].contains("err_connect_refused"));
         assert!(lines[1].ends_with("\"a;b,c\""), "{}", lines[1]);
         assert_eq!(lines[2].split(',').count(), cols);
-        assert!(lines[2].starts_with("2,200,12,24,10,1990,1990,,"), "{}", lines[2]);
+        assert!(
+            lines[2].starts_with("2,200,12,24,10,1990,1990,,"),
+            "{}",
+            lines[2]
+        );
         // Step 4: 30 timeouts, 20 503s.
         let row4: Vec<&str> = lines[4].split(',').collect();
         let h = header();

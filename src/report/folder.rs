@@ -100,9 +100,7 @@ impl RunReport {
 pub fn fmt_num(v: f64) -> String {
     if !v.is_finite() {
         "n/a".to_string()
-    } else if v == v.round() {
-        format!("{v:.0}")
-    } else if v.abs() >= 100.0 {
+    } else if v == v.round() || v.abs() >= 100.0 {
         format!("{v:.0}")
     } else if v.abs() >= 1.0 {
         format!("{v:.1}")

@@ -1,7 +1,7 @@
 //! `report --format gnuplot`: S1's per-step table (`steps.dat`) and a script (`steps.gp`)
 //! that draws its charts — reply rate and response time against demanded rate, and errors
 //! against demanded rate — as SVG (or PNG) files next to it. Columns: docs/report.md.
-use super::charts::{is_ok_status, SATURATION_COLOR, CAPACITY_COLOR};
+use super::charts::{is_ok_status, CAPACITY_COLOR, SATURATION_COLOR};
 use super::folder::{fmt_num, RunReport};
 use crate::metrics::ErrorKind;
 use crate::store::StepRecord;
@@ -88,7 +88,9 @@ pub fn data(r: &RunReport) -> String {
         o,
         "# demanded_rate is the offered load: requests/s (open loop) or users (closed loop)."
     );
-    o.push_str("# request_rate = requests / measured seconds; reply_rate_* over the step's measured\n");
+    o.push_str(
+        "# request_rate = requests / measured seconds; reply_rate_* over the step's measured\n",
+    );
     o.push_str("# seconds; times in ms (means); error kinds and http_non_2xx_3xx are counts in the step.\n");
     for (i, c) in cols.iter().enumerate() {
         let _ = writeln!(o, "#   {:>2} {c}", i + 1);
@@ -111,7 +113,11 @@ pub fn data(r: &RunReport) -> String {
             num(max),
             num(min),
             num(sd),
-            num(if m.responses > 0 { m.response_time_ms.mean } else { f64::NAN }),
+            num(if m.responses > 0 {
+                m.response_time_ms.mean
+            } else {
+                f64::NAN
+            }),
             num(m.connect_time_ms.mean),
         ];
         row.extend(ErrorKind::ALL.iter().map(|k| m.errors_of(*k).to_string()));
@@ -152,12 +158,21 @@ pub fn script(r: &RunReport, dat: &str) -> String {
         r.name().replace('\n', " ")
     );
     if r.steps.is_empty() {
-        let _ = writeln!(o, "print {}", q(&format!("{dat} holds no step: nothing to plot")));
+        let _ = writeln!(
+            o,
+            "print {}",
+            q(&format!("{dat} holds no step: nothing to plot"))
+        );
         return o;
     }
     let errs = ErrorKind::ALL.len();
     let first_err = LEAD_COLUMNS.len() + 1;
-    let col = |name: &str| columns().iter().position(|c| c == name).map_or(0, |i| i + 1);
+    let col = |name: &str| {
+        columns()
+            .iter()
+            .position(|c| c == name)
+            .map_or(0, |i| i + 1)
+    };
     let _ = writeln!(
         o,
         "if (!exists(\"fmt\")) fmt = \"svg\"\n\
@@ -210,9 +225,10 @@ pub fn script(r: &RunReport, dat: &str) -> String {
         col("goodput")
     );
     // Response time: log scale unless nothing is positive (gnuplot stops on an empty plot).
-    let any_rt = r.steps.iter().any(|s| {
-        s.summary.responses > 0 && s.summary.response_time_ms.mean > 0.0
-    });
+    let any_rt = r
+        .steps
+        .iter()
+        .any(|s| s.summary.responses > 0 && s.summary.response_time_ms.mean > 0.0);
     let _ = writeln!(
         o,
         "\nset output out.\"-time.\".fmt\nset title \"Response time vs demanded rate\"\n\

@@ -42,6 +42,8 @@ h2 { font-size: 19px; margin: 44px 0 14px; letter-spacing: -0.01em; }
 figure.wide { grid-column: 1 / -1; }
 figure { margin: 0; background: var(--card); border: 1px solid var(--line); border-radius: 12px; padding: 6px 8px 2px; }
 svg.chart { width: 100%; height: auto; display: block; }
+.tablewrap.fit { display: inline-block; max-width: 100%; vertical-align: top; }
+.tablewrap.fit table { width: auto; }
 .tablewrap { overflow-x: auto; background: var(--card); border: 1px solid var(--line); border-radius: 12px; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; font-variant-numeric: tabular-nums; }
 th, td { padding: 7px 12px; text-align: right; border-bottom: 1px solid var(--line); white-space: nowrap; }
@@ -84,7 +86,10 @@ pub fn page_start(title: &str) -> String {
 }
 
 pub fn page_end(footer: &str) -> String {
-    format!("<footer>{}</footer>\n</main>\n</body>\n</html>\n", esc(footer))
+    format!(
+        "<footer>{}</footer>\n</main>\n</body>\n</html>\n",
+        esc(footer)
+    )
 }
 
 /// Charts in a responsive grid; `prefix` keeps the SVG ids unique on the page.
@@ -92,7 +97,11 @@ pub fn chart_grid(charts: &[Chart], prefix: &str) -> String {
     let mut o = String::from("<div class=\"charts\">\n");
     for (i, c) in charts.iter().enumerate() {
         // Wide charts (timelines) take a whole row.
-        let class = if c.width > 900.0 { " class=\"wide\"" } else { "" };
+        let class = if c.width > 900.0 {
+            " class=\"wide\""
+        } else {
+            ""
+        };
         let _ = writeln!(
             o,
             "<figure{class}>\n{}</figure>",
@@ -124,7 +133,10 @@ pub fn render(r: &RunReport) -> String {
     let _ = writeln!(o, "<header>\n<h1>{}</h1>", esc(&name));
     let span = match info.finished_unix_ms {
         Some(f) if f >= info.started_unix_ms => {
-            format!(", lasted {}", fmt_span((f - info.started_unix_ms) as f64 / 1000.0))
+            format!(
+                ", lasted {}",
+                fmt_span((f - info.started_unix_ms) as f64 / 1000.0)
+            )
         }
         _ => String::new(),
     };
@@ -172,7 +184,11 @@ pub fn render(r: &RunReport) -> String {
             "bad",
             "Saturation point",
             &r.load_text(s.offered),
-            &format!("step {}: {}", s.step + 1, s.reasons.first().cloned().unwrap_or_default()),
+            &format!(
+                "step {}: {}",
+                s.step + 1,
+                s.reasons.first().cloned().unwrap_or_default()
+            ),
         ),
         None if r.steps.is_empty() => card(&mut o, "", "Saturation point", "–", "no steps"),
         None => card(
@@ -203,13 +219,20 @@ pub fn render(r: &RunReport) -> String {
         ),
         (None, _) => card(&mut o, "", "Capacity", "–", "no SLO given (--slo)"),
     }
-    let peak_good = r.steps.iter().map(|s| s.summary.goodput).fold(0.0, f64::max);
+    let peak_good = r
+        .steps
+        .iter()
+        .map(|s| s.summary.goodput)
+        .fold(0.0, f64::max);
     card(
         &mut o,
         "info",
         "Peak throughput",
         &format!("{} /s", fmt_num(a.peak_throughput)),
-        &format!("responses per second; goodput peak {} /s", fmt_num(peak_good)),
+        &format!(
+            "responses per second; goodput peak {} /s",
+            fmt_num(peak_good)
+        ),
     );
     if a.generator_bound.is_empty() {
         card(
@@ -220,13 +243,24 @@ pub fn render(r: &RunReport) -> String {
             "no step was limited by overload itself",
         );
     } else {
-        let list: Vec<String> = a.generator_bound.iter().map(|s| (s + 1).to_string()).collect();
+        let list: Vec<String> = a
+            .generator_bound
+            .iter()
+            .map(|s| (s + 1).to_string())
+            .collect();
         card(
             &mut o,
             "warn",
             "Generator",
-            &format!("{} step{} suspect", list.len(), if list.len() == 1 { "" } else { "s" }),
-            &format!("generator-bound: step {}; those figures are about overload, not the server", list.join(", ")),
+            &format!(
+                "{} step{} suspect",
+                list.len(),
+                if list.len() == 1 { "" } else { "s" }
+            ),
+            &format!(
+                "generator-bound: step {}; those figures are about overload, not the server",
+                list.join(", ")
+            ),
         );
     }
     o.push_str("</div>\n</header>\n");
@@ -313,7 +347,11 @@ fn steps_table(o: &mut String, r: &RunReport) {
         o.push_str("<p class=\"muted\">no data: no step finished</p>\n");
         return;
     }
-    let load = if r.is_open() { "offered req/s" } else { "users" };
+    let load = if r.is_open() {
+        "offered req/s"
+    } else {
+        "users"
+    };
     let _ = writeln!(
         o,
         "<div class=\"tablewrap\"><table>\n<thead><tr><th>#</th><th>{load}</th><th>throughput /s</th>\
@@ -348,7 +386,11 @@ fn steps_table(o: &mut String, r: &RunReport) {
             .iter()
             .map(|f| format!("<span class=\"flag {}\">{}</span>", esc(f), esc(f)))
             .collect();
-        let err_class = if m.error_count > 0 { " class=\"bad\"" } else { "" };
+        let err_class = if m.error_count > 0 {
+            " class=\"bad\""
+        } else {
+            ""
+        };
         let _ = writeln!(
             o,
             "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{err_class}>{}</td><td>{}</td>\
@@ -383,7 +425,10 @@ fn run_info(o: &mut String, r: &RunReport) {
         let _ = writeln!(o, "<dt>{}</dt><dd>{v}</dd>", esc(k));
     };
     row("name", esc(&i.name));
-    row("folder", format!("<code>{}</code>", esc(&r.data.dir.display().to_string())));
+    row(
+        "folder",
+        format!("<code>{}</code>", esc(&r.data.dir.display().to_string())),
+    );
     row("kind", format!("{} ({} loop)", esc(&i.kind), esc(&i.mode)));
     row(
         "command line",
@@ -401,7 +446,9 @@ fn run_info(o: &mut String, r: &RunReport) {
     row("started", esc(&fmt_unix_ms(i.started_unix_ms)));
     row(
         "finished",
-        esc(&i.finished_unix_ms.map_or("not recorded".to_string(), fmt_unix_ms)),
+        esc(&i
+            .finished_unix_ms
+            .map_or("not recorded".to_string(), fmt_unix_ms)),
     );
     row(
         "status",

@@ -76,7 +76,11 @@ pub fn log_ticks(min: f64, max: f64) -> Vec<f64> {
     let lo = min.log10().floor() as i32;
     let hi = max.log10().ceil() as i32;
     let decades = hi - lo;
-    let mults: &[f64] = if decades <= 2 { &[1.0, 2.0, 5.0] } else { &[1.0] };
+    let mults: &[f64] = if decades <= 2 {
+        &[1.0, 2.0, 5.0]
+    } else {
+        &[1.0]
+    };
     let every = if decades > 6 { 2 } else { 1 };
     let mut out = Vec::new();
     for e in lo..=hi {
@@ -348,7 +352,8 @@ pub struct Chart {
     pub height: f64,
 }
 
-const FONT: &str = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif";
+const FONT: &str =
+    "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif";
 const INK: &str = "#1f2937";
 const MUTED: &str = "#6b7280";
 const GRID: &str = "#e5e7eb";
@@ -400,7 +405,10 @@ impl Chart {
     fn has_data(&self) -> bool {
         self.series.iter().any(|s| {
             s.points.iter().any(|&(x, y)| {
-                x.is_finite() && y.is_finite() && (!self.x.log || x > 0.0) && (!self.y.log || y > 0.0)
+                x.is_finite()
+                    && y.is_finite()
+                    && (!self.x.log || x > 0.0)
+                    && (!self.y.log || y > 0.0)
             })
         })
     }
@@ -613,7 +621,10 @@ impl Chart {
         );
 
         // Series, clipped to the plot area.
-        let clip = format!("clip-{}", id.replace(|c: char| !c.is_ascii_alphanumeric(), "-"));
+        let clip = format!(
+            "clip-{}",
+            id.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+        );
         let _ = writeln!(
             o,
             "<clipPath id=\"{clip}\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath>\n<g clip-path=\"url(#{clip})\">",
@@ -634,7 +645,8 @@ impl Chart {
                 for p in &pts {
                     match p {
                         Some((x, y)) => {
-                            let _ = write!(d, "{}{x:.1},{y:.1}", if pen_down { " L" } else { " M" });
+                            let _ =
+                                write!(d, "{}{x:.1},{y:.1}", if pen_down { " L" } else { " M" });
                             pen_down = true;
                         }
                         // A point that cannot be shown breaks the line rather than bridging it.
@@ -672,7 +684,10 @@ impl Chart {
 
         // Marker lines on top, labels staggered so neighbours do not overlap.
         for (i, v) in self.vlines.iter().enumerate() {
-            if let Some(px) = sx.map(v.x).filter(|p| *p >= left - 0.5 && *p <= left + pw + 0.5) {
+            if let Some(px) = sx
+                .map(v.x)
+                .filter(|p| *p >= left - 0.5 && *p <= left + pw + 0.5)
+            {
                 let ty = top + 14.0 + 15.0 * i as f64;
                 let tw = text_w(&v.label, 11.0);
                 let (tx, anchor) = if px + 6.0 + tw > left + pw {
@@ -752,11 +767,11 @@ mod tests {
 
     #[test]
     fn log_ticks_per_decade() {
-        assert_eq!(log_ticks(1.0, 100.0), vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]);
         assert_eq!(
-            log_ticks(0.1, 1000.0),
-            vec![0.1, 1.0, 10.0, 100.0, 1000.0]
+            log_ticks(1.0, 100.0),
+            vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
         );
+        assert_eq!(log_ticks(0.1, 1000.0), vec![0.1, 1.0, 10.0, 100.0, 1000.0]);
         assert_eq!(log_ticks(1.0, 1e8).len(), 5, "{:?}", log_ticks(1.0, 1e8));
         assert!(log_ticks(0.0, 10.0).is_empty());
         assert!(log_ticks(-1.0, 10.0).is_empty());
@@ -764,13 +779,29 @@ mod tests {
 
     #[test]
     fn domains_are_nice_and_never_empty() {
-        assert_eq!(domain(&[12.0, 470.0], false, true, true), Some((0.0, 500.0)));
-        assert_eq!(domain(&[0.0, 500.0], false, true, true), Some((0.0, 600.0)), "headroom");
-        assert_eq!(domain(&[0.0, 500.0], false, true, false), Some((0.0, 500.0)));
+        assert_eq!(
+            domain(&[12.0, 470.0], false, true, true),
+            Some((0.0, 500.0))
+        );
+        assert_eq!(
+            domain(&[0.0, 500.0], false, true, true),
+            Some((0.0, 600.0)),
+            "headroom"
+        );
+        assert_eq!(
+            domain(&[0.0, 500.0], false, true, false),
+            Some((0.0, 500.0))
+        );
         assert_eq!(domain(&[3.0, 7.0], true, false, false), Some((2.0, 10.0)));
-        assert_eq!(domain(&[0.2, 1500.0], true, false, false), Some((0.1, 10_000.0)));
+        assert_eq!(
+            domain(&[0.2, 1500.0], true, false, false),
+            Some((0.1, 10_000.0))
+        );
         // Non-positive values are dropped on a log axis; one value gets a span around it.
-        assert_eq!(domain(&[0.0, -1.0, 40.0], true, false, false), Some((10.0, 200.0)));
+        assert_eq!(
+            domain(&[0.0, -1.0, 40.0], true, false, false),
+            Some((10.0, 200.0))
+        );
         let (lo, hi) = domain(&[5.0, 5.0], false, false, true).unwrap();
         assert!(lo < 5.0 && hi > 5.0);
         let (lo, hi) = domain(&[0.0], false, true, true).unwrap();
@@ -821,7 +852,13 @@ mod tests {
         c.add(Series::new(
             "a",
             "#123456",
-            vec![(0.0, 1.0), (1.0, f64::NAN), (2.0, 0.0), (3.0, 10.0), (4.0, 20.0)],
+            vec![
+                (0.0, 1.0),
+                (1.0, f64::NAN),
+                (2.0, 0.0),
+                (3.0, 10.0),
+                (4.0, 20.0),
+            ],
         ));
         c.vline(2.0, "sat", "#ff0000");
         let svg = c.to_svg("t1");
@@ -829,7 +866,11 @@ mod tests {
         assert!(svg.contains("T &lt;&amp;&gt;"));
         assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
         // The NaN and the zero (log axis) break the line: two sub-paths.
-        assert_eq!(svg.matches(" M").count() + svg.matches("d=\"M").count(), 2, "{svg}");
+        assert_eq!(
+            svg.matches(" M").count() + svg.matches("d=\"M").count(),
+            2,
+            "{svg}"
+        );
         assert!(svg.contains(">sat</text>"));
 
         let mut e = Chart::new("empty", Axis::linear("x"), Axis::linear("y"));
