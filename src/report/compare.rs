@@ -178,7 +178,7 @@ fn latency_rows(runs: &[RunReport], names: &[String], loads: &[f64]) -> Vec<Vec<
     let mut head = vec!["load".to_string()];
     for n in names {
         head.push(format!("{n} p50"));
-        head.push("p99".to_string());
+        head.push(format!("{n} p99"));
     }
     let mut rows = vec![head];
     for &l in loads {
