@@ -3,9 +3,11 @@
 use clap::{Parser, Subcommand};
 
 pub mod capacity;
+pub mod compare;
 pub mod demo;
 pub mod lab;
 pub mod load_args;
+pub mod report;
 pub mod report_hook;
 pub mod results;
 pub mod run;
@@ -38,6 +40,10 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Bring up the studies' real web stacks (nginx, Apache, PHP-FPM, MariaDB) on loopback.
     Lab(lab::LabArgs),
+    /// Regenerate a results folder's report: HTML with charts, CSV, JSON or gnuplot.
+    Report(report::ReportArgs),
+    /// Overlay several runs' curves in one HTML page and compare them in a table.
+    Compare(compare::CompareArgs),
 }
 
 /// Parses the command line, runs it, and returns the process exit code.
@@ -58,6 +64,8 @@ pub fn main() -> i32 {
         Command::Target(a) => target::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Lab(a) => lab::run(a),
+        Command::Report(a) => report::run(a),
+        Command::Compare(a) => compare::run(a),
     };
     match result {
         Ok(code) => code,

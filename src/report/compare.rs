@@ -1,0 +1,468 @@
+//! `overload compare`: several runs' curves overlaid in one HTML page (throughput and
+//! response time against load, S5's chart of response time per configuration) and a terminal
+//! table of capacity, saturation, peak throughput and latency at the load levels all runs
+//! share, with ratios to the first run.
+use super::charts::{ideal_line, load_axis, PALETTE};
+use super::folder::{fmt_num, RunReport};
+use super::html;
+use super::svg::{esc, Axis, Chart, Line, Series};
+use crate::store::StepRecord;
+use crate::units::fmt_ms;
+use crate::Error;
+use std::fmt::Write;
+
+/// Runs to compare must all be open loop or all closed loop: their x axes differ.
+pub fn check_modes(runs: &[RunReport], names: &[String]) -> crate::Result<()> {
+    if let Some(first) = runs.first() {
+        if let Some((i, other)) = runs
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.is_open() != first.is_open())
+        {
+            return Err(Error::usage(format!(
+                "cannot compare an {} loop run ('{}') with a {} loop run ('{}'): their loads are not the same unit",
+                first.data.info.mode, names[0], other.data.info.mode, names[i]
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The runs' display names: `--names`, else each run's name, made unique.
+pub fn names(runs: &[RunReport], given: Option<&[String]>) -> crate::Result<Vec<String>> {
+    if let Some(g) = given {
+        if g.len() != runs.len() {
+            return Err(Error::usage(format!(
+                "--names has {} name{} for {} runs",
+                g.len(),
+                if g.len() == 1 { "" } else { "s" },
+                runs.len()
+            )));
+        }
+        return Ok(g.iter().map(|s| s.trim().to_string()).collect());
+    }
+    let mut out: Vec<String> = Vec::new();
+    for r in runs {
+        let base = r.name();
+        let mut n = base.clone();
+        let mut k = 2;
+        while out.contains(&n) {
+            n = format!("{base} ({k})");
+            k += 1;
+        }
+        out.push(n);
+    }
+    Ok(out)
+}
+
+fn same(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// Load levels every run measured, in order.
+pub fn common_loads(runs: &[RunReport]) -> Vec<f64> {
+    let Some(first) = runs.first() else {
+        return Vec::new();
+    };
+    let mut out: Vec<f64> = first
+        .steps
+        .iter()
+        .map(|s| s.offered)
+        .filter(|&o| {
+            runs[1..]
+                .iter()
+                .all(|r| r.steps.iter().any(|s| same(s.offered, o)))
+        })
+        .collect();
+    out.sort_by(f64::total_cmp);
+    out.dedup_by(|a, b| same(*a, *b));
+    out
+}
+
+fn step_at(r: &RunReport, load: f64) -> Option<&StepRecord> {
+    r.steps.iter().find(|s| same(s.offered, load))
+}
+
+/// `value (1.25×)` against the first run's value.
+fn with_ratio(text: String, v: Option<f64>, base: Option<f64>, first: bool) -> String {
+    match (v, base) {
+        (Some(v), Some(b)) if !first && b > 0.0 && v.is_finite() && b.is_finite() => {
+            format!("{text} ({:.2}×)", v / b)
+        }
+        _ => text,
+    }
+}
+
+/// Rows of cells aligned in columns (first column left, others left too: they hold units).
+fn align(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let w: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut o = String::new();
+    for r in rows {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, s)| format!("{s}{}", " ".repeat(w[i] - s.chars().count())))
+            .collect();
+        let _ = writeln!(o, "{}", line.join("  ").trim_end());
+    }
+    o
+}
+
+fn latency_ok(s: &StepRecord) -> bool {
+    s.summary.responses > 0
+}
+
+/// The summary rows: run, status, saturation, capacity, peak throughput.
+fn summary_rows(runs: &[RunReport], names: &[String]) -> Vec<Vec<String>> {
+    let base = &runs[0];
+    let mut rows = vec![vec![
+        "run".to_string(),
+        "steps".to_string(),
+        "saturation".to_string(),
+        "capacity".to_string(),
+        "peak throughput".to_string(),
+    ]];
+    for (i, (r, n)) in runs.iter().zip(names).enumerate() {
+        let a = &r.analysis;
+        let sat = a.saturation.as_ref().map(|s| s.offered);
+        let bsat = base.analysis.saturation.as_ref().map(|s| s.offered);
+        rows.push(vec![
+            if r.complete() {
+                n.clone()
+            } else {
+                format!("{n} (incomplete)")
+            },
+            r.steps.len().to_string(),
+            with_ratio(
+                sat.map_or("none".to_string(), |v| r.load_text(v)),
+                sat,
+                bsat,
+                i == 0,
+            ),
+            with_ratio(
+                a.capacity.map_or(
+                    if r.data.info.slo.is_some() {
+                        "none"
+                    } else {
+                        "no SLO"
+                    }
+                    .to_string(),
+                    |v| r.load_text(v),
+                ),
+                a.capacity,
+                base.analysis.capacity,
+                i == 0,
+            ),
+            with_ratio(
+                format!("{}/s", fmt_num(a.peak_throughput)),
+                Some(a.peak_throughput),
+                Some(base.analysis.peak_throughput),
+                i == 0,
+            ),
+        ]);
+    }
+    rows
+}
+
+/// Latency rows at the common load levels: load, then p50 and p99 of each run.
+fn latency_rows(runs: &[RunReport], names: &[String], loads: &[f64]) -> Vec<Vec<String>> {
+    let mut head = vec!["load".to_string()];
+    for n in names {
+        head.push(format!("{n} p50"));
+        head.push(format!("{n} p99"));
+    }
+    let mut rows = vec![head];
+    for &l in loads {
+        let mut row = vec![runs[0].load_text(l)];
+        let base = step_at(&runs[0], l).filter(|s| latency_ok(s));
+        for (i, r) in runs.iter().enumerate() {
+            match step_at(r, l).filter(|s| latency_ok(s)) {
+                Some(s) => {
+                    let rt = &s.summary.response_time_ms;
+                    let b = base.map(|b| b.summary.response_time_ms);
+                    row.push(with_ratio(
+                        fmt_ms(rt.p50),
+                        Some(rt.p50),
+                        b.map(|b| b.p50),
+                        i == 0,
+                    ));
+                    row.push(with_ratio(
+                        fmt_ms(rt.p99),
+                        Some(rt.p99),
+                        b.map(|b| b.p99),
+                        i == 0,
+                    ));
+                }
+                None => {
+                    row.push("–".to_string());
+                    row.push("–".to_string());
+                }
+            }
+        }
+        rows.push(row);
+    }
+    rows
+}
+
+/// The terminal table.
+pub fn table(runs: &[RunReport], names: &[String]) -> String {
+    if runs.is_empty() {
+        return String::new();
+    }
+    let mut o = align(&summary_rows(runs, names));
+    let loads = common_loads(runs);
+    o.push('\n');
+    if loads.is_empty() {
+        o.push_str("no load level is common to all runs: no latency comparison\n");
+    } else {
+        let _ = writeln!(
+            o,
+            "response time at the load levels all runs measured (ratios to {}):",
+            names[0]
+        );
+        o.push_str(&align(&latency_rows(runs, names, &loads)));
+    }
+    o
+}
+
+fn html_table(o: &mut String, rows: &[Vec<String>]) {
+    o.push_str("<div class=\"tablewrap fit\"><table>\n<thead><tr>");
+    for (i, h) in rows[0].iter().enumerate() {
+        let _ = write!(
+            o,
+            "<th{}>{}</th>",
+            if i == 0 { " class=\"l\"" } else { "" },
+            esc(h)
+        );
+    }
+    o.push_str("</tr></thead>\n<tbody>\n");
+    for r in &rows[1..] {
+        o.push_str("<tr>");
+        for (i, c) in r.iter().enumerate() {
+            let _ = write!(
+                o,
+                "<td{}>{}</td>",
+                if i == 0 { " class=\"l\"" } else { "" },
+                esc(c)
+            );
+        }
+        o.push_str("</tr>\n");
+    }
+    o.push_str("</tbody></table></div>\n");
+}
+
+/// The overlay charts: one colour per run.
+pub fn compare_charts(runs: &[RunReport], names: &[String]) -> Vec<Chart> {
+    let open = runs.first().is_none_or(RunReport::is_open);
+    let all: Vec<f64> = runs
+        .iter()
+        .flat_map(|r| r.steps.iter().map(|s| s.offered))
+        .collect();
+    let x = || load_axis(open, &all);
+    let color = |i: usize| PALETTE[i % PALETTE.len()];
+    let pts = |r: &RunReport, f: &dyn Fn(&StepRecord) -> f64| -> Vec<(f64, f64)> {
+        r.steps.iter().map(|s| (s.offered, f(s))).collect()
+    };
+    let lat = |s: &StepRecord, v: f64| if latency_ok(s) { v } else { f64::NAN };
+
+    let mut thr = Chart::new(
+        if open {
+            "Throughput vs offered load"
+        } else {
+            "Throughput vs users"
+        },
+        x(),
+        Axis::linear("responses/s"),
+    );
+    if open && !all.is_empty() {
+        thr.add(ideal_line(&all));
+    }
+    let mut p = Chart::new(
+        "Response time p50 (dashed) and p99 vs load",
+        x(),
+        Axis::log("response time (ms, log scale)"),
+    );
+    let mut mean = Chart::new(
+        "Mean response time vs load",
+        x(),
+        Axis::log("response time (ms, log scale)"),
+    );
+    let mut err = Chart::new(
+        "Failed requests vs load",
+        x(),
+        Axis::linear("% of requests (errors and 4xx/5xx)"),
+    );
+    for (i, (r, n)) in runs.iter().zip(names).enumerate() {
+        thr.add(Series::new(
+            n.clone(),
+            color(i),
+            pts(r, &|s| s.summary.throughput),
+        ));
+        if let Some(s) = &r.analysis.saturation {
+            thr.vline(s.offered, format!("{n}: saturation"), color(i));
+        }
+        p.add(Series::new(
+            format!("{n} p99"),
+            color(i),
+            pts(r, &|s| lat(s, s.summary.response_time_ms.p99)),
+        ));
+        p.add(
+            Series::new(
+                format!("{n} p50"),
+                color(i),
+                pts(r, &|s| lat(s, s.summary.response_time_ms.p50)),
+            )
+            .line(Line::Dashed)
+            .width(1.5),
+        );
+        mean.add(Series::new(
+            n.clone(),
+            color(i),
+            pts(r, &|s| lat(s, s.summary.response_time_ms.mean)),
+        ));
+        err.add(Series::new(
+            n.clone(),
+            color(i),
+            pts(r, &|s| {
+                let sum = &s.summary;
+                let non_ok = sum.responses.saturating_sub(sum.ok_count());
+                if sum.requests > 0 {
+                    (sum.error_count + non_ok) as f64 * 100.0 / sum.requests as f64
+                } else {
+                    f64::NAN
+                }
+            }),
+        ));
+    }
+    vec![thr, p, mean, err]
+}
+
+/// The HTML page.
+pub fn html(runs: &[RunReport], names: &[String]) -> String {
+    let title = format!("overload compare: {}", names.join(" vs "));
+    let mut o = html::page_start(&title);
+    let _ = writeln!(
+        o,
+        "<header>\n<h1>{}</h1>\n<p class=\"sub\">{} runs · {} loop · ratios are to the first run, {}</p>",
+        esc(&names.join(" vs ")),
+        runs.len(),
+        esc(runs.first().map_or("open", |r| r.data.info.mode.as_str())),
+        esc(names.first().map_or("", String::as_str))
+    );
+    let incomplete: Vec<&String> = runs
+        .iter()
+        .zip(names)
+        .filter(|(r, _)| !r.complete())
+        .map(|(_, n)| n)
+        .collect();
+    if !incomplete.is_empty() {
+        let _ = writeln!(
+            o,
+            "<div class=\"banner incomplete\"><strong>Incomplete runs</strong> — {} did not finish; their curves stop where they stopped.</div>",
+            esc(&incomplete.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))
+        );
+    }
+    o.push_str("</header>\n");
+    if !runs.is_empty() {
+        o.push_str("<h2>Runs</h2>\n");
+        html_table(&mut o, &summary_rows(runs, names));
+    }
+    o.push_str("<h2>Charts</h2>\n");
+    o.push_str(&html::chart_grid(&compare_charts(runs, names), "k"));
+    let loads = common_loads(runs);
+    o.push_str("<h2>Response time at common load levels</h2>\n");
+    if loads.is_empty() {
+        o.push_str("<p class=\"muted\">no load level is common to all runs</p>\n");
+    } else {
+        html_table(&mut o, &latency_rows(runs, names, &loads));
+    }
+    o.push_str("<h2>Folders</h2>\n<dl class=\"info\">\n");
+    for (r, n) in runs.iter().zip(names) {
+        let _ = writeln!(
+            o,
+            "<dt>{}</dt><dd><code>{}</code><br/><code>{}</code> · started {}</dd>",
+            esc(n),
+            esc(&r.data.dir.display().to_string()),
+            esc(&super::folder::shell_join(&r.data.info.command_line)),
+            esc(&super::folder::fmt_unix_ms(r.data.info.started_unix_ms))
+        );
+    }
+    o.push_str("</dl>\n");
+    o.push_str(&html::page_end(&format!(
+        "Generated by overload {}",
+        env!("CARGO_PKG_VERSION")
+    )));
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::folder::testdata;
+    use super::*;
+    use crate::store::RunData;
+
+    fn run(name: &str, mode: &str, steps: Vec<StepRecord>) -> RunReport {
+        RunReport::from_data(RunData {
+            dir: format!("/tmp/{name}").into(),
+            info: testdata::info(name, mode, Some("p99<100ms")),
+            steps,
+            series: vec![],
+            skipped: vec![],
+        })
+    }
+
+    fn faster() -> Vec<StepRecord> {
+        let mut s = testdata::open_sweep();
+        for st in &mut s {
+            st.summary.response_time_ms.p50 /= 2.0;
+            st.summary.response_time_ms.p99 /= 2.0;
+        }
+        s.pop();
+        s
+    }
+
+    #[test]
+    fn table_has_ratios_and_common_levels() {
+        let runs = vec![
+            run("prefork", "open", testdata::open_sweep()),
+            run("fpm", "open", faster()),
+        ];
+        let names = names(&runs, None).unwrap();
+        check_modes(&runs, &names).unwrap();
+        assert_eq!(common_loads(&runs), vec![100.0, 200.0, 300.0, 400.0]);
+        let t = table(&runs, &names);
+        assert!(t.contains("prefork") && t.contains("fpm"), "{t}");
+        assert!(t.contains("(0.50×)"), "{t}");
+        assert!(t.contains("(1.00×)"), "same saturation: {t}");
+        let html = html(&runs, &names);
+        assert_eq!(html.matches("<svg").count(), 4);
+        assert!(html.contains(">fpm p99</text>"));
+    }
+
+    #[test]
+    fn mixed_modes_and_bad_names_are_usage_errors() {
+        let runs = vec![
+            run("a", "open", vec![]),
+            run("b", "closed", testdata::closed_sweep()),
+        ];
+        let n = names(&runs, None).unwrap();
+        let e = check_modes(&runs, &n).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(!e.to_string().contains('\n'));
+        assert!(names(&runs, Some(&["x".to_string()])).is_err());
+        let same = vec![run("a", "open", vec![]), run("a", "open", vec![])];
+        assert_eq!(names(&same, None).unwrap(), ["a", "a (2)"]);
+        // Empty runs: no panic, a note instead of a latency table.
+        assert!(table(&same, &["a".into(), "b".into()]).contains("no load level"));
+        assert!(html(&same, &["a".into(), "b".into()]).contains("no data"));
+    }
+}

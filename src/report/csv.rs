@@ -1,0 +1,174 @@
+//! `report --format csv`: one row per step, for spreadsheets. Columns are documented in
+//! docs/report.md; error kinds follow [`ErrorKind::ALL`] so the layout never depends on data.
+use super::charts::is_ok_status;
+use super::folder::RunReport;
+use crate::metrics::ErrorKind;
+use std::fmt::Write;
+
+/// Quotes a field when it holds a separator, a quote or a line break (RFC 4180).
+pub fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// A number as CSV: empty for NaN/infinite (spreadsheets read that as missing).
+fn num(v: f64) -> String {
+    if v.is_finite() {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        String::new()
+    }
+}
+
+pub fn header() -> Vec<String> {
+    let mut h: Vec<String> = [
+        "step",
+        "offered",
+        "start_s",
+        "end_s",
+        "duration_s",
+        "requests",
+        "responses",
+        "throughput",
+        "goodput",
+        "error_count",
+        "error_ratio",
+        "non_2xx_3xx",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    h.extend(
+        ErrorKind::ALL
+            .iter()
+            .map(|k| format!("err_{}", k.name().replace('-', "_"))),
+    );
+    h.extend(
+        [
+            "rt_mean_ms",
+            "rt_p50_ms",
+            "rt_p90_ms",
+            "rt_p99_ms",
+            "rt_p999_ms",
+            "rt_max_ms",
+            "service_p50_ms",
+            "service_p99_ms",
+            "send_lag_p50_ms",
+            "send_lag_p99_ms",
+            "send_lag_max_ms",
+            "connect_mean_ms",
+            "connections_opened",
+            "bytes_in_per_s",
+            "gen_cpu_pct",
+            "gen_threads",
+            "gen_pool_waits",
+            "slo_ok",
+            "flags",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    h
+}
+
+pub fn render(r: &RunReport) -> String {
+    let mut o = header().join(",");
+    o.push('\n');
+    for s in &r.steps {
+        let m = &s.summary;
+        let non_ok: u64 = m
+            .statuses
+            .iter()
+            .filter(|(c, _)| !is_ok_status(c))
+            .map(|(_, n)| n)
+            .sum();
+        let mut row: Vec<String> = vec![
+            (s.step + 1).to_string(),
+            num(s.offered),
+            num(s.start_s),
+            num(s.end_s),
+            num(m.duration_s),
+            m.requests.to_string(),
+            m.responses.to_string(),
+            num(m.throughput),
+            num(m.goodput),
+            m.error_count.to_string(),
+            num(m.error_ratio),
+            non_ok.to_string(),
+        ];
+        row.extend(ErrorKind::ALL.iter().map(|k| m.errors_of(*k).to_string()));
+        let (rt, sv, sl) = (&m.response_time_ms, &m.service_time_ms, &m.send_lag_ms);
+        row.extend([
+            num(rt.mean),
+            num(rt.p50),
+            num(rt.p90),
+            num(rt.p99),
+            num(rt.p999),
+            num(rt.max),
+            num(sv.p50),
+            num(sv.p99),
+            num(sl.p50),
+            num(sl.p99),
+            num(sl.max),
+            num(m.connect_time_ms.mean),
+            m.connections_opened.to_string(),
+            num(m.bytes_in_per_s),
+            num(s.generator.cpu_pct),
+            s.generator.threads.to_string(),
+            s.generator.pool_waits.to_string(),
+            s.slo_ok.map_or(String::new(), |b| b.to_string()),
+            s.flags.join(";"),
+        ]);
+        let _ = writeln!(
+            o,
+            "{}",
+            row.iter().map(|f| field(f)).collect::<Vec<_>>().join(",")
+        );
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::folder::testdata;
+    use super::*;
+    use crate::store::RunData;
+
+    #[test]
+    fn one_row_per_step_with_fixed_columns() {
+        let mut steps = testdata::open_sweep();
+        steps[0].flags = vec!["a".into(), "b,c".into()];
+        steps[1].summary.throughput = f64::NAN;
+        let r = RunReport::from_data(RunData {
+            dir: "/tmp/x".into(),
+            info: testdata::info("t", "open", None),
+            steps,
+            series: vec![],
+            skipped: vec![],
+        });
+        let csv = render(&r);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 6);
+        let cols = header().len();
+        assert!(lines[0].starts_with("step,offered,"));
+        assert!(lines[0].contains("err_connect_refused"));
+        assert!(lines[1].ends_with("\"a;b,c\""), "{}", lines[1]);
+        assert_eq!(lines[2].split(',').count(), cols);
+        assert!(
+            lines[2].starts_with("2,200,12,24,10,1990,1990,,"),
+            "{}",
+            lines[2]
+        );
+        // Step 4: 30 timeouts, 20 503s.
+        let row4: Vec<&str> = lines[4].split(',').collect();
+        let h = header();
+        let at = |name: &str| row4[h.iter().position(|c| c == name).unwrap()];
+        assert_eq!(at("err_timeout"), "30");
+        assert_eq!(at("non_2xx_3xx"), "20");
+        assert_eq!(field("x\"y"), "\"x\"\"y\"");
+    }
+}

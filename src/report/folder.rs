@@ -1,0 +1,419 @@
+//! A results folder read back and re-analysed: what every report format is written from.
+use crate::analysis::{self, Analysis};
+use crate::store::{self, RunData, StepRecord};
+use crate::Error;
+use std::path::{Path, PathBuf};
+
+/// A results folder and its analysis, recomputed from the steps (never trusted from disk, so
+/// a report of an interrupted run says the same as one of a finished run would have).
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    pub data: RunData,
+    /// The steps in order of load (a capacity search probes out of order).
+    pub steps: Vec<StepRecord>,
+    pub analysis: Analysis,
+    /// What the reader must know about this report: lines skipped, an SLO that did not parse.
+    pub notes: Vec<String>,
+}
+
+/// The export formats of `overload report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Html,
+    Csv,
+    Json,
+    Gnuplot,
+}
+
+impl RunReport {
+    /// Reads DIR and analyses it; a missing or foreign folder is a usage error.
+    pub fn load(dir: &Path) -> crate::Result<RunReport> {
+        Ok(RunReport::from_data(store::load(dir)?))
+    }
+
+    pub fn from_data(data: RunData) -> RunReport {
+        let mut notes: Vec<String> = data.skipped.clone();
+        let slo = match data.info.slo.as_deref() {
+            Some(text) => match analysis::slo::parse(text) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    notes.push(format!(
+                        "the run's SLO '{text}' does not parse ({e}); analysed without it"
+                    ));
+                    None
+                }
+            },
+            None => None,
+        };
+        let mut steps = data.steps.clone();
+        if steps.windows(2).any(|w| w[1].offered < w[0].offered) {
+            // Stable: probes at the same load keep their order.
+            steps.sort_by(|a, b| a.offered.total_cmp(&b.offered));
+            notes.push("steps were re-ordered by load for the analysis and charts".to_string());
+        }
+        let analysis = analysis::analyze(&data.info.mode, &steps, slo.as_ref());
+        RunReport {
+            data,
+            steps,
+            analysis,
+            notes,
+        }
+    }
+
+    /// The run's name: run.json's, else the folder's.
+    pub fn name(&self) -> String {
+        let n = self.data.info.name.trim();
+        if !n.is_empty() {
+            return n.to_string();
+        }
+        self.data
+            .dir
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "run".to_string())
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.data.info.mode != "closed"
+    }
+
+    pub fn complete(&self) -> bool {
+        self.data.complete()
+    }
+
+    /// The unit of the load levels.
+    pub fn unit(&self) -> &'static str {
+        if self.is_open() {
+            "req/s"
+        } else {
+            "users"
+        }
+    }
+
+    /// A load level with its unit: "400 req/s", "8 users".
+    pub fn load_text(&self, v: f64) -> String {
+        format!("{} {}", fmt_num(v), self.unit())
+    }
+}
+
+/// A number without needless decimals: 400, 12.5, 0.25.
+pub fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        "n/a".to_string()
+    } else if v == v.round() || v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// Where a format goes by default, inside the results folder.
+pub fn default_path(dir: &Path, format: Format) -> PathBuf {
+    dir.join(match format {
+        Format::Html => "report.html",
+        Format::Csv => "steps.csv",
+        Format::Json => "report.json",
+        Format::Gnuplot => "steps.dat",
+    })
+}
+
+/// Writes the report in `format` to `out` (or its default place) and returns the paths
+/// written. Gnuplot writes two files: the data and, beside it, the script (`.gp`).
+pub fn write(r: &RunReport, format: Format, out: Option<&Path>) -> crate::Result<Vec<PathBuf>> {
+    let path = out
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| default_path(&r.data.dir, format));
+    check_parent(&path)?;
+    match format {
+        Format::Html => {
+            write_file(&path, &super::html::render(r))?;
+            Ok(vec![path])
+        }
+        Format::Csv => {
+            write_file(&path, &super::csv::render(r))?;
+            Ok(vec![path])
+        }
+        Format::Json => {
+            write_file(&path, &super::jsonfmt::render(r)?)?;
+            Ok(vec![path])
+        }
+        Format::Gnuplot => {
+            // --out names the data file; a .gp path names the script instead.
+            let (dat, gp) = if path.extension().is_some_and(|e| e == "gp") {
+                (path.with_extension("dat"), path)
+            } else {
+                (path.clone(), path.with_extension("gp"))
+            };
+            let dat_name = dat
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "steps.dat".to_string());
+            write_file(&dat, &super::gnuplot::data(r))?;
+            write_file(&gp, &super::gnuplot::script(r, &dat_name))?;
+            Ok(vec![dat, gp])
+        }
+    }
+}
+
+/// An output whose folder does not exist is the user's mistake, said before any work.
+pub fn check_parent(p: &Path) -> crate::Result<()> {
+    let dir = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(Error::usage(format!(
+            "--out {}: directory '{}' does not exist",
+            p.display(),
+            dir.display()
+        )));
+    }
+    if p.is_dir() {
+        return Err(Error::usage(format!(
+            "--out {}: is a directory; give a file name",
+            p.display()
+        )));
+    }
+    Ok(())
+}
+
+pub fn write_file(p: &Path, text: &str) -> crate::Result<()> {
+    std::fs::write(p, text)
+        .map_err(|e| Error::runtime(format!("cannot write '{}': {e}", p.display())))
+}
+
+/// Formats Unix milliseconds as `YYYY-MM-DD HH:MM:SS UTC` (no time-zone database needed).
+pub fn fmt_unix_ms(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// A command line as one could paste it into a shell.
+pub fn shell_join(args: &[String]) -> String {
+    args.iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c));
+            if plain {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Shared test data: results folders' contents built from synthetic steps.
+#[doc(hidden)]
+pub mod testdata {
+    use crate::metrics::{LatencyStats, Summary};
+    use crate::store::{GeneratorStats, HostInfo, RunInfo, SeriesPoint, StepRecord};
+    use std::collections::BTreeMap;
+
+    /// run.json of a synthetic sweep.
+    pub fn info(name: &str, mode: &str, slo: Option<&str>) -> RunInfo {
+        RunInfo {
+            format_version: crate::store::FORMAT_VERSION,
+            overload_version: env!("CARGO_PKG_VERSION").to_string(),
+            name: name.to_string(),
+            kind: "sweep".to_string(),
+            command_line: vec![
+                "overload".into(),
+                "sweep".into(),
+                "--rate".into(),
+                "100..500/100".into(),
+                "http://127.0.0.1:8080/".into(),
+            ],
+            mode: mode.to_string(),
+            urls: vec!["GET http://127.0.0.1:8080/".to_string()],
+            config: serde_json::json!({"step_duration_s": 10}),
+            host: HostInfo {
+                hostname: "gen1".into(),
+                cores: 2,
+                kernel: "6.1.0".into(),
+                fd_limit_soft: 1024,
+                fd_limit_hard: 65536,
+                sysctls: BTreeMap::from([("net.core.somaxconn".into(), "4096".into())]),
+            },
+            started_unix_ms: 1_700_000_000_000,
+            finished_unix_ms: Some(1_700_000_060_000),
+            complete: true,
+            stop_reason: Some("all steps done".into()),
+            slo: slo.map(str::to_string),
+        }
+    }
+
+    /// A step at `offered` answering `throughput`/s with response time growing from `rt_ms`
+    /// (p99 = 3×, max = 5×), `errors` timeouts and `e503` 503 answers, 10 s long.
+    pub fn step(
+        i: usize,
+        mode: &str,
+        offered: f64,
+        throughput: f64,
+        rt_ms: f64,
+        errors: u64,
+        e503: u64,
+    ) -> StepRecord {
+        let lat = |m: f64| LatencyStats {
+            mean: m * 1.1,
+            p50: m,
+            p90: m * 2.0,
+            p99: m * 3.0,
+            p999: m * 4.0,
+            max: m * 5.0,
+            count: (throughput * 10.0) as u64,
+        };
+        let responses = (throughput * 10.0) as u64;
+        let mut statuses = BTreeMap::new();
+        statuses.insert("200".to_string(), responses.saturating_sub(e503));
+        if e503 > 0 {
+            statuses.insert("503".to_string(), e503);
+        }
+        let mut errs = BTreeMap::new();
+        if errors > 0 {
+            errs.insert("timeout".to_string(), errors);
+        }
+        let open = mode == "open";
+        let summary = Summary {
+            mode: mode.to_string(),
+            offered_rate: open.then_some(offered),
+            users: (!open).then_some(offered as u64),
+            throughput,
+            goodput: (responses.saturating_sub(e503)) as f64 / 10.0,
+            requests: responses + errors,
+            responses,
+            unsent: 0,
+            duration_s: 10.0,
+            connections_opened: 10,
+            errors: errs,
+            error_count: errors,
+            error_ratio: errors as f64 / (responses + errors).max(1) as f64,
+            statuses,
+            bytes_in: responses * 1000,
+            bytes_out: responses * 100,
+            bytes_in_per_s: throughput * 1000.0,
+            response_time_ms: lat(rt_ms),
+            service_time_ms: lat(rt_ms * 0.9),
+            send_lag_ms: LatencyStats {
+                p99: 0.2,
+                ..LatencyStats::default()
+            },
+            connect_time_ms: LatencyStats {
+                mean: 0.3,
+                ..LatencyStats::default()
+            },
+        };
+        let start_s = i as f64 * 12.0;
+        StepRecord {
+            step: i,
+            offered,
+            start_unix_ms: 1_700_000_000_000 + (start_s * 1000.0) as u64,
+            end_unix_ms: 1_700_000_000_000 + ((start_s + 12.0) * 1000.0) as u64,
+            start_s,
+            end_s: start_s + 12.0,
+            think_ms: 0.0,
+            summary,
+            generator: GeneratorStats {
+                cpu_pct: 12.0,
+                cpu_us_per_response: 20.0,
+                threads: 2,
+                pool_waits: 0,
+            },
+            response_time_hist: "HISTFAKE".to_string(),
+            flags: vec![],
+            slo_ok: None,
+        }
+    }
+
+    /// The seconds of a step: 2 s warm-up then 10 s around its throughput (±5%).
+    pub fn series(s: &StepRecord) -> Vec<SeriesPoint> {
+        (0..12)
+            .map(|k| {
+                let x = s.summary.throughput * (1.0 + 0.05 * ((k % 3) as f64 - 1.0));
+                SeriesPoint {
+                    t: s.start_s + k as f64,
+                    step: s.step,
+                    offered: s.offered,
+                    warmup: k < 2,
+                    responses: x as u64,
+                    ok: x as u64,
+                    errors: 0,
+                    bytes_in: 0,
+                    response_time_mean_ms: s.summary.response_time_ms.mean,
+                    response_time_max_ms: s.summary.response_time_ms.max,
+                }
+            })
+            .collect()
+    }
+
+    /// An open-loop sweep 100..500 req/s that saturates at 400 (errors and 503s past it).
+    pub fn open_sweep() -> Vec<StepRecord> {
+        [
+            (100.0, 100.0, 5.0, 0, 0),
+            (200.0, 199.0, 6.0, 0, 0),
+            (300.0, 298.0, 9.0, 0, 0),
+            (400.0, 350.0, 400.0, 30, 20),
+            (500.0, 340.0, 1500.0, 200, 150),
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, &(o, x, l, e, s))| step(i, "open", o, x, l, e, s))
+        .collect()
+    }
+
+    /// A closed-loop sweep over users: 20 ms service, 8 workers.
+    pub fn closed_sweep() -> Vec<StepRecord> {
+        [1.0f64, 2.0, 4.0, 8.0, 16.0, 32.0]
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let x = n.min(8.0) / 0.02;
+                step(i, "closed", n, x, n / x * 1000.0, 0, 0)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_and_shell_quoting() {
+        assert_eq!(fmt_unix_ms(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(fmt_unix_ms(1_700_000_000_000), "2023-11-14 22:13:20 UTC");
+        assert_eq!(fmt_unix_ms(951_782_400_000), "2000-02-29 00:00:00 UTC");
+        assert_eq!(
+            shell_join(&["a".into(), "b c".into(), "it's".into(), "".into()]),
+            "a 'b c' 'it'\\''s' ''"
+        );
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(fmt_num(400.0), "400");
+        assert_eq!(fmt_num(12.5), "12.5");
+        assert_eq!(fmt_num(f64::NAN), "n/a");
+    }
+}

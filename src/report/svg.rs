@@ -1,0 +1,887 @@
+//! Small SVG line charts for the HTML reports: linear and log scales with nice ticks,
+//! polylines with markers, legends, vertical marker lines (saturation, capacity) and shaded
+//! x-bands (steps on a timeline). Output is plain SVG text with no external references, so it
+//! can be inlined into a self-contained page.
+//!
+//! A chart is data plus styling; callers build [`Chart`]s and add [`Series`], [`VLine`]s and
+//! [`Band`]s to them. More kinds of data (server CPU, process counts…) are just more series or
+//! more charts: nothing here knows what is plotted.
+use std::fmt::Write;
+
+/// Escapes text for XML/HTML content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            // Control characters are not allowed in XML 1.0; they carry nothing readable.
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => o.push(' '),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// A "nice" tick step (1, 2 or 5 × 10^k) dividing `range` into about `target` intervals.
+pub fn nice_step(range: f64, target: usize) -> f64 {
+    if !(range.is_finite() && range > 0.0) {
+        return 1.0;
+    }
+    let raw = range / target.max(1) as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    let nice = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * mag
+}
+
+/// Ticks of a linear axis: multiples of a nice step covering [min, max].
+pub fn linear_ticks(min: f64, max: f64, target: usize) -> Vec<f64> {
+    if !(min.is_finite() && max.is_finite()) || max < min {
+        return Vec::new();
+    }
+    let step = nice_step(max - min, target);
+    let first = (min / step - 1e-9).ceil();
+    let mut out = Vec::new();
+    let mut k = first;
+    loop {
+        let v = k * step;
+        if v > max + step * 1e-9 || out.len() > 50 {
+            break;
+        }
+        // Multiples of 0.1 etc. carry float noise (0.30000000000000004); clean it up.
+        out.push(if v.abs() < step * 1e-9 { 0.0 } else { v });
+        k += 1.0;
+    }
+    out
+}
+
+/// Ticks of a log axis over [min, max] (both > 0): 1-2-5 per decade when few decades are
+/// shown, powers of ten otherwise (every other one past six decades).
+pub fn log_ticks(min: f64, max: f64) -> Vec<f64> {
+    if !(min > 0.0 && max >= min && max.is_finite()) {
+        return Vec::new();
+    }
+    let lo = min.log10().floor() as i32;
+    let hi = max.log10().ceil() as i32;
+    let decades = hi - lo;
+    let mults: &[f64] = if decades <= 2 {
+        &[1.0, 2.0, 5.0]
+    } else {
+        &[1.0]
+    };
+    let every = if decades > 6 { 2 } else { 1 };
+    let mut out = Vec::new();
+    for e in lo..=hi {
+        if (e - lo) % every != 0 {
+            continue;
+        }
+        for m in mults {
+            let v = m * 10f64.powi(e);
+            if v >= min * (1.0 - 1e-9) && v <= max * (1.0 + 1e-9) {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// Compact tick label: 0, 0.25, 15, 1.5k, 2M.
+pub fn fmt_tick(v: f64) -> String {
+    if !v.is_finite() {
+        return String::new();
+    }
+    let a = v.abs();
+    let (x, suffix) = if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let t = if x == x.round() {
+        format!("{x:.0}")
+    } else if (x * 10.0 - (x * 10.0).round()).abs() < 1e-6 {
+        format!("{x:.1}")
+    } else if (x * 100.0 - (x * 100.0).round()).abs() < 1e-6 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    };
+    format!("{t}{suffix}")
+}
+
+/// Maps data values to pixels along one axis.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scale {
+    pub log: bool,
+    /// Domain (data units).
+    pub min: f64,
+    pub max: f64,
+    /// Range (pixels); `r0` is where `min` lands (may be greater than `r1` for y axes).
+    pub r0: f64,
+    pub r1: f64,
+    /// About how many ticks a linear axis gets.
+    pub ticks: usize,
+}
+
+impl Scale {
+    /// Pixel position of `v`; None when it cannot be shown (NaN, infinite, ≤ 0 on a log axis).
+    pub fn map(&self, v: f64) -> Option<f64> {
+        if !v.is_finite() || (self.log && v <= 0.0) {
+            return None;
+        }
+        let t = if self.log {
+            (v.log10() - self.min.log10()) / (self.max.log10() - self.min.log10())
+        } else {
+            (v - self.min) / (self.max - self.min)
+        };
+        let t = if t.is_finite() { t } else { 0.5 };
+        Some(self.r0 + t * (self.r1 - self.r0))
+    }
+
+    pub fn ticks(&self) -> Vec<f64> {
+        if self.log {
+            log_ticks(self.min, self.max)
+        } else {
+            linear_ticks(self.min, self.max, self.ticks)
+        }
+    }
+}
+
+/// The domain to show for the finite values `vals`: extended to nice bounds, never empty.
+/// `zero` pulls a linear domain down (or up) to include 0; `headroom` leaves a little space
+/// above the highest value (y axes), so a curve at the maximum does not run along the frame.
+pub fn domain(vals: &[f64], log: bool, zero: bool, headroom: bool) -> Option<(f64, f64)> {
+    let vals: Vec<f64> = vals
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite() && (!log || *v > 0.0))
+        .collect();
+    if vals.is_empty() {
+        return None;
+    }
+    let mut lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
+    let mut hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if log {
+        if hi / lo < 1.0001 {
+            lo /= 3.0;
+            hi *= 3.0;
+        }
+        // Out to the neighbouring 1-2-5 values so the end ticks are labelled.
+        let down = |v: f64| {
+            let m = 10f64.powf(v.log10().floor());
+            [5.0, 2.0, 1.0]
+                .iter()
+                .map(|k| k * m)
+                .find(|c| *c <= v * (1.0 + 1e-9))
+                .unwrap_or(m)
+        };
+        let up = |v: f64| {
+            let m = 10f64.powf(v.log10().floor());
+            [1.0, 2.0, 5.0, 10.0]
+                .iter()
+                .map(|k| k * m)
+                .find(|c| *c >= v * (1.0 - 1e-9))
+                .unwrap_or(10.0 * m)
+        };
+        // Over many decades only powers of ten are labelled: end on them.
+        if hi / lo > 100.0 {
+            return Some((
+                10f64.powf(lo.log10().floor()),
+                10f64.powf(hi.log10().ceil()),
+            ));
+        }
+        return Some((down(lo), up(hi)));
+    }
+    if zero {
+        lo = lo.min(0.0);
+        hi = hi.max(0.0);
+    }
+    if hi - lo < 1e-12 {
+        let pad = if hi.abs() > 0.0 { hi.abs() * 0.1 } else { 1.0 };
+        lo -= pad;
+        hi += pad;
+        if zero && lo < 0.0 && vals.iter().all(|v| *v >= 0.0) {
+            lo = 0.0;
+        }
+    }
+    let top = if headroom && hi > 0.0 {
+        hi + (hi - lo) * 0.04
+    } else {
+        hi
+    };
+    let step = nice_step(top - lo, 6);
+    Some(((lo / step).floor() * step, (top / step).ceil() * step))
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Axis {
+    pub label: String,
+    pub log: bool,
+    /// Linear axes start at zero unless told otherwise (throughput, counts).
+    pub zero: bool,
+    /// Fixed bounds instead of the data's.
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl Axis {
+    pub fn linear(label: impl Into<String>) -> Axis {
+        Axis {
+            label: label.into(),
+            log: false,
+            zero: true,
+            min: None,
+            max: None,
+        }
+    }
+    pub fn log(label: impl Into<String>) -> Axis {
+        Axis {
+            log: true,
+            zero: false,
+            ..Axis::linear(label)
+        }
+    }
+    /// A linear axis fitted to the data rather than starting at zero (time).
+    pub fn fitted(label: impl Into<String>) -> Axis {
+        Axis {
+            zero: false,
+            ..Axis::linear(label)
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Line {
+    Solid,
+    Dashed,
+    Dotted,
+    /// Markers only.
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker {
+    None,
+    Dot,
+    /// A hollow circle, drawn larger: highlights points (e.g. generator-bound steps).
+    Ring,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub name: String,
+    /// CSS color.
+    pub color: String,
+    pub points: Vec<(f64, f64)>,
+    pub line: Line,
+    pub marker: Marker,
+    pub width: f64,
+    pub in_legend: bool,
+}
+
+impl Series {
+    /// A solid line with dots.
+    pub fn new(name: impl Into<String>, color: &str, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            name: name.into(),
+            color: color.to_string(),
+            points,
+            line: Line::Solid,
+            marker: Marker::Dot,
+            width: 2.0,
+            in_legend: true,
+        }
+    }
+    pub fn line(mut self, l: Line) -> Series {
+        self.line = l;
+        self
+    }
+    pub fn marker(mut self, m: Marker) -> Series {
+        self.marker = m;
+        self
+    }
+    pub fn width(mut self, w: f64) -> Series {
+        self.width = w;
+        self
+    }
+}
+
+/// A vertical line across the plot with a label (saturation point, capacity).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VLine {
+    pub x: f64,
+    pub label: String,
+    pub color: String,
+}
+
+/// A shaded x-range (a step on a timeline), optionally labelled at its top.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Band {
+    pub x0: f64,
+    pub x1: f64,
+    pub label: Option<String>,
+    pub fill: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    pub title: String,
+    pub x: Axis,
+    pub y: Axis,
+    pub series: Vec<Series>,
+    pub vlines: Vec<VLine>,
+    pub bands: Vec<Band>,
+    /// Drawn instead of the plot when no series has a point that can be shown.
+    pub empty_note: String,
+    pub width: f64,
+    pub height: f64,
+}
+
+const FONT: &str =
+    "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif";
+const INK: &str = "#1f2937";
+const MUTED: &str = "#6b7280";
+const GRID: &str = "#e5e7eb";
+
+/// Rough text width for layout (no font metrics available): ~0.58 em per character.
+fn text_w(s: &str, size: f64) -> f64 {
+    s.chars().count() as f64 * size * 0.58
+}
+
+fn dash(l: Line) -> &'static str {
+    match l {
+        Line::Dashed => " stroke-dasharray=\"6 4\"",
+        Line::Dotted => " stroke-dasharray=\"2 3\"",
+        _ => "",
+    }
+}
+
+impl Chart {
+    pub fn new(title: impl Into<String>, x: Axis, y: Axis) -> Chart {
+        Chart {
+            title: title.into(),
+            x,
+            y,
+            series: Vec::new(),
+            vlines: Vec::new(),
+            bands: Vec::new(),
+            empty_note: "no data".to_string(),
+            width: 640.0,
+            height: 380.0,
+        }
+    }
+    pub fn add(&mut self, s: Series) -> &mut Chart {
+        self.series.push(s);
+        self
+    }
+    pub fn vline(&mut self, x: f64, label: impl Into<String>, color: &str) -> &mut Chart {
+        self.vlines.push(VLine {
+            x,
+            label: label.into(),
+            color: color.to_string(),
+        });
+        self
+    }
+    pub fn band(&mut self, b: Band) -> &mut Chart {
+        self.bands.push(b);
+        self
+    }
+
+    fn has_data(&self) -> bool {
+        self.series.iter().any(|s| {
+            s.points.iter().any(|&(x, y)| {
+                x.is_finite()
+                    && y.is_finite()
+                    && (!self.x.log || x > 0.0)
+                    && (!self.y.log || y > 0.0)
+            })
+        })
+    }
+
+    /// Legend items laid out in rows; returns (x, row) per shown series and the row count.
+    fn legend_layout(&self, avail: f64) -> (Vec<(usize, f64, usize)>, usize) {
+        let mut out = Vec::new();
+        let (mut x, mut row) = (0.0, 0);
+        for (i, s) in self.series.iter().enumerate().filter(|(_, s)| s.in_legend) {
+            let w = 26.0 + text_w(&s.name, 12.0) + 16.0;
+            if x > 0.0 && x + w > avail {
+                x = 0.0;
+                row += 1;
+            }
+            out.push((i, x, row));
+            x += w;
+        }
+        let rows = if out.is_empty() { 0 } else { row + 1 };
+        (out, rows)
+    }
+
+    /// The chart as an `<svg>` element. `id` must be unique within the page (clip path).
+    pub fn to_svg(&self, id: &str) -> String {
+        let (w, h) = (self.width, self.height);
+        let mut o = String::new();
+        let _ = write!(
+            o,
+            "<svg class=\"chart\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" \
+             aria-label=\"{t}\" font-family=\"{FONT}\" font-size=\"12\">\n<title>{t}</title>\n",
+            t = esc(&self.title)
+        );
+        let _ = writeln!(
+            o,
+            "<text x=\"16\" y=\"24\" font-size=\"15\" font-weight=\"600\" fill=\"{INK}\">{}</text>",
+            esc(&self.title)
+        );
+        let (left, right, bottom) = (64.0, 20.0, 48.0);
+        let (items, rows) = self.legend_layout(w - left - right);
+        let legend_top = 38.0;
+        let top = legend_top + rows as f64 * 18.0 + 10.0;
+        let (pw, ph) = (w - left - right, h - top - bottom);
+        if !self.has_data() {
+            let _ = writeln!(
+                o,
+                "<rect x=\"{left}\" y=\"{top}\" width=\"{pw}\" height=\"{ph}\" fill=\"#f9fafb\" stroke=\"{GRID}\"/>\n\
+                 <text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{MUTED}\" font-size=\"14\">{}</text>\n</svg>",
+                left + pw / 2.0,
+                top + ph / 2.0,
+                esc(&self.empty_note)
+            );
+            return o;
+        }
+        // Domains from every drawable point, the marker lines and bands included.
+        let mut xs: Vec<f64> = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.0))
+            .collect();
+        xs.extend(self.vlines.iter().map(|v| v.x));
+        xs.extend(self.bands.iter().flat_map(|b| [b.x0, b.x1]));
+        let ys: Vec<f64> = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .collect();
+        let dom = |a: &Axis, v: &[f64], headroom: bool| {
+            let (mut lo, mut hi) = domain(v, a.log, a.zero, headroom).unwrap_or((1.0, 10.0));
+            if let Some(m) = a.min.filter(|m| m.is_finite() && (!a.log || *m > 0.0)) {
+                lo = m;
+            }
+            if let Some(m) = a.max.filter(|m| m.is_finite()) {
+                hi = m;
+            }
+            if hi <= lo {
+                hi = if a.log { lo * 10.0 } else { lo + 1.0 };
+            }
+            (lo, hi)
+        };
+        let (x0, x1) = dom(&self.x, &xs, false);
+        let (y0, y1) = dom(&self.y, &ys, true);
+        let sx = Scale {
+            log: self.x.log,
+            min: x0,
+            max: x1,
+            r0: left,
+            r1: left + pw,
+            // One tick per ~100 px: wide timelines get more.
+            ticks: ((pw / 100.0) as usize).clamp(4, 16),
+        };
+        let sy = Scale {
+            log: self.y.log,
+            min: y0,
+            max: y1,
+            r0: top + ph,
+            r1: top,
+            ticks: ((ph / 50.0) as usize).clamp(3, 8),
+        };
+        let clamp_x = |v: f64| sx.map(v).map(|p| p.clamp(left, left + pw));
+
+        // Legend.
+        for (i, lx, row) in &items {
+            let s = &self.series[*i];
+            let (x, y) = (left + lx, legend_top + *row as f64 * 18.0);
+            if s.line != Line::None {
+                let _ = write!(
+                    o,
+                    "<line x1=\"{x}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\" stroke=\"{}\" stroke-width=\"{}\"{}/>",
+                    x + 20.0,
+                    esc(&s.color),
+                    s.width.min(3.0),
+                    dash(s.line)
+                );
+            }
+            if s.marker != Marker::None {
+                o.push_str(&marker_svg(s.marker, &s.color, x + 10.0, y));
+            }
+            let _ = writeln!(
+                o,
+                "<text x=\"{}\" y=\"{}\" fill=\"{INK}\">{}</text>",
+                x + 26.0,
+                y + 4.0,
+                esc(&s.name)
+            );
+        }
+
+        // Bands under everything else.
+        for b in &self.bands {
+            if let (Some(a), Some(c)) = (clamp_x(b.x0), clamp_x(b.x1)) {
+                let (a, c) = (a.min(c), a.max(c));
+                let _ = writeln!(
+                    o,
+                    "<rect x=\"{a:.1}\" y=\"{top}\" width=\"{:.1}\" height=\"{ph}\" fill=\"{}\"/>",
+                    c - a,
+                    esc(&b.fill)
+                );
+                if let Some(l) = &b.label {
+                    if text_w(l, 10.0) + 4.0 < c - a {
+                        let _ = writeln!(
+                            o,
+                            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\" fill=\"{MUTED}\">{}</text>",
+                            (a + c) / 2.0,
+                            top + 12.0,
+                            esc(l)
+                        );
+                    }
+                }
+            }
+        }
+
+        // Grid and tick labels.
+        for t in sy.ticks() {
+            if let Some(py) = sy.map(t) {
+                let _ = writeln!(
+                    o,
+                    "<line x1=\"{left}\" y1=\"{py:.1}\" x2=\"{}\" y2=\"{py:.1}\" stroke=\"{GRID}\"/>\
+                     <text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\" fill=\"{MUTED}\">{}</text>",
+                    left + pw,
+                    left - 6.0,
+                    py + 4.0,
+                    fmt_tick(t)
+                );
+            }
+        }
+        let xticks = sx.ticks();
+        // Thin out x labels that would collide.
+        let label_w = xticks
+            .iter()
+            .map(|t| text_w(&fmt_tick(*t), 12.0))
+            .fold(0.0, f64::max)
+            + 8.0;
+        let mut last_px = f64::NEG_INFINITY;
+        for t in xticks {
+            if let Some(px) = sx.map(t) {
+                let _ = write!(
+                    o,
+                    "<line x1=\"{px:.1}\" y1=\"{top}\" x2=\"{px:.1}\" y2=\"{}\" stroke=\"{GRID}\"/>",
+                    top + ph
+                );
+                if px - last_px >= label_w {
+                    let _ = write!(
+                        o,
+                        "<text x=\"{px:.1}\" y=\"{}\" text-anchor=\"middle\" fill=\"{MUTED}\">{}</text>",
+                        top + ph + 16.0,
+                        fmt_tick(t)
+                    );
+                    last_px = px;
+                }
+                o.push('\n');
+            }
+        }
+        let _ = writeln!(
+            o,
+            "<line x1=\"{left}\" y1=\"{b}\" x2=\"{}\" y2=\"{b}\" stroke=\"#9ca3af\"/>\
+             <line x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{b}\" stroke=\"#9ca3af\"/>",
+            left + pw,
+            b = top + ph
+        );
+        let _ = writeln!(
+            o,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{INK}\">{}</text>",
+            left + pw / 2.0,
+            h - 10.0,
+            esc(&self.x.label)
+        );
+        let (lx, ly) = (16.0, top + ph / 2.0);
+        let _ = writeln!(
+            o,
+            "<text x=\"{lx}\" y=\"{ly}\" transform=\"rotate(-90 {lx} {ly})\" text-anchor=\"middle\" fill=\"{INK}\">{}</text>",
+            esc(&self.y.label)
+        );
+
+        // Series, clipped to the plot area.
+        let clip = format!(
+            "clip-{}",
+            id.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+        );
+        let _ = writeln!(
+            o,
+            "<clipPath id=\"{clip}\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath>\n<g clip-path=\"url(#{clip})\">",
+            left - 6.0,
+            top - 6.0,
+            pw + 12.0,
+            ph + 12.0
+        );
+        for s in &self.series {
+            let pts: Vec<Option<(f64, f64)>> = s
+                .points
+                .iter()
+                .map(|&(x, y)| Some((sx.map(x)?, sy.map(y)?)))
+                .collect();
+            if s.line != Line::None {
+                let mut d = String::new();
+                let mut pen_down = false;
+                for p in &pts {
+                    match p {
+                        Some((x, y)) => {
+                            let _ =
+                                write!(d, "{}{x:.1},{y:.1}", if pen_down { " L" } else { " M" });
+                            pen_down = true;
+                        }
+                        // A point that cannot be shown breaks the line rather than bridging it.
+                        None => pen_down = false,
+                    }
+                }
+                if !d.is_empty() {
+                    let _ = writeln!(
+                        o,
+                        "<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\" stroke-linejoin=\"round\" stroke-linecap=\"round\"{}/>",
+                        d.trim_start(),
+                        esc(&s.color),
+                        s.width,
+                        dash(s.line)
+                    );
+                }
+            }
+            if s.marker != Marker::None {
+                for (p, &(x, y)) in pts.iter().zip(&s.points) {
+                    if let Some((px, py)) = p {
+                        let m = marker_svg(s.marker, &s.color, *px, *py);
+                        // A hover tooltip with the values: no script needed.
+                        let _ = writeln!(
+                            o,
+                            "<g>{m}<title>{}: {} at {}</title></g>",
+                            esc(&s.name),
+                            fmt_val(y),
+                            fmt_val(x)
+                        );
+                    }
+                }
+            }
+        }
+        o.push_str("</g>\n");
+
+        // Marker lines on top, labels staggered so neighbours do not overlap.
+        for (i, v) in self.vlines.iter().enumerate() {
+            if let Some(px) = sx
+                .map(v.x)
+                .filter(|p| *p >= left - 0.5 && *p <= left + pw + 0.5)
+            {
+                let ty = top + 14.0 + 15.0 * i as f64;
+                let tw = text_w(&v.label, 11.0);
+                let (tx, anchor) = if px + 6.0 + tw > left + pw {
+                    (px - 5.0, "end")
+                } else {
+                    (px + 5.0, "start")
+                };
+                let _ = writeln!(
+                    o,
+                    "<line x1=\"{px:.1}\" y1=\"{top}\" x2=\"{px:.1}\" y2=\"{}\" stroke=\"{c}\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"/>\
+                     <text x=\"{tx:.1}\" y=\"{ty}\" text-anchor=\"{anchor}\" font-size=\"11\" font-weight=\"600\" fill=\"{c}\" \
+                     stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\">{}</text>",
+                    top + ph,
+                    esc(&v.label),
+                    c = esc(&v.color)
+                );
+            }
+        }
+        o.push_str("</svg>\n");
+        o
+    }
+}
+
+fn marker_svg(m: Marker, color: &str, x: f64, y: f64) -> String {
+    let c = esc(color);
+    match m {
+        Marker::Dot => format!(
+            "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3.2\" fill=\"{c}\" stroke=\"#ffffff\" stroke-width=\"1\"/>"
+        ),
+        Marker::Ring => format!(
+            "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"6.5\" fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"/>"
+        ),
+        Marker::None => String::new(),
+    }
+}
+
+/// A value for tooltips: a few significant digits.
+fn fmt_val(v: f64) -> String {
+    if !v.is_finite() {
+        "n/a".into()
+    } else if v.abs() >= 100.0 || v == v.round() {
+        format!("{v:.0}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nice_steps() {
+        assert_eq!(nice_step(10.0, 5), 2.0);
+        assert_eq!(nice_step(100.0, 6), 20.0);
+        assert_eq!(nice_step(1.0, 4), 0.5);
+        assert_eq!(nice_step(7.0, 7), 1.0);
+        assert_eq!(nice_step(0.0, 5), 1.0);
+        assert_eq!(nice_step(f64::NAN, 5), 1.0);
+    }
+
+    #[test]
+    fn linear_ticks_cover_the_range_on_multiples() {
+        assert_eq!(
+            linear_ticks(0.0, 500.0, 5),
+            vec![0.0, 100.0, 200.0, 300.0, 400.0, 500.0]
+        );
+        let t = linear_ticks(0.0, 0.6, 6);
+        assert_eq!(t.len(), 7);
+        assert_eq!(fmt_tick(t[3]), "0.3", "float noise cleaned: {:?}", t);
+        assert_eq!(linear_ticks(-1.0, 1.0, 4), vec![-1.0, -0.5, 0.0, 0.5, 1.0]);
+        assert!(linear_ticks(f64::NAN, 1.0, 5).is_empty());
+        assert!(linear_ticks(2.0, 1.0, 5).is_empty());
+    }
+
+    #[test]
+    fn log_ticks_per_decade() {
+        assert_eq!(
+            log_ticks(1.0, 100.0),
+            vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
+        );
+        assert_eq!(log_ticks(0.1, 1000.0), vec![0.1, 1.0, 10.0, 100.0, 1000.0]);
+        assert_eq!(log_ticks(1.0, 1e8).len(), 5, "{:?}", log_ticks(1.0, 1e8));
+        assert!(log_ticks(0.0, 10.0).is_empty());
+        assert!(log_ticks(-1.0, 10.0).is_empty());
+    }
+
+    #[test]
+    fn domains_are_nice_and_never_empty() {
+        assert_eq!(
+            domain(&[12.0, 470.0], false, true, true),
+            Some((0.0, 500.0))
+        );
+        assert_eq!(
+            domain(&[0.0, 500.0], false, true, true),
+            Some((0.0, 600.0)),
+            "headroom"
+        );
+        assert_eq!(
+            domain(&[0.0, 500.0], false, true, false),
+            Some((0.0, 500.0))
+        );
+        assert_eq!(domain(&[3.0, 7.0], true, false, false), Some((2.0, 10.0)));
+        assert_eq!(
+            domain(&[0.2, 1500.0], true, false, false),
+            Some((0.1, 10_000.0))
+        );
+        // Non-positive values are dropped on a log axis; one value gets a span around it.
+        assert_eq!(
+            domain(&[0.0, -1.0, 40.0], true, false, false),
+            Some((10.0, 200.0))
+        );
+        let (lo, hi) = domain(&[5.0, 5.0], false, false, true).unwrap();
+        assert!(lo < 5.0 && hi > 5.0);
+        let (lo, hi) = domain(&[0.0], false, true, true).unwrap();
+        assert!(lo <= 0.0 && hi > 0.0);
+        assert_eq!(domain(&[f64::NAN, f64::INFINITY], false, true, true), None);
+        assert_eq!(domain(&[], true, false, true), None);
+    }
+
+    #[test]
+    fn scales_map_linear_and_log() {
+        let s = Scale {
+            log: false,
+            min: 0.0,
+            max: 100.0,
+            r0: 0.0,
+            r1: 200.0,
+            ticks: 5,
+        };
+        assert_eq!(s.map(50.0), Some(100.0));
+        assert_eq!(s.map(f64::NAN), None);
+        let l = Scale {
+            log: true,
+            min: 1.0,
+            max: 1000.0,
+            r0: 300.0,
+            r1: 0.0,
+            ticks: 5,
+        };
+        assert!((l.map(10.0).unwrap() - 200.0).abs() < 1e-9);
+        assert_eq!(l.map(0.0), None);
+        assert_eq!(l.map(-5.0), None);
+    }
+
+    #[test]
+    fn tick_labels() {
+        assert_eq!(fmt_tick(0.0), "0");
+        assert_eq!(fmt_tick(2500.0), "2.5k");
+        assert_eq!(fmt_tick(1000.0), "1k");
+        assert_eq!(fmt_tick(25_000.0), "25k");
+        assert_eq!(fmt_tick(1_500_000.0), "1.5M");
+        assert_eq!(fmt_tick(0.25), "0.25");
+        assert_eq!(fmt_tick(0.001), "0.001");
+    }
+
+    #[test]
+    fn charts_render_and_survive_bad_data() {
+        let mut c = Chart::new("T <&>", Axis::linear("x"), Axis::log("y"));
+        c.add(Series::new(
+            "a",
+            "#123456",
+            vec![
+                (0.0, 1.0),
+                (1.0, f64::NAN),
+                (2.0, 0.0),
+                (3.0, 10.0),
+                (4.0, 20.0),
+            ],
+        ));
+        c.vline(2.0, "sat", "#ff0000");
+        let svg = c.to_svg("t1");
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains("T &lt;&amp;&gt;"));
+        assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+        // The NaN and the zero (log axis) break the line: two sub-paths.
+        assert_eq!(
+            svg.matches(" M").count() + svg.matches("d=\"M").count(),
+            2,
+            "{svg}"
+        );
+        assert!(svg.contains(">sat</text>"));
+
+        let mut e = Chart::new("empty", Axis::linear("x"), Axis::linear("y"));
+        e.add(Series::new("nan", "#000", vec![(f64::NAN, f64::NAN)]));
+        let svg = e.to_svg("t2");
+        assert!(svg.contains("no data"));
+        let only_zero = {
+            let mut z = Chart::new("z", Axis::linear("x"), Axis::linear("y"));
+            z.add(Series::new("z", "#000", vec![(0.0, 0.0)]));
+            z.to_svg("t3")
+        };
+        assert!(!only_zero.contains("NaN"), "{only_zero}");
+    }
+}

@@ -1,0 +1,312 @@
+//! `overload report` and `overload compare` on results folders written with the store's own
+//! writer from synthetic steps.
+mod common;
+
+use common::bin;
+use overload::report::folder::testdata;
+use overload::store::{StepRecord, Writer};
+use quick_xml::events::Event;
+use quick_xml::Reader;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// A fresh folder under cargo's scratch space for integration tests.
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("report-tests")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(d.parent().unwrap()).unwrap();
+    d
+}
+
+/// Writes a results folder the way a sweep does: run.json, then step by step.
+fn write_run(dir: &Path, name: &str, mode: &str, steps: &[StepRecord], finish: bool) {
+    let mut info = testdata::info(name, mode, Some("p99<100ms"));
+    // As a sweep does: incomplete until it ends normally.
+    info.complete = false;
+    info.finished_unix_ms = None;
+    info.stop_reason = None;
+    let mut w = Writer::create(dir, info).unwrap();
+    for s in steps {
+        w.append_step(s, &testdata::series(s)).unwrap();
+    }
+    if finish {
+        w.finish(true, "all steps done").unwrap();
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("run overload")
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "status {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn usage_error(o: &Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    err
+}
+
+/// Parses the page as XML and returns (svg count, table count); panics on malformed markup or
+/// any reference to an outside resource.
+fn check_html(html: &str) -> (usize, usize) {
+    let mut r = Reader::from_str(html);
+    r.config_mut().check_end_names = true;
+    let (mut svgs, mut tables, mut depth) = (0, 0, 0i32);
+    let check_attrs = |e: &quick_xml::events::BytesStart| {
+        for a in e.attributes() {
+            let a = a.expect("well-formed attribute");
+            let key = String::from_utf8_lossy(a.key.as_ref()).to_lowercase();
+            let val = String::from_utf8_lossy(&a.value).to_lowercase();
+            if key == "src" || key.ends_with("href") {
+                assert!(
+                    !val.contains("http:") && !val.contains("https:") && !val.starts_with("//"),
+                    "external reference {key}={val}"
+                );
+            }
+            assert!(
+                !val.contains("url(http") && !val.contains("url(//"),
+                "external url() in {key}"
+            );
+        }
+    };
+    loop {
+        match r.read_event() {
+            Ok(Event::Eof) => break,
+            Ok(Event::Start(e)) => {
+                check_attrs(&e);
+                depth += 1;
+                match e.name().as_ref() {
+                    b"svg" => svgs += 1,
+                    b"table" => tables += 1,
+                    b"script" => panic!("no scripts in the report"),
+                    _ => {}
+                }
+            }
+            Ok(Event::Empty(e)) => {
+                check_attrs(&e);
+                assert_ne!(e.name().as_ref(), b"script");
+                assert_ne!(e.name().as_ref(), b"link", "no linked style sheets");
+                assert_ne!(e.name().as_ref(), b"img");
+            }
+            Ok(Event::End(_)) => depth -= 1,
+            Ok(Event::GeneralRef(g)) => {
+                let name = String::from_utf8_lossy(&g).into_owned();
+                assert!(
+                    g.is_char_ref() || ["amp", "lt", "gt", "quot", "apos"].contains(&name.as_str()),
+                    "entity &{name}; is not XML"
+                );
+            }
+            Ok(_) => {}
+            Err(e) => panic!("malformed HTML at {}: {e}", r.error_position()),
+        }
+    }
+    assert_eq!(depth, 0, "unclosed elements");
+    assert!(!html.contains("@import"));
+    assert!(!html.to_lowercase().contains("<script"));
+    (svgs, tables)
+}
+
+#[test]
+fn html_report_of_a_finished_sweep() {
+    let dir = scratch("finished");
+    write_run(&dir, "prefork", "open", &testdata::open_sweep(), true);
+    let out = ok(&run(&["report", dir.to_str().unwrap()]));
+    let page = dir.join("report.html");
+    assert_eq!(out.trim(), page.display().to_string());
+    let html = std::fs::read_to_string(&page).unwrap();
+    let (svgs, tables) = check_html(&html);
+    assert_eq!(
+        svgs, 6,
+        "throughput, latency, errors, time split, 2 timelines"
+    );
+    assert_eq!(tables, 1);
+    assert!(html.contains("Saturated at 400 req/s"));
+    assert!(html.contains("capacity 300 req/s"));
+    assert!(html.contains("ideal: throughput = offered"));
+    assert!(html.contains("gen1"), "host shown");
+    assert!(html.contains("overload sweep --rate"), "command line shown");
+    assert!(!html.contains("Incomplete run"));
+    // --out elsewhere.
+    let other = dir.join("elsewhere.html");
+    let out = ok(&run(&[
+        "report",
+        dir.to_str().unwrap(),
+        "--out",
+        other.to_str().unwrap(),
+    ]));
+    assert!(out.contains("elsewhere.html") && other.exists());
+}
+
+#[test]
+fn interrupted_run_with_a_truncated_line_is_reported_as_incomplete() {
+    let dir = scratch("truncated");
+    let steps = testdata::open_sweep();
+    write_run(&dir, "cut", "open", &steps[..3], false);
+    // The writer was killed in the middle of the next step's line.
+    let line = serde_json::to_string(&steps[3]).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(dir.join("steps.jsonl"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, &line.as_bytes()[..line.len() / 2]).unwrap();
+    drop(f);
+    let o = run(&["report", dir.to_str().unwrap()]);
+    ok(&o);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("incomplete"), "{stderr}");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    check_html(&html);
+    assert!(html.contains("Incomplete run"));
+    assert!(
+        html.contains("truncated last line"),
+        "the skipped line is named"
+    );
+    assert!(html.contains("3 steps saved"));
+    // Every other format works on it too.
+    for f in ["csv", "json", "gnuplot"] {
+        ok(&run(&["report", dir.to_str().unwrap(), "--format", f]));
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["complete"], false);
+    assert!(json["notes"][0].as_str().unwrap().contains("truncated"));
+}
+
+#[test]
+fn csv_json_and_gnuplot_exports() {
+    let dir = scratch("exports");
+    write_run(&dir, "prefork", "open", &testdata::open_sweep(), true);
+    let d = dir.to_str().unwrap();
+    let out = ok(&run(&["report", d, "--format", "csv"]));
+    assert!(out.trim().ends_with("steps.csv"));
+    let csv = std::fs::read_to_string(dir.join("steps.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 6);
+    assert!(csv.starts_with("step,offered,"));
+
+    ok(&run(&["report", d, "--format", "json"]));
+    let text = std::fs::read_to_string(dir.join("report.json")).unwrap();
+    assert!(!text.contains("HISTFAKE"), "no histogram blobs");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["analysis"]["saturation"]["offered"], 400.0);
+    assert_eq!(v["run"]["name"], "prefork");
+
+    let out = ok(&run(&["report", d, "--format", "gnuplot"]));
+    assert!(
+        out.contains("steps.dat") && out.contains("steps.gp"),
+        "{out}"
+    );
+    let dat = std::fs::read_to_string(dir.join("steps.dat")).unwrap();
+    assert!(dat.contains("# step start_s demanded_rate request_rate reply_rate_avg"));
+    assert_eq!(dat.lines().filter(|l| !l.starts_with('#')).count(), 5);
+    // Draw it when gnuplot is installed (it is optional on a developer machine).
+    match std::process::Command::new("gnuplot")
+        .arg("steps.gp")
+        .current_dir(&dir)
+        .output()
+    {
+        Ok(o) => {
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            for f in ["steps-rate.svg", "steps-time.svg", "steps-errors.svg"] {
+                assert!(dir.join(f).exists(), "{f}");
+            }
+        }
+        Err(_) => eprintln!("gnuplot not installed: script not run"),
+    }
+}
+
+#[test]
+fn closed_loop_report_has_the_usl_curve() {
+    let dir = scratch("closed");
+    write_run(&dir, "workers8", "closed", &testdata::closed_sweep(), true);
+    ok(&run(&["report", dir.to_str().unwrap()]));
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    check_html(&html);
+    assert!(html.contains("Throughput vs users"));
+    assert!(html.contains("USL fit"));
+}
+
+#[test]
+fn empty_folder_and_bad_input() {
+    let dir = scratch("empty");
+    write_run(&dir, "nothing", "open", &[], false);
+    ok(&run(&["report", dir.to_str().unwrap()]));
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let (svgs, _) = check_html(&html);
+    assert_eq!(svgs, 6);
+    assert!(html.contains("no data"));
+
+    let missing = scratch("missing");
+    let err = usage_error(&run(&["report", missing.to_str().unwrap()]));
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let foreign = scratch("foreign");
+    std::fs::create_dir_all(&foreign).unwrap();
+    let err = usage_error(&run(&["report", foreign.to_str().unwrap()]));
+    assert!(err.contains("run.json"), "{err}");
+    usage_error(&run(&["report", dir.to_str().unwrap(), "--format", "pdf"]));
+    let err = usage_error(&run(&[
+        "report",
+        dir.to_str().unwrap(),
+        "--out",
+        "/nonexistent-dir/x.html",
+    ]));
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn compare_two_runs() {
+    let a = scratch("cmp-prefork");
+    let b = scratch("cmp-fpm");
+    write_run(&a, "prefork", "open", &testdata::open_sweep(), true);
+    let mut faster = testdata::open_sweep();
+    for s in &mut faster {
+        s.summary.response_time_ms.p50 /= 2.0;
+        s.summary.response_time_ms.p99 /= 4.0;
+    }
+    write_run(&b, "fpm", "open", &faster, true);
+    let page = scratch("cmp-out").with_extension("html");
+    let out = ok(&run(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--out",
+        page.to_str().unwrap(),
+        "--names",
+        "Prefork,FPM",
+    ]));
+    assert!(out.contains("Prefork") && out.contains("FPM"), "{out}");
+    assert!(out.contains("(0.50×)") && out.contains("(0.25×)"), "{out}");
+    assert!(out.contains("saturation"), "{out}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let (svgs, tables) = check_html(&html);
+    assert_eq!(svgs, 4);
+    assert_eq!(tables, 2);
+    assert!(
+        html.contains(">Prefork</text>") && html.contains(">FPM</text>"),
+        "legend"
+    );
+
+    // Mixed open and closed loop: a one-line usage error.
+    let c = scratch("cmp-closed");
+    write_run(&c, "closed", "closed", &testdata::closed_sweep(), true);
+    let err = usage_error(&run(&["compare", a.to_str().unwrap(), c.to_str().unwrap()]));
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let err = usage_error(&run(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--names",
+        "one",
+    ]));
+    assert!(err.contains("--names"), "{err}");
+}
