@@ -1,6 +1,13 @@
-//! What runs after a sweep or search has written its folder: the HTML report.
-use std::path::Path;
+//! What runs after a sweep or search has written its folder: the HTML report beside it.
+use crate::report::{folder, Format, RunReport};
+use std::path::{Path, PathBuf};
 
-pub fn after_run(_dir: &Path) -> crate::Result<()> {
-    Ok(())
+/// Writes DIR/report.html from what is on disk (so it shows exactly what `overload report`
+/// would) and returns its path.
+pub fn after_run(dir: &Path) -> crate::Result<PathBuf> {
+    let r = RunReport::load(dir)?;
+    let paths = folder::write(&r, Format::Html, None)?;
+    let path = paths.into_iter().next().unwrap_or_else(|| dir.join("report.html"));
+    println!("report:  {}", path.display());
+    Ok(path)
 }
