@@ -2,6 +2,7 @@
 //! library's config types and calls the library; `main` maps errors to exit codes.
 use clap::{Parser, Subcommand};
 
+pub mod agent;
 pub mod demo;
 pub mod lab;
 pub mod load_args;
@@ -30,6 +31,8 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Bring up the studies' real web stacks (nginx, Apache, PHP-FPM, MariaDB) on loopback.
     Lab(lab::LabArgs),
+    /// Sample this host (CPU, processes, TCP) and serve it to a remote controller.
+    Agent(agent::AgentArgs),
 }
 
 /// Parses the command line, runs it, and returns the process exit code.
@@ -48,6 +51,7 @@ pub fn main() -> i32 {
         Command::Target(a) => target::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Lab(a) => lab::run(a),
+        Command::Agent(a) => agent::run(a),
     };
     match result {
         Ok(code) => code,
