@@ -63,7 +63,7 @@ fn target_process_shows_up_with_cpu_and_rss() {
     let groups = vec![
         GroupSpec::parse(&format!("target=pid:{pid}")).unwrap(),
         // The same process by its command line.
-        GroupSpec::parse(&format!("bycmd=overload target --listen 127.0.0.1:0$")).unwrap(),
+        GroupSpec::parse("bycmd=overload target --listen 127.0.0.1:0$").unwrap(),
     ];
     let h = observe(port_of(&t.url), groups);
     let t0 = overload::store::unix_ms();
