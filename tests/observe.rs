@@ -482,3 +482,53 @@ fn agent_samples_merge_onto_the_local_clock_and_windows() {
     );
     assert!(bad.samples_between(0, u64::MAX).is_empty());
 }
+
+/// A fake FPM status page on loopback (chunked, as nginx relays it): the tiny client
+/// decodes it and the observer reports the pool.
+#[test]
+fn fpm_status_is_fetched_and_parsed() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let server = thread::spawn(move || {
+        for reached in [3u32, 5] {
+            let (mut s, _) = l.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut buf = [0u8; 2048];
+            let n = s.read(&mut buf).unwrap();
+            let head = String::from_utf8_lossy(&buf[..n]).to_string();
+            assert!(head.starts_with("GET /status?json HTTP/1.1\r\n"), "{head}");
+            let body = format!(
+                r#"{{"pool":"www","listen queue":2,"max listen queue":9,"listen queue len":511,"idle processes":0,"active processes":4,"total processes":4,"max children reached":{reached}}}"#
+            );
+            let (a, b) = body.split_at(10);
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
+                a.len(),
+                b.len()
+            );
+            s.write_all(resp.as_bytes()).unwrap();
+        }
+    });
+    let mut src = overload::observe::FpmSource::parse(&format!("http://{addr}/status")).unwrap();
+    let first = src.sample(Duration::from_secs(2));
+    let second = src.sample(Duration::from_secs(2));
+    server.join().unwrap();
+    assert_eq!(first.error, None);
+    assert_eq!(
+        (first.pool.as_str(), first.active, first.total),
+        ("www", 4, 4)
+    );
+    assert_eq!((first.listen_queue, first.max_listen_queue), (2, 9));
+    assert_eq!(
+        (
+            second.max_children_reached,
+            second.max_children_reached_delta
+        ),
+        (5, 2)
+    );
+    // Nobody listening: an error in the sample, not a failure.
+    drop(src);
+    let mut gone = overload::observe::FpmSource::parse(&format!("http://{addr}/status")).unwrap();
+    let s = gone.sample(Duration::from_millis(300));
+    assert!(s.error.is_some());
+}
