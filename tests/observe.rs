@@ -96,24 +96,48 @@ fn target_process_shows_up_with_cpu_and_rss() {
     h.stop();
 }
 
+/// A target whose port no other socket uses yet. Port 0 hands out numbers from the
+/// ephemeral range, where TIME_WAIT sockets left by other processes' connections (or by an
+/// earlier listener on the same number) can already sit; they would count as ours.
+fn quiet_target() -> Target {
+    for _ in 0..10 {
+        let t = Target::start(&[]);
+        let port = port_of(&t.url);
+        match overload::observe::net::diag_tally(port) {
+            Some((tally, _)) if tally.states.iter().sum::<u64>() > 1 => continue,
+            _ => return t,
+        }
+    }
+    panic!("no quiet port in 10 tries");
+}
+
 #[test]
 fn time_wait_grows_without_keep_alive_only() {
-    let close = Target::start(&[]);
-    let keep = Target::start(&[]);
+    let close = quiet_target();
+    let keep = quiet_target();
     let (pc, pk) = (port_of(&close.url), port_of(&keep.url));
     let hc = observe(pc, vec![]);
     let hk = observe(pk, vec![]);
+    let t = overload::store::unix_ms();
+    let before = (
+        sample_after(&hc, LOCAL, t).tcp.unwrap().time_wait,
+        sample_after(&hk, LOCAL, t).tcp.unwrap().time_wait,
+    );
     let (uc, uk) = (close.url.clone(), keep.url.clone());
     let a = thread::spawn(move || load(&uc, "300", &["--no-keep-alive"]));
-    let b = thread::spawn(move || load(&uk, "300", &[]));
+    // At most 4 connections: a busy machine must not make the pool open more.
+    let b = thread::spawn(move || load(&uk, "300", &["--connections", "4"]));
     a.join().unwrap();
     b.join().unwrap();
     let t = overload::store::unix_ms();
     let tw_close = sample_after(&hc, LOCAL, t).tcp.unwrap().time_wait;
     let tw_keep = sample_after(&hk, LOCAL, t).tcp.unwrap().time_wait;
-    eprintln!("TIME_WAIT after 300 requests: {tw_close} without keep-alive, {tw_keep} with");
-    assert!(tw_close >= 200, "TIME_WAIT without keep-alive: {tw_close}");
-    assert!(tw_keep <= 20, "TIME_WAIT with keep-alive: {tw_keep}");
+    eprintln!(
+        "TIME_WAIT after 300 requests: {tw_close} without keep-alive, {tw_keep} with \
+         (before: {before:?})"
+    );
+    assert!(tw_close >= 250, "TIME_WAIT without keep-alive: {tw_close}");
+    assert!(tw_keep <= 8, "TIME_WAIT with keep-alive: {tw_keep}");
 }
 
 /// The accept queue overflows only while nobody accepts; the target's accept loop drains it
