@@ -9,6 +9,7 @@ pub mod engine;
 pub mod error;
 pub mod lab;
 pub mod metrics;
+pub mod observe;
 pub mod plan;
 pub mod report;
 pub mod runner;

@@ -2,6 +2,7 @@
 //! library's config types and calls the library; `main` maps errors to exit codes.
 use clap::{Parser, Subcommand};
 
+pub mod agent;
 pub mod capacity;
 pub mod compare;
 pub mod demo;
@@ -44,6 +45,8 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Overlay several runs' curves in one HTML page and compare them in a table.
     Compare(compare::CompareArgs),
+    /// Sample this host (CPU, processes, TCP) and serve it to a remote controller.
+    Agent(agent::AgentArgs),
 }
 
 /// Parses the command line, runs it, and returns the process exit code.
@@ -66,6 +69,7 @@ pub fn main() -> i32 {
         Command::Lab(a) => lab::run(a),
         Command::Report(a) => report::run(a),
         Command::Compare(a) => compare::run(a),
+        Command::Agent(a) => agent::run(a),
     };
     match result {
         Ok(code) => code,

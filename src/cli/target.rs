@@ -138,7 +138,7 @@ pub fn run(args: TargetArgs) -> crate::Result<i32> {
     Ok(0)
 }
 
-fn block_stop_signals() -> crate::Result<libc::sigset_t> {
+pub(crate) fn block_stop_signals() -> crate::Result<libc::sigset_t> {
     // SAFETY: sigset_t is plain data initialised by sigemptyset; pthread_sigmask only reads it.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -157,7 +157,7 @@ fn block_stop_signals() -> crate::Result<libc::sigset_t> {
 }
 
 /// Blocks until SIGINT or SIGTERM arrives.
-fn wait_for(set: &libc::sigset_t) {
+pub(crate) fn wait_for(set: &libc::sigset_t) {
     let mut sig: libc::c_int = 0;
     // SAFETY: `set` was initialised by block_stop_signals; `sig` is a valid out-pointer.
     // sigwait only fails for an invalid set, in which case we stop rather than spin.

@@ -1,0 +1,472 @@
+//! Findings: what the server-side figures say about a sweep, each with its evidence (the
+//! counts, the load level where it started, the kernel limit involved).
+use super::summary::{SourceObservation, StepObservation};
+
+/// Findings over a sweep: `steps` are (offered load, observation) in the sweep's order;
+/// `mode` is `open` (offered = req/s) or `closed` (offered = users).
+pub fn findings(steps: &[(f64, &StepObservation)], mode: &str) -> Vec<String> {
+    let mut names: Vec<&str> = Vec::new();
+    for (_, o) in steps {
+        for s in &o.sources {
+            if !names.contains(&s.source.as_str()) {
+                names.push(&s.source);
+            }
+        }
+    }
+    let agents = names.iter().any(|n| *n != super::LOCAL);
+    let mut out = Vec::new();
+    for name in &names {
+        let per: Vec<(f64, &SourceObservation)> = steps
+            .iter()
+            .filter_map(|(x, o)| o.source(name).map(|s| (*x, s)))
+            .collect();
+        let prefix = if names.len() > 1 {
+            format!("[{name}] ")
+        } else {
+            String::new()
+        };
+        let ctx = Ctx { mode };
+        for f in [
+            listen_overflow(&ctx, &per),
+            fpm_busy(&ctx, &per),
+            time_wait(&ctx, &per),
+            cpu_bound(&ctx, &per),
+            load_avg(&ctx, &per),
+            memory(&ctx, &per),
+            close_wait(&ctx, &per),
+            retrans(&ctx, &per),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            out.push(format!("{prefix}{f}"));
+        }
+        out.extend(
+            process_growth(&ctx, &per)
+                .into_iter()
+                .map(|f| format!("{prefix}{f}")),
+        );
+    }
+    out.extend(generator(mode, steps, agents));
+    out
+}
+
+struct Ctx<'a> {
+    mode: &'a str,
+}
+
+impl Ctx<'_> {
+    fn load(&self, x: f64) -> String {
+        load(self.mode, x)
+    }
+}
+
+fn load(mode: &str, x: f64) -> String {
+    if mode == "closed" {
+        format!("{} users", int(x.round() as u64))
+    } else {
+        format!("{} req/s", int(x.round() as u64))
+    }
+}
+
+/// 1234567 → "1,234,567".
+pub fn int(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn opt(v: Option<u64>) -> String {
+    v.map_or_else(|| "?".into(), int)
+}
+
+type Steps<'a> = [(f64, &'a SourceObservation)];
+
+fn listen_overflow(c: &Ctx, steps: &Steps) -> Option<String> {
+    let first = steps
+        .iter()
+        .position(|(_, s)| s.tcp.as_ref().is_some_and(|t| t.listen_overflows > 0))?;
+    let total: u64 = steps[first..]
+        .iter()
+        .filter_map(|(_, s)| s.tcp.as_ref())
+        .map(|t| t.listen_overflows)
+        .sum();
+    let (x, s) = steps[first];
+    let t = s.tcp.as_ref()?;
+    let somaxconn = s.kernel.and_then(|k| k.somaxconn);
+    let advice = match (t.listen_limit, somaxconn) {
+        (Some(l), Some(m)) if l >= m => format!(
+            "raise net.core.somaxconn (= {m}, it caps the backlog) and the server's backlog"
+        ),
+        (Some(l), Some(m)) => format!(
+            "raise the server's listen backlog (limit {}; somaxconn = {} allows more) or accept faster",
+            int(l),
+            int(m)
+        ),
+        _ => format!(
+            "raise the backlog (somaxconn = {} caps it) or accept faster",
+            opt(somaxconn)
+        ),
+    };
+    Some(format!(
+        "listen queue overflowed {} times from {} (port {}, accept queue up to {} of {}): {advice}",
+        int(total),
+        c.load(x),
+        t.port,
+        t.listen_queue
+            .map_or_else(|| "?".into(), |q| int(q.max as u64)),
+        opt(t.listen_limit),
+    ))
+}
+
+fn fpm_busy(c: &Ctx, steps: &Steps) -> Option<String> {
+    steps.iter().find_map(|(x, s)| {
+        s.fpm.iter().find_map(|f| {
+            let total = f.total.max.round() as u64;
+            let saturated = total > 0
+                && f.active.max >= f.total.max
+                && (f.max_children_reached > 0 || f.listen_queue.max > 0.0);
+            saturated.then(|| {
+                format!(
+                    "all {} fpm workers{} busy from {} (listen queue up to {}, max children \
+                     reached {} times): requests wait for a worker — raise pm.max_children if \
+                     CPU and memory allow",
+                    int(total),
+                    if f.pool.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" of pool {}", f.pool)
+                    },
+                    c.load(*x),
+                    int(f.listen_queue.max as u64),
+                    int(f.max_children_reached),
+                )
+            })
+        })
+    })
+}
+
+/// TIME_WAIT worth a word: a tenth of the local port range (2,823 by default).
+fn time_wait(c: &Ctx, steps: &Steps) -> Option<String> {
+    let (x, s, tw) = steps
+        .iter()
+        .filter_map(|(x, s)| s.tcp.as_ref().map(|t| (*x, *s, t.state("TIME_WAIT").max)))
+        .max_by(|a, b| a.2.total_cmp(&b.2))?;
+    let k = s.kernel.unwrap_or_default();
+    let ports = k.ports();
+    let threshold = ports.map_or(2_800.0, |p| (p as f64 / 10.0).max(1_000.0));
+    if tw < threshold {
+        return None;
+    }
+    let ports_txt = match (ports, k.port_range) {
+        (Some(p), Some((lo, hi))) => format!(
+            "; ip_local_port_range {lo}-{hi} gives {} ports per destination, each held 60 s in \
+             TIME_WAIT (≈{} new connections/s)",
+            int(p),
+            int(p / 60)
+        ),
+        _ => String::new(),
+    };
+    Some(format!(
+        "TIME_WAIT reached {} at {}: use keep-alive{ports_txt}; tcp_tw_reuse = {}",
+        int(tw as u64),
+        c.load(x),
+        opt(k.tcp_tw_reuse)
+    ))
+}
+
+fn cpu_bound(c: &Ctx, steps: &Steps) -> Option<String> {
+    steps.iter().find_map(|(x, s)| {
+        let h = s.host.as_ref()?;
+        (h.cpu_busy_pct.max >= 95.0 && h.cpu_busy_pct.mean >= 85.0).then(|| {
+            format!(
+                "server CPU ≥ 95% from {} (mean {:.0}% of {} cores: user {:.0}%, system {:.0}%, \
+                 softirq {:.0}%, steal {:.0}%): CPU-bound",
+                c.load(*x),
+                h.cpu_busy_pct.mean,
+                h.cores,
+                h.cpu_user_pct.mean,
+                h.cpu_system_pct.mean,
+                h.cpu_softirq_pct.mean,
+                h.cpu_steal_pct.mean
+            )
+        })
+    })
+}
+
+fn load_avg(c: &Ctx, steps: &Steps) -> Option<String> {
+    let (x, s) = steps
+        .iter()
+        .filter(|(_, s)| s.host.is_some())
+        .max_by(|a, b| {
+            let l = |s: &SourceObservation| s.host.map_or(0.0, |h| h.load1.max);
+            l(a.1).total_cmp(&l(b.1))
+        })?;
+    let h = s.host?;
+    let cores = h.cores.max(1) as f64;
+    (h.load1.max > 2.0 * cores).then(|| {
+        format!(
+            "load average {:.1} on {} cores at {}: more runnable tasks than cores (too many \
+             workers for the CPU?)",
+            h.load1.max,
+            h.cores,
+            c.load(*x)
+        )
+    })
+}
+
+fn memory(c: &Ctx, steps: &Steps) -> Option<String> {
+    steps.iter().find_map(|(x, s)| {
+        let h = s.host.as_ref()?;
+        if h.mem_total_bytes == 0 {
+            return None;
+        }
+        // Lowest available ≈ mean − (max − mean) is not known; use the mean of the step.
+        let avail = h.mem_available_bytes.mean;
+        let pct = avail / h.mem_total_bytes as f64 * 100.0;
+        (pct < 5.0).then(|| {
+            format!(
+                "memory available fell to {:.1}% ({} MiB of {} MiB) at {}: the host is about to \
+                 swap or kill processes",
+                pct,
+                int((avail / 1048576.0) as u64),
+                int(h.mem_total_bytes / 1048576),
+                c.load(*x)
+            )
+        })
+    })
+}
+
+fn close_wait(c: &Ctx, steps: &Steps) -> Option<String> {
+    steps.iter().find_map(|(x, s)| {
+        let cw = s.tcp.as_ref()?.state("CLOSE_WAIT").max;
+        (cw >= 100.0).then(|| {
+            format!(
+                "CLOSE_WAIT reached {} at {}: the server is slow to close connections the \
+                 client already closed (busy or leaking workers)",
+                int(cw as u64),
+                c.load(*x)
+            )
+        })
+    })
+}
+
+fn retrans(c: &Ctx, steps: &Steps) -> Option<String> {
+    let first = steps.iter().position(|(_, s)| {
+        s.tcp
+            .as_ref()
+            .is_some_and(|t| t.retrans_segs >= 100 || t.tcp_timeouts >= 10)
+    })?;
+    let (segs, tos) = steps[first..]
+        .iter()
+        .filter_map(|(_, s)| s.tcp.as_ref())
+        .fold((0, 0), |(a, b), t| (a + t.retrans_segs, b + t.tcp_timeouts));
+    Some(format!(
+        "TCP retransmitted {} segments ({} timeouts) from {}: dropped SYNs or packets \
+         (host-wide counters)",
+        int(segs),
+        int(tos),
+        c.load(steps[first].0)
+    ))
+}
+
+/// S5: worker processes climbing with load (prefork spawning, FPM's dynamic pm).
+fn process_growth(c: &Ctx, steps: &Steps) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some((_, first)) = steps.first() else {
+        return out;
+    };
+    for g in &first.groups {
+        let start = g.processes.mean;
+        let peak = steps
+            .iter()
+            .filter_map(|(x, s)| {
+                s.groups
+                    .iter()
+                    .find(|h| h.name == g.name)
+                    .map(|h| (*x, h.processes.max))
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some((x, p)) = peak {
+            if p >= 2.0 * start.max(1.0) && p - start >= 4.0 {
+                out.push(format!(
+                    "{} processes grew from {:.0} to {:.0} (at {}): the server spawns workers \
+                     under load",
+                    g.name,
+                    start,
+                    p,
+                    c.load(x)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// S1's first principle, from the server side: a generator that eats the CPU measures itself.
+fn generator(mode: &str, steps: &[(f64, &StepObservation)], agents: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let cores = |o: &StepObservation| {
+        o.source(super::LOCAL)
+            .and_then(|s| s.host)
+            .map_or(1, |h| h.cores.max(1))
+    };
+    if let Some((x, o)) = steps.iter().find(|(_, o)| {
+        o.generator
+            .is_some_and(|g| g.cpu_pct.mean >= 90.0 * cores(o) as f64)
+    }) {
+        let g = o.generator.unwrap_or_default();
+        out.push(format!(
+            "generator CPU-bound from {}: it used {:.0}% CPU of {} cores; results from there on \
+             describe the generator, not the server",
+            load(mode, *x),
+            g.cpu_pct.mean,
+            cores(o)
+        ));
+        return out;
+    }
+    if !agents {
+        // The server runs beside the generator: say how much of the CPU the generator took.
+        if let Some((x, o)) = steps.iter().find(|(_, o)| {
+            let busy = o
+                .source(super::LOCAL)
+                .and_then(|s| s.host)
+                .is_some_and(|h| h.cpu_busy_pct.mean >= 90.0);
+            busy && o.generator.is_some_and(|g| g.cpu_pct.mean >= 25.0)
+        }) {
+            let g = o.generator.unwrap_or_default();
+            out.push(format!(
+                "generator and server share this host's CPU (busy from {}; the generator took \
+                 {:.0}% of a core): the server had less than the whole machine",
+                load(mode, *x),
+                g.cpu_pct.mean
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::sample::KernelLimits;
+    use crate::observe::summary::{
+        FpmObservation, GeneratorObservation, GroupObservation, HostObservation, Stat,
+        TcpObservation,
+    };
+
+    fn st(mean: f64, max: f64) -> Stat {
+        Stat { mean, max }
+    }
+
+    fn obs(busy: f64, tw: f64, ovf: u64, active: f64, procs: f64) -> StepObservation {
+        let mut tcp = TcpObservation {
+            port: 8080,
+            listen_overflows: ovf,
+            listen_limit: Some(128),
+            listen_queue: Some(st(10.0, 129.0)),
+            ..Default::default()
+        };
+        tcp.states.insert("TIME_WAIT".into(), st(tw, tw));
+        StepObservation {
+            samples: 5,
+            sources: vec![SourceObservation {
+                source: "local".into(),
+                samples: 5,
+                host: Some(HostObservation {
+                    cores: 2,
+                    cpu_busy_pct: st(busy, busy + 2.0),
+                    load1: st(1.0, 9.3),
+                    mem_total_bytes: 1 << 30,
+                    mem_available_bytes: st((1u64 << 29) as f64, 0.0),
+                    ..Default::default()
+                }),
+                groups: vec![GroupObservation {
+                    name: "php".into(),
+                    processes: st(procs, procs),
+                    ..Default::default()
+                }],
+                fpm: vec![FpmObservation {
+                    pool: "www".into(),
+                    active: st(active, active),
+                    total: st(20.0, 20.0),
+                    listen_queue: st(1.0, 12.0),
+                    max_children_reached: 5,
+                    ..Default::default()
+                }],
+                tcp: Some(tcp),
+                kernel: Some(KernelLimits {
+                    somaxconn: Some(4096),
+                    port_range: Some((32768, 60999)),
+                    tcp_tw_reuse: Some(2),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            generator: Some(GeneratorObservation {
+                cpu_pct: st(5.0, 6.0),
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn finds_the_studies_symptoms() {
+        let a = obs(40.0, 100.0, 0, 5.0, 5.0);
+        let b = obs(96.0, 28_000.0, 1234, 20.0, 50.0);
+        let f = findings(&[(1200.0, &a), (2400.0, &b)], "open");
+        let all = f.join("\n");
+        assert!(
+            all.contains("listen queue overflowed 1,234 times from 2,400 req/s"),
+            "{all}"
+        );
+        assert!(all.contains("somaxconn = 4,096"), "{all}");
+        assert!(
+            all.contains("all 20 fpm workers of pool www busy from 2,400 req/s"),
+            "{all}"
+        );
+        assert!(
+            all.contains("TIME_WAIT reached 28,000 at 2,400 req/s: use keep-alive"),
+            "{all}"
+        );
+        assert!(all.contains("server CPU ≥ 95% from 2,400 req/s"), "{all}");
+        assert!(all.contains("load average 9.3 on 2 cores"), "{all}");
+        assert!(all.contains("php processes grew from 5 to 50"), "{all}");
+        assert!(!all.contains("generator"), "{all}");
+        assert!(f.iter().all(|l| !l.contains('\n')));
+    }
+
+    #[test]
+    fn quiet_when_healthy_and_generator_bound() {
+        let mut a = obs(30.0, 10.0, 0, 2.0, 5.0);
+        a.sources[0].host.as_mut().unwrap().load1 = st(0.5, 1.0);
+        a.sources[0].fpm[0].max_children_reached = 0;
+        a.sources[0].fpm[0].listen_queue = st(0.0, 0.0);
+        assert!(findings(&[(10.0, &a)], "closed").is_empty());
+        a.generator = Some(GeneratorObservation {
+            cpu_pct: st(195.0, 200.0),
+            ..Default::default()
+        });
+        let f = findings(&[(48.0, &a)], "closed");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].starts_with("generator CPU-bound from 48 users"),
+            "{f:?}"
+        );
+        assert!(findings(&[], "open").is_empty());
+    }
+
+    #[test]
+    fn thousands() {
+        assert_eq!(int(0), "0");
+        assert_eq!(int(999), "999");
+        assert_eq!(int(1000), "1,000");
+        assert_eq!(int(1234567), "1,234,567");
+    }
+}

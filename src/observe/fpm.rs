@@ -1,0 +1,120 @@
+//! PHP-FPM's pool status page (`pm.status_path`), fetched as JSON.
+use std::time::Duration;
+
+use crate::plan::request::Url;
+
+use super::http;
+use super::sample::FpmSample;
+
+/// One `--fpm-status URL`: where to fetch, and the previous `max children reached` for the
+/// per-interval delta.
+#[derive(Debug, Clone)]
+pub struct FpmSource {
+    pub url: Url,
+    pub raw: String,
+    prev_reached: Option<u64>,
+}
+
+impl FpmSource {
+    pub fn parse(s: &str) -> Result<FpmSource, String> {
+        let url = Url::parse(s.trim())?;
+        Ok(FpmSource {
+            url,
+            raw: s.trim().to_string(),
+            prev_reached: None,
+        })
+    }
+
+    /// The status URL with `json` added to its query.
+    fn target(&self) -> String {
+        let t = &self.url.target;
+        if t.contains('?') {
+            format!("{t}&json")
+        } else {
+            format!("{t}?json")
+        }
+    }
+
+    pub fn sample(&mut self, timeout: Duration) -> FpmSample {
+        let got = http::get(&self.url, &self.target(), &[], timeout, 1 << 20).and_then(|r| {
+            if r.status != 200 {
+                return Err(format!("status page answered {}", r.status));
+            }
+            parse_status(&r.body)
+        });
+        match got {
+            Ok(mut s) => {
+                s.url = self.raw.clone();
+                s.max_children_reached_delta = self
+                    .prev_reached
+                    .map_or(0, |p| s.max_children_reached.saturating_sub(p));
+                self.prev_reached = Some(s.max_children_reached);
+                s
+            }
+            Err(e) => FpmSample {
+                url: self.raw.clone(),
+                error: Some(e),
+                ..Default::default()
+            },
+        }
+    }
+}
+
+/// Parses FPM's `?json` status (keys with spaces, as FPM prints them).
+pub fn parse_status(body: &[u8]) -> Result<FpmSample, String> {
+    let v: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| format!("status page is not JSON: {e}"))?;
+    if !v.is_object() {
+        return Err("status page JSON is not an object".into());
+    }
+    let n = |k: &str| v.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
+    Ok(FpmSample {
+        pool: v
+            .get("pool")
+            .and_then(|p| p.as_str())
+            .unwrap_or("")
+            .to_string(),
+        active: n("active processes"),
+        idle: n("idle processes"),
+        total: n("total processes"),
+        listen_queue: n("listen queue"),
+        max_listen_queue: n("max listen queue"),
+        listen_queue_len: n("listen queue len"),
+        max_children_reached: n("max children reached"),
+        ..Default::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_json() {
+        let body = br#"{"pool":"www","process manager":"dynamic","start time":1700000000,
+            "start since":42,"accepted conn":1234,"listen queue":3,"max listen queue":17,
+            "listen queue len":511,"idle processes":0,"active processes":20,
+            "total processes":20,"max active processes":20,"max children reached":5,
+            "slow requests":0}"#;
+        let s = parse_status(body).unwrap();
+        assert_eq!(s.pool, "www");
+        assert_eq!((s.active, s.idle, s.total), (20, 0, 20));
+        assert_eq!(
+            (s.listen_queue, s.max_listen_queue, s.listen_queue_len),
+            (3, 17, 511)
+        );
+        assert_eq!(s.max_children_reached, 5);
+        assert!(parse_status(b"<html>").is_err());
+        assert!(parse_status(b"[1]").is_err());
+        assert_eq!(parse_status(b"{}").unwrap().total, 0);
+    }
+
+    #[test]
+    fn target_gets_json() {
+        let a = FpmSource::parse("http://127.0.0.1:8081/status").unwrap();
+        assert_eq!(a.target(), "/status?json");
+        let b = FpmSource::parse("http://127.0.0.1:8081/status?full").unwrap();
+        assert_eq!(b.target(), "/status?full&json");
+        assert!(FpmSource::parse("https://x/status").is_err());
+    }
+}

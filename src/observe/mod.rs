@@ -1,0 +1,378 @@
+//! observe: what the server (and the generator) did while the load ran — CPU, load average,
+//! memory, process groups, PHP-FPM's pool, TCP states and listen-queue overflows on the target
+//! port — sampled from /proc on this host, and from `overload agent` on other hosts.
+//!
+//! ```no_run
+//! use overload::observe::{ObserveConfig, Observer, summarize};
+//! let h = Observer::start(ObserveConfig { port: Some(8080), ..Default::default() })?;
+//! let t0 = overload::store::unix_ms();
+//! std::thread::sleep(std::time::Duration::from_secs(3));
+//! let step = summarize(&h.samples_between(t0, overload::store::unix_ms()));
+//! h.stop();
+//! # Ok::<(), overload::Error>(())
+//! ```
+//!
+//! Files: `proc` and `net` (parsers of /proc text, netlink for the listen limit), `groups`
+//! (--watch), `fpm` (FPM status), `http` (tiny client), `sampler` (one reading), `sample`
+//! (the wire types), `summary` (per step, per second), `findings`, `prom` (Prometheus text),
+//! `agent` (server), `client` (agent client, clock offset), `args` (CLI options).
+//! See docs/observe.md.
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub mod agent;
+mod args;
+pub mod client;
+pub mod findings;
+pub mod fpm;
+pub mod groups;
+pub mod http;
+pub mod net;
+pub mod proc;
+pub mod prom;
+pub mod sample;
+pub mod sampler;
+pub mod summary;
+
+pub use args::ObserveArgs;
+pub use client::{AgentClient, AgentSpec};
+pub use findings::findings;
+pub use fpm::FpmSource;
+pub use groups::{GroupSpec, Matcher};
+pub use sample::{
+    FpmSample, GroupSample, HostSample, KernelLimits, ProcSample, Sample, TcpSample, LOCAL,
+};
+pub use summary::{
+    second, summarize, FpmObservation, GeneratorObservation, GroupObservation, HostObservation,
+    SecondObservation, SourceObservation, Stat, StepObservation, TcpObservation,
+};
+
+use sampler::{Sampler, SamplerConfig};
+
+/// What to observe and how often.
+#[derive(Debug, Clone)]
+pub struct ObserveConfig {
+    /// Sampling period (default 1 s).
+    pub every: Duration,
+    /// Process groups to report on this host.
+    pub groups: Vec<GroupSpec>,
+    /// PHP-FPM status pages.
+    pub fpm: Vec<FpmSource>,
+    /// The TCP port to watch (the target's) on this host.
+    pub port: Option<u16>,
+    /// Remote agents to poll (their samples are tagged with the agent's name).
+    pub agents: Vec<AgentSpec>,
+    /// Sample this host too (source `local`). On by default.
+    pub local: bool,
+    /// Samples kept in memory (all sources together); the oldest go first.
+    pub max_samples: usize,
+}
+
+impl Default for ObserveConfig {
+    fn default() -> Self {
+        ObserveConfig {
+            every: Duration::from_secs(1),
+            groups: Vec::new(),
+            fpm: Vec::new(),
+            port: None,
+            agents: Vec::new(),
+            local: true,
+            // A day at 1 s with a web and a DB agent.
+            max_samples: 3 * 86_400,
+        }
+    }
+}
+
+/// Starts observing; see [`ObserverHandle`].
+pub struct Observer;
+
+impl Observer {
+    /// Starts the sampler thread (and one poller thread per agent). Returns after the local
+    /// baseline reading, so the first sample arrives one period later.
+    pub fn start(cfg: ObserveConfig) -> crate::Result<ObserverHandle> {
+        if cfg.every < Duration::from_millis(10) {
+            return Err(crate::Error::usage("--sample-every: must be at least 10ms"));
+        }
+        let shared = Arc::new(Shared {
+            samples: Mutex::new(VecDeque::new()),
+            warnings: Mutex::new(Vec::new()),
+            max: cfg.max_samples.max(1),
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+        });
+        let mut threads = Vec::new();
+        if cfg.local {
+            let sampler = Sampler::new(SamplerConfig {
+                source: LOCAL.to_string(),
+                groups: cfg.groups.clone(),
+                fpm: cfg.fpm.clone(),
+                port: cfg.port,
+                this_process: true,
+                fpm_timeout: (cfg.every / 2).min(Duration::from_secs(2)),
+            });
+            let sh = Arc::clone(&shared);
+            let every = cfg.every;
+            threads.push(spawn("observe-local", move || {
+                local_loop(sampler, every, &sh)
+            })?);
+        }
+        for spec in &cfg.agents {
+            let client = AgentClient::new(spec.clone(), Duration::from_secs(2).max(cfg.every));
+            let sh = Arc::clone(&shared);
+            let every = cfg.every;
+            threads.push(spawn("observe-agent", move || {
+                agent_loop(client, every, &sh)
+            })?);
+        }
+        Ok(ObserverHandle { shared, threads })
+    }
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> crate::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .map_err(|e| crate::Error::runtime(format!("observe: cannot start a thread: {e}")))
+}
+
+struct Shared {
+    samples: Mutex<VecDeque<Sample>>,
+    warnings: Mutex<Vec<String>>,
+    max: usize,
+    stop: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl Shared {
+    fn push(&self, s: Vec<Sample>) {
+        let mut q = lock(&self.samples);
+        for x in s {
+            if q.len() >= self.max {
+                q.pop_front();
+            }
+            q.push_back(x);
+        }
+    }
+
+    fn warn(&self, msg: String) {
+        let mut w = lock(&self.warnings);
+        if !w.contains(&msg) && w.len() < 100 {
+            w.push(msg);
+        }
+    }
+
+    /// Sleeps until `until` or until stopped; true if stopped.
+    fn wait(&self, until: Instant) -> bool {
+        let mut stop = lock(&self.stop);
+        loop {
+            if *stop {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= until {
+                return false;
+            }
+            stop = match self.wake.wait_timeout(stop, until - now) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
+    }
+}
+
+/// A poisoned lock only means another sampler thread panicked; the data is still usable.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Ticks on a fixed schedule (start + k·every), so slow reads don't make the period drift.
+fn local_loop(mut sampler: Sampler, every: Duration, sh: &Shared) {
+    let start = sampler.started();
+    let mut k = 1u32;
+    loop {
+        let mut next = start + every * k;
+        let now = Instant::now();
+        if next < now {
+            // Fell behind (suspended, overloaded host): skip missed ticks, don't burst.
+            let behind = (now - start).as_nanos() / every.as_nanos().max(1);
+            k = u32::try_from(behind).unwrap_or(u32::MAX - 1) + 1;
+            next = start + every * k;
+        }
+        if sh.wait(next) {
+            return;
+        }
+        let s = sampler.sample();
+        sh.push(vec![s]);
+        k = k.saturating_add(1);
+    }
+}
+
+/// How often an agent's clock offset is measured again (clocks drift, NTP steps).
+const REPROBE: Duration = Duration::from_secs(30);
+
+fn agent_loop(mut client: AgentClient, every: Duration, sh: &Shared) {
+    let mut probed: Option<Instant> = None;
+    let mut next = Instant::now();
+    loop {
+        if probed.is_none_or(|p| p.elapsed() >= REPROBE) {
+            match client.estimate_offset(5) {
+                Ok(_) => probed = Some(Instant::now()),
+                Err(e) => sh.warn(e),
+            }
+        }
+        if client.offset().is_some() {
+            match client.poll() {
+                Ok(s) => sh.push(s),
+                Err(e) => sh.warn(e),
+            }
+        }
+        next += every;
+        let now = Instant::now();
+        if next < now {
+            next = now + every;
+        }
+        if sh.wait(next) {
+            return;
+        }
+    }
+}
+
+/// A running observer. Dropping it stops the threads, as `stop` does.
+pub struct ObserverHandle {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl ObserverHandle {
+    /// Samples stamped within `[start_unix_ms, end_unix_ms]` (local clock), oldest first.
+    /// A sample's rates cover the `interval_ms` before its stamp.
+    pub fn samples_between(&self, start_unix_ms: u64, end_unix_ms: u64) -> Vec<Sample> {
+        let q = lock(&self.shared.samples);
+        let mut v: Vec<Sample> = q
+            .iter()
+            .filter(|s| s.unix_ms >= start_unix_ms && s.unix_ms <= end_unix_ms)
+            .cloned()
+            .collect();
+        v.sort_by(|a, b| {
+            a.unix_ms
+                .cmp(&b.unix_ms)
+                .then_with(|| a.source.cmp(&b.source))
+        });
+        v
+    }
+
+    /// Removes and returns the samples stamped at or after `since_unix_ms`, oldest first;
+    /// older ones are discarded (the caller has moved past them).
+    pub fn drain_since(&self, since_unix_ms: u64) -> Vec<Sample> {
+        let mut q = lock(&self.shared.samples);
+        let mut v: Vec<Sample> = q.drain(..).filter(|s| s.unix_ms >= since_unix_ms).collect();
+        v.sort_by(|a, b| {
+            a.unix_ms
+                .cmp(&b.unix_ms)
+                .then_with(|| a.source.cmp(&b.source))
+        });
+        v
+    }
+
+    /// The newest sample of `source`.
+    pub fn latest(&self, source: &str) -> Option<Sample> {
+        let q = lock(&self.shared.samples);
+        q.iter().rev().find(|s| s.source == source).cloned()
+    }
+
+    /// Problems met so far (an agent unreachable, a token rejected), each once.
+    pub fn warnings(&self) -> Vec<String> {
+        lock(&self.shared.warnings).clone()
+    }
+
+    /// Stops sampling and waits for the threads (at most one agent request timeout).
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        *lock(&self.shared.stop) = true;
+        self.shared.wake.notify_all();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for ObserverHandle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl std::fmt::Debug for ObserverHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObserverHandle")
+            .field("threads", &self.threads.len())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_on_schedule_and_windows() {
+        let h = Observer::start(ObserveConfig {
+            every: Duration::from_millis(50),
+            ..Default::default()
+        })
+        .unwrap();
+        let t0 = crate::store::unix_ms();
+        std::thread::sleep(Duration::from_millis(400));
+        let t1 = crate::store::unix_ms();
+        let all = h.samples_between(0, u64::MAX);
+        assert!(all.len() >= 4, "{} samples", all.len());
+        assert!(all.iter().all(|s| s.source == LOCAL && s.host.is_some()));
+        let mid = all[all.len() / 2].unix_ms;
+        let w = h.samples_between(t0, mid);
+        assert!(w.iter().all(|s| s.unix_ms >= t0 && s.unix_ms <= mid));
+        assert!(!w.is_empty());
+        let d = h.drain_since(mid);
+        assert!(d.iter().all(|s| s.unix_ms >= mid && s.unix_ms <= t1 + 100));
+        assert!(h.samples_between(0, mid.saturating_sub(1)).is_empty());
+        h.stop();
+    }
+
+    #[test]
+    fn rejects_tiny_period() {
+        let e = Observer::start(ObserveConfig {
+            every: Duration::from_millis(1),
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("sample-every"));
+    }
+
+    #[test]
+    fn buffer_is_bounded() {
+        let sh = Shared {
+            samples: Mutex::new(VecDeque::new()),
+            warnings: Mutex::new(Vec::new()),
+            max: 3,
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+        };
+        sh.push(
+            (0..5)
+                .map(|i| Sample {
+                    unix_ms: i,
+                    ..Default::default()
+                })
+                .collect(),
+        );
+        let q = lock(&sh.samples);
+        assert_eq!(
+            q.iter().map(|s| s.unix_ms).collect::<Vec<_>>(),
+            vec![2, 3, 4]
+        );
+    }
+}
