@@ -317,10 +317,41 @@ fn bad_line_in_urls_file_names_file_and_line() {
 fn slo_decides_the_exit_code() {
     let t = Target::start(&[]);
     let url = format!("{}/sleep?ms=20", t.url);
-    let ok = bin().args(["run", &url, "--rate", "50", "--duration", "1s", "-q", "--slo", "p99<500ms,errors<1%"]).output().unwrap();
-    assert_eq!(ok.status.code(), Some(0), "{}", String::from_utf8_lossy(&ok.stdout));
+    let ok = bin()
+        .args([
+            "run",
+            &url,
+            "--rate",
+            "50",
+            "--duration",
+            "1s",
+            "-q",
+            "--slo",
+            "p99<500ms,errors<1%",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stdout)
+    );
     assert!(String::from_utf8_lossy(&ok.stdout).contains("met"));
-    let bad = bin().args(["run", &url, "--rate", "50", "--duration", "1s", "-q", "--slo", "p50<5ms"]).output().unwrap();
+    let bad = bin()
+        .args([
+            "run",
+            &url,
+            "--rate",
+            "50",
+            "--duration",
+            "1s",
+            "-q",
+            "--slo",
+            "p50<5ms",
+        ])
+        .output()
+        .unwrap();
     assert_eq!(bad.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&bad.stdout).contains("FAILED"));
 }

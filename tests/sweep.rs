@@ -14,7 +14,11 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("overload-{tag}-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos()));
+    let d = std::env::temp_dir().join(format!(
+        "overload-{tag}-{}-{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos()
+    ));
     let _ = std::fs::remove_dir_all(&d);
     d
 }
@@ -27,12 +31,33 @@ fn open_loop_sweep_finds_saturation_and_stores_every_step() {
     let url = format!("{}/sleep?ms=50", t.url);
     let dir = tmpdir("sweep");
     let out = bin()
-        .args(["sweep", &url, "--rates", "100:400:50", "--warmup", "500ms", "--step", "2s", "--rest", "200ms"])
-        .args(["--past-saturation", "1", "--out", dir.to_str().unwrap(), "-q"])
+        .args([
+            "sweep",
+            &url,
+            "--rates",
+            "100:400:50",
+            "--warmup",
+            "500ms",
+            "--step",
+            "2s",
+            "--rest",
+            "200ms",
+        ])
+        .args([
+            "--past-saturation",
+            "1",
+            "--out",
+            dir.to_str().unwrap(),
+            "-q",
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let data = overload::store::load(&dir).unwrap();
     assert!(data.info.complete);
     assert_eq!(data.info.mode, "open");
@@ -42,10 +67,15 @@ fn open_loop_sweep_finds_saturation_and_stores_every_step() {
     let sat = a.saturation.expect("saturation found");
     // Capacity 200/s: the first saturated step is 200 or 250 req/s; the sustained peak is near 200.
     assert!(sat.offered >= 200.0 && sat.offered <= 250.0, "{sat:?}");
-    assert!(sat.peak_throughput > 170.0 && sat.peak_throughput < 215.0, "{sat:?}");
+    assert!(
+        sat.peak_throughput > 170.0 && sat.peak_throughput < 215.0,
+        "{sat:?}"
+    );
     // It stopped one step past saturation, not at 400.
     assert_eq!(data.steps.len(), sat.step + 2);
-    assert!(data.steps[sat.step].flags.contains(&"saturated".to_string()));
+    assert!(data.steps[sat.step]
+        .flags
+        .contains(&"saturated".to_string()));
     assert!(!data.steps[0].flags.contains(&"saturated".to_string()));
     // Each step carries its histogram and per-second series within its window.
     let h = overload::metrics::histo::decode(&data.steps[0].response_time_hist).unwrap();
@@ -53,7 +83,9 @@ fn open_loop_sweep_finds_saturation_and_stores_every_step() {
     for s in &data.steps {
         let pts: Vec<_> = data.series.iter().filter(|p| p.step == s.step).collect();
         assert!(pts.len() >= 2, "step {} has {} seconds", s.step, pts.len());
-        assert!(pts.iter().all(|p| p.t >= s.start_s - 1e-6 && p.t <= s.end_s + 1e-6));
+        assert!(pts
+            .iter()
+            .all(|p| p.t >= s.start_s - 1e-6 && p.t <= s.end_s + 1e-6));
         assert!(s.generator.threads >= 1);
     }
     assert!(stdout.contains("saturation at step"), "{stdout}");
@@ -68,11 +100,32 @@ fn closed_loop_sweep_fits_usl_and_checks_littles_law() {
     let url = format!("{}/sleep?ms=20", t.url);
     let dir = tmpdir("closed");
     let out = bin()
-        .args(["sweep", &url, "--users", "1,2,4,6,8,12", "--warmup", "300ms", "--step", "1500ms", "--rest", "100ms"])
-        .args(["--past-saturation", "5", "--out", dir.to_str().unwrap(), "-q"])
+        .args([
+            "sweep",
+            &url,
+            "--users",
+            "1,2,4,6,8,12",
+            "--warmup",
+            "300ms",
+            "--step",
+            "1500ms",
+            "--rest",
+            "100ms",
+        ])
+        .args([
+            "--past-saturation",
+            "5",
+            "--out",
+            dir.to_str().unwrap(),
+            "-q",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let data = overload::store::load(&dir).unwrap();
     assert_eq!(data.steps.len(), 6);
     let a = overload::analysis::analyze("closed", &data.steps, None);
@@ -94,16 +147,34 @@ fn slo_failure_exits_3_and_bad_flags_exit_2() {
     let url = format!("{}/sleep?ms=30", t.url);
     let dir = tmpdir("slo");
     let out = bin()
-        .args(["sweep", &url, "--rates", "20,40", "--warmup", "0s", "--step", "1s", "--rest", "0s", "--slo", "p99<10ms"])
+        .args([
+            "sweep", &url, "--rates", "20,40", "--warmup", "0s", "--step", "1s", "--rest", "0s",
+            "--slo", "p99<10ms",
+        ])
         .args(["--out", dir.to_str().unwrap(), "-q"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let data = overload::store::load(&dir).unwrap();
     assert_eq!(data.steps[0].slo_ok, Some(false));
     assert!(data.steps[0].flags.contains(&"slo-failed".to_string()));
     // The same folder again: refused, results are never overwritten.
-    let again = bin().args(["sweep", &url, "--rates", "20", "--out", dir.to_str().unwrap()]).output().unwrap();
+    let again = bin()
+        .args([
+            "sweep",
+            &url,
+            "--rates",
+            "20",
+            "--out",
+            dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
     assert_eq!(again.status.code(), Some(2));
     for args in [
         vec!["sweep", &url, "--rates", "5:1:1"],
@@ -115,7 +186,12 @@ fn slo_failure_exits_3_and_bad_flags_exit_2() {
         vec!["capacity", &url, "--slo", "p99<1s", "--precision", "0"],
     ] {
         let out = bin().args(&args).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -128,15 +204,44 @@ fn capacity_search_lands_within_precision_in_few_probes() {
     let url = format!("{}/sleep?ms=50", t.url);
     let dir = tmpdir("capacity");
     let out = bin()
-        .args(["capacity", &url, "--slo", "p99<150ms", "--start", "40", "--precision", "5%"])
-        .args(["--warmup", "500ms", "--step", "2s", "--rest", "200ms", "--out", dir.to_str().unwrap(), "-q"])
+        .args([
+            "capacity",
+            &url,
+            "--slo",
+            "p99<150ms",
+            "--start",
+            "40",
+            "--precision",
+            "5%",
+        ])
+        .args([
+            "--warmup",
+            "500ms",
+            "--step",
+            "2s",
+            "--rest",
+            "200ms",
+            "--out",
+            dir.to_str().unwrap(),
+            "-q",
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    let line = stdout.lines().find(|l| l.starts_with("capacity:")).expect("capacity line");
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("capacity:"))
+        .expect("capacity line");
     let cap: f64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    assert!((160.0..=210.0).contains(&cap), "capacity {cap} for a 200 req/s target: {stdout}");
+    assert!(
+        (160.0..=210.0).contains(&cap),
+        "capacity {cap} for a 200 req/s target: {stdout}"
+    );
     let data = overload::store::load(&dir).unwrap();
     let probes = data.steps.len();
     // A linear sweep from 40 req/s in steps of 5% of capacity needs ~17 steps.
@@ -152,7 +257,18 @@ fn kill_9_mid_sweep_keeps_every_finished_step() {
     let url = format!("{}/", t.url);
     let dir = tmpdir("kill");
     let mut child = bin()
-        .args(["sweep", &url, "--rates", "100:1000:100", "--warmup", "0s", "--step", "1s", "--rest", "0s"])
+        .args([
+            "sweep",
+            &url,
+            "--rates",
+            "100:1000:100",
+            "--warmup",
+            "0s",
+            "--step",
+            "1s",
+            "--rest",
+            "0s",
+        ])
         .args(["--out", dir.to_str().unwrap(), "-q"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -161,7 +277,9 @@ fn kill_9_mid_sweep_keeps_every_finished_step() {
     // Wait for 3 finished steps, then kill without warning.
     let steps = dir.join("steps.jsonl");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while std::fs::read_to_string(&steps).map_or(0, |s| s.lines().count()) < 3 && Instant::now() < deadline {
+    while std::fs::read_to_string(&steps).map_or(0, |s| s.lines().count()) < 3
+        && Instant::now() < deadline
+    {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(300));
@@ -184,7 +302,18 @@ fn sigint_ends_the_sweep_gracefully() {
     let url = format!("{}/", t.url);
     let dir = tmpdir("sigint");
     let child = bin()
-        .args(["sweep", &url, "--rates", "100:1000:100", "--warmup", "0s", "--step", "1s", "--rest", "0s"])
+        .args([
+            "sweep",
+            &url,
+            "--rates",
+            "100:1000:100",
+            "--warmup",
+            "0s",
+            "--step",
+            "1s",
+            "--rest",
+            "0s",
+        ])
         .args(["--out", dir.to_str().unwrap(), "-q"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -192,7 +321,9 @@ fn sigint_ends_the_sweep_gracefully() {
         .unwrap();
     let steps = dir.join("steps.jsonl");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while std::fs::read_to_string(&steps).map_or(0, |s| s.lines().count()) < 2 && Instant::now() < deadline {
+    while std::fs::read_to_string(&steps).map_or(0, |s| s.lines().count()) < 2
+        && Instant::now() < deadline
+    {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(400));
@@ -202,9 +333,21 @@ fn sigint_ends_the_sweep_gracefully() {
     assert_eq!(out.status.code(), Some(130));
     let data = overload::store::load(&dir).unwrap();
     assert!(!data.info.complete);
-    assert!(data.info.stop_reason.as_deref().unwrap_or("").contains("interrupted"), "{:?}", data.info.stop_reason);
+    assert!(
+        data.info
+            .stop_reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("interrupted"),
+        "{:?}",
+        data.info.stop_reason
+    );
     let last = data.steps.last().unwrap();
-    assert!(last.flags.contains(&"interrupted".to_string()), "{:?}", last.flags);
+    assert!(
+        last.flags.contains(&"interrupted".to_string()),
+        "{:?}",
+        last.flags
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("results:"));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -218,12 +361,31 @@ extern "C" {
 fn demo_finds_the_targets_capacity() {
     let _serial = serial();
     let dir = tmpdir("demo");
-    let out = bin().args(["demo", "--step", "2s", "-q", "--out", dir.to_str().unwrap()]).output().unwrap();
+    let out = bin()
+        .args(["demo", "--step", "2s", "-q", "--out", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    let line = stdout.lines().find(|l| l.starts_with("saturation at ~")).unwrap_or_else(|| panic!("{stdout}"));
-    let found: f64 = line.trim_start_matches("saturation at ~").split_whitespace().next().unwrap().parse().unwrap();
-    assert!((340.0..=460.0).contains(&found), "demo saturation {found} not within 15% of 400:\n{stdout}");
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("saturation at ~"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let found: f64 = line
+        .trim_start_matches("saturation at ~")
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (340.0..=460.0).contains(&found),
+        "demo saturation {found} not within 15% of 400:\n{stdout}"
+    );
     let data = overload::store::load(&dir).unwrap();
     assert!(data.info.complete);
     let _ = std::fs::remove_dir_all(&dir);

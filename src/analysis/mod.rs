@@ -85,7 +85,9 @@ pub fn saturation_reasons(
             let cur = sum.send_lag_ms.p99;
             // Lag with connections to spare is the generator's (see generator_bound), not the server's.
             if cur > 10.0 && cur > 2.0 * prev && s.generator.pool_waits > 0 {
-                r.push(format!("send lag p99 grew from {prev:.1} ms to {cur:.1} ms with every connection busy"));
+                r.push(format!(
+                    "send lag p99 grew from {prev:.1} ms to {cur:.1} ms with every connection busy"
+                ));
             }
             let base = steps[..i]
                 .iter()
@@ -363,6 +365,7 @@ pub(crate) mod tests {
             response_time_hist: String::new(),
             flags: vec![],
             slo_ok: None,
+            server: None,
         }
     }
 

@@ -35,6 +35,8 @@ pub struct CapacityArgs {
     pub steps: StepArgs,
     #[command(flatten)]
     pub conn: ConnArgs,
+    #[command(flatten)]
+    pub observe: crate::observe::ObserveArgs,
 }
 
 pub fn run(args: CapacityArgs) -> crate::Result<i32> {
@@ -101,7 +103,9 @@ pub fn run(args: CapacityArgs) -> crate::Result<i32> {
         "req/s",
         args.steps.quiet,
     );
+    let observe_cfg = args.observe.to_config(base.addrs[0].port())?;
     let mut stepper = Stepper::new(&base, "open", Some(&slo), &mut writer, progress);
+    stepper.observer = Some(crate::observe::Observer::start(observe_cfg)?);
     let search = CapacitySearch::new(args.start, args.max, args.precision);
     let result = crate::runner::capacity::search(
         &mut stepper,
@@ -110,11 +114,9 @@ pub fn run(args: CapacityArgs) -> crate::Result<i32> {
         args.connections,
         args.steps.rest,
     );
-    let (steps, notes, interrupted) = (
-        std::mem::take(&mut stepper.steps),
-        std::mem::take(&mut stepper.notes),
-        stepper.interrupted,
-    );
+    let mut notes = stepper.stop_observer();
+    notes.append(&mut stepper.notes);
+    let (steps, interrupted) = (std::mem::take(&mut stepper.steps), stepper.interrupted);
     let reason = match &result {
         Ok((_, r)) => r.clone(),
         Err(e) => format!("failed: {e}"),

@@ -123,12 +123,21 @@ pub fn run(args: DemoArgs) -> crate::Result<i32> {
         rest,
     };
     let mut stepper = Stepper::new(&base, "open", None, &mut writer, progress);
+    // Watch the target's port and this process (the target runs in it) beside the load.
+    let observe_cfg = crate::observe::ObserveConfig {
+        port: Some(handle.addr.port()),
+        groups: vec![crate::observe::GroupSpec::parse(&format!(
+            "target=pid:{}",
+            std::process::id()
+        ))
+        .map_err(crate::Error::runtime)?],
+        ..crate::observe::ObserveConfig::default()
+    };
+    stepper.observer = Some(crate::observe::Observer::start(observe_cfg)?);
     let result = crate::runner::sweep::sweep(&mut stepper, &plan);
-    let (steps, notes, interrupted) = (
-        std::mem::take(&mut stepper.steps),
-        std::mem::take(&mut stepper.notes),
-        stepper.interrupted,
-    );
+    let mut notes = stepper.stop_observer();
+    notes.append(&mut stepper.notes);
+    let (steps, interrupted) = (std::mem::take(&mut stepper.steps), stepper.interrupted);
     handle.stop();
     let reason = match &result {
         Ok(r) => r.clone(),

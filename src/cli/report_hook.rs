@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 pub fn after_run(dir: &Path) -> crate::Result<PathBuf> {
     let r = RunReport::load(dir)?;
     let paths = folder::write(&r, Format::Html, None)?;
-    let path = paths.into_iter().next().unwrap_or_else(|| dir.join("report.html"));
+    let path = paths
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| dir.join("report.html"));
     println!("report:  {}", path.display());
     Ok(path)
 }

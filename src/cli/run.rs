@@ -124,7 +124,12 @@ pub fn execute(
 
 pub fn run(args: RunArgs) -> crate::Result<i32> {
     let (cfg, urls) = args.engine_config()?;
-    let slo = args.slo.as_deref().map(crate::analysis::slo::parse).transpose().map_err(Error::usage)?;
+    let slo = args
+        .slo
+        .as_deref()
+        .map(crate::analysis::slo::parse)
+        .transpose()
+        .map_err(Error::usage)?;
     if let Some(p) = &args.json {
         json::check_writable(p)?;
     }

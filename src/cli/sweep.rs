@@ -88,6 +88,8 @@ pub struct SweepArgs {
     pub steps: StepArgs,
     #[command(flatten)]
     pub conn: ConnArgs,
+    #[command(flatten)]
+    pub observe: crate::observe::ObserveArgs,
 }
 
 /// Parses `20%` or `0.2`.
@@ -201,13 +203,13 @@ pub fn run(args: SweepArgs) -> crate::Result<i32> {
         max_p99_ms: args.max_p99.map(|d| d.as_secs_f64() * 1e3),
         rest: args.steps.rest,
     };
+    let observe_cfg = args.observe.to_config(base.addrs[0].port())?;
     let mut stepper = Stepper::new(&base, mode, slo.as_ref(), &mut writer, progress);
+    stepper.observer = Some(crate::observe::Observer::start(observe_cfg)?);
     let result = crate::runner::sweep::sweep(&mut stepper, &plan);
-    let (steps, notes, interrupted) = (
-        std::mem::take(&mut stepper.steps),
-        std::mem::take(&mut stepper.notes),
-        stepper.interrupted,
-    );
+    let mut notes = stepper.stop_observer();
+    notes.append(&mut stepper.notes);
+    let (steps, interrupted) = (std::mem::take(&mut stepper.steps), stepper.interrupted);
     let reason = match &result {
         Ok(r) => r.clone(),
         Err(e) => format!("failed: {e}"),

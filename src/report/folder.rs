@@ -343,6 +343,7 @@ pub mod testdata {
             response_time_hist: "HISTFAKE".to_string(),
             flags: vec![],
             slo_ok: None,
+            server: None,
         }
     }
 
@@ -362,6 +363,7 @@ pub mod testdata {
                     bytes_in: 0,
                     response_time_mean_ms: s.summary.response_time_ms.mean,
                     response_time_max_ms: s.summary.response_time_ms.max,
+                    server: None,
                 }
             })
             .collect()

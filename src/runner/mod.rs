@@ -21,6 +21,8 @@ pub struct Stepper<'a> {
     pub progress: SweepProgress,
     pub notes: Vec<String>,
     pub interrupted: bool,
+    /// Server-side sampling beside the load (same clock), when started.
+    pub observer: Option<crate::observe::ObserverHandle>,
 }
 
 impl<'a> Stepper<'a> {
@@ -41,6 +43,7 @@ impl<'a> Stepper<'a> {
             progress,
             notes: Vec::new(),
             interrupted: false,
+            observer: None,
         }
     }
 
@@ -54,7 +57,7 @@ impl<'a> Stepper<'a> {
         let index = self.steps.len();
         let offered = step::offered_of(&load);
         let progress = &mut self.progress;
-        let result = run_step(
+        let mut result = run_step(
             self.base,
             load,
             index,
@@ -62,6 +65,18 @@ impl<'a> Stepper<'a> {
             self.slo,
             |ctl, elapsed| progress.tick(index, offered, ctl, elapsed),
         )?;
+        if let Some(obs) = &self.observer {
+            // The server's side of the same window: per step, and per second of the series.
+            let r = &mut result.record;
+            let samples = obs.samples_between(r.start_unix_ms, r.end_unix_ms);
+            if !samples.is_empty() {
+                r.server = Some(crate::observe::summarize(&samples));
+            }
+            for p in result.series.iter_mut() {
+                let from = self.clock.start_unix_ms + (p.t * 1000.0) as u64;
+                p.server = crate::observe::second(&obs.samples_between(from, from + 999));
+            }
+        }
         self.interrupted |= result.interrupted;
         self.notes.extend(result.notes);
         self.steps.push(result.record);
@@ -70,6 +85,18 @@ impl<'a> Stepper<'a> {
         self.writer.append_step(rec, &result.series)?;
         self.progress.step_done(rec, self.mode);
         Ok(())
+    }
+
+    /// Stops the observer and returns its warnings (agents unreachable…).
+    pub fn stop_observer(&mut self) -> Vec<String> {
+        match self.observer.take() {
+            Some(o) => {
+                let w = o.warnings();
+                o.stop();
+                w
+            }
+            None => Vec::new(),
+        }
     }
 
     /// Rests between steps (the server drains); cut short by SIGINT.

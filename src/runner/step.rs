@@ -105,6 +105,7 @@ pub fn run_step(
                 0.0
             },
             response_time_max_ms: b.response_time_max_us as f64 / 1e3,
+            server: None,
         })
         .collect();
     let mut record = StepRecord {
@@ -120,6 +121,7 @@ pub fn run_step(
         response_time_hist: histo::encode(&rec.response_time),
         flags: Vec::new(),
         slo_ok: slo.map(|_| true),
+        server: None,
     };
     if let Some(slo) = slo {
         record.slo_ok = Some(slo.holds(&record.summary));

@@ -96,6 +96,9 @@ pub struct StepRecord {
     pub flags: Vec<String>,
     /// Whether the SLO (if any) held in this step.
     pub slo_ok: Option<bool>,
+    /// What was observed on the server (and the generator host) during the step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::observe::StepObservation>,
 }
 
 /// One line of `series.jsonl`: one second of load.
@@ -113,6 +116,9 @@ pub struct SeriesPoint {
     pub bytes_in: u64,
     pub response_time_mean_ms: f64,
     pub response_time_max_ms: f64,
+    /// The server's state in that second (sampled beside the load, same clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::observe::SecondObservation>,
 }
 
 /// Milliseconds since the Unix epoch.
