@@ -39,6 +39,8 @@ pub struct RunArgs {
     pub warmup: Duration,
     #[command(flatten)]
     pub conn: ConnArgs,
+    #[command(flatten)]
+    pub observe: crate::observe::ObserveArgs,
     /// Service-level objective, e.g. 'p99<500ms,errors<1%'; exit code 3 when it fails.
     #[arg(long)]
     pub slo: Option<String>,
@@ -133,10 +135,49 @@ pub fn run(args: RunArgs) -> crate::Result<i32> {
     if let Some(p) = &args.json {
         json::check_writable(p)?;
     }
+    // Server-side sampling only when asked for: a plain run stays a pure load generator.
+    let o = &args.observe;
+    let observing = !o.watch.is_empty()
+        || !o.fpm_status.is_empty()
+        || !o.agent.is_empty()
+        || o.observe_port.is_some();
+    let observer = if observing {
+        Some(crate::observe::Observer::start(
+            o.to_config(cfg.addrs[0].port())?,
+        )?)
+    } else {
+        None
+    };
+    let from = crate::store::unix_ms();
     let (summary, outcome) = execute(&cfg, &urls, args.quiet)?;
+    let server = observer.map(|h| {
+        let samples = h.samples_between(from, crate::store::unix_ms());
+        let warnings = h.warnings();
+        h.stop();
+        (crate::observe::summarize(&samples), warnings)
+    });
     print!("{}", terminal::summary(&summary, &outcome, &cfg));
+    if let Some((obs, warnings)) = &server {
+        print!("{}", terminal::server(obs));
+        let (rate, users) = cfg.offered();
+        let mode = if users.is_some() { "closed" } else { "open" };
+        for f in crate::observe::findings(&[(rate.unwrap_or(users.unwrap_or(0) as f64), obs)], mode)
+        {
+            println!("  • {f}");
+        }
+        for w in warnings {
+            println!("  ! {w}");
+        }
+    }
     if let Some(p) = &args.json {
-        json::write_run(p, &summary, &outcome, &cfg, &urls)?;
+        json::write_run(
+            p,
+            &summary,
+            &outcome,
+            &cfg,
+            &urls,
+            server.as_ref().map(|s| &s.0),
+        )?;
     }
     if outcome.interrupted {
         return Ok(130);

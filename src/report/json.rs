@@ -16,6 +16,9 @@ struct RunJson<'a> {
     warnings: Vec<String>,
     #[serde(flatten)]
     summary: &'a Summary,
+    /// What was observed on the server during the run (with --watch and friends).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server: Option<&'a crate::observe::StepObservation>,
 }
 
 /// Fails early (before the load) when the output file cannot be created.
@@ -40,6 +43,7 @@ pub fn write_run(
     outcome: &Outcome,
     cfg: &EngineConfig,
     urls: &[String],
+    server: Option<&crate::observe::StepObservation>,
 ) -> crate::Result<()> {
     let doc = RunJson {
         format_version: FORMAT_VERSION,
@@ -48,6 +52,7 @@ pub fn write_run(
         interrupted: outcome.interrupted,
         warnings: super::terminal::warnings(s, outcome, cfg),
         summary: s,
+        server,
     };
     let text = serde_json::to_string_pretty(&doc)
         .map_err(|e| crate::Error::runtime(format!("JSON: {e}")))?;

@@ -200,3 +200,45 @@ pub fn warnings(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> Vec<Strin
     }
     w
 }
+
+/// The server side of a run, one line per source (host CPU, TCP, watched groups, FPM).
+pub fn server(o: &crate::observe::StepObservation) -> String {
+    let mut out = String::new();
+    for src in &o.sources {
+        let mut parts = Vec::new();
+        if let Some(h) = &src.host {
+            parts.push(format!(
+                "CPU {:.0}% (max {:.0}%) of {} cores, load {:.1}",
+                h.cpu_busy_pct.mean, h.cpu_busy_pct.max, h.cores, h.load1.max
+            ));
+        }
+        if let Some(t) = &src.tcp {
+            parts.push(format!(
+                "port {}: ESTABLISHED max {:.0}, TIME_WAIT max {:.0}, listen overflows {}",
+                t.port,
+                t.state("ESTABLISHED").max,
+                t.state("TIME_WAIT").max,
+                t.listen_overflows
+            ));
+        }
+        for g in &src.groups {
+            parts.push(format!(
+                "{}: {:.0} processes, CPU {:.0}%, RSS {}",
+                g.name,
+                g.processes.max,
+                g.cpu_pct.mean,
+                fmt_bytes(g.rss_bytes.max)
+            ));
+        }
+        for f in &src.fpm {
+            parts.push(format!(
+                "fpm {}: active max {:.0} of {:.0}",
+                f.pool, f.active.max, f.total.max
+            ));
+        }
+        if !parts.is_empty() {
+            let _ = writeln!(out, "  server [{}]  {}", src.source, parts.join("; "));
+        }
+    }
+    out
+}
