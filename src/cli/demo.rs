@@ -92,7 +92,7 @@ pub fn run(args: DemoArgs) -> crate::Result<i32> {
         timeout: Duration::from_secs(10),
         connect_timeout: Duration::from_secs(3),
         seed: 1,
-        pacing_slack: Duration::ZERO,
+        pacing_slack: Duration::from_millis(1),
     };
     let urls = [format!("GET {url}")];
     let config = serde_json::json!({ "demo": true, "workers": args.workers, "service_ms": args.service_ms, "capacity": capacity });

@@ -67,9 +67,10 @@ pub struct ConnArgs {
     /// Worker threads, each with its own event loop (default: number of cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Open loop: let arrivals wait up to this long so several are sent per wake-up (lower
-    /// generator CPU at high rates; the wait is measured as send lag). 0 = every arrival on time.
-    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    /// Open loop: at most one wake-up per this period for arrivals, so that dense arrivals
+    /// share one (wrk2's granularity is 1 ms). Response times forgive at most this much of the
+    /// resulting wait; send lag shows it raw. 0 = wake for every arrival (costs more CPU).
+    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
     pub pacing_slack: Duration,
     /// Seed for random choices (arrivals, think times, URL picks), for repeatable plans.
     #[arg(long, default_value_t = 1)]

@@ -65,9 +65,9 @@ pub struct EngineConfig {
     pub timeout: Duration,
     pub connect_timeout: Duration,
     pub seed: u64,
-    /// Open loop: how late an arrival may be sent so that several go out on one wake-up.
-    /// Zero paces every arrival on time (a wake-up each); 1 ms is wrk2's granularity. The
-    /// delay is measured (send lag) and included in response times, never hidden.
+    /// Open loop: at most one wake-up per this period for arrivals, so dense arrivals share a
+    /// wake-up (zero: one per arrival). Response times forgive at most this much lag (the
+    /// generator's own choice); send lag is reported raw, so nothing is hidden.
     pub pacing_slack: Duration,
 }
 
