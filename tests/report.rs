@@ -196,10 +196,7 @@ fn html_report_with_server_data_has_server_charts_columns_and_findings() {
     // The server findings are listed with the others.
     let findings = &html[html.find("<h2>Findings</h2>").unwrap()..];
     let findings = &findings[..findings.find("</ul>").unwrap()];
-    assert!(
-        findings.contains("listen queue overflowed"),
-        "{findings}"
-    );
+    assert!(findings.contains("listen queue overflowed"), "{findings}");
     assert!(findings.contains("TIME_WAIT reached"), "{findings}");
     assert!(findings.contains("fpm workers"), "{findings}");
     assert!(findings.contains("saturation at step 4"), "{findings}");

@@ -351,7 +351,11 @@ pub fn compare_charts(runs: &[RunReport], names: &[String]) -> Vec<Chart> {
             .and_then(|o| o.host)
             .map(|h| h.cpu_busy_pct.mean)
     };
-    if !runs.is_empty() && runs.iter().all(|r| r.steps.iter().any(|s| cpu(s).is_some())) {
+    if !runs.is_empty()
+        && runs
+            .iter()
+            .all(|r| r.steps.iter().any(|s| cpu(s).is_some()))
+    {
         let mut c = Chart::new(
             "Server CPU (busy, mean) vs load",
             x(),

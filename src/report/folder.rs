@@ -393,7 +393,13 @@ pub mod testdata {
         }
         let web = o.server()?;
         let last = k == 11;
-        let pick = |s: Stat| if last { s.max } else { s.mean * (0.95 + 0.05 * (k % 3) as f64) };
+        let pick = |s: Stat| {
+            if last {
+                s.max
+            } else {
+                s.mean * (0.95 + 0.05 * (k % 3) as f64)
+            }
+        };
         let n = |s: Stat| pick(s).round() as u64;
         let tcp = web.tcp.as_ref();
         Some(SecondObservation {
@@ -429,6 +435,8 @@ pub mod testdata {
             cpu_busy_pct: st(busy, (busy * 1.05).min(100.0)),
             load1: st(load * 2.5, load * 3.0),
             mem_total_bytes: 8 << 30,
+            mem_used_bytes: st(2e9, 2.2e9),
+            mem_available_bytes: st(6.5e9, 6.6e9),
             ..HostObservation::default()
         };
         let over = load > 1.0;
@@ -437,9 +445,16 @@ pub mod testdata {
             states: BTreeMap::from([
                 ("ESTABLISHED".to_string(), st(load * 40.0, load * 48.0)),
                 ("TIME_WAIT".to_string(), st(offered * 30.0, offered * 40.0)),
-                ("SYN_RECV".to_string(), st(if over { 20.0 } else { 0.0 }, if over { 40.0 } else { 0.0 })),
+                (
+                    "SYN_RECV".to_string(),
+                    st(if over { 20.0 } else { 0.0 }, if over { 40.0 } else { 0.0 }),
+                ),
             ]),
-            listen_queue: Some(if over { st(90.0, 128.0) } else { st(load * 2.0, load * 6.0) }),
+            listen_queue: Some(if over {
+                st(90.0, 128.0)
+            } else {
+                st(load * 2.0, load * 6.0)
+            }),
             listen_limit: Some(128),
             listen_overflows: if over { 550 } else { 0 },
             listen_overflows_per_s_max: if over { 80.0 } else { 0.0 },

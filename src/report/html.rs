@@ -52,6 +52,7 @@ th { background: #f8fafc; font-weight: 600; color: #374151; font-size: 12px; }
 th.l, td.l { text-align: left; }
 tbody tr:last-child td { border-bottom: none; }
 tbody tr:hover td { background: #f9fafb; }
+table.dense th, table.dense td { padding: 7px 8px; }
 th.grp, td.grp { border-left: 2px solid var(--line); }
 tr.grp th { border-bottom: none; padding-bottom: 0; color: var(--muted); text-transform: uppercase;
   letter-spacing: 0.07em; font-size: 11px; }
@@ -365,7 +366,12 @@ fn steps_table(o: &mut String, r: &RunReport) {
     };
     // A "server" column group when the run was observed.
     let observed = r.steps.iter().any(|s| server::server_of(s).is_some());
-    o.push_str("<div class=\"tablewrap\"><table>\n<thead>");
+    // Dense when the server columns are there, so the table still fits a laptop screen.
+    o.push_str(if observed {
+        "<div class=\"tablewrap\"><table class=\"dense\">\n<thead>"
+    } else {
+        "<div class=\"tablewrap\"><table>\n<thead>"
+    });
     if observed {
         o.push_str(
             "<tr class=\"grp\"><th colspan=\"12\"></th><th colspan=\"3\" class=\"grp\">server</th>\
@@ -373,7 +379,7 @@ fn steps_table(o: &mut String, r: &RunReport) {
         );
     }
     let server_heads = if observed {
-        "<th class=\"grp\">CPU mean</th><th>TIME_WAIT max</th><th>listen overflows</th>"
+        "<th class=\"grp\">CPU mean</th><th>TIME_WAIT max</th><th>overflows</th>"
     } else {
         ""
     };

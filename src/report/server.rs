@@ -60,7 +60,12 @@ fn load_chart(r: &RunReport, title: impl Into<String>, y: Axis) -> Chart {
 fn per_step(r: &RunReport, f: impl Fn(&StepRecord) -> Option<f64>) -> Vec<(f64, f64)> {
     r.steps
         .iter()
-        .map(|s| (s.offered, f(s).filter(|v| v.is_finite()).unwrap_or(f64::NAN)))
+        .map(|s| {
+            (
+                s.offered,
+                f(s).filter(|v| v.is_finite()).unwrap_or(f64::NAN),
+            )
+        })
         .collect()
 }
 
@@ -157,7 +162,10 @@ pub fn cpu_per_response_chart(r: &RunReport) -> Option<Chart> {
     };
     let mut groups: Vec<String> = Vec::new();
     for s in &r.steps {
-        for g in server_of(s).map(|o| o.groups.as_slice()).unwrap_or_default() {
+        for g in server_of(s)
+            .map(|o| o.groups.as_slice())
+            .unwrap_or_default()
+        {
             if !groups.contains(&g.name) {
                 groups.push(g.name.clone());
             }
@@ -224,29 +232,38 @@ pub fn listen_overflow_chart(r: &RunReport) -> Option<Chart> {
         "Listen queue overflows and drops per step (host-wide)",
         Axis::linear("count in the step"),
     );
-    c.empty_note = "no listen queue overflow or drop in any step".to_string();
     let overflows = per_step(r, |s| tcp(s).map(|t| t.listen_overflows as f64));
     let drops = per_step(r, |s| tcp(s).map(|t| t.listen_drops as f64));
-    // All zero: the note says it better than flat lines would.
-    if overflows.iter().chain(&drops).any(|p| p.1 > 0.0) {
-        c.add(Series::new("ListenOverflows", SATURATION_COLOR, overflows));
-        c.add(
-            Series::new("ListenDrops", WARN_COLOR, drops)
-                .line(Line::Dashed)
-                .width(1.5),
-        );
-        mark_load(&mut c, r);
+    // None at all: a chart of zeros would only take room (the steps table shows the 0s).
+    if !overflows.iter().chain(&drops).any(|p| p.1 > 0.0) {
+        return None;
     }
+    c.add(Series::new("ListenOverflows", SATURATION_COLOR, overflows));
+    c.add(
+        Series::new("ListenDrops", WARN_COLOR, drops)
+            .line(Line::Dashed)
+            .width(1.5),
+    );
+    mark_load(&mut c, r);
     Some(c)
+}
+
+/// Counts of a few (1 process, an empty queue) would get ticks at 0.5: show at least 0–5.
+fn whole_counts(c: &mut Chart) {
+    let top = c
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    if !c.y.log && top < 4.5 {
+        c.y.max = Some(5.0);
+    }
 }
 
 /// A full-width timeline chart with the steps shaded, as the other timelines.
 fn timeline(r: &RunReport, title: impl Into<String>, y: &str) -> Chart {
-    let mut c = Chart::new(
-        title,
-        Axis::fitted("time since start (s)"),
-        Axis::linear(y),
-    );
+    let mut c = Chart::new(title, Axis::fitted("time since start (s)"), Axis::linear(y));
     c.width = 1280.0;
     c.height = 330.0;
     for b in step_bands(r) {
@@ -257,10 +274,7 @@ fn timeline(r: &RunReport, title: impl Into<String>, y: &str) -> Chart {
 
 /// Per-second points of one server figure. Seconds without it and gaps between steps break
 /// the line instead of bridging it.
-fn per_second(
-    s: &[SeriesPoint],
-    f: impl Fn(&SecondObservation) -> Option<f64>,
-) -> Vec<(f64, f64)> {
+fn per_second(s: &[SeriesPoint], f: impl Fn(&SecondObservation) -> Option<f64>) -> Vec<(f64, f64)> {
     let mut pts = Vec::with_capacity(s.len());
     for (i, p) in s.iter().enumerate() {
         if i > 0 && (p.t - s[i - 1].t > 1.5 || p.step != s[i - 1].step) {
@@ -291,7 +305,10 @@ pub fn processes_timeline(r: &RunReport) -> Option<Chart> {
     }
     let mut names: Vec<&str> = Vec::new();
     for st in &r.steps {
-        for g in server_of(st).map(|o| o.groups.as_slice()).unwrap_or_default() {
+        for g in server_of(st)
+            .map(|o| o.groups.as_slice())
+            .unwrap_or_default()
+        {
             if !names.contains(&g.name.as_str()) {
                 names.push(&g.name);
             }
@@ -313,6 +330,7 @@ pub fn processes_timeline(r: &RunReport) -> Option<Chart> {
     if any_point(&fpm) {
         c.add(timeline_series("busy FPM workers", PALETTE[2], fpm));
     }
+    whole_counts(&mut c);
     Some(c)
 }
 
@@ -342,13 +360,27 @@ pub fn tcp_timeline(r: &RunReport) -> Option<Chart> {
         Some(p) => format!("Timeline: TCP connections on port {p} by state"),
         None => "Timeline: TCP connections by state".to_string(),
     };
+    // Without keep-alive TIME_WAIT runs to tens of thousands while ESTABLISHED stays in the
+    // tens: a log scale keeps both readable (zeros then drop out, which hides nothing).
+    let peak = |pts: &[(f64, f64)]| {
+        pts.iter()
+            .map(|p| p.1)
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max)
+    };
+    let (est, tw) = (peak(&lines[0].2), peak(&lines[1].2));
+    let log = est > 0.0 && tw > 0.0 && est.max(tw) / est.min(tw) > 20.0;
     // On loopback both ends of a connection match the port: say so where it matters.
     let mut c = timeline(r, title, "sockets (both ends when on loopback)");
+    if log {
+        c.y = Axis::log("sockets, log scale (both ends when on loopback)");
+    }
     for (name, color, pts, always) in lines {
         if always || pts.iter().any(|p| p.1 > 0.0) {
             c.add(timeline_series(name, color, pts));
         }
     }
+    whole_counts(&mut c);
     Some(c)
 }
 
@@ -358,7 +390,8 @@ pub fn listen_queue_timeline(r: &RunReport) -> Option<Chart> {
     let s = &r.data.series;
     let queue = per_second(s, |o| o.listen_queue.map(|n| n as f64));
     let ovf = per_second(s, |o| o.listen_overflows.map(|n| n as f64));
-    if !any_point(&queue) && !any_point(&ovf) {
+    // An accept queue that stayed empty, without overflows, is not worth a chart.
+    if !queue.iter().chain(&ovf).any(|p| p.1 > 0.0) {
         return None;
     }
     let limit = r
@@ -381,6 +414,7 @@ pub fn listen_queue_timeline(r: &RunReport) -> Option<Chart> {
             ovf,
         ));
     }
+    whole_counts(&mut c);
     Some(c)
 }
 
@@ -427,6 +461,7 @@ mod tests {
         assert!((ms - 2000.0 / 350.0).abs() < 1e-9, "{ms}");
         assert_eq!(c[2].series.len(), 2, "overflows and drops");
         assert!(c[4].title.contains("port 8080"));
+        assert!(c[4].y.log, "TIME_WAIT thousands, ESTABLISHED tens");
         assert!(c[5].title.contains("limit 128"));
         for (i, ch) in c.iter().enumerate() {
             let svg = ch.to_svg(&format!("s{i}"));
@@ -454,7 +489,7 @@ mod tests {
             let svg = ch.to_svg(&format!("p{i}"));
             assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
         }
-        // Overflows all zero: the chart stays, with a note instead of flat lines.
+        // Overflows all zero: no chart of zeros.
         let mut st = testdata::server_sweep();
         for s in &mut st {
             for src in &mut s.server.as_mut().unwrap().sources {
@@ -464,8 +499,6 @@ mod tests {
                 }
             }
         }
-        let c = listen_overflow_chart(&report(st)).unwrap();
-        assert!(c.series.is_empty());
-        assert!(c.to_svg("z").contains("no listen queue overflow"));
+        assert!(listen_overflow_chart(&report(st)).is_none());
     }
 }
