@@ -52,7 +52,7 @@ th { background: #f8fafc; font-weight: 600; color: #374151; font-size: 12px; }
 th.l, td.l { text-align: left; }
 tbody tr:last-child td { border-bottom: none; }
 tbody tr:hover td { background: #f9fafb; }
-table.dense th, table.dense td { padding: 7px 8px; }
+table.dense th, table.dense td { padding: 7px 7px; }
 th.grp, td.grp { border-left: 2px solid var(--line); }
 tr.grp th { border-bottom: none; padding-bottom: 0; color: var(--muted); text-transform: uppercase;
   letter-spacing: 0.07em; font-size: 11px; }
@@ -379,7 +379,9 @@ fn steps_table(o: &mut String, r: &RunReport) {
         );
     }
     let server_heads = if observed {
-        "<th class=\"grp\">CPU mean</th><th>TIME_WAIT max</th><th>overflows</th>"
+        "<th class=\"grp\" title=\"server host CPU busy, mean over the step\">CPU</th>\
+         <th title=\"most sockets in TIME_WAIT on the port\">TIME_WAIT</th>\
+         <th title=\"listen queue overflows in the step (host-wide)\">overflows</th>"
     } else {
         ""
     };

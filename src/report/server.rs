@@ -76,7 +76,7 @@ fn generator_pct(s: &StepRecord) -> Option<f64> {
         return Some(g.cpu_pct.mean);
     }
     let g = &s.generator;
-    (g.cpu_pct.is_finite() && g.threads > 0).then(|| g.cpu_pct * g.threads as f64)
+    (g.cpu_pct.is_finite() && g.threads > 0).then_some(g.cpu_pct * g.threads as f64)
 }
 
 /// Cores of the generator's host: the local source's count, else run.json's.
@@ -272,12 +272,13 @@ fn timeline(r: &RunReport, title: impl Into<String>, y: &str) -> Chart {
     c
 }
 
-/// Per-second points of one server figure. Seconds without it and gaps between steps break
-/// the line instead of bridging it.
+/// Per-second points of one server figure. Seconds without it and pauses (rest between
+/// steps) break the line instead of bridging it. Unlike the response counts, a step change
+/// does not: the server's state runs on from one step into the next.
 fn per_second(s: &[SeriesPoint], f: impl Fn(&SecondObservation) -> Option<f64>) -> Vec<(f64, f64)> {
     let mut pts = Vec::with_capacity(s.len());
     for (i, p) in s.iter().enumerate() {
-        if i > 0 && (p.t - s[i - 1].t > 1.5 || p.step != s[i - 1].step) {
+        if i > 0 && p.t - s[i - 1].t > 1.5 {
             pts.push((f64::NAN, f64::NAN));
         }
         let v = p.server.as_ref().and_then(&f).filter(|v| v.is_finite());
@@ -290,8 +291,16 @@ fn any_point(pts: &[(f64, f64)]) -> bool {
     pts.iter().any(|p| p.1.is_finite())
 }
 
+/// A line without dots, unless the run is short: then dots show isolated seconds (a line
+/// needs two) and carry the hover values.
 fn timeline_series(name: impl Into<String>, color: &str, pts: Vec<(f64, f64)>) -> Series {
-    Series::new(name, color, pts).marker(Marker::None)
+    let n = pts.iter().filter(|p| p.1.is_finite()).count();
+    let s = Series::new(name, color, pts);
+    if n <= 60 {
+        s.width(1.5)
+    } else {
+        s.marker(Marker::None)
+    }
 }
 
 /// Chart 3: processes of the watched groups and busy FPM workers, second by second (S5:
@@ -345,7 +354,9 @@ pub fn tcp_timeline(r: &RunReport) -> Option<Chart> {
         ("SYN_RECV", SATURATION_COLOR, |o| o.syn_recv, false),
         ("CLOSE_WAIT", PALETTE[3], |o| o.close_wait, false),
     ];
-    let lines: Vec<(&str, &str, Vec<(f64, f64)>, bool)> = states
+    // (state, colour, points, drawn even when all zero)
+    type Line4<'a> = (&'a str, &'a str, Vec<(f64, f64)>, bool);
+    let lines: Vec<Line4> = states
         .into_iter()
         .map(|(n, c, f, always)| (n, c, per_second(s, |o| f(o).map(|v| v as f64)), always))
         .collect();
