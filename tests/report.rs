@@ -148,6 +148,64 @@ fn html_report_of_a_finished_sweep() {
     assert!(out.contains("elsewhere.html") && other.exists());
 }
 
+/// The server-side chart titles: none may appear without observation.
+const SERVER_TITLES: [&str; 6] = [
+    "Server CPU vs load",
+    "CPU time per response",
+    "Listen queue overflows and drops per step",
+    "Timeline: worker processes",
+    "Timeline: TCP connections on port",
+    "Timeline: accept queue",
+];
+
+#[test]
+fn html_report_without_observation_has_no_server_section() {
+    let dir = scratch("no-server");
+    write_run(&dir, "plain", "open", &testdata::open_sweep(), true);
+    ok(&run(&["report", dir.to_str().unwrap()]));
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let (svgs, _) = check_html(&html);
+    assert_eq!(svgs, 6);
+    for t in SERVER_TITLES {
+        assert!(!html.contains(t), "{t}");
+    }
+    assert!(!html.contains("<h2>Server</h2>"));
+    assert!(!html.contains(">TIME_WAIT</th>"), "no server columns");
+}
+
+#[test]
+fn html_report_with_server_data_has_server_charts_columns_and_findings() {
+    let dir = scratch("server");
+    write_run(&dir, "observed", "open", &testdata::server_sweep(), true);
+    ok(&run(&["report", dir.to_str().unwrap()]));
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let (svgs, tables) = check_html(&html);
+    assert_eq!(svgs, 12, "6 load charts + 6 server charts");
+    assert_eq!(tables, 1);
+    for t in SERVER_TITLES {
+        assert!(html.contains(&format!("<title>{t}")), "{t}");
+    }
+    assert!(html.contains("Server CPU vs load (host web)"));
+    assert!(html.contains("watched: php"));
+    assert!(html.contains("limit 128"));
+    assert!(html.contains("<h2>Server</h2>"));
+    // The steps table's server column group: CPU 100% and 550 overflows at 500 req/s.
+    assert!(html.contains(">server</th>") && html.contains(">TIME_WAIT</th>"));
+    assert!(html.contains("<td class=\"grp\">100%</td>"));
+    assert!(html.contains("<td class=\"bad\">550</td>"));
+    // The server findings are listed with the others.
+    let findings = &html[html.find("<h2>Findings</h2>").unwrap()..];
+    let findings = &findings[..findings.find("</ul>").unwrap()];
+    assert!(findings.contains("listen queue overflowed"), "{findings}");
+    assert!(findings.contains("TIME_WAIT reached"), "{findings}");
+    assert!(findings.contains("fpm workers"), "{findings}");
+    assert!(findings.contains("saturation at step 4"), "{findings}");
+    // The JSON report carries them too.
+    ok(&run(&["report", dir.to_str().unwrap(), "--format", "json"]));
+    let json = std::fs::read_to_string(dir.join("report.json")).unwrap();
+    assert!(json.contains("listen queue overflowed"));
+}
+
 #[test]
 fn interrupted_run_with_a_truncated_line_is_reported_as_incomplete() {
     let dir = scratch("truncated");
@@ -289,12 +347,31 @@ fn compare_two_runs() {
     assert!(out.contains("saturation"), "{out}");
     let html = std::fs::read_to_string(&page).unwrap();
     let (svgs, tables) = check_html(&html);
-    assert_eq!(svgs, 4);
+    assert_eq!(svgs, 4, "no server CPU overlay without observation");
     assert_eq!(tables, 2);
+    assert!(!html.contains("Server CPU"));
     assert!(
         html.contains(">Prefork</text>") && html.contains(">FPM</text>"),
         "legend"
     );
+
+    // Both runs observed: the server CPU overlay is added.
+    let sa = scratch("cmp-server-a");
+    let sb = scratch("cmp-server-b");
+    write_run(&sa, "a", "open", &testdata::server_sweep(), true);
+    write_run(&sb, "b", "open", &testdata::server_sweep()[..3], true);
+    let page2 = scratch("cmp-server-out").with_extension("html");
+    ok(&run(&[
+        "compare",
+        sa.to_str().unwrap(),
+        sb.to_str().unwrap(),
+        "--out",
+        page2.to_str().unwrap(),
+    ]));
+    let html = std::fs::read_to_string(&page2).unwrap();
+    let (svgs, _) = check_html(&html);
+    assert_eq!(svgs, 5);
+    assert!(html.contains("<title>Server CPU (busy, mean) vs load"));
 
     // Mixed open and closed loop: a one-line usage error.
     let c = scratch("cmp-closed");

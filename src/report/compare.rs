@@ -5,6 +5,7 @@
 use super::charts::{ideal_line, load_axis, PALETTE};
 use super::folder::{fmt_num, RunReport};
 use super::html;
+use super::server;
 use super::svg::{esc, Axis, Chart, Line, Series};
 use crate::store::StepRecord;
 use crate::units::fmt_ms;
@@ -343,7 +344,36 @@ pub fn compare_charts(runs: &[RunReport], names: &[String]) -> Vec<Chart> {
             }),
         ));
     }
-    vec![thr, p, mean, err]
+    let mut charts = vec![thr, p, mean, err];
+    // Server CPU only when every run was observed: a run without it would just be missing.
+    let cpu = |s: &StepRecord| {
+        server::server_of(s)
+            .and_then(|o| o.host)
+            .map(|h| h.cpu_busy_pct.mean)
+    };
+    if !runs.is_empty()
+        && runs
+            .iter()
+            .all(|r| r.steps.iter().any(|s| cpu(s).is_some()))
+    {
+        let mut c = Chart::new(
+            "Server CPU (busy, mean) vs load",
+            x(),
+            Axis {
+                max: Some(100.0),
+                ..Axis::linear("CPU, % of all cores")
+            },
+        );
+        for (i, (r, n)) in runs.iter().zip(names).enumerate() {
+            c.add(Series::new(
+                n.clone(),
+                color(i),
+                pts(r, &|s| cpu(s).filter(|v| v.is_finite()).unwrap_or(f64::NAN)),
+            ));
+        }
+        charts.push(c);
+    }
+    charts
 }
 
 /// The HTML page.
@@ -446,6 +476,20 @@ mod tests {
         let html = html(&runs, &names);
         assert_eq!(html.matches("<svg").count(), 4);
         assert!(html.contains(">fpm p99</text>"));
+        assert!(!html.contains("Server CPU"));
+        // Both observed: the server CPU overlay; only one: none.
+        let mut observed = vec![
+            run("prefork", "open", testdata::server_sweep()),
+            run("fpm", "open", faster()),
+        ];
+        assert_eq!(compare_charts(&observed, &names).len(), 4);
+        for s in &mut observed[1].steps {
+            s.server = Some(testdata::observation(s.offered));
+        }
+        let c = compare_charts(&observed, &names);
+        assert_eq!(c.len(), 5);
+        assert_eq!(c[4].series.len(), 2);
+        assert!(c[4].title.starts_with("Server CPU"));
     }
 
     #[test]

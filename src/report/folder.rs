@@ -51,7 +51,18 @@ impl RunReport {
             steps.sort_by(|a, b| a.offered.total_cmp(&b.offered));
             notes.push("steps were re-ordered by load for the analysis and charts".to_string());
         }
-        let analysis = analysis::analyze(&data.info.mode, &steps, slo.as_ref());
+        let mut analysis = analysis::analyze(&data.info.mode, &steps, slo.as_ref());
+        // The server's findings, unless the analysis already carries them: every format
+        // written from this report (HTML, JSON) then says what the observed hosts showed.
+        let observed: Vec<(f64, &crate::observe::StepObservation)> = steps
+            .iter()
+            .filter_map(|s| s.server.as_ref().map(|o| (s.offered, o)))
+            .collect();
+        for f in crate::observe::findings(&observed, &data.info.mode) {
+            if !analysis.findings.contains(&f) {
+                analysis.findings.push(f);
+            }
+        }
         RunReport {
             data,
             steps,
@@ -228,6 +239,10 @@ pub fn shell_join(args: &[String]) -> String {
 #[doc(hidden)]
 pub mod testdata {
     use crate::metrics::{LatencyStats, Summary};
+    use crate::observe::{
+        FpmObservation, GeneratorObservation, GroupObservation, HostObservation, KernelLimits,
+        SecondObservation, SourceObservation, Stat, StepObservation, TcpObservation, LOCAL,
+    };
     use crate::store::{GeneratorStats, HostInfo, RunInfo, SeriesPoint, StepRecord};
     use std::collections::BTreeMap;
 
@@ -363,10 +378,148 @@ pub mod testdata {
                     bytes_in: 0,
                     response_time_mean_ms: s.summary.response_time_ms.mean,
                     response_time_max_ms: s.summary.response_time_ms.max,
-                    server: None,
+                    server: s.server.as_ref().and_then(|o| second_of(o, k)),
                 }
             })
             .collect()
+    }
+
+    /// Second `k` of a step whose server figures are `o`: means, with a wobble and the
+    /// step's maxima in its last second, as a sampler would have seen them. The first second
+    /// has none (sampling had not started), to exercise gaps.
+    fn second_of(o: &StepObservation, k: usize) -> Option<SecondObservation> {
+        if k == 0 {
+            return None;
+        }
+        let web = o.server()?;
+        let last = k == 11;
+        let pick = |s: Stat| {
+            if last {
+                s.max
+            } else {
+                s.mean * (0.95 + 0.05 * (k % 3) as f64)
+            }
+        };
+        let n = |s: Stat| pick(s).round() as u64;
+        let tcp = web.tcp.as_ref();
+        Some(SecondObservation {
+            cpu_busy_pct: web.host.map(|h| pick(h.cpu_busy_pct).min(100.0)),
+            load1: web.host.map(|h| pick(h.load1)),
+            mem_available_bytes: None,
+            established: tcp.map(|t| n(t.state("ESTABLISHED"))),
+            syn_recv: tcp.map(|t| n(t.state("SYN_RECV"))),
+            time_wait: tcp.map(|t| n(t.state("TIME_WAIT"))),
+            close_wait: tcp.map(|t| n(t.state("CLOSE_WAIT"))),
+            listen_queue: tcp.and_then(|t| t.listen_queue.map(n)),
+            listen_overflows: tcp.map(|t| t.listen_overflows / 11),
+            retrans_segs: tcp.map(|_| 0),
+            processes: (!web.groups.is_empty())
+                .then(|| web.groups.iter().map(|g| n(g.processes)).sum()),
+            fpm_active: (!web.fpm.is_empty()).then(|| web.fpm.iter().map(|f| n(f.active)).sum()),
+            generator_cpu_pct: o.generator.map(|g| pick(g.cpu_pct)),
+        })
+    }
+
+    /// What an observed server did in a step at `offered` (of a 400 req/s server on 2
+    /// cores): CPU and PHP workers growing with load to 100% and 16 workers, TIME_WAIT
+    /// growing, the accept queue filling and overflowing past saturation.
+    pub fn observation(offered: f64) -> StepObservation {
+        let load = (offered / 400.0).min(1.25);
+        let st = |mean: f64, max: f64| Stat { mean, max };
+        let busy = (load * 100.0).min(100.0);
+        let host = |busy: f64| HostObservation {
+            cores: 2,
+            cpu_user_pct: st(busy * 0.7, busy * 0.75),
+            cpu_system_pct: st(busy * 0.2, busy * 0.22),
+            cpu_softirq_pct: st(busy * 0.05, busy * 0.06),
+            cpu_busy_pct: st(busy, (busy * 1.05).min(100.0)),
+            load1: st(load * 2.5, load * 3.0),
+            mem_total_bytes: 8 << 30,
+            mem_used_bytes: st(2e9, 2.2e9),
+            mem_available_bytes: st(6.5e9, 6.6e9),
+            ..HostObservation::default()
+        };
+        let over = load > 1.0;
+        let tcp = TcpObservation {
+            port: 8080,
+            states: BTreeMap::from([
+                ("ESTABLISHED".to_string(), st(load * 40.0, load * 48.0)),
+                ("TIME_WAIT".to_string(), st(offered * 30.0, offered * 40.0)),
+                (
+                    "SYN_RECV".to_string(),
+                    st(if over { 20.0 } else { 0.0 }, if over { 40.0 } else { 0.0 }),
+                ),
+            ]),
+            listen_queue: Some(if over {
+                st(90.0, 128.0)
+            } else {
+                st(load * 2.0, load * 6.0)
+            }),
+            listen_limit: Some(128),
+            listen_overflows: if over { 550 } else { 0 },
+            listen_overflows_per_s_max: if over { 80.0 } else { 0.0 },
+            listen_drops: if over { 550 } else { 0 },
+            ..TcpObservation::default()
+        };
+        let workers = (load * 16.0).ceil().min(16.0);
+        let web = SourceObservation {
+            source: "web".to_string(),
+            samples: 12,
+            host: Some(host(busy)),
+            groups: vec![GroupObservation {
+                name: "php".to_string(),
+                processes: st(workers + 1.0, workers + 1.0),
+                threads: st(workers + 1.0, workers + 1.0),
+                cpu_pct: st(busy * 1.8, busy * 1.9),
+                rss_bytes: st(workers * 30e6, workers * 32e6),
+                open_fds: None,
+            }],
+            fpm: vec![FpmObservation {
+                url: "http://127.0.0.1/status".to_string(),
+                pool: "www".to_string(),
+                active: st(workers * 0.9, workers),
+                idle: st(16.0 - workers * 0.9, 16.0 - workers),
+                total: st(16.0, 16.0),
+                listen_queue: st(if over { 30.0 } else { 0.0 }, if over { 64.0 } else { 0.0 }),
+                max_listen_queue: if over { 64 } else { 0 },
+                max_children_reached: u64::from(over),
+                errors: 0,
+            }],
+            tcp: Some(tcp),
+            kernel: Some(KernelLimits {
+                somaxconn: Some(4096),
+                port_range: Some((32768, 60999)),
+                tcp_tw_reuse: Some(2),
+                ..KernelLimits::default()
+            }),
+            sample_cost_us: st(800.0, 1200.0),
+        };
+        let local = SourceObservation {
+            source: LOCAL.to_string(),
+            samples: 12,
+            host: Some(host(offered / 40.0)),
+            sample_cost_us: st(100.0, 150.0),
+            ..SourceObservation::default()
+        };
+        StepObservation {
+            samples: 24,
+            sources: vec![local, web],
+            generator: Some(GeneratorObservation {
+                cpu_pct: st(offered / 20.0, offered / 16.0),
+                rss_bytes: st(20e6, 21e6),
+                threads: st(3.0, 3.0),
+            }),
+        }
+    }
+
+    /// [`open_sweep`] observed on the server (an agent named `web`) and on the generator
+    /// host, step by step (and second by second through [`series`]).
+    pub fn server_sweep() -> Vec<StepRecord> {
+        let mut steps = open_sweep();
+        for s in &mut steps {
+            s.server = Some(observation(s.offered));
+        }
+        steps
     }
 
     /// An open-loop sweep 100..500 req/s that saturates at 400 (errors and 503s past it).

@@ -4,6 +4,7 @@
 //! any XML parser can check it.
 use super::charts::{self, is_ok_status};
 use super::folder::{fmt_num, fmt_unix_ms, shell_join, RunReport};
+use super::server;
 use super::svg::{esc, Chart};
 use crate::units::fmt_ms;
 use std::fmt::Write;
@@ -51,6 +52,11 @@ th { background: #f8fafc; font-weight: 600; color: #374151; font-size: 12px; }
 th.l, td.l { text-align: left; }
 tbody tr:last-child td { border-bottom: none; }
 tbody tr:hover td { background: #f9fafb; }
+table.dense th, table.dense td { padding: 7px 7px; }
+th.grp, td.grp { border-left: 2px solid var(--line); }
+tr.grp th { border-bottom: none; padding-bottom: 0; color: var(--muted); text-transform: uppercase;
+  letter-spacing: 0.07em; font-size: 11px; }
+tr.grp th.grp { text-align: center; }
 tr.sat td { background: #fef2f2; }
 tr.sat td:first-child { box-shadow: inset 3px 0 0 var(--bad); }
 .flag { display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 11px; margin-right: 4px;
@@ -267,6 +273,12 @@ pub fn render(r: &RunReport) -> String {
 
     o.push_str("<h2>Charts</h2>\n");
     o.push_str(&chart_grid(&charts::sweep_charts(r), "c"));
+    // Only when something was observed: older folders render as they always did.
+    let server = server::server_charts(r);
+    if !server.is_empty() {
+        o.push_str("<h2>Server</h2>\n");
+        o.push_str(&chart_grid(&server, "s"));
+    }
 
     o.push_str("<h2>Steps</h2>\n");
     steps_table(&mut o, r);
@@ -352,11 +364,32 @@ fn steps_table(o: &mut String, r: &RunReport) {
     } else {
         "users"
     };
+    // A "server" column group when the run was observed.
+    let observed = r.steps.iter().any(|s| server::server_of(s).is_some());
+    // Dense when the server columns are there, so the table still fits a laptop screen.
+    o.push_str(if observed {
+        "<div class=\"tablewrap\"><table class=\"dense\">\n<thead>"
+    } else {
+        "<div class=\"tablewrap\"><table>\n<thead>"
+    });
+    if observed {
+        o.push_str(
+            "<tr class=\"grp\"><th colspan=\"12\"></th><th colspan=\"3\" class=\"grp\">server</th>\
+             <th></th></tr>",
+        );
+    }
+    let server_heads = if observed {
+        "<th class=\"grp\" title=\"server host CPU busy, mean over the step\">CPU</th>\
+         <th title=\"most sockets in TIME_WAIT on the port\">TIME_WAIT</th>\
+         <th title=\"listen queue overflows in the step (host-wide)\">overflows</th>"
+    } else {
+        ""
+    };
     let _ = writeln!(
         o,
-        "<div class=\"tablewrap\"><table>\n<thead><tr><th>#</th><th>{load}</th><th>throughput /s</th>\
+        "<tr><th>#</th><th>{load}</th><th>throughput /s</th>\
          <th>goodput /s</th><th>errors</th><th>non-2xx</th><th>p50</th><th>p90</th><th>p99</th><th>max</th>\
-         <th>send lag p99</th><th>gen CPU</th><th class=\"l\">flags</th></tr></thead>\n<tbody>"
+         <th>send lag p99</th><th>gen CPU</th>{server_heads}<th class=\"l\">flags</th></tr></thead>\n<tbody>"
     );
     let sat = r.analysis.saturation.as_ref().map(|s| s.offered);
     for s in &r.steps {
@@ -391,10 +424,15 @@ fn steps_table(o: &mut String, r: &RunReport) {
         } else {
             ""
         };
+        let server_cells = if observed {
+            server_cells(s)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             o,
             "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{err_class}>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{flags}</td></tr>",
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{server_cells}<td class=\"l\">{flags}</td></tr>",
             if sat == Some(s.offered) { " class=\"sat\"" } else { "" },
             s.step + 1,
             fmt_num(s.offered),
@@ -415,6 +453,27 @@ fn steps_table(o: &mut String, r: &RunReport) {
         );
     }
     o.push_str("</tbody></table></div>\n");
+}
+
+/// The server columns of a step: host CPU busy (mean), TIME_WAIT (max) and listen
+/// overflows (host-wide count); "–" where the step has no such figure.
+fn server_cells(s: &crate::store::StepRecord) -> String {
+    let src = server::server_of(s);
+    let cpu = src
+        .and_then(|o| o.host)
+        .map(|h| h.cpu_busy_pct.mean)
+        .filter(|v| v.is_finite())
+        .map_or("–".to_string(), |v| format!("{v:.0}%"));
+    let tcp = src.and_then(|o| o.tcp.as_ref());
+    let tw = tcp.map_or("–".to_string(), |t| {
+        fmt_num(t.state("TIME_WAIT").max.round())
+    });
+    let (ovf, class) = match tcp {
+        Some(t) if t.listen_overflows > 0 => (t.listen_overflows.to_string(), " class=\"bad\""),
+        Some(t) => (t.listen_overflows.to_string(), ""),
+        None => ("–".to_string(), ""),
+    };
+    format!("<td class=\"grp\">{cpu}</td><td>{tw}</td><td{class}>{ovf}</td>")
 }
 
 fn run_info(o: &mut String, r: &RunReport) {

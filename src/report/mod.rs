@@ -9,6 +9,7 @@ pub mod html;
 pub mod json;
 pub mod jsonfmt;
 pub mod progress;
+pub mod server;
 pub mod svg;
 pub mod terminal;
 
