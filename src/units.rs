@@ -104,6 +104,23 @@ pub fn fmt_ms(ms: f64) -> String {
     }
 }
 
+/// UTC calendar fields (year, month, day, hour, minute, second) of Unix seconds; the civil
+/// date from days since 1970-01-01 (Howard Hinnant's algorithm), no time-zone database needed.
+pub fn utc_fields(secs: u64) -> (i64, i64, i64, u64, u64, u64) {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

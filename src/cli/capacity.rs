@@ -114,15 +114,8 @@ pub fn run(args: CapacityArgs) -> crate::Result<i32> {
         args.connections,
         args.steps.rest,
     );
-    let mut notes = stepper.stop_observer();
-    notes.append(&mut stepper.notes);
-    let (steps, interrupted) = (std::mem::take(&mut stepper.steps), stepper.interrupted);
-    let reason = match &result {
-        Ok((_, r)) => r.clone(),
-        Err(e) => format!("failed: {e}"),
-    };
-    let complete = result.is_ok() && !interrupted && !crate::signals::interrupted();
-    writer.finish(complete, &reason)?;
+    let done = stepper.finish(&result, |(_, r)| r.clone())?;
+    let (steps, notes, complete, reason) = (done.steps, done.notes, done.complete, done.reason);
     let (search, _) = result?;
     println!(
         "\ncapacity search ended: {reason} ({:.0}s)",

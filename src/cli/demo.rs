@@ -135,16 +135,9 @@ pub fn run(args: DemoArgs) -> crate::Result<i32> {
     };
     stepper.observer = Some(crate::observe::Observer::start(observe_cfg)?);
     let result = crate::runner::sweep::sweep(&mut stepper, &plan);
-    let mut notes = stepper.stop_observer();
-    notes.append(&mut stepper.notes);
-    let (steps, interrupted) = (std::mem::take(&mut stepper.steps), stepper.interrupted);
     handle.stop();
-    let reason = match &result {
-        Ok(r) => r.clone(),
-        Err(e) => format!("failed: {e}"),
-    };
-    let complete = result.is_ok() && !interrupted && !crate::signals::interrupted();
-    writer.finish(complete, &reason)?;
+    let done = stepper.finish(&result, String::clone)?;
+    let (steps, notes, complete) = (done.steps, done.notes, done.complete);
     result?;
     let a = analysis::analyze("open", &steps, None);
     match &a.saturation {

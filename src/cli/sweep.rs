@@ -207,15 +207,8 @@ pub fn run(args: SweepArgs) -> crate::Result<i32> {
     let mut stepper = Stepper::new(&base, mode, slo.as_ref(), &mut writer, progress);
     stepper.observer = Some(crate::observe::Observer::start(observe_cfg)?);
     let result = crate::runner::sweep::sweep(&mut stepper, &plan);
-    let mut notes = stepper.stop_observer();
-    notes.append(&mut stepper.notes);
-    let (steps, interrupted) = (std::mem::take(&mut stepper.steps), stepper.interrupted);
-    let reason = match &result {
-        Ok(r) => r.clone(),
-        Err(e) => format!("failed: {e}"),
-    };
-    let complete = result.is_ok() && !interrupted && !crate::signals::interrupted();
-    writer.finish(complete, &reason)?;
+    let done = stepper.finish(&result, String::clone)?;
+    let (steps, notes, complete, reason) = (done.steps, done.notes, done.complete, done.reason);
     result?;
     let analysis = analysis::analyze(mode, &steps, slo.as_ref());
     println!("sweep ended: {reason}");

@@ -195,27 +195,10 @@ pub fn write_file(p: &Path, text: &str) -> crate::Result<()> {
         .map_err(|e| Error::runtime(format!("cannot write '{}': {e}", p.display())))
 }
 
-/// Formats Unix milliseconds as `YYYY-MM-DD HH:MM:SS UTC` (no time-zone database needed).
+/// Formats Unix milliseconds as `YYYY-MM-DD HH:MM:SS UTC`.
 pub fn fmt_unix_ms(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let (y, m, d, hh, mm, ss) = crate::units::utc_fields(ms / 1000);
+    format!("{y:04}-{m:02}-{d:02} {hh:02}:{mm:02}:{ss:02} UTC")
 }
 
 /// A command line as one could paste it into a shell.

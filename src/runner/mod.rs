@@ -11,6 +11,16 @@ use crate::store::{StepRecord, Writer};
 use std::time::Duration;
 use step::{flag_last, run_step, RunClock};
 
+/// A stepped run, ended: what [`Stepper::finish`] returns.
+pub struct Finished {
+    pub steps: Vec<StepRecord>,
+    pub notes: Vec<String>,
+    /// The run went its full course (not interrupted, no failure).
+    pub complete: bool,
+    /// Why it stopped, as recorded in run.json.
+    pub reason: String,
+}
+
 pub struct Stepper<'a> {
     pub base: &'a EngineConfig,
     pub mode: &'static str,
@@ -85,6 +95,29 @@ impl<'a> Stepper<'a> {
         self.writer.append_step(rec, &result.series)?;
         self.progress.step_done(rec, self.mode);
         Ok(())
+    }
+
+    /// Ends the run: stops the observer, marks the results folder complete (or not) with why
+    /// it stopped, and hands back the steps. `result` is what the sweep or search returned.
+    pub fn finish<T>(
+        &mut self,
+        result: &crate::Result<T>,
+        reason: impl Fn(&T) -> String,
+    ) -> crate::Result<Finished> {
+        let mut notes = self.stop_observer();
+        notes.append(&mut self.notes);
+        let reason = match result {
+            Ok(r) => reason(r),
+            Err(e) => format!("failed: {e}"),
+        };
+        let complete = result.is_ok() && !self.interrupted && !crate::signals::interrupted();
+        self.writer.finish(complete, &reason)?;
+        Ok(Finished {
+            steps: std::mem::take(&mut self.steps),
+            notes,
+            complete,
+            reason,
+        })
     }
 
     /// Stops the observer and returns its warnings (agents unreachable…).
