@@ -24,6 +24,18 @@ pub struct Prepared {
     pub head_only: bool,
 }
 
+impl Prepared {
+    /// The method may be sent again safely (RFC 9110 §9.2.2): GET, HEAD, PUT, DELETE, OPTIONS,
+    /// TRACE. Read from the rendered request line.
+    pub fn idempotent(&self) -> bool {
+        let method = self.keep_alive.split(|&b| b == b' ').next().unwrap_or(&[]);
+        matches!(
+            method,
+            b"GET" | b"HEAD" | b"PUT" | b"DELETE" | b"OPTIONS" | b"TRACE"
+        )
+    }
+}
+
 /// How URLs of the mix are chosen for each request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pick {

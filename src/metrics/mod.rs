@@ -103,7 +103,7 @@ impl ErrorKind {
         match self {
             ErrorKind::FdUnavail => Some(
                 "ran out of file descriptors: raise the hard limit (ulimit -Hn, or nofile in \
-                 /etc/security/limits.conf) and fs.file-max, or lower --connections",
+                 /etc/security/limits.conf) and fs.file-max, or lower --connections (--users)",
             ),
             ErrorKind::AddrUnavail => Some(
                 "ran out of local ports: widen net.ipv4.ip_local_port_range, set \

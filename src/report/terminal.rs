@@ -116,13 +116,21 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
     );
     let _ = writeln!(
         o,
-        "  requests       {} sent, {} answered, {} errors ({:.2}%){}",
+        "  requests       {} sent, {} answered, {} errors ({:.2}%){}{}",
         s.requests,
         s.responses,
         s.error_count,
         s.error_ratio * 100.0,
         if s.unsent > 0 {
             format!(", {} never sent (no free connection)", s.unsent)
+        } else {
+            String::new()
+        },
+        if s.retries > 0 {
+            format!(
+                ", {} retried (kept-alive connection closed by the server)",
+                s.retries
+            )
         } else {
             String::new()
         }
@@ -177,6 +185,15 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
 /// Things the user must know to trust (or not) the figures.
 pub fn warnings(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> Vec<String> {
     let mut w: Vec<String> = outcome.notes.clone();
+    let stopped = outcome.recorder.users_stopped;
+    if stopped > 0 {
+        let users = s.users.unwrap_or(0);
+        w.push(format!(
+            "{stopped} of {users} users stopped at once: no file descriptor was left for their \
+             connection; the figures are for the other {}",
+            users.saturating_sub(stopped)
+        ));
+    }
     for k in ErrorKind::ALL {
         if s.errors_of(k) > 0 {
             if let Some(a) = k.advice() {
