@@ -745,8 +745,9 @@ impl<'a> Worker<'a> {
                     return;
                 }
             }
-            // A short read drained the socket; edge-triggered epoll will report new data.
-            if n < self.buf.len() {
+            // A short read drained the socket; edge-triggered epoll will report new data. Not
+            // a FIN already reported with this data, though: read on to the EOF.
+            if n < self.buf.len() && !self.conns[slot].peer_closed {
                 return;
             }
         }

@@ -79,13 +79,10 @@ impl ErrorKind {
         }
         match e.kind() {
             K::ConnectionRefused => ErrorKind::ConnectRefused,
-            K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => {
-                if connecting {
-                    ErrorKind::ConnectRefused
-                } else {
-                    ErrorKind::Reset
-                }
-            }
+            // Also while connecting: a refusal is ECONNREFUSED (RST to the SYN); ECONNRESET
+            // means the handshake had completed (the server accepted) and the server then
+            // reset it, which is a reset whether it shows at connect, write or read.
+            K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => ErrorKind::Reset,
             K::TimedOut => {
                 if connecting {
                     ErrorKind::ConnectTimeout
@@ -136,6 +133,8 @@ mod tests {
         assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::ConnectRefused);
         let e = std::io::Error::from_raw_os_error(libc::ECONNRESET);
         assert_eq!(ErrorKind::from_io(&e, false), ErrorKind::Reset);
+        // Reset right after accept, seen when the connect completes: still a reset.
+        assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::Reset);
         let e = std::io::Error::from_raw_os_error(libc::ETIMEDOUT);
         assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::ConnectTimeout);
     }
