@@ -197,11 +197,13 @@ pub fn warnings(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> Vec<Strin
     for k in ErrorKind::ALL {
         if s.errors_of(k) > 0 {
             if let Some(a) = k.advice() {
-                w.push(format!(
-                    "{}: {a} (fd limit now {})",
-                    k.name(),
-                    outcome.fd_limit
-                ));
+                // The setting in force, next to the advice to change it.
+                let now = match k {
+                    ErrorKind::FdUnavail => format!(" (fd limit now {})", outcome.fd_limit),
+                    ErrorKind::AddrUnavail => port_settings(),
+                    _ => String::new(),
+                };
+                w.push(format!("{}: {a}{now}", k.name()));
             }
         }
     }
@@ -216,4 +218,20 @@ pub fn warnings(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> Vec<Strin
         }
     }
     w
+}
+
+/// ` (ip_local_port_range now 32768 60999, tcp_tw_reuse 2)`, from /proc; empty if unreadable.
+fn port_settings() -> String {
+    let read = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}"))
+            .ok()
+            .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
+    };
+    match (read("ip_local_port_range"), read("tcp_tw_reuse")) {
+        (Some(range), Some(reuse)) => {
+            format!(" (ip_local_port_range now {range}, tcp_tw_reuse {reuse})")
+        }
+        (Some(range), None) => format!(" (ip_local_port_range now {range})"),
+        _ => String::new(),
+    }
 }
