@@ -17,7 +17,11 @@ fn parse_pieces(
             let rest = piece.len() - used + pieces[i + 1..].iter().map(|c| c.len()).sum::<usize>();
             return Ok(Some((r, rest)));
         }
-        assert_eq!(used, piece.len(), "an incomplete response consumes all input");
+        assert_eq!(
+            used,
+            piece.len(),
+            "an incomplete response consumes all input"
+        );
     }
     Ok(p.finish_on_eof().map(|r| (r, 0)))
 }

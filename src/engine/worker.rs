@@ -160,7 +160,11 @@ impl<'a> Worker<'a> {
                 (n, n, None, think)
             }
         };
-        let expected_secs = cfg.max_wall_time().map_or(60, |d| d.as_secs() as usize + 1);
+        // Pre-sized for a day at most: a `--duration 1000000h` must not reserve gigabytes.
+        let expected_secs = cfg
+            .max_wall_time()
+            .map_or(60, |d| d.as_secs() as usize + 1)
+            .min(86_400);
         let scan_every = (cfg.timeout.min(cfg.connect_timeout) / 20)
             .clamp(Duration::from_millis(5), Duration::from_millis(100));
         Ok(Worker {

@@ -10,7 +10,7 @@
 mod reader;
 mod writer;
 
-pub use reader::{load, RunData};
+pub use reader::{load, parse_series, parse_steps, RunData};
 pub use writer::Writer;
 
 use crate::metrics::Summary;
