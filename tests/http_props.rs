@@ -178,13 +178,13 @@ proptest! {
     #[test]
     fn any_split_parses_as_the_whole(b in response(), cuts in prop::collection::vec(any::<usize>(), 0..12)) {
         let whole = parse_pieces(&[&b.bytes], b.head_only);
-        let (r, rest) = whole.clone().expect("a well-formed response parses").expect("complete");
+        let (r, rest) = whole.expect("a well-formed response parses").expect("complete");
         prop_assert_eq!(r.status, b.status);
         prop_assert_eq!(r.head_bytes, b.head_bytes);
         prop_assert_eq!(r.body_bytes, b.body_bytes);
         prop_assert_eq!(rest, b.extra);
         let pieces = cut(&b.bytes, &cuts);
-        prop_assert_eq!(parse_pieces(&pieces, b.head_only), whole.clone());
+        prop_assert_eq!(parse_pieces(&pieces, b.head_only), whole);
         // And byte by byte, the worst case.
         let bytes: Vec<&[u8]> = b.bytes.chunks(1).collect();
         prop_assert_eq!(parse_pieces(&bytes, b.head_only), whole);

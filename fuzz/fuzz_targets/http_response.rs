@@ -47,6 +47,10 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(Some((r, rest))) = &whole {
         assert!(r.head_bytes + r.body_bytes + *rest as u64 <= msg.len() as u64);
     }
-    assert_eq!(parse(msg.chunks(size), head_only), whole, "pieces of {size}");
+    assert_eq!(
+        parse(msg.chunks(size), head_only),
+        whole,
+        "pieces of {size}"
+    );
     assert_eq!(parse(msg.chunks(1), head_only), whole, "byte by byte");
 });

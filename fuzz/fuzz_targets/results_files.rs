@@ -17,7 +17,10 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(series.len() + skipped.len(), lines);
     // The first line doubles as an SLO expression, to reach the SLO parser too.
     let first = text.lines().next().unwrap_or("");
-    let slos = [slo::parse(first).ok(), slo::parse("p99<100ms,errors<1%").ok()];
+    let slos = [
+        slo::parse(first).ok(),
+        slo::parse("p99<100ms,errors<1%").ok(),
+    ];
     for mode in ["open", "closed"] {
         let _ = analyze(mode, &steps, None);
         for s in slos.iter().flatten() {

@@ -13,15 +13,20 @@ pub enum ErrorKind {
     ConnectRefused,
     /// The connection was not established within --connect-timeout.
     ConnectTimeout,
-    /// The server reset the connection (RST) while a request was in flight.
+    /// The server reset the connection (RST) while a request was in flight: before or during
+    /// the answer, or right after accepting it (even if seen as the connect completes).
     Reset,
     /// No complete response within --timeout.
     Timeout,
-    /// The server closed the connection before a complete response.
+    /// The server closed the connection (FIN) before a complete response: before any byte of
+    /// it, or mid-body (shorter than its Content-Length, chunked body cut off). A request that
+    /// met this (or a reset) on a reused keep-alive connection before any byte is retried once
+    /// first (idempotent methods; see `Recorder::retries`).
     Closed,
-    /// The response was not valid HTTP/1.1 (status line, headers, framing).
+    /// The response was not valid HTTP/1.1 (status line, headers, framing, head > 64 KiB).
     Protocol,
-    /// No file descriptor left for a new connection (RLIMIT_NOFILE).
+    /// No file descriptor left for a new connection (RLIMIT_NOFILE). Open loop: the thread
+    /// goes on with the connections it has; closed loop: the user stops.
     FdUnavail,
     /// No local address/port left for a new connection (ephemeral ports in TIME_WAIT).
     AddrUnavail,
