@@ -100,7 +100,10 @@ pub struct Measured {
     pub code: Option<i32>,
     pub signal: Option<i32>,
     pub elapsed: std::time::Duration,
-    /// Peak resident set of the process, from wait4(2), in kB.
+    /// Peak resident set of the program, in kB: the highest VmHWM of /proc/PID/status seen
+    /// while it ran (sampled every 10 ms; VmHWM is the peak so far, so little is missed). Not
+    /// wait4's ru_maxrss, which also counts the address space the child had before exec (the
+    /// test process's own, shared by vfork).
     pub max_rss_kb: u64,
     pub stdout: String,
     pub stderr: String,
@@ -171,7 +174,16 @@ pub fn run_measured(
     // SAFETY: an all-zero rusage is a valid value to be overwritten by wait4.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     let mut killed = false;
+    let mut hwm_kb = 0u64;
+    let status_path = format!("/proc/{pid}/status");
     loop {
+        if let Ok(s) = std::fs::read_to_string(&status_path) {
+            let hwm = s
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok());
+            hwm_kb = hwm_kb.max(hwm.unwrap_or(0));
+        }
         // SAFETY: wait4 on our own child with valid pointers; WNOHANG never blocks.
         let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
         if r == pid {
@@ -199,7 +211,7 @@ pub fn run_measured(
         code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
         signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
         elapsed,
-        max_rss_kb: ru.ru_maxrss as u64,
+        max_rss_kb: hwm_kb,
         stdout: read(&out_path),
         stderr: read(&err_path),
     };
