@@ -55,6 +55,9 @@ fn out_of_fds_open_loop_goes_on_with_the_connections_it_has() {
         m.elapsed
     );
     assert!(m.v["unsent"].as_u64().unwrap() > 0, "{}", m.v);
+    // Each arrival is sent, failed or unsent once: 800/s for 3 s.
+    let planned = m.v["requests"].as_u64().unwrap() + m.v["unsent"].as_u64().unwrap();
+    assert!(planned <= 2400, "{}", m.v);
 }
 
 #[test]
@@ -138,6 +141,8 @@ fn out_of_local_ports_counts_addr_unavail() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     assert!(v["errors"]["addr-unavail"].as_u64().unwrap_or(0) > 0, "{v}");
+    // Each arrival failed once: no resend of a failed one (2000/s for 2 s).
+    assert!(v["requests"].as_u64().unwrap() <= 4000, "{v}");
     assert!(v["statuses"]["200"].as_u64().unwrap_or(0) > 50, "{v}");
     let warnings = v["warnings"].to_string();
     assert!(

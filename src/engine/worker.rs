@@ -538,7 +538,8 @@ impl<'a> Worker<'a> {
 
     /// A connection that could not even be started: no fd, no local port, refused at once.
     fn connect_failed(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
-        if self.schedule.is_some() {
+        // (Not `self.schedule`: dispatch holds it while it starts requests.)
+        if matches!(self.cfg.load, Load::Open { .. }) {
             self.fail(slot, kind, now);
             return;
         }
@@ -812,6 +813,7 @@ impl<'a> Worker<'a> {
     fn retry_stale(&mut self, slot: usize, kind: ErrorKind, now: Instant) -> bool {
         let c = &self.conns[slot];
         let stale = matches!(kind, ErrorKind::Closed | ErrorKind::Reset)
+            && c.stream.is_some()
             && c.calls > 1 // the socket had served a request before this one
             && c.bytes == 0
             && !c.retried
