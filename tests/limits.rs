@@ -46,6 +46,8 @@ fn out_of_fds_open_loop_goes_on_with_the_connections_it_has() {
             "3s",
             "--timeout",
             "3s",
+            "--threads",
+            "4",
         ],
     );
     check_fd_run(&m, "open loop");
@@ -64,11 +66,15 @@ fn out_of_fds_open_loop_goes_on_with_the_connections_it_has() {
 fn out_of_fds_closed_loop_stops_the_users_without_a_connection() {
     let t = Target::start(&["--threads", "1"]);
     let url = format!("{}/sleep?ms=1000", t.url);
+    // Several threads: each must get its epoll before the others' connections use up the
+    // fds (the run once failed with "epoll: Too many open files").
     let m = run_with_fd_limit(
         256,
         &[
             "run",
             &url,
+            "--threads",
+            "4",
             "--users",
             "1000",
             "--duration",

@@ -187,15 +187,19 @@ pub fn run(
     let started = Instant::now();
     let (tx, rx) = std::sync::mpsc::channel();
     let mut handles = Vec::with_capacity(threads);
-    for k in 0..threads {
+    // Every thread's epoll and timer fds, before any connection (see worker::event_fds).
+    let fds = (0..threads)
+        .map(|_| worker::event_fds())
+        .collect::<crate::Result<Vec<_>>>()?;
+    for (k, fds) in fds.into_iter().enumerate() {
         let cfg = cfg.clone();
         let ctl = Arc::clone(ctl);
         let tx = tx.clone();
         let h = std::thread::Builder::new()
             .name(format!("overload-w{k}"))
             .spawn(move || {
-                let r =
-                    worker::Worker::new(&cfg, k, threads, started, &ctl).and_then(|mut w| w.run());
+                let r = worker::Worker::new(&cfg, k, threads, started, &ctl, fds)
+                    .and_then(|mut w| w.run());
                 let _ = tx.send(());
                 r
             })

@@ -131,6 +131,16 @@ pub(super) struct Worker<'a> {
     more_next: Vec<(usize, u32)>,
 }
 
+/// The fds a worker needs besides its connections: its epoll and its timer. The engine opens
+/// them for every thread before any thread connects: otherwise, short of fds, the first
+/// threads' connections could leave none for a later thread's epoll, failing the whole run.
+pub(super) fn event_fds() -> crate::Result<(Poll, TimerFd)> {
+    let poll = Poll::new().map_err(|e| crate::Error::runtime(format!("epoll: {e}")))?;
+    let timer = TimerFd::new(poll.registry(), TIMER)
+        .map_err(|e| crate::Error::runtime(format!("timerfd: {e}")))?;
+    Ok((poll, timer))
+}
+
 impl<'a> Worker<'a> {
     pub(super) fn new(
         cfg: &'a EngineConfig,
@@ -138,10 +148,8 @@ impl<'a> Worker<'a> {
         threads: usize,
         origin: Instant,
         ctl: &Arc<Control>,
+        (poll, timer): (Poll, TimerFd),
     ) -> crate::Result<Worker<'a>> {
-        let poll = Poll::new().map_err(|e| crate::Error::runtime(format!("epoll: {e}")))?;
-        let timer = TimerFd::new(poll.registry(), TIMER)
-            .map_err(|e| crate::Error::runtime(format!("timerfd: {e}")))?;
         let warm_end = origin + cfg.warmup;
         let send_end = cfg.duration.map(|d| warm_end + d);
         let share = |n: u64| n / threads as u64 + u64::from((id as u64) < n % threads as u64);
