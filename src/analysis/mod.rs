@@ -330,6 +330,7 @@ pub(crate) mod tests {
             requests: responses + errors,
             responses,
             unsent: 0,
+            retries: 0,
             duration_s: 10.0,
             connections_opened: 1,
             errors: errs,

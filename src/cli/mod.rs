@@ -54,10 +54,18 @@ pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            // clap prints help/version itself; those are successes, the rest usage errors.
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return code;
+            use clap::error::ErrorKind as K;
+            // Help and version print as clap renders them (help shown for a missing
+            // subcommand is a usage error); every other error is one line naming the flag.
+            if matches!(
+                e.kind(),
+                K::DisplayHelp | K::DisplayVersion | K::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                let _ = e.print();
+                return if e.use_stderr() { 2 } else { 0 };
+            }
+            eprintln!("overload: {}", concise(&e));
+            return 2;
         }
     };
     let result = match cli.command {
@@ -78,4 +86,53 @@ pub fn main() -> i32 {
             e.exit_code()
         }
     }
+}
+
+/// A clap error in one line: its first line (which names the flag or value), plus what its
+/// later lines would have added (the missing arguments, the possible values, a suggestion)
+/// and which --help to read.
+fn concise(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or("").trim();
+    let mut msg = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    let list = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        Some(ContextValue::Strings(v)) if !v.is_empty() => Some(v.join(", ")),
+        _ => None,
+    };
+    if msg.ends_with(':') {
+        // "the following required arguments were not provided:" and the like.
+        if let Some(args) = list(ContextKind::InvalidArg) {
+            msg = format!("{msg} {args}");
+        }
+    }
+    if let Some(values) = list(ContextKind::ValidValue) {
+        if !msg.contains("possible values") {
+            msg = format!("{msg} (possible values: {values})");
+        }
+    }
+    for kind in [
+        ContextKind::SuggestedArg,
+        ContextKind::SuggestedValue,
+        ContextKind::SuggestedSubcommand,
+    ] {
+        if let Some(s) = list(kind) {
+            msg = format!("{msg} (did you mean '{s}'?)");
+        }
+    }
+    // The (sub)command the arguments reached, for its --help.
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let mut path = vec!["overload".to_string()];
+    for arg in std::env::args().skip(1) {
+        match cmd.find_subcommand(&arg) {
+            Some(sub) if !arg.starts_with('-') => {
+                path.push(arg);
+                cmd = sub.clone();
+            }
+            _ => {}
+        }
+    }
+    let command = path.join(" ");
+    format!("{msg}; see '{command} --help'")
 }

@@ -62,8 +62,11 @@ impl RunArgs {
                         "--think applies to the closed loop (--users), not to --rate",
                     ));
                 }
-                if self.connections == 0 {
-                    return Err(Error::usage("--connections must be at least 1"));
+                if self.connections == 0 || self.connections > 1_000_000 {
+                    return Err(Error::usage(format!(
+                        "--connections {}: use 1 to 1000000",
+                        self.connections
+                    )));
                 }
                 Load::Open {
                     rate,

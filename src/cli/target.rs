@@ -68,6 +68,9 @@ impl TargetArgs {
             .map(|t| positive("--threads", t))
             .transpose()?
             .unwrap_or(0);
+        if threads > 1024 {
+            return Err(usage(format!("--threads {threads}: use 1 to 1024")));
+        }
         let backlog = positive("--backlog", &self.backlog)?;
         let backlog = u32::try_from(backlog)
             .map_err(|_| usage(format!("--backlog: '{}' is too large", self.backlog)))?;

@@ -224,6 +224,10 @@ impl ResponseParser {
             Err(httparse::Error::TooManyHeaders) => return Err(ParseError::HeadTooLarge),
             Err(_) => return Err(ParseError::BadHead),
         };
+        // The same limit whether the head came in one read or several.
+        if head_len > MAX_HEAD {
+            return Err(ParseError::HeadTooLarge);
+        }
         let used = head_len - buffered;
         let status = resp.code.unwrap_or(0);
         let http10 = resp.version == Some(0);

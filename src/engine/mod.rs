@@ -24,6 +24,18 @@ pub struct Prepared {
     pub head_only: bool,
 }
 
+impl Prepared {
+    /// The method may be sent again safely (RFC 9110 §9.2.2): GET, HEAD, PUT, DELETE, OPTIONS,
+    /// TRACE. Read from the rendered request line.
+    pub fn idempotent(&self) -> bool {
+        let method = self.keep_alive.split(|&b| b == b' ').next().unwrap_or(&[]);
+        matches!(
+            method,
+            b"GET" | b"HEAD" | b"PUT" | b"DELETE" | b"OPTIONS" | b"TRACE"
+        )
+    }
+}
+
 /// How URLs of the mix are chosen for each request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pick {
@@ -181,15 +193,19 @@ pub fn run(
     let started = Instant::now();
     let (tx, rx) = std::sync::mpsc::channel();
     let mut handles = Vec::with_capacity(threads);
-    for k in 0..threads {
+    // Every thread's epoll and timer fds, before any connection (see worker::event_fds).
+    let fds = (0..threads)
+        .map(|_| worker::event_fds())
+        .collect::<crate::Result<Vec<_>>>()?;
+    for (k, fds) in fds.into_iter().enumerate() {
         let cfg = cfg.clone();
         let ctl = Arc::clone(ctl);
         let tx = tx.clone();
         let h = std::thread::Builder::new()
             .name(format!("overload-w{k}"))
             .spawn(move || {
-                let r =
-                    worker::Worker::new(&cfg, k, threads, started, &ctl).and_then(|mut w| w.run());
+                let r = worker::Worker::new(&cfg, k, threads, started, &ctl, fds)
+                    .and_then(|mut w| w.run());
                 let _ = tx.send(());
                 r
             })

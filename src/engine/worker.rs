@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 
 const TIMER: Token = Token(usize::MAX);
 const READ_BUF: usize = 64 * 1024;
+/// Full reads one connection may do per turn of the loop (1 MiB) before yielding to the others.
+const READS_PER_TURN: usize = 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -48,6 +50,10 @@ struct Conn {
     counted: bool,
     /// Requests started on the current socket.
     calls: u32,
+    /// The current request was already retried once on a fresh connection.
+    retried: bool,
+    /// The server's FIN was seen on this socket (EPOLLRDHUP): do not reuse it.
+    peer_closed: bool,
     bytes: u64,
     parser: ResponseParser,
 }
@@ -68,6 +74,8 @@ impl Conn {
             sent: 0,
             counted: false,
             calls: 0,
+            retried: false,
+            peer_closed: false,
             bytes: 0,
             parser: ResponseParser::new(),
         }
@@ -117,6 +125,22 @@ pub(super) struct Worker<'a> {
     fd_note_done: bool,
     /// When the schedule last sent something (pacing slack counts from there).
     last_dispatch: Instant,
+    /// Per request of the mix: may it be retried after a stale keep-alive connection?
+    idempotent: Vec<bool>,
+    /// Connections with unread data left when they yielded to the others (see `read_response`),
+    /// as (slot, gen); `more_next` is the spare list swapped in while they are served.
+    more: Vec<(usize, u32)>,
+    more_next: Vec<(usize, u32)>,
+}
+
+/// The fds a worker needs besides its connections: its epoll and its timer. The engine opens
+/// them for every thread before any thread connects: otherwise, short of fds, the first
+/// threads' connections could leave none for a later thread's epoll, failing the whole run.
+pub(super) fn event_fds() -> crate::Result<(Poll, TimerFd)> {
+    let poll = Poll::new().map_err(|e| crate::Error::runtime(format!("epoll: {e}")))?;
+    let timer = TimerFd::new(poll.registry(), TIMER)
+        .map_err(|e| crate::Error::runtime(format!("timerfd: {e}")))?;
+    Ok((poll, timer))
 }
 
 impl<'a> Worker<'a> {
@@ -126,10 +150,8 @@ impl<'a> Worker<'a> {
         threads: usize,
         origin: Instant,
         ctl: &Arc<Control>,
+        (poll, timer): (Poll, TimerFd),
     ) -> crate::Result<Worker<'a>> {
-        let poll = Poll::new().map_err(|e| crate::Error::runtime(format!("epoll: {e}")))?;
-        let timer = TimerFd::new(poll.registry(), TIMER)
-            .map_err(|e| crate::Error::runtime(format!("timerfd: {e}")))?;
         let warm_end = origin + cfg.warmup;
         let send_end = cfg.duration.map(|d| warm_end + d);
         let share = |n: u64| n / threads as u64 + u64::from((id as u64) < n % threads as u64);
@@ -148,7 +170,11 @@ impl<'a> Worker<'a> {
                 (n, n, None, think)
             }
         };
-        let expected_secs = cfg.max_wall_time().map_or(60, |d| d.as_secs() as usize + 1);
+        // Pre-sized for a day at most: a `--duration 1000000h` must not reserve gigabytes.
+        let expected_secs = cfg
+            .max_wall_time()
+            .map_or(60, |d| d.as_secs() as usize + 1)
+            .min(86_400);
         let scan_every = (cfg.timeout.min(cfg.connect_timeout) / 20)
             .clamp(Duration::from_millis(5), Duration::from_millis(100));
         Ok(Worker {
@@ -178,6 +204,9 @@ impl<'a> Worker<'a> {
             notes: Vec::new(),
             fd_note_done: false,
             last_dispatch: origin,
+            idempotent: cfg.requests.iter().map(|p| p.idempotent()).collect(),
+            more: Vec::with_capacity(slots.max(16)),
+            more_next: Vec::with_capacity(slots.max(16)),
         })
     }
 
@@ -227,7 +256,7 @@ impl<'a> Worker<'a> {
                     wake = wake.min(end);
                 }
             }
-            let timeout = if wake <= now {
+            let timeout = if wake <= now || !self.more.is_empty() {
                 Some(Duration::ZERO)
             } else if wake - now < Duration::from_millis(2) {
                 self.timer.arm(wake, now);
@@ -251,17 +280,26 @@ impl<'a> Worker<'a> {
                 if idx >= self.conns.len() || self.conns[idx].gen != gen {
                     continue;
                 }
+                // Edge-triggered: a FIN that came with the last bytes of an answer is reported
+                // once, now. Remember it, or the next request would be written to this socket
+                // and wait for an event that never comes.
+                if ev.is_read_closed() {
+                    self.conns[idx].peer_closed = true;
+                }
                 self.on_event(
                     idx,
                     ev.is_readable() || ev.is_read_closed() || ev.is_error(),
                     ev.is_writable(),
                 );
             }
+            self.read_more();
             let now = Instant::now();
             if self.may_send(now) {
                 self.wake_thinkers(now);
-                self.dispatch(now);
             }
+            // Also when the loop woke just after the send window: arrivals intended before its
+            // end still go out (dispatch sends nothing intended later), not counted as unsent.
+            self.dispatch(now);
             if now >= self.next_scan {
                 self.scan_timeouts(now);
                 self.publish();
@@ -491,6 +529,7 @@ impl<'a> Worker<'a> {
             c.counted = counted;
             c.sent = 0;
             c.bytes = 0;
+            c.retried = false;
         }
         if counted {
             self.rec.requests += 1;
@@ -507,8 +546,32 @@ impl<'a> Worker<'a> {
         self.close_socket(slot);
         self.conns[slot].addr = addr;
         if let Err(kind) = self.connect(slot, now) {
-            self.fail(slot, kind, now);
+            self.connect_failed(slot, kind, now);
         }
+    }
+
+    /// A connection that could not even be started: no fd, no local port, refused at once.
+    fn connect_failed(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
+        // (Not `self.schedule`: dispatch holds it while it starts requests.)
+        if matches!(self.cfg.load, Load::Open { .. }) {
+            self.fail(slot, kind, now);
+            return;
+        }
+        // Closed loop: `fail` would start the user's next request from inside this call, and
+        // while the failure lasts (no fd) recurse until the stack overflows. Count it here.
+        if self.conns[slot].counted {
+            self.rec.error(kind, now);
+        }
+        if kind == ErrorKind::FdUnavail {
+            // Out of fds: this user cannot hold a connection. The run goes on with the users
+            // that have one, as the open loop goes on with the connections it has.
+            self.rec.users_stopped += 1;
+            self.end_user(slot);
+            return;
+        }
+        // Otherwise the user tries again on the next turn of the event loop.
+        self.conns[slot].phase = Phase::Thinking;
+        self.think.push(Reverse((now, slot)));
     }
 
     fn connect(&mut self, slot: usize, now: Instant) -> Result<(), ErrorKind> {
@@ -535,6 +598,7 @@ impl<'a> Worker<'a> {
         c.stream = Some(stream);
         c.phase = Phase::Connecting;
         c.calls = 0;
+        c.peer_closed = false;
         c.connect_start = now;
         c.deadline = (c.started + self.cfg.timeout).min(now + self.cfg.connect_timeout);
         self.open += 1;
@@ -548,10 +612,11 @@ impl<'a> Worker<'a> {
         }
         if !self.fd_note_done {
             self.fd_note_done = true;
-            self.notes.push(format!(
-                "file descriptors ran out at {} open connections on a thread; the run went on with those",
-                self.open
-            ));
+            // The same words from every thread, so the notes merge into one line.
+            self.notes.push(
+                "file descriptors ran out; the run went on with the connections already open"
+                    .to_string(),
+            );
         }
     }
 
@@ -658,7 +723,7 @@ impl<'a> Worker<'a> {
     }
 
     fn read_response(&mut self, slot: usize, now: Instant) {
-        loop {
+        for _ in 0..READS_PER_TURN {
             let c = &mut self.conns[slot];
             let Some(stream) = c.stream.as_mut() else {
                 return;
@@ -699,11 +764,36 @@ impl<'a> Worker<'a> {
                     return;
                 }
             }
-            // A short read drained the socket; edge-triggered epoll will report new data.
-            if n < self.buf.len() {
+            // A short read drained the socket; edge-triggered epoll will report new data. Not
+            // a FIN already reported with this data, though: read on to the EOF.
+            if n < self.buf.len() && !self.conns[slot].peer_closed {
                 return;
             }
         }
+        // Still more to read (a big body arriving as fast as we read it). Edge-triggered epoll
+        // will not report it again, so come back on the next turn, after the other
+        // connections and the timeout scan had theirs: one fast stream cannot starve the loop.
+        let gen = self.conns[slot].gen;
+        self.more.push((slot, gen));
+    }
+
+    /// Resumes the reads `read_response` left for this turn.
+    fn read_more(&mut self) {
+        if self.more.is_empty() {
+            return;
+        }
+        std::mem::swap(&mut self.more, &mut self.more_next);
+        let now = Instant::now();
+        let mut i = 0;
+        while i < self.more_next.len() {
+            let (slot, gen) = self.more_next[i];
+            i += 1;
+            let c = &self.conns[slot];
+            if c.gen == gen && matches!(c.phase, Phase::Writing | Phase::Reading) {
+                self.read_response(slot, now);
+            }
+        }
+        self.more_next.clear();
     }
 
     fn complete(&mut self, slot: usize, status: u16, close: bool, now: Instant) {
@@ -719,16 +809,50 @@ impl<'a> Worker<'a> {
             );
         }
         let keep = !close
+            && !c.peer_closed
             && self.cfg.keep_alive
             && self.cfg.calls_per_connection.is_none_or(|k| c.calls < k);
         self.after_request(slot, keep, now);
     }
 
     fn fail(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
+        if self.retry_stale(slot, kind, now) {
+            return;
+        }
         if self.conns[slot].counted {
             self.rec.error(kind, now);
         }
         self.after_request(slot, false, now);
+    }
+
+    /// A request sent on a kept-alive connection that the server was closing at that moment
+    /// (its idle timeout, or it closes after every answer without saying so) meets EOF or RST
+    /// before a single byte of response. That is a race, not the server failing the request,
+    /// so, as browsers do (RFC 9112 §9.3.1), an idempotent request is sent once more on a fresh
+    /// connection; `retries` counts it. Returns true when the retry is under way.
+    fn retry_stale(&mut self, slot: usize, kind: ErrorKind, now: Instant) -> bool {
+        let c = &self.conns[slot];
+        let stale = matches!(kind, ErrorKind::Closed | ErrorKind::Reset)
+            && c.stream.is_some()
+            && c.calls > 1 // the socket had served a request before this one
+            && c.bytes == 0
+            && !c.retried
+            && self.idempotent[c.req];
+        if !stale {
+            return false;
+        }
+        if c.counted {
+            self.rec.retries += 1;
+        }
+        self.close_socket(slot);
+        let c = &mut self.conns[slot];
+        c.retried = true;
+        c.sent = 0;
+        // The deadline stays the request's own (connect keeps it): the retry adds no time.
+        if let Err(kind) = self.connect(slot, now) {
+            self.connect_failed(slot, kind, now);
+        }
+        true
     }
 
     /// After a response or an error: keep or close the socket, then the slot's next move.

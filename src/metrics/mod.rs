@@ -14,15 +14,20 @@ pub enum ErrorKind {
     ConnectRefused,
     /// The connection was not established within --connect-timeout.
     ConnectTimeout,
-    /// The server reset the connection (RST) while a request was in flight.
+    /// The server reset the connection (RST) while a request was in flight: before or during
+    /// the answer, or right after accepting it (even if seen as the connect completes).
     Reset,
     /// No complete response within --timeout.
     Timeout,
-    /// The server closed the connection before a complete response.
+    /// The server closed the connection (FIN) before a complete response: before any byte of
+    /// it, or mid-body (shorter than its Content-Length, chunked body cut off). A request that
+    /// met this (or a reset) on a reused keep-alive connection before any byte is retried once
+    /// first (idempotent methods; see `Recorder::retries`).
     Closed,
-    /// The response was not valid HTTP/1.1 (status line, headers, framing).
+    /// The response was not valid HTTP/1.1 (status line, headers, framing, head > 64 KiB).
     Protocol,
-    /// No file descriptor left for a new connection (RLIMIT_NOFILE).
+    /// No file descriptor left for a new connection (RLIMIT_NOFILE). Open loop: the thread
+    /// goes on with the connections it has; closed loop: the user stops.
     FdUnavail,
     /// No local address/port left for a new connection (ephemeral ports in TIME_WAIT).
     AddrUnavail,
@@ -80,13 +85,10 @@ impl ErrorKind {
         }
         match e.kind() {
             K::ConnectionRefused => ErrorKind::ConnectRefused,
-            K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => {
-                if connecting {
-                    ErrorKind::ConnectRefused
-                } else {
-                    ErrorKind::Reset
-                }
-            }
+            // Also while connecting: a refusal is ECONNREFUSED (RST to the SYN); ECONNRESET
+            // means the handshake had completed (the server accepted) and the server then
+            // reset it, which is a reset whether it shows at connect, write or read.
+            K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => ErrorKind::Reset,
             K::TimedOut => {
                 if connecting {
                     ErrorKind::ConnectTimeout
@@ -104,7 +106,7 @@ impl ErrorKind {
         match self {
             ErrorKind::FdUnavail => Some(
                 "ran out of file descriptors: raise the hard limit (ulimit -Hn, or nofile in \
-                 /etc/security/limits.conf) and fs.file-max, or lower --connections",
+                 /etc/security/limits.conf) and fs.file-max, or lower --connections (--users)",
             ),
             ErrorKind::AddrUnavail => Some(
                 "ran out of local ports: widen net.ipv4.ip_local_port_range, set \
@@ -137,6 +139,8 @@ mod tests {
         assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::ConnectRefused);
         let e = std::io::Error::from_raw_os_error(libc::ECONNRESET);
         assert_eq!(ErrorKind::from_io(&e, false), ErrorKind::Reset);
+        // Reset right after accept, seen when the connect completes: still a reset.
+        assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::Reset);
         let e = std::io::Error::from_raw_os_error(libc::ETIMEDOUT);
         assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::ConnectTimeout);
     }

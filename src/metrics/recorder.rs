@@ -59,6 +59,10 @@ pub struct Recorder {
     pub cpu: Duration,
     /// Times an arrival found every allowed connection busy and had to queue (open loop).
     pub pool_waits: u64,
+    /// Requests sent again on a fresh connection after a kept-alive one turned out closed.
+    pub retries: u64,
+    /// Closed-loop users stopped because no file descriptor was left for their connection.
+    pub users_stopped: u64,
     /// Counted completions and errors, per second since `origin`.
     pub seconds: Vec<SecondBucket>,
     pub origin: Instant,
@@ -94,6 +98,8 @@ impl Recorder {
             unsent: 0,
             cpu: Duration::ZERO,
             pool_waits: 0,
+            retries: 0,
+            users_stopped: 0,
             seconds: Vec::with_capacity(expected_secs + 2),
             origin,
             window_start,
@@ -194,6 +200,8 @@ impl Recorder {
         self.unsent += o.unsent;
         self.cpu += o.cpu;
         self.pool_waits += o.pool_waits;
+        self.retries += o.retries;
+        self.users_stopped += o.users_stopped;
         // Threads share one origin, so buckets line up by index.
         let shift = o.origin.saturating_duration_since(self.origin).as_secs() as usize;
         if o.seconds.len() + shift > self.seconds.len() {

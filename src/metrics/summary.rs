@@ -54,6 +54,10 @@ pub struct Summary {
     pub responses: u64,
     /// Requests scheduled in the window that never got a connection before the run ended.
     pub unsent: u64,
+    /// Requests sent a second time on a fresh connection because the kept-alive one they were
+    /// sent on was closed by the server before any byte of the answer (not errors).
+    #[serde(default)]
+    pub retries: u64,
     /// Length of the measured window in seconds.
     pub duration_s: f64,
     pub connections_opened: u64,
@@ -113,6 +117,7 @@ impl Summary {
             requests: r.requests,
             responses: r.responses,
             unsent: r.unsent,
+            retries: r.retries,
             duration_s: secs,
             connections_opened: r.connections_opened,
             errors,

@@ -295,6 +295,7 @@ pub mod testdata {
         let open = mode == "open";
         let summary = Summary {
             mode: mode.to_string(),
+            retries: 0,
             offered_rate: open.then_some(offered),
             users: (!open).then_some(offered as u64),
             throughput,

@@ -34,6 +34,28 @@ pub fn check_writable(p: &Path) -> crate::Result<()> {
             dir.display()
         )));
     }
+    // Found out now, not after the run, whose result would then be lost.
+    if p.is_dir() {
+        return Err(crate::Error::usage(format!(
+            "--json {}: is a directory (expected a file name)",
+            p.display()
+        )));
+    }
+    // Can a file be created there (permissions, read-only file system)? Try one.
+    let probe = dir.join(format!(".overload-json-probe-{}", std::process::id()));
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .is_ok();
+    let _ = std::fs::remove_file(&probe);
+    let replaceable = !p.exists() || std::fs::OpenOptions::new().append(true).open(p).is_ok();
+    if !created || !replaceable {
+        return Err(crate::Error::usage(format!(
+            "--json {}: cannot write there",
+            p.display()
+        )));
+    }
     Ok(())
 }
 

@@ -116,13 +116,21 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
     );
     let _ = writeln!(
         o,
-        "  requests       {} sent, {} answered, {} errors ({:.2}%){}",
+        "  requests       {} sent, {} answered, {} errors ({:.2}%){}{}",
         s.requests,
         s.responses,
         s.error_count,
         s.error_ratio * 100.0,
         if s.unsent > 0 {
             format!(", {} never sent (no free connection)", s.unsent)
+        } else {
+            String::new()
+        },
+        if s.retries > 0 {
+            format!(
+                ", {} retried (kept-alive connection closed by the server)",
+                s.retries
+            )
         } else {
             String::new()
         }
@@ -177,14 +185,25 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
 /// Things the user must know to trust (or not) the figures.
 pub fn warnings(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> Vec<String> {
     let mut w: Vec<String> = outcome.notes.clone();
+    let stopped = outcome.recorder.users_stopped;
+    if stopped > 0 {
+        let users = s.users.unwrap_or(0);
+        w.push(format!(
+            "{stopped} of {users} users stopped at once: no file descriptor was left for their \
+             connection; the figures are for the other {}",
+            users.saturating_sub(stopped)
+        ));
+    }
     for k in ErrorKind::ALL {
         if s.errors_of(k) > 0 {
             if let Some(a) = k.advice() {
-                w.push(format!(
-                    "{}: {a} (fd limit now {})",
-                    k.name(),
-                    outcome.fd_limit
-                ));
+                // The setting in force, next to the advice to change it.
+                let now = match k {
+                    ErrorKind::FdUnavail => format!(" (fd limit now {})", outcome.fd_limit),
+                    ErrorKind::AddrUnavail => port_settings(),
+                    _ => String::new(),
+                };
+                w.push(format!("{}: {a}{now}", k.name()));
             }
         }
     }
@@ -241,4 +260,20 @@ pub fn server(o: &crate::observe::StepObservation) -> String {
         }
     }
     out
+}
+
+/// ` (ip_local_port_range now 32768 60999, tcp_tw_reuse 2)`, from /proc; empty if unreadable.
+fn port_settings() -> String {
+    let read = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}"))
+            .ok()
+            .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
+    };
+    match (read("ip_local_port_range"), read("tcp_tw_reuse")) {
+        (Some(range), Some(reuse)) => {
+            format!(" (ip_local_port_range now {range}, tcp_tw_reuse {reuse})")
+        }
+        (Some(range), None) => format!(" (ip_local_port_range now {range})"),
+        _ => String::new(),
+    }
 }

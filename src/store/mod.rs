@@ -11,7 +11,7 @@ pub mod host;
 mod reader;
 mod writer;
 
-pub use reader::{load, RunData};
+pub use reader::{load, parse_series, parse_steps, RunData};
 pub use writer::Writer;
 
 use crate::metrics::Summary;

@@ -70,6 +70,21 @@ fn read_lines<T: DeserializeOwned>(
         }
     };
     let text = String::from_utf8_lossy(&bytes);
+    Ok(parse_lines(&text, &path.display().to_string(), skipped))
+}
+
+/// Parses the text of a `steps.jsonl` file; lines that do not parse are skipped and reported
+/// in `skipped` as `NAME:LINE: ...`. Never fails: a damaged file yields what can be read.
+pub fn parse_steps(text: &str, name: &str, skipped: &mut Vec<String>) -> Vec<StepRecord> {
+    parse_lines(text, name, skipped)
+}
+
+/// Parses the text of a `series.jsonl` file, as [`parse_steps`] does.
+pub fn parse_series(text: &str, name: &str, skipped: &mut Vec<String>) -> Vec<SeriesPoint> {
+    parse_lines(text, name, skipped)
+}
+
+fn parse_lines<T: DeserializeOwned>(text: &str, name: &str, skipped: &mut Vec<String>) -> Vec<T> {
     let ends_with_newline = text.ends_with('\n');
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::with_capacity(lines.len());
@@ -86,9 +101,9 @@ fn read_lines<T: DeserializeOwned>(
                 } else {
                     "invalid line"
                 };
-                skipped.push(format!("{}:{}: skipped {why}: {e}", path.display(), i + 1));
+                skipped.push(format!("{name}:{}: skipped {why}: {e}", i + 1));
             }
         }
     }
-    Ok(out)
+    out
 }

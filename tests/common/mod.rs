@@ -91,3 +91,135 @@ pub fn f(v: &serde_json::Value, path: &str) -> f64 {
     cur.as_f64()
         .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
 }
+
+/// What a run of the binary measured from the outside.
+pub struct Measured {
+    /// The `--json` output (Null when the file was not written).
+    pub v: serde_json::Value,
+    /// Exit code, or None when a signal ended the process.
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub elapsed: std::time::Duration,
+    /// Peak resident set of the program, in kB: the highest VmHWM of /proc/PID/status seen
+    /// while it ran (sampled every 10 ms; VmHWM is the peak so far, so little is missed). Not
+    /// wait4's ru_maxrss, which also counts the address space the child had before exec (the
+    /// test process's own, shared by vfork).
+    pub max_rss_kb: u64,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Measured {
+    /// Count of one error kind (0 when absent).
+    pub fn errors(&self, kind: &str) -> u64 {
+        self.v["errors"][kind].as_u64().unwrap_or(0)
+    }
+
+    pub fn status(&self, code: &str) -> u64 {
+        self.v["statuses"][code].as_u64().unwrap_or(0)
+    }
+
+    /// Exited 0 (or `code`), no panic, no abort.
+    pub fn assert_clean_exit(&self, code: i32, what: &str) {
+        assert!(
+            !self.stderr.contains("panicked") && !self.stderr.contains("overflow"),
+            "{what}: {}",
+            self.stderr
+        );
+        assert_eq!(
+            (self.code, self.signal),
+            (Some(code), None),
+            "{what}: stderr {}",
+            self.stderr
+        );
+    }
+}
+
+/// Runs `prog ARGS` (with `--json FILE -q` appended when `json`), kills it if it outlives
+/// `limit` (then panics), and returns what it did, its peak RSS included. `prog` None is the
+/// overload binary.
+pub fn run_measured(
+    prog: Option<&str>,
+    args: &[&str],
+    json: bool,
+    limit: std::time::Duration,
+) -> Measured {
+    use std::time::{Duration, Instant};
+    let dir = std::env::temp_dir().join(format!(
+        "overload-measured-{}-{}",
+        std::process::id(),
+        rand_suffix()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json_path = dir.join("run.json");
+    let out_path = dir.join("stdout");
+    let err_path = dir.join("stderr");
+    let mut cmd = match prog {
+        Some(p) => Command::new(p),
+        None => bin(),
+    };
+    cmd.args(args);
+    if json {
+        cmd.arg("--json").arg(&json_path).arg("-q");
+    }
+    let start = Instant::now();
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value to be overwritten by wait4.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let mut killed = false;
+    let mut hwm_kb = 0u64;
+    let status_path = format!("/proc/{pid}/status");
+    loop {
+        if let Ok(s) = std::fs::read_to_string(&status_path) {
+            let hwm = s
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok());
+            hwm_kb = hwm_kb.max(hwm.unwrap_or(0));
+        }
+        // SAFETY: wait4 on our own child with valid pointers; WNOHANG never blocks.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+        if r == pid {
+            break;
+        }
+        assert!(r == 0, "wait4: {}", std::io::Error::last_os_error());
+        if !killed && start.elapsed() > limit {
+            // SAFETY: kill(2) on our own child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            killed = true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let elapsed = start.elapsed();
+    // The child was reaped by wait4: std must not wait for it again.
+    std::mem::forget(child);
+    let read = |p: &std::path::Path| {
+        String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned()
+    };
+    let m = Measured {
+        v: std::fs::read_to_string(&json_path)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(serde_json::Value::Null),
+        code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
+        signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
+        elapsed,
+        max_rss_kb: hwm_kb,
+        stdout: read(&out_path),
+        stderr: read(&err_path),
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        !killed,
+        "{args:?} still running after {limit:?}, killed; stderr: {}",
+        m.stderr
+    );
+    m
+}

@@ -1,0 +1,79 @@
+//! SIGINT and SIGTERM end `overload run` gracefully: in-flight requests are dropped, the
+//! summary is printed, --json is written with `interrupted: true`, and the exit code is 130.
+mod common;
+use common::{bin, Target};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn interrupt_run(signal: libc::c_int, url: &str, extra: &[&str]) {
+    let dir = std::env::temp_dir().join(format!(
+        "overload-signal-{}-{signal}-{}",
+        std::process::id(),
+        extra.len()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("run.json");
+    let mut child = bin()
+        .args(["run", url, "--duration", "60s", "--json"])
+        .arg(&json)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+    let sent = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if sent.elapsed() > Duration::from_secs(15) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running 15 s after signal {signal}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = sent.elapsed();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(status.code(), Some(130), "signal {signal}: {stderr}");
+    assert!(took < Duration::from_secs(2), "took {took:?} to stop");
+    assert!(stdout.contains("interrupted"), "{stdout}");
+    assert!(stdout.contains("throughput"), "the summary: {stdout}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("--json written")).unwrap();
+    assert_eq!(v["interrupted"], true);
+    assert!(v["responses"].as_u64().unwrap() > 0, "{v}");
+    // Every counted request is answered or failed; the ones dropped in flight are not counted.
+    assert_eq!(
+        v["requests"].as_u64().unwrap(),
+        v["responses"].as_u64().unwrap() + v["error_count"].as_u64().unwrap(),
+        "{v}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sigint_and_sigterm_end_the_run_with_its_summary() {
+    let t = Target::start(&["--threads", "1"]);
+    let url = format!("{}/sleep?ms=100", t.url);
+    interrupt_run(libc::SIGINT, &url, &["--rate", "200"]);
+    interrupt_run(libc::SIGTERM, &url, &["--users", "10"]);
+}
+
+#[test]
+fn a_signal_ends_a_run_stuck_on_a_hanging_server() {
+    let t = Target::start(&["--threads", "1"]);
+    let good = format!("{}/", t.url);
+    let hang = format!("{}/fault/hang", t.url);
+    // Requests hang with a 60 s timeout: only the signal can end this run early.
+    interrupt_run(
+        libc::SIGTERM,
+        &good,
+        &[&hang, "--users", "4", "--timeout", "60s", "-q"],
+    );
+}
