@@ -606,3 +606,70 @@ fn failed_up_leaves_nothing_running() {
         "mariadb must not have been started"
     );
 }
+
+/// The acceptance check: a sweep of wait.php (1 s ± 0.25 s) against apache-prefork
+/// with 8 workers saturates near 8 req/s, and the observation sees the workers.
+#[test]
+fn prefork_with_8_workers_saturates_near_8_per_second() {
+    let _g = serial();
+    require_lab!();
+    let lab = Lab::new("sweep8");
+    let info = lab.up("apache-prefork", &["--workers", "8", "--no-db"]);
+    let dir = lab.prefix.join("sweep");
+    let url = format!("http://127.0.0.1:{}/wait.php", info.port);
+    let out = bin()
+        .args([
+            "sweep",
+            &url,
+            "--users",
+            "4,8,12,16",
+            "--warmup",
+            "2s",
+            "--step",
+            "6s",
+            "--rest",
+            "1s",
+        ])
+        .args([
+            "--past-saturation",
+            "1",
+            "--no-keep-alive",
+            "--watch",
+            "apache=apache2",
+            "-q",
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let data = overload::store::load(&dir).unwrap();
+    let a = overload::analysis::analyze("closed", &data.steps, None);
+    let sat = a
+        .saturation
+        .unwrap_or_else(|| panic!("no saturation found:\n{stdout}"));
+    println!(
+        "prefork x8 on wait.php: saturated at {} users, peak {:.2} req/s",
+        sat.offered, sat.peak_throughput
+    );
+    assert!(
+        (7.2..=8.8).contains(&sat.peak_throughput),
+        "peak {:.2} req/s, wanted ~8:\n{stdout}",
+        sat.peak_throughput
+    );
+    assert!(sat.offered >= 8.0 && sat.offered <= 16.0, "{sat:?}");
+    // The apache processes were observed beside the load: master + 8 children.
+    let server = data.steps[0].server.as_ref().expect("server observation");
+    let g = server.sources[0]
+        .groups
+        .iter()
+        .find(|g| g.name == "apache")
+        .expect("apache group");
+    assert!(g.processes.max >= 9.0, "{g:?}");
+    lab.down_all_and_check();
+}

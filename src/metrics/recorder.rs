@@ -68,6 +68,8 @@ pub struct Recorder {
     pub origin: Instant,
     /// The measured window: from the end of warm-up to the last counted completion.
     pub window_start: Instant,
+    /// First and last counted completion (response or error).
+    pub first_event: Option<Instant>,
     pub last_event: Option<Instant>,
 }
 
@@ -103,6 +105,7 @@ impl Recorder {
             seconds: Vec::with_capacity(expected_secs + 2),
             origin,
             window_start,
+            first_event: None,
             last_event: None,
         }
     }
@@ -153,6 +156,7 @@ impl Recorder {
         };
         self.statuses[slot] += 1;
         self.bytes_in += bytes;
+        self.first_event.get_or_insert(done);
         self.last_event = Some(done);
         let b = self.bucket(done);
         b.responses += 1;
@@ -166,6 +170,7 @@ impl Recorder {
     #[inline]
     pub fn error(&mut self, kind: ErrorKind, at: Instant) {
         self.errors[kind.index()] += 1;
+        self.first_event.get_or_insert(at);
         self.last_event = Some(at);
         self.bucket(at).errors += 1;
     }
@@ -215,19 +220,39 @@ impl Recorder {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
+        self.first_event = match (self.first_event, o.first_event) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         self.window_start = self.window_start.min(o.window_start);
     }
 
-    /// Seconds from the end of warm-up to the last counted completion (at least `planned`
-    /// when the run went its full duration, so an idle tail still counts as time).
+    /// The length of the measured window, in seconds.
+    ///
+    /// A run that went its full course (`planned`): the span from the first to the last counted
+    /// completion, but never less than the planned duration. Completions lag their sends by the
+    /// response time, so the span of completions, not "end of warm-up to last completion",
+    /// is the time over which they arrived: long requests (1 s against a 6 s step) then do not
+    /// read low, an overloaded server's drain still stretches the window (its throughput reads
+    /// as what it sustained), and a server that stops answering half-way is not flattered.
+    /// Otherwise (bounded by --requests, or interrupted): end of warm-up to last completion.
     pub fn window_secs(&self, planned: Option<Duration>) -> f64 {
-        let measured = self
-            .last_event
-            .map(|l| l.saturating_duration_since(self.window_start).as_secs_f64())
-            .unwrap_or(0.0);
-        match planned {
-            Some(p) => measured.max(p.as_secs_f64()),
-            None => measured,
+        match (planned, self.first_event, self.last_event) {
+            (Some(p), Some(first), Some(last)) => {
+                let n = self.responses + self.error_count();
+                // n completions span n − 1 gaps: scale the span up by one gap.
+                let span = last.saturating_duration_since(first).as_secs_f64();
+                let span = if n > 1 {
+                    span * n as f64 / (n - 1) as f64
+                } else {
+                    span
+                };
+                span.max(p.as_secs_f64())
+            }
+            (Some(p), _, _) => p.as_secs_f64(),
+            (None, _, last) => last.map_or(0.0, |l| {
+                l.saturating_duration_since(self.window_start).as_secs_f64()
+            }),
         }
     }
 }
