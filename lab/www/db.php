@@ -5,8 +5,15 @@
 header('Content-Type: text/plain');
 $t0 = hrtime(true);
 $rows = max(1, min(10000, (int)($_GET['rows'] ?? 26)));
+$port = {{DB_PORT}};
+if ($port === 0) {
+    // The stack was brought up with --no-db.
+    http_response_code(503);
+    echo "ERROR db: this stack runs without a database (--no-db)\n";
+    exit;
+}
 try {
-    $db = new mysqli('127.0.0.1', 'lab', 'labpass', 'lab', {{DB_PORT}});
+    $db = new mysqli('127.0.0.1', 'lab', 'labpass', 'lab', $port);
     $t1 = hrtime(true);
     $id = mt_rand(1, $rows);
     $row = $db->query("SELECT id, name, value FROM test1 WHERE id = $id")->fetch_assoc();

@@ -42,7 +42,11 @@ fn prepare(cfg: &Resolved, l: &Layout, www_user: (u32, u32)) -> Result<()> {
         make_dir(&l.workers, Some(www_user))?;
     }
     let mut files = render::stack_files(cfg, l)?;
-    files.extend(render::www_files(l, cfg.db_port)?);
+    // --no-db: db.php must not reach whatever MariaDB happens to listen on the default port.
+    files.extend(render::www_files(
+        l,
+        if cfg.use_db { cfg.db_port } else { 0 },
+    )?);
     for (path, text) in files {
         fs::write(&path, text)?;
     }
