@@ -256,33 +256,8 @@ fn kill_9_mid_sweep_keeps_every_finished_step() {
     let t = Target::start(&[]);
     let url = format!("{}/", t.url);
     let dir = tmpdir("kill");
-    let mut child = bin()
-        .args([
-            "sweep",
-            &url,
-            "--rates",
-            "100:1000:100",
-            "--warmup",
-            "0s",
-            "--step",
-            "1s",
-            "--rest",
-            "0s",
-        ])
-        .args(["--out", dir.to_str().unwrap(), "-q"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // Wait for 3 finished steps, then kill without warning.
-    let steps = dir.join("steps.jsonl");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::fs::read_to_string(&steps).map_or(0, |s| s.lines().count()) < 3
-        && Instant::now() < deadline
-    {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(300));
+    // Kill without warning once 3 steps are done.
+    let mut child = sweep_until_steps(&url, &dir, 3);
     child.kill().unwrap();
     child.wait().unwrap();
     let data = overload::store::load(&dir).unwrap();
@@ -301,32 +276,7 @@ fn sigint_ends_the_sweep_gracefully() {
     let t = Target::start(&[]);
     let url = format!("{}/", t.url);
     let dir = tmpdir("sigint");
-    let child = bin()
-        .args([
-            "sweep",
-            &url,
-            "--rates",
-            "100:1000:100",
-            "--warmup",
-            "0s",
-            "--step",
-            "1s",
-            "--rest",
-            "0s",
-        ])
-        .args(["--out", dir.to_str().unwrap(), "-q"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let steps = dir.join("steps.jsonl");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::fs::read_to_string(&steps).map_or(0, |s| s.lines().count()) < 2
-        && Instant::now() < deadline
-    {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(400));
+    let child = sweep_until_steps(&url, &dir, 2);
     // SAFETY: sending a signal to our own child.
     unsafe { libc_kill(child.id() as i32, 2) };
     let out = child.wait_with_output().unwrap();
@@ -350,6 +300,38 @@ fn sigint_ends_the_sweep_gracefully() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("results:"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Starts a long 1 s-step sweep into `dir` and returns once `n` steps are on disk and the
+/// next one is under way (its stdout piped for the caller to read).
+fn sweep_until_steps(url: &str, dir: &std::path::Path, n: usize) -> std::process::Child {
+    let child = bin()
+        .args([
+            "sweep",
+            url,
+            "--rates",
+            "100:1000:100",
+            "--warmup",
+            "0s",
+            "--step",
+            "1s",
+            "--rest",
+            "0s",
+        ])
+        .args(["--out", dir.to_str().unwrap(), "-q"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let steps = dir.join("steps.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_to_string(&steps).map_or(0, |s| s.lines().count()) < n
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    child
 }
 
 extern "C" {

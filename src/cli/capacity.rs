@@ -1,5 +1,5 @@
 //! `overload capacity`: the highest rate that meets an SLO, by geometric growth then bisection.
-use super::load_args::{base_config, ArrivalArg, ConnArgs, RequestArgs};
+use super::load_args::{base_config, ConnArgs, OpenLoopArgs, RequestArgs};
 use super::results;
 use super::sweep::{parse_share, StepArgs};
 use crate::analysis;
@@ -25,12 +25,8 @@ pub struct CapacityArgs {
     /// Stop bisecting when the bracket is narrower than this share of its low end.
     #[arg(long, default_value = "5%", value_parser = parse_share)]
     pub precision: f64,
-    /// Arrival process.
-    #[arg(long, value_enum, default_value = "constant")]
-    pub arrival: ArrivalArg,
-    /// Most connections to open (opened as needed).
-    #[arg(long, default_value_t = 10_000)]
-    pub connections: usize,
+    #[command(flatten)]
+    pub open: OpenLoopArgs,
     #[command(flatten)]
     pub steps: StepArgs,
     #[command(flatten)]
@@ -51,14 +47,12 @@ pub fn run(args: CapacityArgs) -> crate::Result<i32> {
     if args.precision <= 0.0 {
         return Err(Error::usage("--precision must be above 0%"));
     }
-    if args.connections == 0 {
-        return Err(Error::usage("--connections must be at least 1"));
-    }
-    let arrival = args.arrival.into();
+    args.open.validate()?;
+    let arrival = args.open.arrival.into();
     let first = Load::Open {
         rate: args.start,
         arrival,
-        max_connections: args.connections,
+        max_connections: args.open.connections,
     };
     let (base, urls) = base_config(
         &args.request,
@@ -72,7 +66,7 @@ pub fn run(args: CapacityArgs) -> crate::Result<i32> {
         "start": args.start, "max": args.max, "precision": args.precision,
         "warmup_s": args.steps.warmup.as_secs_f64(), "step_s": args.steps.step.as_secs_f64(),
         "rest_s": args.steps.rest.as_secs_f64(), "keep_alive": base.keep_alive, "threads": base.threads,
-        "connections": args.connections,
+        "connections": args.open.connections,
     });
     let mut writer = results::open(
         args.steps.out.as_deref(),
@@ -111,7 +105,7 @@ pub fn run(args: CapacityArgs) -> crate::Result<i32> {
         &mut stepper,
         search,
         arrival,
-        args.connections,
+        args.open.connections,
         args.steps.rest,
     );
     let done = stepper.finish(&result, |(_, r)| r.clone())?;

@@ -49,6 +49,29 @@ pub struct RequestArgs {
     pub body: Option<String>,
 }
 
+/// The open loop's arrivals and connection pool (sweep --rates, capacity).
+#[derive(Args, Debug, Clone)]
+pub struct OpenLoopArgs {
+    /// Arrival process of the open loop.
+    #[arg(long, value_enum, default_value = "constant")]
+    pub arrival: ArrivalArg,
+    /// Open loop: most connections to open (opened as needed).
+    #[arg(long, default_value_t = 10_000)]
+    pub connections: usize,
+}
+
+impl OpenLoopArgs {
+    pub fn validate(&self) -> crate::Result<()> {
+        if self.connections == 0 || self.connections > 1_000_000 {
+            return Err(Error::usage(format!(
+                "--connections {}: use 1 to 1000000",
+                self.connections
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// How connections behave.
 #[derive(Args, Debug, Clone)]
 pub struct ConnArgs {

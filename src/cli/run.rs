@@ -1,5 +1,5 @@
 //! `overload run`: one load level held for a duration, then a summary.
-use super::load_args::{base_config, parse_think, ArrivalArg, ConnArgs, RequestArgs};
+use super::load_args::{base_config, parse_think, ConnArgs, OpenLoopArgs, RequestArgs};
 use crate::engine::{self, Control, EngineConfig, Load};
 use crate::metrics::Summary;
 use crate::report::{json, progress::Progress, terminal};
@@ -16,12 +16,8 @@ pub struct RunArgs {
     /// Open loop: requests per second on one global schedule (e.g. 2000, 1.5k).
     #[arg(long, value_parser = parse_rate, conflicts_with = "users")]
     pub rate: Option<f64>,
-    /// Arrival process of the open loop.
-    #[arg(long, value_enum, default_value = "constant")]
-    pub arrival: ArrivalArg,
-    /// Open loop: most connections to open (opened as needed).
-    #[arg(long, default_value_t = 10_000)]
-    pub connections: usize,
+    #[command(flatten)]
+    pub open: OpenLoopArgs,
     /// Closed loop: users, each holding one connection and waiting for its answer [default: 10].
     #[arg(long)]
     pub users: Option<usize>,
@@ -62,16 +58,11 @@ impl RunArgs {
                         "--think applies to the closed loop (--users), not to --rate",
                     ));
                 }
-                if self.connections == 0 || self.connections > 1_000_000 {
-                    return Err(Error::usage(format!(
-                        "--connections {}: use 1 to 1000000",
-                        self.connections
-                    )));
-                }
+                self.open.validate()?;
                 Load::Open {
                     rate,
-                    arrival: self.arrival.into(),
-                    max_connections: self.connections,
+                    arrival: self.open.arrival.into(),
+                    max_connections: self.open.connections,
                 }
             }
             (None, users) => {

@@ -1,6 +1,6 @@
 //! `overload sweep`: load levels one after another (S1's stepped rates, S2/S5's concurrency
 //! sweeps), each stored when it ends; then the saturation point, capacity and findings.
-use super::load_args::{base_config, parse_think, ArrivalArg, ConnArgs, RequestArgs};
+use super::load_args::{base_config, parse_think, ConnArgs, OpenLoopArgs, RequestArgs};
 use super::results;
 use crate::analysis::{self, slo, Slo};
 use crate::engine::Load;
@@ -66,12 +66,8 @@ pub struct SweepArgs {
     /// Closed loop: user counts to step through, start:stop:step or a list (e.g. 1:200:10).
     #[arg(long)]
     pub users: Option<String>,
-    /// Arrival process of the open loop.
-    #[arg(long, value_enum, default_value = "constant")]
-    pub arrival: ArrivalArg,
-    /// Open loop: most connections to open (opened as needed).
-    #[arg(long, default_value_t = 10_000)]
-    pub connections: usize,
+    #[command(flatten)]
+    pub open: OpenLoopArgs,
     /// Closed loop: think time between a user's answer and its next request, `D` or `LO..HI`.
     #[arg(long, value_parser = parse_think, value_name = "DURATION[..DURATION]")]
     pub think: Option<(Duration, Duration)>,
@@ -116,17 +112,15 @@ pub fn run(args: SweepArgs) -> crate::Result<i32> {
                         "--think applies to the closed loop (--users), not to --rates",
                     ));
                 }
-                if args.connections == 0 {
-                    return Err(Error::usage("--connections must be at least 1"));
-                }
+                args.open.validate()?;
                 let levels = parse_levels(r, "--rates").map_err(Error::usage)?;
-                let arrival = args.arrival.into();
+                let arrival = args.open.arrival.into();
                 let loads = levels
                     .into_iter()
                     .map(|rate| Load::Open {
                         rate,
                         arrival,
-                        max_connections: args.connections,
+                        max_connections: args.open.connections,
                     })
                     .collect();
                 ("open", loads, "req/s")
@@ -163,7 +157,7 @@ pub fn run(args: SweepArgs) -> crate::Result<i32> {
         "threads": base.threads,
         "timeout_s": base.timeout.as_secs_f64(),
         "think_s": args.think.map(|t| [t.0.as_secs_f64(), t.1.as_secs_f64()]),
-        "connections": args.connections,
+        "connections": args.open.connections,
         "past_saturation": args.past_saturation,
         "max_errors": args.max_errors,
     });
