@@ -115,13 +115,19 @@ pub fn run(args: CapacityArgs) -> crate::Result<i32> {
         "\ncapacity search ended: {reason} ({:.0}s)",
         started.elapsed().as_secs_f64()
     );
-    for (i, (rate, met)) in search.probes.iter().enumerate() {
-        let s = &steps[i].summary;
+    // Every step run, in search order (a generator-bound failure shows twice: it was re-run).
+    for (i, step) in steps.iter().enumerate() {
+        let s = &step.summary;
+        let gen = if step.flags.iter().any(|f| f == "generator-bound") {
+            "  (generator-bound)"
+        } else {
+            ""
+        };
         println!(
-            "  probe {:>2}: {:>9.1} req/s  {}  p99 {:>8}  errors {:.2}%",
+            "  probe {:>2}: {:>9.1} req/s  {}  p99 {:>8}  errors {:.2}%{gen}",
             i + 1,
-            rate,
-            if *met { "met   " } else { "FAILED" },
+            step.offered,
+            if slo.holds(s) { "met   " } else { "FAILED" },
             crate::units::fmt_ms(s.response_time_ms.p99),
             analysis::Slo::measure(analysis::slo::Metric::Errors, s) * 100.0
         );
@@ -138,7 +144,7 @@ pub fn run(args: CapacityArgs) -> crate::Result<i32> {
             let linear = CapacitySearch::linear_steps(args.start, lo, args.precision);
             println!(
                 "  {} probes; a linear sweep from {:.0} req/s in steps of {:.0}% would need about {linear}",
-                search.probes.len(),
+                steps.len(),
                 args.start,
                 args.precision * 100.0
             );
@@ -152,8 +158,18 @@ pub fn run(args: CapacityArgs) -> crate::Result<i32> {
             3
         }
     };
-    results::print_analysis(&analysis::analyze("open", &steps, Some(&slo)), &notes);
+    results::print_analysis(
+        &analysis::analyze("open", &by_load(&steps), Some(&slo)),
+        &notes,
+    );
     super::report_hook::after_run(&dir)?;
     println!("\nresults: {}", dir.display());
     Ok(if !complete { 130 } else { code })
+}
+
+/// The probes in order of load (they were run in search order), as the analysis reads them.
+fn by_load(steps: &[crate::store::StepRecord]) -> Vec<crate::store::StepRecord> {
+    let mut v = steps.to_vec();
+    v.sort_by(|a, b| a.offered.total_cmp(&b.offered));
+    v
 }

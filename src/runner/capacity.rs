@@ -21,15 +21,27 @@ pub fn search(
         if crate::signals::interrupted() {
             return Ok((search, "interrupted".into()));
         }
-        let met = slo.holds(
-            &stepper
-                .step(Load::Open {
-                    rate,
-                    arrival,
-                    max_connections,
-                })?
-                .summary,
-        );
+        let load = Load::Open {
+            rate,
+            arrival,
+            max_connections,
+        };
+        let judge = |r: &crate::store::StepRecord| {
+            (
+                slo.holds(&r.summary),
+                crate::analysis::generator_bound("open", r).is_some(),
+            )
+        };
+        let (mut met, gen_bound) = judge(stepper.step(load)?);
+        // A probe that failed while the generator was the bottleneck says nothing about the
+        // server: run it once more before believing it (both runs stay in the results).
+        if !met && gen_bound && !stepper.interrupted {
+            stepper.notes.push(format!(
+                "the probe at {rate:.1} req/s failed while generator-bound: it was run again"
+            ));
+            stepper.rest(rest);
+            met = judge(stepper.step(load)?).0;
+        }
         if stepper.interrupted {
             return Ok((search, "interrupted".into()));
         }
