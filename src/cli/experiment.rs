@@ -81,7 +81,7 @@ pub fn run(a: ExperimentArgs) -> crate::Result<i32> {
         state.planned.len(),
         exp.configs.len(),
         exp.repetitions,
-        crate::units::fmt_duration(plan::total_duration(&exp)),
+        plan::fmt_long(plan::total_duration(&exp)),
         dir.display()
     );
     let result = runner::execute(&exp, &dir, &mut state, &runner::Options { quiet: a.quiet });

@@ -349,6 +349,16 @@ pub fn shell(args: &[String]) -> String {
     crate::report::folder::shell_join(&v)
 }
 
+/// A length for humans: `6m28s`, `45s` (whole seconds, rounded up: these are estimates).
+pub fn fmt_long(d: Duration) -> String {
+    let s = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+    if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
 /// What --dry-run prints.
 pub fn describe(exp: &Experiment, dir: &str) -> String {
     let mut o = String::new();
@@ -416,7 +426,7 @@ pub fn describe(exp: &Experiment, dir: &str) -> String {
             fmt_duration(l.warmup),
             fmt_duration(l.rest),
             fmt_duration(c.warmup),
-            fmt_duration(run_duration(c)),
+            fmt_long(run_duration(c)),
             max_steps(c),
         );
         let base = base_url(c);
@@ -431,7 +441,7 @@ pub fn describe(exp: &Experiment, dir: &str) -> String {
         o,
         "\n{} runs, at most {} in all (sweeps stop early past saturation)",
         runs(exp).len(),
-        fmt_duration(total)
+        fmt_long(total)
     );
     o
 }
@@ -506,7 +516,7 @@ load = { kind = "capacity", slo = "p99<100ms", start = 100, max = 800, precision
         let total = total_duration(&x);
         assert_eq!(total, Duration::from_secs(2 * (43 + 8 * 44 + 108)));
         let d = describe(&x, "runs/x");
-        assert!(d.contains("20 runs, at most 16m"), "{d}");
+        assert!(d.contains("20 runs, at most 16m46s"), "{d}");
         assert!(d.contains("overload sweep http://127.0.0.1:18081/ "), "{d}");
         assert!(d.contains("--users 1,2,4"), "{d}");
         assert!(d.contains("overload capacity"), "{d}");

@@ -238,7 +238,9 @@ impl Merge for RawLoad {
         let pick = |a: &Option<Text>, b: &Option<Text>| b.clone().or_else(|| a.clone());
         // Levels come as a pair: an override that names users or rates replaces both, so a
         // configuration can switch between open and closed loop.
-        let (users, rates) = if over.users.is_some() || over.rates.is_some() {
+        // A capacity search finds its own rates: inherited levels do not apply to it.
+        let to_capacity = over.kind.as_deref() == Some("capacity");
+        let (users, rates) = if over.users.is_some() || over.rates.is_some() || to_capacity {
             (over.users.clone(), over.rates.clone())
         } else {
             (self.users.clone(), self.rates.clone())

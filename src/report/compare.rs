@@ -216,6 +216,7 @@ pub fn latency_rows(runs: &[RunReport], names: &[String], loads: &[f64]) -> Vec<
 /// The median of some values and their spread: `350/s (340–362, ±3.1%)`, where ± is half
 /// the range over the median. One value: just the value.
 fn median_spread(mut v: Vec<f64>, fmt: &dyn Fn(f64) -> String) -> String {
+    let missing = v.iter().filter(|x| !x.is_finite()).count();
     v.retain(|x| x.is_finite());
     if v.is_empty() {
         return "–".to_string();
@@ -236,7 +237,13 @@ fn median_spread(mut v: Vec<f64>, fmt: &dyn Fn(f64) -> String) -> String {
     } else {
         String::new()
     };
-    format!("{} ({}–{}{pct})", fmt(med), fmt(lo), fmt(hi))
+    // The range as bare numbers: the median beside it already carries the unit.
+    let none = if missing > 0 {
+        format!(", none in {missing}")
+    } else {
+        String::new()
+    };
+    format!("{} ({}–{}{pct}{none})", fmt(med), fmt_num(lo), fmt_num(hi))
 }
 
 /// The spread across repetitions (experiments run each configuration several times): one
@@ -527,5 +534,25 @@ mod tests {
         // Empty runs: no panic, a note instead of a latency table.
         assert!(table(&same, &["a".into(), "b".into()]).contains("no load level"));
         assert!(html(&same, &["a".into(), "b".into()]).contains("no data"));
+    }
+
+    #[test]
+    fn spread_across_repetitions() {
+        let mut slower = testdata::open_sweep();
+        for st in &mut slower {
+            st.summary.throughput *= 0.9;
+        }
+        let a = vec![
+            run("a", "open", testdata::open_sweep()),
+            run("a", "open", slower),
+        ];
+        let b = vec![run("b", "open", faster())];
+        let rows = spread_rows(&[a, b], &["a".into(), "b".into()]);
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[1][1], "2");
+        assert!(rows[1][4].contains('±'), "{:?}", rows[1]);
+        assert!(!rows[2][4].contains('±'), "one run, no spread: {:?}", rows[2]);
+        assert_eq!(median_spread(vec![1.0, 3.0, f64::NAN], &fmt_num), "2 (1–3, ±50.0%, none in 1)");
+        assert_eq!(median_spread(vec![], &fmt_num), "–");
     }
 }
