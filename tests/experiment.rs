@@ -146,7 +146,10 @@ fn resume_after_kill_skips_finished_runs() {
             std::thread::sleep(Duration::from_millis(1500));
             break;
         }
-        assert!(t0.elapsed() < Duration::from_secs(60), "first run never finished");
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "first run never finished"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     child.kill().unwrap();
@@ -209,8 +212,14 @@ fn bad_files_are_one_line_usage_errors() {
     let d = tmpdir("bad");
     let cases = [
         ("[load]\nusers = [1]\nstep = true\n", "bad.toml:3:"),
-        ("[load]\nusers = [1]\n[[config]]\nstack = 'nginx-fpn'\n", "config[1] stack"),
-        ("[load]\nusers = [1]\n[[config]]\nname = 'a'\nsetup = 'true'\n", "config 'a' ready"),
+        (
+            "[load]\nusers = [1]\n[[config]]\nstack = 'nginx-fpn'\n",
+            "config[1] stack",
+        ),
+        (
+            "[load]\nusers = [1]\n[[config]]\nname = 'a'\nsetup = 'true'\n",
+            "config 'a' ready",
+        ),
     ];
     for (text, want) in cases {
         let f = d.join("bad.toml");
@@ -222,7 +231,10 @@ fn bad_files_are_one_line_usage_errors() {
         assert_eq!(o.status.code(), Some(2), "{text}");
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-        assert!(err.contains("bad.toml") && err.contains(want), "{want}: {err}");
+        assert!(
+            err.contains("bad.toml") && err.contains(want),
+            "{want}: {err}"
+        );
     }
     let o = bin()
         .args(["experiment", "/nonexistent/x.toml"])
@@ -263,7 +275,11 @@ fn study_files_run_quick() {
             .args(["experiment", p.to_str().unwrap(), "--dry-run", "--quick"])
             .output()
             .unwrap();
-        assert!(o.status.success(), "{f}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "{f}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
     if let Some(why) = lab_unavailable() {
         println!("skipped: {why}");

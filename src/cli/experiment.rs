@@ -68,9 +68,8 @@ pub fn run(a: ExperimentArgs) -> crate::Result<i32> {
                 dir.display()
             )));
         }
-        std::fs::create_dir_all(&dir).map_err(|e| {
-            Error::usage(format!("--out: cannot create '{}': {e}", dir.display()))
-        })?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::usage(format!("--out: cannot create '{}': {e}", dir.display())))?;
         let s = resume::State::new(&exp);
         s.save(&dir)?;
         s

@@ -255,7 +255,10 @@ fn common_args(c: &Config, base: &str, observe: bool) -> Vec<String> {
     }
     if c.load.think.is_some_and(|t| !t.1.is_zero()) {
         let (lo, hi) = c.load.think.unwrap_or_default();
-        a.extend(["--think".into(), format!("{}..{}", arg_dur(lo), arg_dur(hi))]);
+        a.extend([
+            "--think".into(),
+            format!("{}..{}", arg_dur(lo), arg_dur(hi)),
+        ]);
     }
     if !c.load.closed {
         a.extend(["--arrival".into(), c.load.arrival.clone()]);
@@ -383,8 +386,11 @@ pub fn describe(exp: &Experiment, dir: &str) -> String {
             Server::Lab { spec, db } => {
                 let mut s = format!("lab {}", spec.stack);
                 if let Ok(r) = spec.resolve() {
-                    let knobs: Vec<String> =
-                        r.describe().iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    let knobs: Vec<String> = r
+                        .describe()
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect();
                     let _ = write!(s, " ({})", knobs.join(" "));
                 }
                 if let Some(db) = db {
@@ -433,7 +439,13 @@ pub fn describe(exp: &Experiment, dir: &str) -> String {
         let _ = writeln!(
             o,
             "  run:    {}",
-            shell(&run_args(c, &base, &format!("{dir}/{}-r1", c.name), &c.name, false))
+            shell(&run_args(
+                c,
+                &base,
+                &format!("{dir}/{}-r1", c.name),
+                &c.name,
+                false
+            ))
         );
     }
     let total = total_duration(exp);
@@ -541,7 +553,10 @@ load = { kind = "capacity", slo = "p99<100ms", start = 100, max = 800, precision
         .unwrap();
         quick(&mut small);
         let t = total_duration(&small);
-        assert!(t <= Duration::from_secs(61) && t >= Duration::from_secs(55), "{t:?}");
+        assert!(
+            t <= Duration::from_secs(61) && t >= Duration::from_secs(55),
+            "{t:?}"
+        );
     }
 
     #[test]

@@ -147,7 +147,11 @@ fn response_time_chart(g: &Group) -> Option<Chart> {
             .filter(|p| p.responses > 0)
             .map(|p| (p.t, p.response_time_mean_ms))
             .collect();
-        c.add(Series::new(cfg.name.clone(), PALETTE[i % PALETTE.len()], pts));
+        c.add(Series::new(
+            cfg.name.clone(),
+            PALETTE[i % PALETTE.len()],
+            pts,
+        ));
     }
     Some(c)
 }
@@ -201,6 +205,58 @@ fn config_rows(g: &Group) -> Vec<Vec<String>> {
     rows
 }
 
+/// Share of requests that failed (transport errors and 4xx/5xx answers) in a step.
+fn failed_share(s: &crate::store::StepRecord) -> Option<f64> {
+    let sum = &s.summary;
+    let non_ok = sum.responses.saturating_sub(sum.ok_count());
+    (sum.requests > 0).then(|| (sum.error_count + non_ok) as f64 / sum.requests as f64)
+}
+
+/// Failed requests and mean response time at the load levels every configuration measured:
+/// a configuration that answers the lucky few fast and times out the rest must not look
+/// better than one that answers everyone late (prefork's keep-alive pinning, S5).
+fn failure_rows(reps: &[RunReport], names: &[String], loads: &[f64]) -> Vec<Vec<String>> {
+    let mut head = vec!["load".to_string()];
+    for n in names {
+        head.push(format!("{n} failed"));
+        head.push(format!("{n} mean"));
+    }
+    let mut rows = vec![head];
+    for &l in loads {
+        let mut row = vec![reps[0].load_text(l)];
+        for r in reps {
+            match r.steps.iter().find(|s| (s.offered - l).abs() < 1e-9) {
+                Some(s) => {
+                    row.push(failed_share(s).map_or("–".into(), |f| {
+                        let errs: Vec<String> = s
+                            .summary
+                            .errors
+                            .iter()
+                            .map(|(k, v)| format!("{v} {k}"))
+                            .collect();
+                        if errs.is_empty() {
+                            format!("{:.1}%", f * 100.0)
+                        } else {
+                            format!("{:.1}% ({})", f * 100.0, errs.join(", "))
+                        }
+                    }));
+                    row.push(if s.summary.responses > 0 {
+                        crate::units::fmt_ms(s.summary.response_time_ms.mean)
+                    } else {
+                        "–".into()
+                    });
+                }
+                None => {
+                    row.push("–".into());
+                    row.push("–".into());
+                }
+            }
+        }
+        rows.push(row);
+    }
+    rows
+}
+
 /// The terminal tables of every group.
 pub fn table(exp: &Experiment, dir: &Path, state: &State) -> String {
     let mut o = String::new();
@@ -209,6 +265,11 @@ pub fn table(exp: &Experiment, dir: &Path, state: &State) -> String {
         let reps: Vec<RunReport> = g.sets.iter().map(|s| representative(s).clone()).collect();
         let _ = writeln!(o, "\n== {} ==", g.name);
         o.push_str(&compare::table(&reps, &names));
+        let loads = compare::common_loads(&reps);
+        if !loads.is_empty() {
+            o.push_str("\nfailed requests and mean response time:\n");
+            o.push_str(&compare::align(&failure_rows(&reps, &names, &loads)));
+        }
         if g.sets.iter().any(|s| s.len() > 1) {
             o.push_str("\nspread across repetitions (median (min–max, ±half-range)):\n");
             o.push_str(&compare::align(&compare::spread_rows(&g.sets, &names)));
@@ -255,9 +316,18 @@ pub fn write(exp: &Experiment, dir: &Path, state: &State) -> crate::Result<PathB
             o.push_str("<h3>Spread across repetitions</h3>\n<p class=\"muted\">median (min–max, ± half the range over the median); the curves show the repetition with the median peak throughput</p>\n");
             compare::html_table(&mut o, &compare::spread_rows(&g.sets, &names));
         }
-        let mut charts = compare::compare_charts(&reps, &names);
-        charts.extend(response_time_chart(g));
-        charts.extend(processes_chart(g));
+        // A burst (one step per run) is a story in time: its time charts come first.
+        let mut charts: Vec<Chart> = Vec::new();
+        let burst = response_time_chart(g);
+        let burst_group = burst.is_some();
+        charts.extend(burst);
+        if burst_group {
+            charts.extend(processes_chart(g));
+        }
+        charts.extend(compare::compare_charts(&reps, &names));
+        if !burst_group {
+            charts.extend(processes_chart(g));
+        }
         o.push_str(&html::chart_grid(&charts, &format!("g{gi}c")));
         let loads = compare::common_loads(&reps);
         o.push_str("<h3>Response time at common load levels</h3>\n");
@@ -265,6 +335,8 @@ pub fn write(exp: &Experiment, dir: &Path, state: &State) -> crate::Result<PathB
             o.push_str("<p class=\"muted\">no load level is common to all runs</p>\n");
         } else {
             compare::html_table(&mut o, &compare::latency_rows(&reps, &names, &loads));
+            o.push_str("<h3>Failed requests and mean response time</h3>\n<p class=\"muted\">response times count answered requests only: read them with the failures beside them</p>\n");
+            compare::html_table(&mut o, &failure_rows(&reps, &names, &loads));
         }
         o.push_str("<p>Reports of each run: ");
         for set in &g.sets {
@@ -274,12 +346,7 @@ pub fn write(exp: &Experiment, dir: &Path, state: &State) -> crate::Result<PathB
                     .dir
                     .file_name()
                     .map_or(String::new(), |n| n.to_string_lossy().into_owned());
-                let _ = write!(
-                    o,
-                    "<a href=\"{}/report.html\">{}</a> ",
-                    esc(&id),
-                    esc(&id)
-                );
+                let _ = write!(o, "<a href=\"{}/report.html\">{}</a> ", esc(&id), esc(&id));
             }
         }
         o.push_str("</p>\n");

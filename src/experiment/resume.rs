@@ -208,11 +208,18 @@ mod tests {
         assert_eq!(s.runs.len(), 4);
         // The newest folder of that name is found.
         let parent = dir.join("runs");
-        for stamp in ["20260101T000000Z-e", "20260102T000000Z-e", "20260103T000000Z-other"] {
+        for stamp in [
+            "20260101T000000Z-e",
+            "20260102T000000Z-e",
+            "20260103T000000Z-other",
+        ] {
             std::fs::create_dir_all(parent.join(stamp)).unwrap();
             s.save(&parent.join(stamp)).unwrap();
         }
-        assert_eq!(latest(&parent, "e").unwrap(), parent.join("20260102T000000Z-e"));
+        assert_eq!(
+            latest(&parent, "e").unwrap(),
+            parent.join("20260102T000000Z-e")
+        );
         assert!(latest(&parent, "none").is_none());
         // Damaged file: a usage error naming it.
         std::fs::write(State::path(&dir), "{").unwrap();

@@ -472,6 +472,9 @@ mod tests {
         assert_eq!(local_port("http://127.0.0.1:8080/x"), Some(8080));
         assert_eq!(local_port("http://localhost/"), Some(80));
         assert_eq!(local_port("http://10.0.0.1:80/"), None);
-        assert_eq!(probe("http://127.0.0.1:1/", Duration::from_millis(100)), None);
+        assert_eq!(
+            probe("http://127.0.0.1:1/", Duration::from_millis(100)),
+            None
+        );
     }
 }

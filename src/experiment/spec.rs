@@ -475,7 +475,12 @@ fn is_name(s: &str) -> bool {
         && !s.starts_with('.')
 }
 
-fn validate(raw: RawFile, file: &Path, quick: bool, fingerprint: String) -> crate::Result<Experiment> {
+fn validate(
+    raw: RawFile,
+    file: &Path,
+    quick: bool,
+    fingerprint: String,
+) -> crate::Result<Experiment> {
     let name = match &raw.name {
         Some(n) if !is_name(n) => {
             return Err(err(
@@ -504,7 +509,11 @@ fn validate(raw: RawFile, file: &Path, quick: bool, fingerprint: String) -> crat
     let q = raw.quick.clone().filter(|_| quick).unwrap_or_default();
     let mut repetitions = raw.repetitions.unwrap_or(1);
     if repetitions == 0 || repetitions > 100 {
-        return Err(err(file, "repetitions", format!("{repetitions}: use 1 to 100")));
+        return Err(err(
+            file,
+            "repetitions",
+            format!("{repetitions}: use 1 to 100"),
+        ));
     }
     if quick {
         repetitions = q.repetitions.unwrap_or(1).clamp(1, 100);
@@ -545,7 +554,11 @@ fn validate(raw: RawFile, file: &Path, quick: bool, fingerprint: String) -> crat
         let cload = load.merge(&c.load).merge(&cq.load);
         let creq = request.merge(&c.request).merge(&cq.request);
         let cobs = raw.observe.merge(&c.observe.clone().unwrap_or_default());
-        let cwarm = cq.warmup.clone().or(c.warmup.clone()).or(warmup_text.clone());
+        let cwarm = cq
+            .warmup
+            .clone()
+            .or(c.warmup.clone())
+            .or(warmup_text.clone());
         let plan = load_plan(file, &label, &cload)?;
         let req = request_of(file, &label, &creq)?;
         let observe = Observe {
@@ -558,14 +571,22 @@ fn validate(raw: RawFile, file: &Path, quick: bool, fingerprint: String) -> crat
                 Duration::from_secs(1),
             )?,
         };
-        let warmup = dur(file, &format!("{label} warmup"), &cwarm, Duration::from_secs(5))?;
+        let warmup = dur(
+            file,
+            &format!("{label} warmup"),
+            &cwarm,
+            Duration::from_secs(5),
+        )?;
         let group = c.group.clone().unwrap_or_else(|| "main".into());
         for (cname, server) in servers(file, &label, c)? {
             if let Some(o) = configs.iter().find(|o| o.name == cname) {
                 return Err(err(
                     file,
                     &format!("{label} name"),
-                    format!("'{}' is used twice (configuration names name the run folders)", o.name),
+                    format!(
+                        "'{}' is used twice (configuration names name the run folders)",
+                        o.name
+                    ),
                 ));
             }
             configs.push(Config {
@@ -644,7 +665,8 @@ fn load_plan(file: &Path, label: &str, l: &RawLoad) -> crate::Result<LoadPlan> {
         ),
         (None, Some(Text(r)), _) => (
             false,
-            crate::plan::steps::parse_levels(r, "rates").map_err(|e| err(file, &key("rates"), e))?,
+            crate::plan::steps::parse_levels(r, "rates")
+                .map_err(|e| err(file, &key("rates"), e))?,
         ),
         (None, None, _) => {
             return Err(err(
@@ -729,7 +751,11 @@ fn load_plan(file: &Path, label: &str, l: &RawLoad) -> crate::Result<LoadPlan> {
 
 fn request_of(file: &Path, label: &str, r: &RawRequest) -> crate::Result<Request> {
     let key = |k: &str| format!("{label} request.{k}");
-    let paths = r.path.clone().map(|l| l.0).unwrap_or_else(|| vec!["/".into()]);
+    let paths = r
+        .path
+        .clone()
+        .map(|l| l.0)
+        .unwrap_or_else(|| vec!["/".into()]);
     if paths.is_empty() {
         return Err(err(file, &key("path"), "empty list"));
     }
@@ -758,7 +784,11 @@ fn request_of(file: &Path, label: &str, r: &RawRequest) -> crate::Result<Request
     }
     let keep_alive = r.keep_alive.unwrap_or(true);
     if r.calls_per_connection == Some(0) {
-        return Err(err(file, &key("calls_per_connection"), "must be at least 1"));
+        return Err(err(
+            file,
+            &key("calls_per_connection"),
+            "must be at least 1",
+        ));
     }
     if !keep_alive && r.calls_per_connection.is_some_and(|k| k > 1) {
         return Err(err(
@@ -1079,7 +1109,13 @@ load = { users = "1:9:4", step = "2s" }
         let names: Vec<&str> = x.configs.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(
             names,
-            ["w4", "nginx-fpm-w4", "nginx-fpm-w8", "apache-prefork-w4", "apache-prefork-w8"]
+            [
+                "w4",
+                "nginx-fpm-w4",
+                "nginx-fpm-w8",
+                "apache-prefork-w4",
+                "apache-prefork-w8"
+            ]
         );
         let w4 = &x.configs[0];
         assert_eq!(w4.warmup, Duration::from_secs(2));
@@ -1097,7 +1133,11 @@ load = { users = "1:9:4", step = "2s" }
         assert_eq!(fpm.load.warmup, Duration::from_secs(1), "inherited");
         match &fpm.server {
             Server::Lab { spec, db } => {
-                assert_eq!(spec.knobs.max_children, Some(8), "workers = max_children on FPM");
+                assert_eq!(
+                    spec.knobs.max_children,
+                    Some(8),
+                    "workers = max_children on FPM"
+                );
                 assert_eq!(db.as_ref().unwrap().query_cache, Some(true));
             }
             s => panic!("{s:?}"),
@@ -1119,7 +1159,10 @@ load = { users = "1:9:4", step = "2s" }
         assert!(s.starts_with("x.toml:3:"), "{s}");
         assert!(s.contains("[load] step"), "{s}");
         let s = e("[load]\nusers = 1\nsteps = '3s'\n");
-        assert!(s.contains("[load] steps") && s.contains("unknown field"), "{s}");
+        assert!(
+            s.contains("[load] steps") && s.contains("unknown field"),
+            "{s}"
+        );
         let s = e("[[config]]\nname = 'a'\nstack = 'nginx-fpm'\nknobs = { pm = 3 \n");
         assert!(s.starts_with("x.toml:"), "syntax: {s}");
     }

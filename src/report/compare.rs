@@ -265,7 +265,12 @@ pub fn spread_rows(sets: &[Vec<RunReport>], names: &[String]) -> Vec<Vec<String>
         let load = |v: f64| first.load_text(v);
         let sat = set
             .iter()
-            .map(|r| r.analysis.saturation.as_ref().map_or(f64::NAN, |s| s.offered))
+            .map(|r| {
+                r.analysis
+                    .saturation
+                    .as_ref()
+                    .map_or(f64::NAN, |s| s.offered)
+            })
             .collect();
         let cap = set
             .iter()
@@ -551,8 +556,15 @@ mod tests {
         assert_eq!(rows.len(), 3);
         assert_eq!(rows[1][1], "2");
         assert!(rows[1][4].contains('±'), "{:?}", rows[1]);
-        assert!(!rows[2][4].contains('±'), "one run, no spread: {:?}", rows[2]);
-        assert_eq!(median_spread(vec![1.0, 3.0, f64::NAN], &fmt_num), "2 (1–3, ±50.0%, none in 1)");
+        assert!(
+            !rows[2][4].contains('±'),
+            "one run, no spread: {:?}",
+            rows[2]
+        );
+        assert_eq!(
+            median_spread(vec![1.0, 3.0, f64::NAN], &fmt_num),
+            "2 (1–3, ±50.0%, none in 1)"
+        );
         assert_eq!(median_spread(vec![], &fmt_num), "–");
     }
 }
