@@ -1180,7 +1180,7 @@ load = { users = "1:9:4", step = "2s" }
             (format!("[load]\nrates = 10\nthink = '1s'\n{cfg}"), "load.think"),
             (format!("{base}[request]\npath = 'sleep'\n{cfg}"), "request.path"),
             (format!("{base}repetitions = 0\n{cfg}"), "repetitions"),
-            (format!("{base}"), "config"),
+            (base.to_string(), "config"),
             (format!("{base}[[config]]\nname = 'a'\nsetup = 'x'\n"), "config 'a' ready"),
             (format!("{base}[[config]]\nname = 'a'\nstack = 'nginx-fpm'\nsetup = 'x'\n"), "config 'a' setup"),
             (format!("{base}[[config]]\nstack = 'nginx-fpn'\n"), "config[1] stack"),
