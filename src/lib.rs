@@ -7,6 +7,7 @@ pub mod analysis;
 pub mod cli;
 pub mod engine;
 pub mod error;
+pub mod experiment;
 pub mod lab;
 pub mod metrics;
 pub mod observe;

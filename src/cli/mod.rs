@@ -6,6 +6,7 @@ pub mod agent;
 pub mod capacity;
 pub mod compare;
 pub mod demo;
+pub mod experiment;
 pub mod lab;
 pub mod load_args;
 pub mod report;
@@ -47,6 +48,8 @@ pub enum Command {
     Compare(compare::CompareArgs),
     /// Sample this host (CPU, processes, TCP) and serve it to a remote controller.
     Agent(agent::AgentArgs),
+    /// Run a matrix of server configurations from a TOML file and compare them in one report.
+    Experiment(experiment::ExperimentArgs),
 }
 
 /// Parses the command line, runs it, and returns the process exit code.
@@ -78,6 +81,7 @@ pub fn main() -> i32 {
         Command::Report(a) => report::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Agent(a) => agent::run(a),
+        Command::Experiment(a) => experiment::run(a),
     };
     match result {
         Ok(code) => code,

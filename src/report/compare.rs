@@ -95,7 +95,7 @@ fn with_ratio(text: String, v: Option<f64>, base: Option<f64>, first: bool) -> S
 }
 
 /// Rows of cells aligned in columns (first column left, others left too: they hold units).
-fn align(rows: &[Vec<String>]) -> String {
+pub fn align(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let w: Vec<usize> = (0..cols)
         .map(|c| {
@@ -123,7 +123,7 @@ fn latency_ok(s: &StepRecord) -> bool {
 }
 
 /// The summary rows: run, status, saturation, capacity, peak throughput.
-fn summary_rows(runs: &[RunReport], names: &[String]) -> Vec<Vec<String>> {
+pub fn summary_rows(runs: &[RunReport], names: &[String]) -> Vec<Vec<String>> {
     let base = &runs[0];
     let mut rows = vec![vec![
         "run".to_string(),
@@ -175,7 +175,7 @@ fn summary_rows(runs: &[RunReport], names: &[String]) -> Vec<Vec<String>> {
 }
 
 /// Latency rows at the common load levels: load, then p50 and p99 of each run.
-fn latency_rows(runs: &[RunReport], names: &[String], loads: &[f64]) -> Vec<Vec<String>> {
+pub fn latency_rows(runs: &[RunReport], names: &[String], loads: &[f64]) -> Vec<Vec<String>> {
     let mut head = vec!["load".to_string()];
     for n in names {
         head.push(format!("{n} p50"));
@@ -214,6 +214,81 @@ fn latency_rows(runs: &[RunReport], names: &[String], loads: &[f64]) -> Vec<Vec<
     rows
 }
 
+/// The median of some values and their spread: `350/s (340–362, ±3.1%)`, where ± is half
+/// the range over the median. One value: just the value.
+fn median_spread(mut v: Vec<f64>, fmt: &dyn Fn(f64) -> String) -> String {
+    let missing = v.iter().filter(|x| !x.is_finite()).count();
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return "–".to_string();
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let med = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    if n == 1 {
+        return fmt(med);
+    }
+    let (lo, hi) = (v[0], v[n - 1]);
+    let pct = if med > 0.0 {
+        format!(", ±{:.1}%", (hi - lo) / 2.0 / med * 100.0)
+    } else {
+        String::new()
+    };
+    // The range as bare numbers: the median beside it already carries the unit.
+    let none = if missing > 0 {
+        format!(", none in {missing}")
+    } else {
+        String::new()
+    };
+    format!("{} ({}–{}{pct}{none})", fmt(med), fmt_num(lo), fmt_num(hi))
+}
+
+/// The spread across repetitions (experiments run each configuration several times): one
+/// row per configuration, `sets[i]` holding its runs, with the median and range of its
+/// saturation point, capacity and peak throughput. Kept beside [`summary_rows`], which
+/// compares one run per configuration, so `overload compare` itself is unchanged.
+pub fn spread_rows(sets: &[Vec<RunReport>], names: &[String]) -> Vec<Vec<String>> {
+    let mut rows = vec![vec![
+        "configuration".to_string(),
+        "runs".to_string(),
+        "saturation".to_string(),
+        "capacity".to_string(),
+        "peak throughput".to_string(),
+    ]];
+    for (set, n) in sets.iter().zip(names) {
+        let Some(first) = set.first() else {
+            continue;
+        };
+        let load = |v: f64| first.load_text(v);
+        let sat = set
+            .iter()
+            .map(|r| {
+                r.analysis
+                    .saturation
+                    .as_ref()
+                    .map_or(f64::NAN, |s| s.offered)
+            })
+            .collect();
+        let cap = set
+            .iter()
+            .map(|r| r.analysis.capacity.unwrap_or(f64::NAN))
+            .collect();
+        let peak = set.iter().map(|r| r.analysis.peak_throughput).collect();
+        rows.push(vec![
+            n.clone(),
+            set.len().to_string(),
+            median_spread(sat, &load),
+            median_spread(cap, &load),
+            median_spread(peak, &|v| format!("{}/s", fmt_num(v))),
+        ]);
+    }
+    rows
+}
+
 /// The terminal table.
 pub fn table(runs: &[RunReport], names: &[String]) -> String {
     if runs.is_empty() {
@@ -235,7 +310,7 @@ pub fn table(runs: &[RunReport], names: &[String]) -> String {
     o
 }
 
-fn html_table(o: &mut String, rows: &[Vec<String>]) {
+pub fn html_table(o: &mut String, rows: &[Vec<String>]) {
     o.push_str("<div class=\"tablewrap fit\"><table>\n<thead><tr>");
     for (i, h) in rows[0].iter().enumerate() {
         let _ = write!(
@@ -508,5 +583,32 @@ mod tests {
         // Empty runs: no panic, a note instead of a latency table.
         assert!(table(&same, &["a".into(), "b".into()]).contains("no load level"));
         assert!(html(&same, &["a".into(), "b".into()]).contains("no data"));
+    }
+
+    #[test]
+    fn spread_across_repetitions() {
+        let mut slower = testdata::open_sweep();
+        for st in &mut slower {
+            st.summary.throughput *= 0.9;
+        }
+        let a = vec![
+            run("a", "open", testdata::open_sweep()),
+            run("a", "open", slower),
+        ];
+        let b = vec![run("b", "open", faster())];
+        let rows = spread_rows(&[a, b], &["a".into(), "b".into()]);
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[1][1], "2");
+        assert!(rows[1][4].contains('±'), "{:?}", rows[1]);
+        assert!(
+            !rows[2][4].contains('±'),
+            "one run, no spread: {:?}",
+            rows[2]
+        );
+        assert_eq!(
+            median_spread(vec![1.0, 3.0, f64::NAN], &fmt_num),
+            "2 (1–3, ±50.0%, none in 1)"
+        );
+        assert_eq!(median_spread(vec![], &fmt_num), "–");
     }
 }

@@ -1,0 +1,323 @@
+//! `overload experiment`: a tiny experiment against two `overload target` servers started by
+//! `setup` commands (4 vs 8 workers on /sleep?ms=20), its folder, table and report; --resume
+//! after a kill -9; bad files; and (when the lab is installed) every study file in
+//! experiments/ with --quick.
+mod common;
+use common::bin;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static M: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    M.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ol-exp-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind(("127.0.0.1", 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Two configurations, each an `overload target` in the foreground of its setup command.
+fn tiny(dir: &Path, repetitions: u32, step: &str) -> PathBuf {
+    let exe = env!("CARGO_BIN_EXE_overload");
+    let port = free_port();
+    let text = format!(
+        r#"
+name = "tiny"
+repetitions = {repetitions}
+warmup = "500ms"
+[request]
+path = "/sleep?ms=20"
+[load]
+kind = "steps"
+users = [2, 8]
+step = "{step}"
+warmup = "200ms"
+rest = "100ms"
+[[config]]
+name = "w4"
+setup = "exec {exe} target --listen 127.0.0.1:{port} --workers 4"
+ready = "http://127.0.0.1:{port}/"
+[[config]]
+name = "w8"
+setup = "exec {exe} target --listen 127.0.0.1:{port} --workers 8"
+ready = "http://127.0.0.1:{port}/"
+"#
+    );
+    let f = dir.join("tiny.toml");
+    std::fs::write(&f, text).unwrap();
+    f
+}
+
+fn state(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("experiment.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn tiny_experiment_stores_runs_and_compares_them() {
+    let _g = serial();
+    let d = tmpdir("tiny");
+    let f = tiny(&d, 1, "1s");
+    let out = d.join("exp");
+    let dry = bin()
+        .args(["experiment", f.to_str().unwrap(), "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(dry.status.success());
+    let text = String::from_utf8_lossy(&dry.stdout);
+    assert!(text.contains("2 runs, at most"), "{text}");
+    assert!(text.contains("overload sweep"), "{text}");
+    assert!(!out.exists(), "--dry-run runs nothing");
+
+    let o = bin()
+        .args(["experiment", f.to_str().unwrap(), "--quick", "-q", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // A normal results folder per run, the state and the comparison.
+    for run in ["w4-r1", "w8-r1"] {
+        for f in ["run.json", "steps.jsonl", "series.jsonl", "report.html"] {
+            assert!(out.join(run).join(f).is_file(), "{run}/{f}");
+        }
+        let r = bin().args(["report"]).arg(out.join(run)).output().unwrap();
+        assert!(r.status.success(), "overload report works on {run}");
+    }
+    let s = state(&out);
+    assert_eq!(s["complete"], true);
+    assert_eq!(s["runs"].as_array().unwrap().len(), 2);
+    // The table: both runs, ratios to the first; 8 workers serve about twice 4 at 8 users.
+    assert!(stdout.contains("peak throughput"), "{stdout}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("w8 "))
+        .unwrap_or_else(|| panic!("no w8 row: {stdout}"));
+    let ratio: f64 = line
+        .rsplit('(')
+        .next()
+        .and_then(|r| r.split('×').next())
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("no ratio in {line}"));
+    assert!((1.5..2.5).contains(&ratio), "{line}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.matches("<svg").count() >= 4, "overlaid charts");
+    assert!(html.contains("w4-r1/report.html") && html.contains(">w8 p99</text>"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn resume_after_kill_skips_finished_runs() {
+    let _g = serial();
+    let d = tmpdir("resume");
+    let f = tiny(&d, 2, "2s");
+    let out = d.join("exp");
+    let mut child = bin()
+        .args(["experiment", f.to_str().unwrap(), "-q", "--out"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill -9 once the first run is finished (the second one is then running).
+    let t0 = Instant::now();
+    loop {
+        let done = std::fs::read_to_string(out.join("experiment.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .is_some_and(|s| s["runs"].as_array().is_some_and(|r| !r.is_empty()));
+        if done {
+            std::thread::sleep(Duration::from_millis(1500));
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "first run never finished"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = state(&out);
+    let finished: Vec<String> = before["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!finished.is_empty() && finished.len() < 4, "{before}");
+    // The killed experiment's server is still up: --resume must stop it first.
+    let o = bin()
+        .args(["experiment", f.to_str().unwrap(), "-q", "--resume", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for id in &finished {
+        assert!(
+            stdout.contains(&format!("{id}: finished before, skipped")),
+            "{id}: {stdout}"
+        );
+    }
+    let after = state(&out);
+    assert_eq!(after["complete"], true);
+    assert_eq!(after["runs"].as_array().unwrap().len(), 4);
+    // The finished runs were not redone.
+    for r in before["runs"].as_array().unwrap() {
+        let same = after["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["id"] == r["id"] && a["finished_unix_ms"] == r["finished_unix_ms"]);
+        assert!(same, "{r} was run again");
+    }
+    assert!(
+        stdout.contains("spread across repetitions"),
+        "two repetitions: {stdout}"
+    );
+    // A changed file is refused.
+    std::fs::write(&f, std::fs::read_to_string(&f).unwrap() + "# edited\n").unwrap();
+    let o = bin()
+        .args(["experiment", f.to_str().unwrap(), "--resume", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn bad_files_are_one_line_usage_errors() {
+    let d = tmpdir("bad");
+    let cases = [
+        ("[load]\nusers = [1]\nstep = true\n", "bad.toml:3:"),
+        (
+            "[load]\nusers = [1]\n[[config]]\nstack = 'nginx-fpn'\n",
+            "config[1] stack",
+        ),
+        (
+            "[load]\nusers = [1]\n[[config]]\nname = 'a'\nsetup = 'true'\n",
+            "config 'a' ready",
+        ),
+    ];
+    for (text, want) in cases {
+        let f = d.join("bad.toml");
+        std::fs::write(&f, text).unwrap();
+        let o = bin()
+            .args(["experiment", f.to_str().unwrap(), "--dry-run"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{text}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(
+            err.contains("bad.toml") && err.contains(want),
+            "{want}: {err}"
+        );
+    }
+    let o = bin()
+        .args(["experiment", "/nonexistent/x.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Why the lab cannot run here, if it cannot.
+fn lab_unavailable() -> Option<String> {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("the lab needs root".into());
+    }
+    match bin().args(["lab", "doctor"]).output() {
+        Ok(o) if o.status.success() => None,
+        Ok(_) => Some("lab packages missing (bash scripts/install-lab.sh)".into()),
+        Err(e) => Some(format!("cannot run overload: {e}")),
+    }
+}
+
+/// Every study file runs to the end with --quick (about a minute each) on the lab.
+#[test]
+fn study_files_run_quick() {
+    let _g = serial();
+    let files = [
+        "s1-lamp",
+        "s2-overload",
+        "s3-persistent",
+        "s4-cache",
+        "s5-prefork-vs-fpm",
+    ];
+    // The files must at least parse, lab or not.
+    for f in files {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("experiments/{f}.toml"));
+        let o = bin()
+            .args(["experiment", p.to_str().unwrap(), "--dry-run", "--quick"])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{f}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    if let Some(why) = lab_unavailable() {
+        println!("skipped: {why}");
+        return;
+    }
+    let d = tmpdir("studies");
+    // A private, short lab prefix (unix socket paths are limited to 107 bytes).
+    let prefix = PathBuf::from(format!("/tmp/ol-xq-{}", std::process::id()));
+    for f in files {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("experiments/{f}.toml"));
+        let out = d.join(f);
+        let t0 = Instant::now();
+        let o = bin()
+            .args(["experiment", p.to_str().unwrap(), "--quick", "-q", "--out"])
+            .arg(&out)
+            .env("OVERLOAD_LAB_DIR", &prefix)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{f}: {stdout}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        println!("{f} --quick: {:.0}s", t0.elapsed().as_secs_f64());
+        assert_eq!(state(&out)["complete"], true, "{f}");
+        let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+        if f == "s5-prefork-vs-fpm" {
+            // S5's two charts: response time against users per configuration, and the
+            // spawn test's worker processes over time.
+            assert!(html.contains("Mean response time vs load"), "{f}");
+            assert!(html.contains("Server processes over time"), "{f}");
+        }
+    }
+    let _ = bin()
+        .args(["lab", "down", "--all", "--prefix"])
+        .arg(&prefix)
+        .output();
+    let _ = std::fs::remove_dir_all(&prefix);
+    std::fs::remove_dir_all(&d).unwrap();
+}
