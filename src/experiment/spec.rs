@@ -890,11 +890,11 @@ fn servers(file: &Path, label: &str, c: &RawConfig) -> crate::Result<Vec<(String
                 .ready
                 .clone()
                 .ok_or_else(|| err(file, &key("ready"), "a setup command needs a `ready` URL that answers once the server is up"))?;
-            let origin = origin(&ready).ok_or_else(|| {
+            let base = origin(&ready).ok_or_else(|| {
                 err(file, &key("ready"), format!("'{ready}' is not an http:// URL"))
             })?;
-            let url = c.url.clone().unwrap_or(origin);
-            if origin_of_base(&url).is_none() {
+            let url = c.url.clone().unwrap_or(base);
+            if origin(&url).is_none() {
                 return Err(err(file, &key("url"), format!("'{url}' is not an http:// URL")));
             }
             Ok(vec![(
@@ -926,10 +926,6 @@ pub fn origin(url: &str) -> Option<String> {
     let rest = url.strip_prefix("http://")?;
     let auth = rest.split('/').next()?;
     (!auth.is_empty()).then(|| format!("http://{auth}"))
-}
-
-fn origin_of_base(url: &str) -> Option<String> {
-    origin(url)
 }
 
 fn lab_servers(
