@@ -1,7 +1,6 @@
 //! `overload agent`: sample this host and serve the samples to a controller (`--agent URL`
 //! of `sweep`/`run`) as JSON and Prometheus text. See docs/observe.md for the protocol.
 use std::io::Write;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -40,18 +39,7 @@ pub struct AgentArgs {
 impl AgentArgs {
     pub fn config(&self) -> crate::Result<AgentConfig> {
         let usage = crate::Error::usage;
-        let listen: SocketAddr = self.listen.trim().parse().map_err(|_| {
-            usage(format!(
-                "--listen: invalid address '{}' (expected IP:PORT, e.g. 127.0.0.1:9090)",
-                self.listen
-            ))
-        })?;
-        if !listen.ip().is_loopback() && !self.allow_remote {
-            return Err(usage(format!(
-                "--listen: {listen} is not a loopback address (add --allow-remote to serve \
-                 beyond this machine)"
-            )));
-        }
+        let listen = super::target::parse_listen(&self.listen, self.allow_remote, 9090)?;
         let token = read_token(&self.token_file)?;
         let port = match &self.port {
             None => 0,

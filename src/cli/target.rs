@@ -45,18 +45,7 @@ pub struct TargetArgs {
 impl TargetArgs {
     /// Checks the flags and turns them into the library's config.
     pub fn config(&self) -> crate::Result<TargetConfig> {
-        let listen: SocketAddr = self.listen.trim().parse().map_err(|_| {
-            usage(format!(
-                "--listen: invalid address '{}' (expected IP:PORT, e.g. 127.0.0.1:8080)",
-                self.listen
-            ))
-        })?;
-        if !listen.ip().is_loopback() && !self.allow_remote {
-            return Err(usage(format!(
-                "--listen: {listen} is not a loopback address (add --allow-remote to serve \
-                 beyond this machine)"
-            )));
-        }
+        let listen = parse_listen(&self.listen, self.allow_remote, 8080)?;
         let workers = self
             .workers
             .as_deref()
@@ -92,6 +81,26 @@ impl TargetArgs {
             fault,
         })
     }
+}
+
+/// `--listen IP:PORT` of a server command (target, agent): loopback only unless
+/// `--allow-remote`, since this workplace must serve nothing beyond the machine by accident.
+pub(crate) fn parse_listen(
+    value: &str,
+    allow_remote: bool,
+    example_port: u16,
+) -> crate::Result<SocketAddr> {
+    let listen: SocketAddr = value.trim().parse().map_err(|_| {
+        usage(format!(
+            "--listen: invalid address '{value}' (expected IP:PORT, e.g. 127.0.0.1:{example_port})"
+        ))
+    })?;
+    if !listen.ip().is_loopback() && !allow_remote {
+        return Err(usage(format!(
+            "--listen: {listen} is not a loopback address (add --allow-remote to serve beyond this machine)"
+        )));
+    }
+    Ok(listen)
 }
 
 fn usage(msg: String) -> crate::Error {
