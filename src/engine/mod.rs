@@ -1,8 +1,10 @@
 //! The load engine: worker threads, one event loop each, connections, HTTP/1.1 codec, pacing.
 //! It knows nothing about reports: it fills a [`Recorder`] per thread and returns them merged.
+mod conn;
 pub mod http;
 pub mod pacing;
 pub mod sys;
+pub mod transport;
 mod worker;
 
 pub use pacing::Arrival;
@@ -204,7 +206,7 @@ pub fn run(
         let h = std::thread::Builder::new()
             .name(format!("overload-w{k}"))
             .spawn(move || {
-                let r = worker::Worker::new(&cfg, k, threads, started, &ctl, fds)
+                let r = worker::Worker::<transport::Tcp>::new(&cfg, k, threads, started, &ctl, fds, ())
                     .and_then(|mut w| w.run());
                 let _ = tx.send(());
                 r

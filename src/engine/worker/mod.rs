@@ -1,17 +1,23 @@
-//! One worker thread: a mio event loop owning a slab of connections.
+//! One worker thread: a mio event loop owning a slab of connection slots. The loop owns the
+//! poller, timers, pools and metrics; each slot's exchange is a [`Conn`] over a
+//! [`Transport`], generic so the hot path is statically dispatched. The open loop's dispatch
+//! lives in `open.rs`, the closed loop's users in `closed.rs`.
 //!
 //! The hot path per request is: pop an idle connection (or connect), one `write` of the
 //! pre-rendered request, `read`s into the thread's shared buffer fed to the parser, three
 //! histogram records. Nothing on it allocates.
-use super::http::ResponseParser;
+mod closed;
+mod open;
+
+use super::conn::{Conn, Phase, Reuse, Step};
 use super::pacing::{Schedule, TimerFd};
+use super::transport::Transport;
 use super::{Control, EngineConfig, Load, Pick};
 use crate::metrics::{ErrorKind, Recorder};
-use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::{ErrorKind as IoKind, Read, Write};
+use std::io::ErrorKind as IoKind;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,84 +27,19 @@ const READ_BUF: usize = 64 * 1024;
 /// Full reads one connection may do per turn of the loop (1 MiB) before yielding to the others.
 const READS_PER_TURN: usize = 16;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Slot unused (open loop) or user finished (closed loop).
-    Free,
-    Connecting,
-    Writing,
-    Reading,
-    /// Connected, no request in flight (open loop: in the idle pool).
-    Idle,
-    /// Closed loop: waiting out the think time.
-    Thinking,
-}
-
-struct Conn {
-    stream: Option<TcpStream>,
-    /// Bumped whenever the slot's socket changes, so stale events are ignored.
-    gen: u32,
-    phase: Phase,
-    addr: usize,
-    req: usize,
-    intended: Instant,
-    started: Instant,
-    written: Instant,
-    connect_start: Instant,
-    deadline: Instant,
-    sent: usize,
-    counted: bool,
-    /// Requests started on the current socket.
-    calls: u32,
-    /// The current request was already retried once on a fresh connection.
-    retried: bool,
-    /// The server's FIN was seen on this socket (EPOLLRDHUP): do not reuse it.
-    peer_closed: bool,
-    bytes: u64,
-    parser: ResponseParser,
-}
-
-impl Conn {
-    fn new(now: Instant) -> Conn {
-        Conn {
-            stream: None,
-            gen: 0,
-            phase: Phase::Free,
-            addr: 0,
-            req: 0,
-            intended: now,
-            started: now,
-            written: now,
-            connect_start: now,
-            deadline: now,
-            sent: 0,
-            counted: false,
-            calls: 0,
-            retried: false,
-            peer_closed: false,
-            bytes: 0,
-            parser: ResponseParser::new(),
-        }
-    }
-
-    fn in_flight(&self) -> bool {
-        matches!(
-            self.phase,
-            Phase::Connecting | Phase::Writing | Phase::Reading
-        )
-    }
-}
-
 fn token(idx: usize, gen: u32) -> Token {
     Token(idx | ((gen as usize) << 32))
 }
 
-pub(super) struct Worker<'a> {
+pub(super) struct Worker<'a, T: Transport> {
     cfg: &'a EngineConfig,
+    /// What the transport needs to open a connection.
+    setup: T::Setup,
+    reuse: Reuse,
     ctl: Arc<Control>,
     id: usize,
     poll: Poll,
-    conns: Vec<Conn>,
+    conns: Vec<Conn<T>>,
     free_slots: Vec<usize>,
     /// Idle kept-alive connections per address, as (slot, gen); stale entries are skipped.
     idle: Vec<Vec<(usize, u32)>>,
@@ -143,7 +84,7 @@ pub(super) fn event_fds() -> crate::Result<(Poll, TimerFd)> {
     Ok((poll, timer))
 }
 
-impl<'a> Worker<'a> {
+impl<'a, T: Transport> Worker<'a, T> {
     pub(super) fn new(
         cfg: &'a EngineConfig,
         id: usize,
@@ -151,7 +92,8 @@ impl<'a> Worker<'a> {
         origin: Instant,
         ctl: &Arc<Control>,
         (poll, timer): (Poll, TimerFd),
-    ) -> crate::Result<Worker<'a>> {
+        setup: T::Setup,
+    ) -> crate::Result<Worker<'a, T>> {
         let warm_end = origin + cfg.warmup;
         let send_end = cfg.duration.map(|d| warm_end + d);
         let share = |n: u64| n / threads as u64 + u64::from((id as u64) < n % threads as u64);
@@ -179,6 +121,11 @@ impl<'a> Worker<'a> {
             .clamp(Duration::from_millis(5), Duration::from_millis(100));
         Ok(Worker {
             cfg,
+            setup,
+            reuse: Reuse {
+                keep_alive: cfg.keep_alive,
+                calls_per_connection: cfg.calls_per_connection,
+            },
             ctl: Arc::clone(ctl),
             id,
             poll,
@@ -232,7 +179,7 @@ impl<'a> Worker<'a> {
                 stopping = true;
                 self.count_unsent();
             }
-            if stopping && !self.conns.iter().any(Conn::in_flight) {
+            if stopping && !self.conns.iter().any(|c| c.in_flight()) {
                 break;
             }
             // Closed loop: every user has finished (budget spent, or nothing left to do).
@@ -280,16 +227,11 @@ impl<'a> Worker<'a> {
                 if idx >= self.conns.len() || self.conns[idx].gen != gen {
                     continue;
                 }
-                // Edge-triggered: a FIN that came with the last bytes of an answer is reported
-                // once, now. Remember it, or the next request would be written to this socket
-                // and wait for an event that never comes.
-                if ev.is_read_closed() {
-                    self.conns[idx].peer_closed = true;
-                }
                 self.on_event(
                     idx,
-                    ev.is_readable() || ev.is_read_closed() || ev.is_error(),
+                    ev.is_readable() || ev.is_error(),
                     ev.is_writable(),
+                    ev.is_read_closed(),
                 );
             }
             self.read_more();
@@ -359,159 +301,6 @@ impl<'a> Worker<'a> {
         }
     }
 
-    // ----- open loop -----
-
-    /// Sends every arrival that is due, as long as connections allow; the rest stay queued
-    /// (implicitly: the schedule does not advance) and their wait shows as send lag.
-    fn dispatch(&mut self, now: Instant) {
-        let Some(mut sched) = self.schedule.take() else {
-            return;
-        };
-        while sched.next() <= now && self.send_end.is_none_or(|e| sched.next() < e) {
-            let intended = sched.next();
-            let counted = intended >= self.warm_end;
-            if counted && self.budget == Some(0) {
-                break;
-            }
-            let req = match self.pending_pick {
-                Some(r) => r,
-                None => {
-                    let r = self.pick();
-                    self.pending_pick = Some(r);
-                    r
-                }
-            };
-            let addr = self.cfg.requests[req].addr;
-            let slot = if self.cfg.keep_alive {
-                self.pop_idle(addr)
-            } else {
-                None
-            };
-            let slot = match slot {
-                Some(s) => Some(s),
-                None if self.open < self.max_conns => Some(self.alloc_slot(now)),
-                None => {
-                    // Pool full: an idle connection to another address makes room.
-                    if let Some(other) = (0..self.idle.len()).find_map(|a| self.pop_idle(a)) {
-                        self.close_socket(other);
-                        self.free_slot(other);
-                        Some(self.alloc_slot(now))
-                    } else {
-                        None
-                    }
-                }
-            };
-            let Some(slot) = slot else {
-                self.rec.pool_waits += 1;
-                break;
-            };
-            self.pending_pick = None;
-            sched.advance();
-            self.take_budget(counted);
-            self.start_request(slot, req, intended, counted, now);
-            self.last_dispatch = now;
-        }
-        self.schedule = Some(sched);
-    }
-
-    fn pop_idle(&mut self, addr: usize) -> Option<usize> {
-        while let Some((slot, gen)) = self.idle[addr].pop() {
-            let c = &self.conns[slot];
-            if c.gen == gen && c.phase == Phase::Idle {
-                return Some(slot);
-            }
-        }
-        None
-    }
-
-    fn alloc_slot(&mut self, now: Instant) -> usize {
-        match self.free_slots.pop() {
-            Some(s) => s,
-            None => {
-                self.conns.push(Conn::new(now));
-                self.conns.len() - 1
-            }
-        }
-    }
-
-    fn free_slot(&mut self, slot: usize) {
-        self.conns[slot].phase = Phase::Free;
-        self.free_slots.push(slot);
-    }
-
-    /// At the end of the send window: arrivals that were due but never got a connection.
-    fn count_unsent(&mut self) {
-        let Some(mut sched) = self.schedule.take() else {
-            return;
-        };
-        let end = self
-            .send_end
-            .unwrap_or_else(Instant::now)
-            .min(Instant::now());
-        let mut n = 0u64;
-        while sched.next() < end && self.budget.is_none_or(|b| n < b) {
-            if sched.next() >= self.warm_end {
-                n += 1;
-            }
-            sched.advance();
-        }
-        self.rec.unsent += n;
-        self.schedule = Some(sched);
-    }
-
-    // ----- closed loop -----
-
-    /// A user decides what to do next: think, send, or stop. `first`: the user's first
-    /// request goes out at once; think time comes after each answer.
-    fn user_next(&mut self, u: usize, now: Instant, first: bool) {
-        if !self.may_send(now) {
-            self.end_user(u);
-            return;
-        }
-        let (lo, hi) = self.think_range;
-        if first || hi.is_zero() {
-            self.user_send(u, now, now);
-            return;
-        }
-        let think = if hi > lo {
-            lo + (hi - lo).mul_f64(self.rng.f64())
-        } else {
-            lo
-        };
-        self.conns[u].phase = Phase::Thinking;
-        self.think.push(Reverse((now + think, u)));
-    }
-
-    fn user_send(&mut self, u: usize, intended: Instant, now: Instant) {
-        let counted = intended >= self.warm_end;
-        if !self.take_budget(counted) {
-            self.end_user(u);
-            return;
-        }
-        let req = self.pick();
-        self.start_request(u, req, intended, counted, now);
-    }
-
-    fn end_user(&mut self, u: usize) {
-        self.close_socket(u);
-        self.conns[u].phase = Phase::Free;
-    }
-
-    fn wake_thinkers(&mut self, now: Instant) {
-        while let Some(Reverse((t, u))) = self.think.peek().copied() {
-            if t > now {
-                break;
-            }
-            self.think.pop();
-            // The user's next request was intended when its think time ended.
-            if self.conns[u].phase == Phase::Thinking {
-                self.user_send(u, t, now);
-            }
-        }
-    }
-
-    // ----- both -----
-
     fn start_request(
         &mut self,
         slot: usize,
@@ -521,26 +310,14 @@ impl<'a> Worker<'a> {
         now: Instant,
     ) {
         let addr = self.cfg.requests[req].addr;
-        {
-            let c = &mut self.conns[slot];
-            c.req = req;
-            c.intended = intended;
-            c.started = now;
-            c.counted = counted;
-            c.sent = 0;
-            c.bytes = 0;
-            c.retried = false;
-        }
+        self.conns[slot].begin(req, intended, counted, now);
         if counted {
             self.rec.requests += 1;
         }
-        let reusable = {
-            let c = &self.conns[slot];
-            c.stream.is_some() && c.addr == addr && self.cfg.keep_alive
-        };
-        if reusable {
+        let c = &self.conns[slot];
+        if c.stream.is_some() && c.addr == addr && self.cfg.keep_alive {
             self.conns[slot].deadline = now + self.cfg.timeout;
-            self.write_request(slot, now);
+            self.send(slot, now);
             return;
         }
         self.close_socket(slot);
@@ -576,7 +353,7 @@ impl<'a> Worker<'a> {
 
     fn connect(&mut self, slot: usize, now: Instant) -> Result<(), ErrorKind> {
         let addr = self.cfg.addrs[self.conns[slot].addr];
-        let mut stream = match TcpStream::connect(addr) {
+        let mut stream = match T::connect(&self.setup, addr) {
             Ok(s) => s,
             Err(e) => {
                 let kind = ErrorKind::from_io(&e, true);
@@ -588,19 +365,14 @@ impl<'a> Worker<'a> {
         };
         let c = &mut self.conns[slot];
         c.gen = c.gen.wrapping_add(1);
-        if let Err(e) = self.poll.registry().register(
-            &mut stream,
+        if let Err(e) = stream.register(
+            self.poll.registry(),
             token(slot, c.gen),
             Interest::READABLE | Interest::WRITABLE,
         ) {
             return Err(ErrorKind::from_io(&e, true));
         }
-        c.stream = Some(stream);
-        c.phase = Phase::Connecting;
-        c.calls = 0;
-        c.peer_closed = false;
-        c.connect_start = now;
-        c.deadline = (c.started + self.cfg.timeout).min(now + self.cfg.connect_timeout);
+        c.attach(stream, now, self.cfg.timeout, self.cfg.connect_timeout);
         self.open += 1;
         Ok(())
     }
@@ -621,163 +393,71 @@ impl<'a> Worker<'a> {
     }
 
     fn close_socket(&mut self, slot: usize) {
-        let c = &mut self.conns[slot];
-        if let Some(mut s) = c.stream.take() {
-            let _ = self.poll.registry().deregister(&mut s);
+        if let Some(mut s) = self.conns[slot].detach() {
+            let _ = s.deregister(self.poll.registry());
             self.open -= 1;
-            c.gen = c.gen.wrapping_add(1);
         }
     }
 
-    fn on_event(&mut self, slot: usize, readable: bool, writable: bool) {
+    fn on_event(&mut self, slot: usize, readable: bool, writable: bool, read_closed: bool) {
         let now = Instant::now();
-        match self.conns[slot].phase {
-            Phase::Connecting => match self.finish_connect(slot) {
-                Ok(false) => {} // spurious wakeup: still connecting
-                Ok(true) => {
-                    let c = &mut self.conns[slot];
-                    if c.counted {
-                        self.rec.connections_opened += 1;
-                        self.rec
-                            .connected(now.saturating_duration_since(c.connect_start));
-                    }
-                    c.deadline = c.started + self.cfg.timeout;
-                    self.write_request(slot, now);
+        let step = self.conns[slot].on_event(
+            readable,
+            writable,
+            read_closed,
+            &self.cfg.requests,
+            self.reuse,
+            &mut self.buf,
+            READS_PER_TURN,
+            now,
+        );
+        self.apply(slot, step, now);
+    }
+
+    /// Writes (the rest of) the slot's request.
+    fn send(&mut self, slot: usize, now: Instant) {
+        let c = &mut self.conns[slot];
+        let step = c.send(&self.cfg.requests[c.req], self.reuse, now);
+        self.apply(slot, step, now);
+    }
+
+    /// Does what the connection asked for after an event.
+    fn apply(&mut self, slot: usize, step: Step, now: Instant) {
+        match step {
+            Step::Wait => {}
+            Step::Connected => {
+                let c = &mut self.conns[slot];
+                if c.counted {
+                    self.rec.connections_opened += 1;
+                    self.rec
+                        .connected(now.saturating_duration_since(c.connect_start));
                 }
-                Err(kind) => self.fail(slot, kind, now),
-            },
-            Phase::Writing if writable => self.write_request(slot, now),
-            Phase::Writing | Phase::Reading if readable => self.read_response(slot, now),
-            Phase::Idle | Phase::Thinking if readable => {
-                // The server closed (or wrote to) a connection with nothing in flight: drop it.
+                c.deadline = c.started + self.cfg.timeout;
+                self.send(slot, now);
+            }
+            Step::Sent(len) => {
+                if self.conns[slot].counted {
+                    self.rec.bytes_out += len as u64;
+                }
+            }
+            Step::Done { status, reusable } => self.complete(slot, status, reusable, now),
+            Step::Failed(kind) => self.fail(slot, kind, now),
+            Step::More => {
+                let gen = self.conns[slot].gen;
+                self.more.push((slot, gen));
+            }
+            Step::Dropped => {
                 let was_idle = self.conns[slot].phase == Phase::Idle;
                 self.close_socket(slot);
                 if was_idle {
                     self.free_slot(slot);
                 }
             }
-            _ => {}
         }
     }
 
-    /// Ok(true) once a non-blocking connect has completed, Ok(false) if still pending.
-    fn finish_connect(&mut self, slot: usize) -> Result<bool, ErrorKind> {
-        let Some(s) = self.conns[slot].stream.as_ref() else {
-            return Err(ErrorKind::Other);
-        };
-        match s.take_error() {
-            Ok(Some(e)) | Err(e) => return Err(ErrorKind::from_io(&e, true)),
-            Ok(None) => {}
-        }
-        match s.peer_addr() {
-            Ok(_) => {
-                let _ = s.set_nodelay(true);
-                Ok(true)
-            }
-            Err(e) if e.kind() == IoKind::NotConnected => Ok(false),
-            Err(e) => Err(ErrorKind::from_io(&e, true)),
-        }
-    }
-
-    fn write_request(&mut self, slot: usize, now: Instant) {
-        let cfg = self.cfg;
-        let c = &mut self.conns[slot];
-        let p = &cfg.requests[c.req];
-        let last = !self.cfg.keep_alive
-            || self
-                .cfg
-                .calls_per_connection
-                .is_some_and(|k| c.calls + 1 >= k);
-        let bytes = if last { &p.close } else { &p.keep_alive };
-        if c.sent == 0 {
-            c.written = now;
-            c.calls += 1;
-            c.parser.start(p.head_only);
-        }
-        let Some(stream) = c.stream.as_mut() else {
-            return;
-        };
-        while c.sent < bytes.len() {
-            match stream.write(&bytes[c.sent..]) {
-                Ok(0) => {
-                    self.fail(slot, ErrorKind::Closed, now);
-                    return;
-                }
-                Ok(n) => c.sent += n,
-                Err(e) if e.kind() == IoKind::WouldBlock => {
-                    c.phase = Phase::Writing;
-                    return;
-                }
-                Err(e) if e.kind() == IoKind::Interrupted => {}
-                Err(e) => {
-                    let kind = ErrorKind::from_io(&e, false);
-                    self.fail(slot, kind, now);
-                    return;
-                }
-            }
-        }
-        if c.counted {
-            self.rec.bytes_out += bytes.len() as u64;
-        }
-        c.phase = Phase::Reading;
-    }
-
-    fn read_response(&mut self, slot: usize, now: Instant) {
-        for _ in 0..READS_PER_TURN {
-            let c = &mut self.conns[slot];
-            let Some(stream) = c.stream.as_mut() else {
-                return;
-            };
-            let n = match stream.read(&mut self.buf) {
-                Ok(0) => {
-                    // EOF: the legitimate end of an until-close body, or a premature close.
-                    match c.parser.finish_on_eof() {
-                        Some(resp) => self.complete(slot, resp.status, true, now),
-                        None => self.fail(slot, ErrorKind::Closed, now),
-                    }
-                    return;
-                }
-                Ok(n) => n,
-                Err(e) if e.kind() == IoKind::WouldBlock => return,
-                Err(e) if e.kind() == IoKind::Interrupted => continue,
-                Err(e) => {
-                    let kind = ErrorKind::from_io(&e, false);
-                    self.fail(slot, kind, now);
-                    return;
-                }
-            };
-            c.bytes += n as u64;
-            match c.parser.feed(&self.buf[..n]) {
-                Ok((used, Some(resp))) => {
-                    if used < n {
-                        // Bytes beyond the response: the connection is out of step.
-                        c.bytes -= (n - used) as u64;
-                        self.complete(slot, resp.status, true, now);
-                    } else {
-                        self.complete(slot, resp.status, resp.close, now);
-                    }
-                    return;
-                }
-                Ok((_, None)) => {}
-                Err(_) => {
-                    self.fail(slot, ErrorKind::Protocol, now);
-                    return;
-                }
-            }
-            // A short read drained the socket; edge-triggered epoll will report new data. Not
-            // a FIN already reported with this data, though: read on to the EOF.
-            if n < self.buf.len() && !self.conns[slot].peer_closed {
-                return;
-            }
-        }
-        // Still more to read (a big body arriving as fast as we read it). Edge-triggered epoll
-        // will not report it again, so come back on the next turn, after the other
-        // connections and the timeout scan had theirs: one fast stream cannot starve the loop.
-        let gen = self.conns[slot].gen;
-        self.more.push((slot, gen));
-    }
-
-    /// Resumes the reads `read_response` left for this turn.
+    /// Resumes the reads a connection left for this turn (a big body arriving as fast as we
+    /// read it): one fast stream cannot starve the other connections or the timeout scan.
     fn read_more(&mut self) {
         if self.more.is_empty() {
             return;
@@ -788,15 +468,16 @@ impl<'a> Worker<'a> {
         while i < self.more_next.len() {
             let (slot, gen) = self.more_next[i];
             i += 1;
-            let c = &self.conns[slot];
+            let c = &mut self.conns[slot];
             if c.gen == gen && matches!(c.phase, Phase::Writing | Phase::Reading) {
-                self.read_response(slot, now);
+                let step = c.receive(&mut self.buf, READS_PER_TURN, self.reuse);
+                self.apply(slot, step, now);
             }
         }
         self.more_next.clear();
     }
 
-    fn complete(&mut self, slot: usize, status: u16, close: bool, now: Instant) {
+    fn complete(&mut self, slot: usize, status: u16, reusable: bool, now: Instant) {
         let c = &self.conns[slot];
         if c.counted {
             let forgiven = if self.schedule.is_some() {
@@ -808,11 +489,7 @@ impl<'a> Worker<'a> {
                 status, c.intended, forgiven, c.started, c.written, now, c.bytes,
             );
         }
-        let keep = !close
-            && !c.peer_closed
-            && self.cfg.keep_alive
-            && self.cfg.calls_per_connection.is_none_or(|k| c.calls < k);
-        self.after_request(slot, keep, now);
+        self.after_request(slot, reusable, now);
     }
 
     fn fail(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
@@ -825,29 +502,18 @@ impl<'a> Worker<'a> {
         self.after_request(slot, false, now);
     }
 
-    /// A request sent on a kept-alive connection that the server was closing at that moment
-    /// (its idle timeout, or it closes after every answer without saying so) meets EOF or RST
-    /// before a single byte of response. That is a race, not the server failing the request,
-    /// so, as browsers do (RFC 9112 §9.3.1), an idempotent request is sent once more on a fresh
+    /// The keep-alive race (see [`Conn::stale_race`]): the request goes once more on a fresh
     /// connection; `retries` counts it. Returns true when the retry is under way.
     fn retry_stale(&mut self, slot: usize, kind: ErrorKind, now: Instant) -> bool {
         let c = &self.conns[slot];
-        let stale = matches!(kind, ErrorKind::Closed | ErrorKind::Reset)
-            && c.stream.is_some()
-            && c.calls > 1 // the socket had served a request before this one
-            && c.bytes == 0
-            && !c.retried
-            && self.idempotent[c.req];
-        if !stale {
+        if !c.stale_race(kind, self.idempotent[c.req]) {
             return false;
         }
         if c.counted {
             self.rec.retries += 1;
         }
         self.close_socket(slot);
-        let c = &mut self.conns[slot];
-        c.retried = true;
-        c.sent = 0;
+        self.conns[slot].restart();
         // The deadline stays the request's own (connect keeps it): the retry adds no time.
         if let Err(kind) = self.connect(slot, now) {
             self.connect_failed(slot, kind, now);
@@ -882,13 +548,7 @@ impl<'a> Worker<'a> {
 
     fn scan_timeouts(&mut self, now: Instant) {
         for i in 0..self.conns.len() {
-            let c = &self.conns[i];
-            if c.in_flight() && now >= c.deadline {
-                let kind = if c.phase == Phase::Connecting {
-                    ErrorKind::ConnectTimeout
-                } else {
-                    ErrorKind::Timeout
-                };
+            if let Some(kind) = self.conns[i].expired(now) {
                 self.fail(i, kind, now);
             }
         }

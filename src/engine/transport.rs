@@ -1,0 +1,112 @@
+//! The seam between the event loop and the byte streams it drives (wrk's `struct sock`).
+//!
+//! The loop owns sockets' registration, timers and metrics; a [`Transport`] only moves bytes and
+//! says when it is ready to carry requests. Plain TCP implements it here; TLS is meant to
+//! implement it next: its handshake runs inside [`Transport::establish`] (called again on every
+//! readiness event until it says ready), and records it must send while reading (alerts, key
+//! updates) are written from inside its `read`, or kept for [`Transport::flush`] when the socket
+//! is full. The worker is generic over the transport (static dispatch, nothing per call).
+use crate::metrics::ErrorKind;
+use mio::net::TcpStream;
+use mio::{Interest, Registry, Token};
+use std::io::{self, ErrorKind as IoKind, Read, Write};
+use std::net::SocketAddr;
+
+/// A non-blocking byte stream to one server, driven by edge-triggered readiness events.
+///
+/// `read` and `write` follow `std::io`: `Ok(0)` from `read` is the peer's end of stream,
+/// `WouldBlock` means "wait for the next event", other errors end the connection (their kind
+/// is mapped with [`ErrorKind::from_io`]).
+pub trait Transport: Sized {
+    /// What opening a connection needs besides the address (TCP: nothing; TLS: the client
+    /// configuration and the server name).
+    type Setup;
+
+    /// Starts a non-blocking connect. An error here means no connection was even attempted
+    /// (no fd, no local port, refused at once).
+    fn connect(setup: &Self::Setup, addr: SocketAddr) -> io::Result<Self>;
+
+    /// Registers the underlying socket with the loop's poller.
+    fn register(&mut self, registry: &Registry, token: Token, interest: Interest)
+        -> io::Result<()>;
+
+    fn deregister(&mut self, registry: &Registry) -> io::Result<()>;
+
+    /// Drives the connection towards carrying requests. `Ok(true)`: ready; `Ok(false)`: not yet,
+    /// call again on the next event. TCP: the connect completed. TLS: the handshake too.
+    fn establish(&mut self) -> Result<bool, ErrorKind>;
+
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize>;
+
+    /// True when the transport holds output of its own that it could not write yet (TLS
+    /// records produced while reading); the connection calls [`Transport::flush`] on the next
+    /// writable event.
+    fn wants_write(&self) -> bool;
+
+    /// Writes what [`Transport::wants_write`] reported; `WouldBlock` keeps it for later.
+    fn flush(&mut self) -> io::Result<()>;
+}
+
+/// Plain TCP over mio.
+#[derive(Debug)]
+pub struct Tcp(TcpStream);
+
+impl Transport for Tcp {
+    type Setup = ();
+
+    fn connect(_: &(), addr: SocketAddr) -> io::Result<Tcp> {
+        TcpStream::connect(addr).map(Tcp)
+    }
+
+    fn register(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        interest: Interest,
+    ) -> io::Result<()> {
+        registry.register(&mut self.0, token, interest)
+    }
+
+    fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
+        registry.deregister(&mut self.0)
+    }
+
+    fn establish(&mut self) -> Result<bool, ErrorKind> {
+        match self.0.take_error() {
+            Ok(Some(e)) | Err(e) => return Err(ErrorKind::from_io(&e, true)),
+            Ok(None) => {}
+        }
+        // A non-blocking connect is done once the socket has a peer (mio's documented check).
+        match self.0.peer_addr() {
+            Ok(_) => {
+                let _ = self.0.set_nodelay(true);
+                Ok(true)
+            }
+            Err(e) if e.kind() == IoKind::NotConnected => Ok(false),
+            Err(e) => Err(ErrorKind::from_io(&e, true)),
+        }
+    }
+
+    #[inline]
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+
+    #[inline]
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    /// The kernel takes all of TCP's output: nothing is ever held back.
+    #[inline]
+    fn wants_write(&self) -> bool {
+        false
+    }
+
+    #[inline]
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
