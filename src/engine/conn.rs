@@ -40,7 +40,10 @@ pub(super) enum Step {
     /// The whole request (this many bytes) is written; the response is awaited.
     Sent(usize),
     /// The response is complete; `reusable`: the connection may carry the next request.
-    Done { status: u16, reusable: bool },
+    Done {
+        status: u16,
+        reusable: bool,
+    },
     Failed(ErrorKind),
     /// The read budget of this turn is spent and data is likely left: call
     /// [`Conn::receive`] again next turn (edge-triggered epoll will not report it again).
@@ -121,7 +124,13 @@ impl<T: Transport> Conn<T> {
 
     /// A freshly connected (and registered) socket for the current request. The deadline is
     /// the request's own, cut short by the connect timeout.
-    pub fn attach(&mut self, stream: T, now: Instant, timeout: Duration, connect_timeout: Duration) {
+    pub fn attach(
+        &mut self,
+        stream: T,
+        now: Instant,
+        timeout: Duration,
+        connect_timeout: Duration,
+    ) {
         self.stream = Some(stream);
         self.phase = Phase::Connecting;
         self.calls = 0;
@@ -197,7 +206,11 @@ impl<T: Transport> Conn<T> {
             self.calls += 1;
             self.parser.start(p.head_only);
         }
-        let bytes = if self.closing { &p.close } else { &p.keep_alive };
+        let bytes = if self.closing {
+            &p.close
+        } else {
+            &p.keep_alive
+        };
         self.write_from(bytes)
     }
 

@@ -206,8 +206,9 @@ pub fn run(
         let h = std::thread::Builder::new()
             .name(format!("overload-w{k}"))
             .spawn(move || {
-                let r = worker::Worker::<transport::Tcp>::new(&cfg, k, threads, started, &ctl, fds, ())
-                    .and_then(|mut w| w.run());
+                let r =
+                    worker::Worker::<transport::Tcp>::new(&cfg, k, threads, started, &ctl, fds, ())
+                        .and_then(|mut w| w.run());
                 let _ = tx.send(());
                 r
             })
