@@ -103,7 +103,11 @@ impl Lab {
     fn run(&self, args: &[&str]) -> Output {
         // Bounded: a stack that never gets ready fails the test, not the whole suite.
         output_within(
-            bin().arg("lab").args(args).arg("--prefix").arg(&self.prefix),
+            bin()
+                .arg("lab")
+                .args(args)
+                .arg("--prefix")
+                .arg(&self.prefix),
             Duration::from_secs(180),
         )
     }
@@ -621,28 +625,28 @@ fn prefork_with_8_workers_saturates_near_8_per_second() {
     let url = format!("http://127.0.0.1:{}/wait.php", info.port);
     let out = output_within(
         bin()
-        .args([
-            "sweep",
-            &url,
-            "--users",
-            "4,8,12,16",
-            "--warmup",
-            "2s",
-            "--step",
-            "6s",
-            "--rest",
-            "1s",
-        ])
-        .args([
-            "--past-saturation",
-            "1",
-            "--no-keep-alive",
-            "--watch",
-            "apache=apache2",
-            "-q",
-        ])
-        .arg("--out")
-        .arg(&dir),
+            .args([
+                "sweep",
+                &url,
+                "--users",
+                "4,8,12,16",
+                "--warmup",
+                "2s",
+                "--step",
+                "6s",
+                "--rest",
+                "1s",
+            ])
+            .args([
+                "--past-saturation",
+                "1",
+                "--no-keep-alive",
+                "--watch",
+                "apache=apache2",
+                "-q",
+            ])
+            .arg("--out")
+            .arg(&dir),
         Duration::from_secs(120),
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -703,13 +707,21 @@ fn study(name: &str) {
     let t0 = Instant::now();
     let o = output_within(
         bin()
-            .args(["experiment", file.to_str().unwrap(), "--quick", "-q", "--out"])
+            .args([
+                "experiment",
+                file.to_str().unwrap(),
+                "--quick",
+                "-q",
+                "--out",
+            ])
             .arg(&out)
             .env("OVERLOAD_LAB_DIR", &prefix),
         Duration::from_secs(400),
     );
     let _ = output_within(
-        bin().args(["lab", "down", "--all", "--prefix"]).arg(&prefix),
+        bin()
+            .args(["lab", "down", "--all", "--prefix"])
+            .arg(&prefix),
         Duration::from_secs(60),
     );
     let _ = std::fs::remove_dir_all(&prefix);

@@ -198,12 +198,7 @@ impl Measured {
 /// Runs `prog ARGS` (with `--json FILE -q` appended when `json`), kills it if it outlives
 /// `limit` (then panics), and returns what it did, its peak RSS included. `prog` None is the
 /// overload binary.
-pub fn run_measured(
-    prog: Option<&str>,
-    args: &[&str],
-    json: bool,
-    limit: Duration,
-) -> Measured {
+pub fn run_measured(prog: Option<&str>, args: &[&str], json: bool, limit: Duration) -> Measured {
     let dir = scratch();
     let dir = dir.path();
     let json_path = dir.join("run.json");
