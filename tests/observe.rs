@@ -44,11 +44,12 @@ fn sample_after(h: &ObserverHandle, source: &str, t: u64) -> Sample {
 }
 
 fn load(url: &str, rate: &str, extra: &[&str]) {
-    let out = bin()
-        .args(["run", url, "--rate", rate, "--duration", "1s", "-q"])
-        .args(extra)
-        .output()
-        .expect("run overload");
+    let out = common::output_within(
+        bin()
+            .args(["run", url, "--rate", rate, "--duration", "1s", "-q"])
+            .args(extra),
+        Duration::from_secs(60),
+    );
     assert!(
         out.status.success(),
         "overload run failed: {}",
@@ -194,7 +195,7 @@ fn listen_queue_overflow_is_detected() {
 struct Agent {
     child: Child,
     addr: SocketAddr,
-    _dir: TempDir,
+    _dir: tempfile::TempDir,
 }
 
 impl Drop for Agent {
@@ -204,22 +205,9 @@ impl Drop for Agent {
     }
 }
 
-struct TempDir(std::path::PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn start_agent(port: u16) -> Agent {
-    let dir = std::env::temp_dir().join(format!(
-        "overload-observe-{}-{:?}",
-        std::process::id(),
-        thread::current().id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let tok = dir.join("token");
+    let dir = common::scratch();
+    let tok = dir.path().join("token");
     std::fs::write(&tok, format!("{TOKEN}\n")).unwrap();
     let mut child = bin()
         .args([
@@ -254,7 +242,7 @@ fn start_agent(port: u16) -> Agent {
     Agent {
         child,
         addr,
-        _dir: TempDir(dir),
+        _dir: dir,
     }
 }
 
