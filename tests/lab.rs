@@ -92,6 +92,8 @@ struct Lab {
 
 impl Lab {
     fn new(name: &str) -> Lab {
+        // Not a tempfile folder: those are mode 0700, and the workers run as www-data. Short,
+        // for the unix socket paths under it (107 bytes at most).
         let prefix = PathBuf::from(format!("/tmp/ol-test-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&prefix);
         Lab {
