@@ -2,15 +2,15 @@
 //! and nothing run. clap's own errors (unknown flag, missing value) are one line too, while
 //! --help and --version print as clap renders them.
 mod common;
-use common::bin;
+use common::{bin, output_within, scratch};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
 fn run(args: &[&str]) -> Output {
     let start = Instant::now();
-    let out = bin().args(args).output().expect("run overload");
-    // Refused before any load: well under the 10 s a default run would take.
-    assert!(start.elapsed() < Duration::from_secs(5), "{args:?} ran");
+    let out = output_within(bin().args(args), common::QUICK);
+    // Refused before any load: under the 10 s a default run would take.
+    assert!(start.elapsed() < Duration::from_secs(8), "{args:?} ran");
     out
 }
 
@@ -24,12 +24,6 @@ fn assert_usage(args: &[&str], names: &str) {
     assert!(err.contains(names), "{args:?}: {err} should name {names}");
     assert!(!err.contains("panicked"), "{args:?}: {err}");
     assert!(out.stdout.is_empty(), "{args:?}: stdout {:?}", out.stdout);
-}
-
-fn temp_dir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("overload-cli-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 #[test]
@@ -118,7 +112,8 @@ fn run_rejects_bad_values() {
 
 #[test]
 fn run_rejects_bad_files() {
-    let d = temp_dir("files");
+    let scratch = scratch();
+    let d = scratch.path();
     let urls = d.join("urls.txt");
     std::fs::write(&urls, "# comment\nhttp://127.0.0.1:9/\n\nftp://nope/\n").unwrap();
     assert_usage(&["run", "--urls", urls.to_str().unwrap()], "urls.txt:4");
@@ -137,7 +132,6 @@ fn run_rejects_bad_files() {
         &["run", "http://127.0.0.1:9/", "--json", d.to_str().unwrap()],
         "--json",
     );
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -167,7 +161,8 @@ fn target_rejects_bad_values() {
 #[test]
 fn lab_rejects_bad_values() {
     // Only what is refused before anything is started (no stack needs to be installed).
-    let d = temp_dir("lab");
+    let scratch = scratch();
+    let d = scratch.path();
     let prefix = d.to_str().unwrap();
     let table: &[(&[&str], &str)] = &[
         (&["lab", "up", "nosuch"], "nosuch"),
@@ -197,7 +192,6 @@ fn lab_rejects_bad_values() {
         a.extend_from_slice(&args[1..]);
         assert_usage(&a, names);
     }
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]

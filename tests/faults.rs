@@ -1,5 +1,5 @@
 //! Every fault mode of the embedded target, through the real binary: the right error kind is
-//! counted, the run ends within duration + timeout + 1 s, the generator's memory stays small
+//! counted, the run ends within duration + timeout + 3 s, the generator's memory stays small
 //! (bodies are counted, never buffered), nothing panics, and the good URL of the same run is
 //! still measured. Each run mixes the fault with a good URL (`--pick sequence`), in the closed
 //! loop and in the open loop. Fault kinds are documented in docs/results.md.
@@ -17,7 +17,9 @@ const MAX_RSS_KB: u64 = 48 * 1024;
 fn run_both(fault_url: &str, good_url: &str, timeout_s: u64, rate: &str) -> [Measured; 2] {
     let timeout = format!("{timeout_s}s");
     let duration = format!("{RUN_S}s");
-    let bound = Duration::from_secs(RUN_S + timeout_s + 1);
+    // A run that waited on the fault instead of timing it out would be killed at the limit
+    // below; the 3 s over duration + timeout are for a busy machine.
+    let bound = Duration::from_secs(RUN_S + timeout_s + 3);
     let loads: [&[&str]; 2] = [&["--users", "2"], &["--rate", rate]];
     loads.map(|load| {
         let mut args = vec![
@@ -38,7 +40,7 @@ fn run_both(fault_url: &str, good_url: &str, timeout_s: u64, rate: &str) -> [Mea
         m.assert_clean_exit(0, &what);
         assert!(
             m.elapsed <= bound,
-            "{what}: took {:?}, more than duration + timeout + 1 s",
+            "{what}: took {:?}, more than duration + timeout + 3 s",
             m.elapsed
         );
         assert!(
@@ -257,7 +259,8 @@ fn endless_fast_body_times_out_and_starves_nobody() {
         Duration::from_secs(30),
     );
     m.assert_clean_exit(0, "1 GiB body");
-    assert!(m.elapsed <= Duration::from_millis(3500), "{:?}", m.elapsed);
+    // 2 s + 200 ms timeout, with room for a busy machine; a starved loop would run to 30 s.
+    assert!(m.elapsed <= Duration::from_secs(6), "{:?}", m.elapsed);
     assert!(m.errors("timeout") > 0, "{}", m.v);
     assert!(m.status("200") > 10, "{}", m.v["statuses"]);
     assert!(m.max_rss_kb < MAX_RSS_KB, "peak RSS {} kB", m.max_rss_kb);

@@ -1,64 +1,86 @@
 //! Lab smoke tests: the real binary brings every stack up in a private prefix on unique
 //! ports, every app must answer correctly, the knobs must show in the servers' own status
-//! pages, and `down` must leave no process and no listening port behind.
+//! pages, `down` must leave no process and no listening port behind, and every study file of
+//! experiments/ runs to its end with --quick.
 //!
-//! They need root and the lab packages (scripts/install-lab.sh); without them each test
-//! prints "skipped: <reason>" and passes. The tests run one at a time (a mutex): they
-//! share two cores, and timing checks (wait.php, the cache HIT) need a quiet machine.
+//! They need root and the lab packages (scripts/install-lab.sh); where either is missing they
+//! show as ignored in cargo's summary, with the reason (tests/common/harness.rs). The smoke
+//! tests run one at a time (a mutex): they share two cores, and their timing checks (wait.php,
+//! the cache HIT) need a quiet machine. The study files, which only check that each runs to
+//! its end, run one after another beside them.
+mod common;
 use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::path::{Path, PathBuf};
+use std::process::Output;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use common::harness::{self, Need, Need::*};
+use common::{bin, free_port, output_within, wait_until, QUICK};
 use overload::lab::http::{self, Response};
 use overload::lab::{process, StackInfo, StackStatus};
+
+const LAB: &[Need] = &[Root, LabPackages];
+
+fn main() {
+    // The study files first: with two test threads they take one while the smoke tests take
+    // the other, one after another (libtest-mimic hands out tests in this order).
+    harness::main(vec![
+        harness::trial("study_files_run_quick", LAB, study_files_run_quick),
+        harness::trial(
+            "bad_input_is_a_one_line_usage_error",
+            &[],
+            bad_input_is_a_one_line_usage_error,
+        ),
+        harness::trial(
+            "nginx_fpm_knobs_apps_and_down",
+            LAB,
+            nginx_fpm_knobs_apps_and_down,
+        ),
+        harness::trial(
+            "apache_prefork_workers_and_opcache",
+            LAB,
+            apache_prefork_workers_and_opcache,
+        ),
+        harness::trial("apache_event_fpm_ondemand", LAB, apache_event_fpm_ondemand),
+        harness::trial(
+            "nginx_fpm_cache_hits_and_never_caches_sessions",
+            LAB,
+            nginx_fpm_cache_hits_and_never_caches_sessions,
+        ),
+        harness::trial(
+            "php_persistent_workers_restart_and_balance",
+            LAB,
+            php_persistent_workers_restart_and_balance,
+        ),
+        harness::trial(
+            "mariadb_knobs_and_shared_use",
+            LAB,
+            mariadb_knobs_and_shared_use,
+        ),
+        harness::trial(
+            "auto_started_mariadb_goes_with_its_last_user",
+            LAB,
+            auto_started_mariadb_goes_with_its_last_user,
+        ),
+        harness::trial(
+            "failed_up_leaves_nothing_running",
+            LAB,
+            failed_up_leaves_nothing_running,
+        ),
+        harness::trial(
+            "prefork_with_8_workers_saturates_near_8_per_second",
+            LAB,
+            prefork_with_8_workers_saturates_near_8_per_second,
+        ),
+    ])
+}
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> MutexGuard<'static, ()> {
     // A failed test poisons the mutex; the next one may still run.
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_overload"))
-}
-
-/// Why the lab cannot run here, if it cannot.
-fn unavailable() -> Option<String> {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("lab tests need root (masters run as root, workers as www-data)".into());
-    }
-    match bin().args(["lab", "doctor"]).output() {
-        Ok(o) if o.status.success() => None,
-        Ok(o) => Some(format!(
-            "lab packages missing (install: bash scripts/install-lab.sh): {}",
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .find(|l| l.starts_with("missing"))
-                .unwrap_or("")
-        )),
-        Err(e) => Some(format!("cannot run overload: {e}")),
-    }
-}
-
-macro_rules! require_lab {
-    () => {
-        if let Some(why) = unavailable() {
-            println!("skipped: {why}");
-            return;
-        }
-    };
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind(("127.0.0.1", 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A private prefix; dropping it brings everything down and removes it, even after a
@@ -70,6 +92,8 @@ struct Lab {
 
 impl Lab {
     fn new(name: &str) -> Lab {
+        // Not a tempfile folder: those are mode 0700, and the workers run as www-data. Short,
+        // for the unix socket paths under it (107 bytes at most).
         let prefix = PathBuf::from(format!("/tmp/ol-test-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&prefix);
         Lab {
@@ -79,14 +103,15 @@ impl Lab {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        let out = bin()
-            .arg("lab")
-            .args(args)
-            .arg("--prefix")
-            .arg(&self.prefix)
-            .output()
-            .unwrap();
-        out
+        // Bounded: a stack that never gets ready fails the test, not the whole suite.
+        output_within(
+            bin()
+                .arg("lab")
+                .args(args)
+                .arg("--prefix")
+                .arg(&self.prefix),
+            Duration::from_secs(180),
+        )
     }
 
     /// `lab up --json ARGS` on a fresh port; panics with the error output on failure.
@@ -245,10 +270,12 @@ fn check_apps(port: u16) {
 }
 
 /// Two requests of the same session overlap: the second waits for the first's lock (S2).
+/// The first holds the lock 1 s and the second starts 100 ms later, so even on a busy machine
+/// the second arrives while the lock is held and waits a good part of the second.
 fn check_session_lock(port: u16) {
     let cookie = "PHPSESSID=locktest0123456789abcdefgh";
     let t =
-        std::thread::spawn(move || get_with(port, "/session.php?ms=400", &[("Cookie", cookie)]));
+        std::thread::spawn(move || get_with(port, "/session.php?ms=1000", &[("Cookie", cookie)]));
     std::thread::sleep(Duration::from_millis(100));
     let second = get_with(port, "/session.php?ms=0", &[("Cookie", cookie)]);
     let first = t.join().unwrap();
@@ -260,13 +287,12 @@ fn check_session_lock(port: u16) {
         .and_then(|w| w.trim().parse().ok())
         .unwrap();
     assert!(
-        waited >= 200,
+        waited >= 300,
         "second request waited only {waited} ms: {}",
         second.text()
     );
 }
 
-#[test]
 fn bad_input_is_a_one_line_usage_error() {
     let _g = serial();
     for args in [
@@ -288,7 +314,7 @@ fn bad_input_is_a_one_line_usage_error() {
         &["up", "nginx-fpm", "--port", "0"],
         &["up", "mariadb", "--no-db"],
     ] {
-        let out = bin().arg("lab").args(args).output().unwrap();
+        let out = output_within(bin().arg("lab").args(args), QUICK);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
@@ -300,28 +326,26 @@ fn bad_input_is_a_one_line_usage_error() {
         &["down"],
         &["up", "nginx-fpm", "--pm", "eager"],
     ] {
-        let out = bin().arg("lab").args(args).output().unwrap();
+        let out = output_within(bin().arg("lab").args(args), QUICK);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
     // Asking for the URL of a stack that is not up is a runtime failure.
-    let out = bin()
-        .args([
+    let out = output_within(
+        bin().args([
             "lab",
             "url",
             "nginx-fpm",
             "--prefix",
             "/tmp/ol-test-nothing-here",
-        ])
-        .output()
-        .unwrap();
+        ]),
+        QUICK,
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not up"));
 }
 
-#[test]
 fn nginx_fpm_knobs_apps_and_down() {
     let _g = serial();
-    require_lab!();
     let lab = Lab::new("nginx-fpm");
     let info = lab.up(
         "nginx-fpm",
@@ -367,10 +391,8 @@ fn nginx_fpm_knobs_apps_and_down() {
     lab.down_all_and_check();
 }
 
-#[test]
 fn apache_prefork_workers_and_opcache() {
     let _g = serial();
-    require_lab!();
     let lab = Lab::new("prefork");
     let info = lab.up("apache-prefork", &["--workers", "4", "--opcache", "off"]);
     check_apps(info.port);
@@ -380,18 +402,14 @@ fn apache_prefork_workers_and_opcache() {
     assert_eq!(v["opcache_enabled"], false);
     // StartServers = MaxRequestWorkers: the master plus 4 pre-spawned children.
     let master = &info.parts[0];
-    let t0 = Instant::now();
-    while process::group_members(master).len() != 5 && t0.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert_eq!(process::group_members(master).len(), 5);
+    wait_until("master + 4 children", Duration::from_secs(10), || {
+        process::group_members(master).len() == 5
+    });
     lab.down_all_and_check();
 }
 
-#[test]
 fn apache_event_fpm_ondemand() {
     let _g = serial();
-    require_lab!();
     let lab = Lab::new("event");
     let info = lab.up(
         "apache-event-fpm",
@@ -405,10 +423,8 @@ fn apache_event_fpm_ondemand() {
     lab.down_all_and_check();
 }
 
-#[test]
 fn nginx_fpm_cache_hits_and_never_caches_sessions() {
     let _g = serial();
-    require_lab!();
     let lab = Lab::new("cache");
     let info = lab.up("nginx-fpm-cache", &[]);
     let port = info.port;
@@ -418,9 +434,11 @@ fn nginx_fpm_cache_hits_and_never_caches_sessions() {
     let t0 = Instant::now();
     let hit = get(port, path);
     assert_eq!(hit.header("x-cache"), Some("HIT"));
+    // wait.php sleeps 300 ms on a MISS; a HIT is served by nginx without PHP.
     assert!(
-        t0.elapsed() < Duration::from_millis(200),
-        "a HIT must not sleep"
+        t0.elapsed() < Duration::from_millis(290),
+        "a HIT must not sleep: {:?}",
+        t0.elapsed()
     );
     // Session pages: never stored, and a session cookie bypasses the cache.
     let a = get(port, "/session.php?ms=0");
@@ -444,10 +462,8 @@ fn nginx_fpm_cache_hits_and_never_caches_sessions() {
     lab.down_all_and_check();
 }
 
-#[test]
 fn php_persistent_workers_restart_and_balance() {
     let _g = serial();
-    require_lab!();
     let lab = Lab::new("persistent");
     let info = lab.up("php-persistent", &["--workers", "3", "--opcache", "off"]);
     let port = info.port;
@@ -473,7 +489,7 @@ fn php_persistent_workers_restart_and_balance() {
             break;
         }
         assert!(
-            t0.elapsed() < Duration::from_secs(5),
+            t0.elapsed() < Duration::from_secs(10),
             "worker not restarted: {m:?}"
         );
         std::thread::sleep(Duration::from_millis(20));
@@ -491,10 +507,8 @@ fn sql(lab: &Lab, q: &str) -> String {
     overload::lab::mariadb::query(&lab.prefix, q).unwrap()
 }
 
-#[test]
 fn mariadb_knobs_and_shared_use() {
     let _g = serial();
-    require_lab!();
     let lab = Lab::new("mariadb");
     let db = lab.up("mariadb", &["--query-cache", "on", "--engine", "myisam"]);
     let vars = sql(&lab, "SHOW GLOBAL VARIABLES LIKE 'query_cache_type'");
@@ -551,10 +565,8 @@ fn mariadb_knobs_and_shared_use() {
     lab.down_all_and_check();
 }
 
-#[test]
 fn auto_started_mariadb_goes_with_its_last_user() {
     let _g = serial();
-    require_lab!();
     let lab = Lab::new("autodb");
     let a = lab.up("nginx-fpm", &["--max-children", "2"]);
     let b = lab.up("apache-event-fpm", &["--max-children", "2"]);
@@ -585,10 +597,8 @@ fn auto_started_mariadb_goes_with_its_last_user() {
     assert!(!process::listening(lab.db_port));
 }
 
-#[test]
 fn failed_up_leaves_nothing_running() {
     let _g = serial();
-    require_lab!();
     let lab = Lab::new("fail");
     let taken = TcpListener::bind(("127.0.0.1", 0)).unwrap();
     let port = taken.local_addr().unwrap().port().to_string();
@@ -609,39 +619,38 @@ fn failed_up_leaves_nothing_running() {
 
 /// The acceptance check: a sweep of wait.php (1 s ± 0.25 s) against apache-prefork
 /// with 8 workers saturates near 8 req/s, and the observation sees the workers.
-#[test]
 fn prefork_with_8_workers_saturates_near_8_per_second() {
     let _g = serial();
-    require_lab!();
     let lab = Lab::new("sweep8");
     let info = lab.up("apache-prefork", &["--workers", "8", "--no-db"]);
     let dir = lab.prefix.join("sweep");
     let url = format!("http://127.0.0.1:{}/wait.php", info.port);
-    let out = bin()
-        .args([
-            "sweep",
-            &url,
-            "--users",
-            "4,8,12,16",
-            "--warmup",
-            "2s",
-            "--step",
-            "6s",
-            "--rest",
-            "1s",
-        ])
-        .args([
-            "--past-saturation",
-            "1",
-            "--no-keep-alive",
-            "--watch",
-            "apache=apache2",
-            "-q",
-        ])
-        .arg("--out")
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let out = output_within(
+        bin()
+            .args([
+                "sweep",
+                &url,
+                "--users",
+                "4,8,12,16",
+                "--warmup",
+                "2s",
+                "--step",
+                "6s",
+                "--rest",
+                "1s",
+            ])
+            .args([
+                "--past-saturation",
+                "1",
+                "--no-keep-alive",
+                "--watch",
+                "apache=apache2",
+                "-q",
+            ])
+            .arg("--out")
+            .arg(&dir),
+        Duration::from_secs(120),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -657,8 +666,10 @@ fn prefork_with_8_workers_saturates_near_8_per_second() {
         "prefork x8 on wait.php: saturated at {} users, peak {:.2} req/s",
         sat.offered, sat.peak_throughput
     );
+    // 8 workers each busy 1 s ± 0.25 s per request cap it at ~8/s; a busy machine only takes
+    // from that, and 15% below still tells 8 workers from 4 or 12.
     assert!(
-        (7.2..=8.8).contains(&sat.peak_throughput),
+        (6.8..=8.8).contains(&sat.peak_throughput),
         "peak {:.2} req/s, wanted ~8:\n{stdout}",
         sat.peak_throughput
     );
@@ -672,4 +683,66 @@ fn prefork_with_8_workers_saturates_near_8_per_second() {
         .expect("apache group");
     assert!(g.processes.max >= 9.0, "{g:?}");
     lab.down_all_and_check();
+}
+
+/// Every study file of experiments/ runs to its end with --quick on the lab (about a minute
+/// each). Whether they parse is checked without the lab, in tests/experiment.rs.
+fn study_files_run_quick() {
+    for name in [
+        "s1-lamp",
+        "s2-overload",
+        "s3-persistent",
+        "s4-cache",
+        "s5-prefork-vs-fpm",
+    ] {
+        study(name);
+    }
+}
+
+fn study(name: &str) {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("experiments/{name}.toml"));
+    let dir = common::scratch();
+    let out = dir.path().join("exp");
+    // A private, short lab prefix (unix socket paths are limited to 107 bytes).
+    let prefix = PathBuf::from(format!("/tmp/ol-xq-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&prefix);
+    let t0 = Instant::now();
+    let o = output_within(
+        bin()
+            .args([
+                "experiment",
+                file.to_str().unwrap(),
+                "--quick",
+                "-q",
+                "--out",
+            ])
+            .arg(&out)
+            .env("OVERLOAD_LAB_DIR", &prefix),
+        Duration::from_secs(400),
+    );
+    let _ = output_within(
+        bin()
+            .args(["lab", "down", "--all", "--prefix"])
+            .arg(&prefix),
+        Duration::from_secs(60),
+    );
+    let _ = std::fs::remove_dir_all(&prefix);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{name}: {stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    println!("{name} --quick: {:.0}s", t0.elapsed().as_secs_f64());
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("experiment.json")).unwrap())
+            .unwrap();
+    assert_eq!(state["complete"], true, "{name}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    if name == "s5-prefork-vs-fpm" {
+        // S5's two charts: response time against users per configuration, and the spawn
+        // test's worker processes over time.
+        assert!(html.contains("Mean response time vs load"), "{name}");
+        assert!(html.contains("Server processes over time"), "{name}");
+    }
 }

@@ -1,8 +1,31 @@
 //! Generator host limits: out of file descriptors, out of local ports. The run counts
-//! `fd-unavail` / `addr-unavail`, goes on with what it has, and says what to raise.
+//! `fd-unavail` / `addr-unavail`, goes on with what it has, and says what to raise. Port
+//! exhaustion needs a private network namespace (unshare --net): where there is none it shows
+//! as ignored (tests/common/harness.rs).
 mod common;
+use common::harness::{self, Need};
 use common::{run_measured, Target};
 use std::time::Duration;
+
+fn main() {
+    harness::main(vec![
+        harness::trial(
+            "out_of_fds_open_loop_goes_on_with_the_connections_it_has",
+            &[],
+            out_of_fds_open_loop_goes_on_with_the_connections_it_has,
+        ),
+        harness::trial(
+            "out_of_fds_closed_loop_stops_the_users_without_a_connection",
+            &[],
+            out_of_fds_closed_loop_stops_the_users_without_a_connection,
+        ),
+        harness::trial(
+            "out_of_local_ports_counts_addr_unavail",
+            &[Need::Root, Need::NetNamespace],
+            out_of_local_ports_counts_addr_unavail,
+        ),
+    ])
+}
 
 /// `sh -c 'ulimit ...; exec overload ARGS --json F -q'`: the engine raises the soft fd limit
 /// to the hard one at start, so the hard limit is what is set.
@@ -30,7 +53,6 @@ fn check_fd_run(m: &common::Measured, what: &str) {
     assert!(m.stdout.contains("ulimit -Hn"), "{what}: {}", m.stdout);
 }
 
-#[test]
 fn out_of_fds_open_loop_goes_on_with_the_connections_it_has() {
     let t = Target::start(&["--threads", "1"]);
     let url = format!("{}/sleep?ms=2000", t.url);
@@ -62,7 +84,6 @@ fn out_of_fds_open_loop_goes_on_with_the_connections_it_has() {
     assert!(planned <= 2400, "{}", m.v);
 }
 
-#[test]
 fn out_of_fds_closed_loop_stops_the_users_without_a_connection() {
     let t = Target::start(&["--threads", "1"]);
     let url = format!("{}/sleep?ms=1000", t.url);
@@ -98,18 +119,10 @@ fn out_of_fds_closed_loop_stops_the_users_without_a_connection() {
 /// the host is untouched: 101 local ports, a new connection per request, each held 200 ms, at
 /// 2000/s: ~400 connections wanted at once. (With instant answers, whether ports run out
 /// depends on which side closes first: the one that does keeps the TIME_WAIT.)
-#[test]
 fn out_of_local_ports_counts_addr_unavail() {
-    let probe = std::process::Command::new("unshare")
-        .args(["--net", "true"])
-        .output();
-    if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: unshare --net is not permitted here (needs root or user namespaces)");
-        return;
-    }
     let bin = env!("CARGO_BIN_EXE_overload");
-    let dir = std::env::temp_dir().join(format!("overload-ports-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = common::scratch();
+    let dir = scratch.path();
     let json = dir.join("run.json");
     let banner = dir.join("target.out");
     // The target runs inside the namespace too, and is stopped before the shell exits.
@@ -145,7 +158,6 @@ fn out_of_local_ports_counts_addr_unavail() {
     m.assert_clean_exit(0, "port exhaustion");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(v["errors"]["addr-unavail"].as_u64().unwrap_or(0) > 0, "{v}");
     // Each arrival failed once: no resend of a failed one (2000/s for 2 s).
     assert!(v["requests"].as_u64().unwrap() <= 4000, "{v}");

@@ -152,3 +152,103 @@ impl Summary {
         self.errors.get(kind.name()).copied().unwrap_or(0)
     }
 }
+
+/// The exact figures the integration tests can only bracket on a busy machine (tests/run.rs):
+/// throughput, percentiles and Little's law, computed here from scripted recordings.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn ms(n: f64) -> Duration {
+        Duration::from_secs_f64(n / 1000.0)
+    }
+
+    /// `n` responses due at `every_ms` intervals; `delays(due)` is (ms from due to the send,
+    /// ms from the send to the answer).
+    fn open_loop(n: usize, every_ms: f64, delays: impl Fn(f64) -> (f64, f64)) -> Recorder {
+        let t0 = Instant::now();
+        let mut r = Recorder::new(t0, t0, 16);
+        for i in 0..n {
+            let at = i as f64 * every_ms;
+            let intended = t0 + ms(at);
+            let (lag, service) = delays(at);
+            let sent = intended + ms(lag);
+            r.requests += 1;
+            r.response(
+                200,
+                intended,
+                Duration::ZERO,
+                sent,
+                sent,
+                sent + ms(service),
+                100,
+            );
+        }
+        r
+    }
+
+    #[test]
+    fn open_loop_at_2000_per_s_for_5_s_is_2000_per_s() {
+        let r = open_loop(10_000, 0.5, |_| (0.0, 50.0));
+        let s = Summary::from_recorder(&r, Some(2000.0), None, Some(Duration::from_secs(5)));
+        assert_eq!(s.responses, 10_000);
+        assert!((s.throughput - 2000.0).abs() < 0.5, "{}", s.throughput);
+        assert_eq!(s.goodput, s.throughput);
+        // 3 significant digits: 50 ms reads as 50.0 ± 0.05.
+        assert!(
+            (s.response_time_ms.p50 - 50.0).abs() < 0.05,
+            "{:?}",
+            s.response_time_ms
+        );
+        assert!((s.service_time_ms.p99 - 50.0).abs() < 0.05);
+        assert_eq!(s.send_lag_ms.max, 0.0);
+        assert_eq!(s.error_count, 0);
+    }
+
+    /// The coordinated-omission case of tests/run.rs: 500/s for 10 s against a server frozen
+    /// the last second of every 5. A request due while frozen waits for a connection until
+    /// the freeze ends, then takes 1 ms: 20% of the requests are 0–1 s late, evenly, so from
+    /// the intended time p90 ≈ 0.5 s and p99 ≈ 0.95 s, while the service time stays 1 ms.
+    #[test]
+    fn a_stall_is_counted_from_the_intended_time() {
+        let r = open_loop(5000, 2.0, |at| {
+            let in_period = at % 5000.0;
+            let lag = if in_period >= 4000.0 {
+                5000.0 - in_period
+            } else {
+                0.0
+            };
+            (lag, 1.0)
+        });
+        let s = Summary::from_recorder(&r, Some(500.0), None, Some(Duration::from_secs(10)));
+        let rt = s.response_time_ms;
+        assert!((rt.p50 - 1.0).abs() < 0.01, "{rt:?}");
+        assert!((rt.p90 - 501.0).abs() < 3.0, "{rt:?}");
+        assert!((rt.p99 - 951.0).abs() < 3.0, "{rt:?}");
+        assert!((rt.max - 1001.0).abs() < 1.0, "{rt:?}");
+        assert!((s.throughput - 500.0).abs() < 0.5, "{}", s.throughput);
+        assert!((s.service_time_ms.max - 1.0).abs() < 0.01);
+        assert!((s.send_lag_ms.p99 - 950.0).abs() < 3.0);
+    }
+
+    /// Closed loop: 4 users, 20 ms per answer, no think time, for 4 s: 200/s, and
+    /// throughput × mean response time = 4 users (Little's law).
+    #[test]
+    fn closed_loop_throughput_obeys_littles_law() {
+        let t0 = Instant::now();
+        let mut r = Recorder::new(t0, t0, 8);
+        for _user in 0..4 {
+            for k in 0..200 {
+                let sent = t0 + ms(20.0 * k as f64);
+                r.requests += 1;
+                r.response(200, sent, Duration::ZERO, sent, sent, sent + ms(20.0), 10);
+            }
+        }
+        let s = Summary::from_recorder(&r, None, Some(4), Some(Duration::from_secs(4)));
+        assert_eq!(s.mode, "closed");
+        assert!((s.throughput - 200.0).abs() < 0.5, "{}", s.throughput);
+        let users = s.throughput * s.response_time_ms.mean / 1000.0;
+        assert!((users - 4.0).abs() < 0.01, "{users}");
+    }
+}

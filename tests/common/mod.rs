@@ -1,10 +1,89 @@
-//! Helpers for integration tests: the real binary, the embedded target in its own process.
+//! Helpers shared by the integration tests, once: the real binary, scratch folders, free
+//! loopback ports, spawning with a time limit, the embedded target in its own process, and the
+//! harness of the tests that need the machine's help (lab packages, root, unshare).
 #![allow(dead_code)]
+pub mod harness;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_overload"))
+}
+
+/// A scratch folder, removed when dropped (even after a failed assertion).
+pub fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("overload-test-")
+        .tempdir()
+        .expect("create a scratch folder")
+}
+
+/// A loopback port nobody listens on now: the OS picks it (bind :0), the listener is dropped.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .expect("bind 127.0.0.1:0")
+        .port()
+}
+
+/// Bound on a command that runs no load (usage errors, reports, dry runs).
+pub const QUICK: Duration = Duration::from_secs(30);
+
+/// Runs `cmd` to its end like `Command::output`, but kills it and panics if it outlives
+/// `limit`: a hung binary fails its test instead of hanging the suite.
+pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Drain both pipes beside the wait, so a chatty child never blocks on a full pipe.
+    let drain = |p: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = p {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let status = wait_within(&mut child, limit)
+        .unwrap_or_else(|| panic!("{cmd:?} still running after {limit:?}, killed"));
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// Waits for `child` at most `limit`; on overrun kills it, reaps it and returns None.
+pub fn wait_within(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            return Some(s);
+        }
+        if Instant::now() >= end {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Polls `done` every 20 ms until it holds; panics with `what` after `limit`.
+pub fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let end = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < end, "{what}: not after {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// `overload target` on a free loopback port; killed on drop.
@@ -44,22 +123,15 @@ impl Drop for Target {
     }
 }
 
-/// Runs `overload ARGS --json FILE -q` and returns (output, parsed JSON).
+/// Runs `overload ARGS --json FILE -q` (killed after 2 minutes) and returns (output, parsed
+/// JSON).
 pub fn run_json(args: &[&str]) -> (Output, serde_json::Value) {
-    let dir = std::env::temp_dir().join(format!(
-        "overload-test-{}-{}",
-        std::process::id(),
-        rand_suffix()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("run.json");
-    let out = bin()
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .arg("-q")
-        .output()
-        .expect("run overload");
+    let dir = scratch();
+    let json = dir.path().join("run.json");
+    let out = output_within(
+        bin().args(args).arg("--json").arg(&json).arg("-q"),
+        Duration::from_secs(120),
+    );
     assert!(
         out.status.success(),
         "overload {args:?} failed: {}\n{}",
@@ -68,19 +140,7 @@ pub fn run_json(args: &[&str]) -> (Output, serde_json::Value) {
     );
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
     (out, v)
-}
-
-fn rand_suffix() -> u64 {
-    use std::time::{SystemTime, UNIX_EPOCH};
-    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos() as u64
-        * 1000
-        + N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 pub fn f(v: &serde_json::Value, path: &str) -> f64 {
@@ -99,7 +159,7 @@ pub struct Measured {
     /// Exit code, or None when a signal ended the process.
     pub code: Option<i32>,
     pub signal: Option<i32>,
-    pub elapsed: std::time::Duration,
+    pub elapsed: Duration,
     /// Peak resident set of the program, in kB: the highest VmHWM of /proc/PID/status seen
     /// while it ran (sampled every 10 ms; VmHWM is the peak so far, so little is missed). Not
     /// wait4's ru_maxrss, which also counts the address space the child had before exec (the
@@ -138,19 +198,9 @@ impl Measured {
 /// Runs `prog ARGS` (with `--json FILE -q` appended when `json`), kills it if it outlives
 /// `limit` (then panics), and returns what it did, its peak RSS included. `prog` None is the
 /// overload binary.
-pub fn run_measured(
-    prog: Option<&str>,
-    args: &[&str],
-    json: bool,
-    limit: std::time::Duration,
-) -> Measured {
-    use std::time::{Duration, Instant};
-    let dir = std::env::temp_dir().join(format!(
-        "overload-measured-{}-{}",
-        std::process::id(),
-        rand_suffix()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
+pub fn run_measured(prog: Option<&str>, args: &[&str], json: bool, limit: Duration) -> Measured {
+    let dir = scratch();
+    let dir = dir.path();
     let json_path = dir.join("run.json");
     let out_path = dir.join("stdout");
     let err_path = dir.join("stderr");
@@ -215,7 +265,6 @@ pub fn run_measured(
         stdout: read(&out_path),
         stderr: read(&err_path),
     };
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(
         !killed,
         "{args:?} still running after {limit:?}, killed; stderr: {}",

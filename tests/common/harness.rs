@@ -1,0 +1,80 @@
+//! The harness of test files whose tests need something of the machine beyond the crate: the
+//! lab packages, root, a private network namespace. libtest's `#[ignore]` is fixed when the
+//! test is compiled, so these files use libtest-mimic (`harness = false` in Cargo.toml) and
+//! decide when the test runs: a test whose needs are missing shows as **ignored**, with the
+//! reason, in cargo's summary; it never passes without running. A test whose needs are met
+//! runs, and a panic in it is a failure.
+use super::bin;
+use libtest_mimic::{Arguments, Completion, Trial};
+use std::sync::OnceLock;
+
+/// Something a test needs from the machine.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Need {
+    /// Root: the lab's masters run as root and drop their workers to www-data.
+    Root,
+    /// The lab packages (nginx, Apache, PHP-FPM, MariaDB): `overload lab doctor` succeeds.
+    LabPackages,
+    /// `unshare --net` works: a private network namespace whose sysctls the test may change.
+    NetNamespace,
+}
+
+impl Need {
+    /// Why it is missing here, or None when the machine has it. Probed once per process.
+    pub fn missing(self) -> Option<String> {
+        static ROOT: OnceLock<Option<String>> = OnceLock::new();
+        static LAB: OnceLock<Option<String>> = OnceLock::new();
+        static NETNS: OnceLock<Option<String>> = OnceLock::new();
+        match self {
+            Need::Root => ROOT.get_or_init(probe_root),
+            Need::LabPackages => LAB.get_or_init(probe_lab),
+            Need::NetNamespace => NETNS.get_or_init(probe_netns),
+        }
+        .clone()
+    }
+}
+
+fn probe_root() -> Option<String> {
+    // SAFETY: geteuid cannot fail.
+    (unsafe { libc::geteuid() } != 0).then(|| "needs root".to_string())
+}
+
+fn probe_lab() -> Option<String> {
+    match bin().args(["lab", "doctor"]).output() {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(format!(
+            "lab packages missing (sudo bash scripts/install-lab.sh): {}",
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .find(|l| l.starts_with("missing"))
+                .unwrap_or("")
+                .trim()
+        )),
+        Err(e) => Some(format!("cannot run overload lab doctor: {e}")),
+    }
+}
+
+fn probe_netns() -> Option<String> {
+    let ok = std::process::Command::new("unshare")
+        .args(["--net", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    (!ok).then(|| "unshare --net is not permitted here (needs root or user namespaces)".into())
+}
+
+/// A test that runs only where every one of `needs` is met; elsewhere it is ignored with the
+/// first missing need as the reason.
+pub fn trial(name: &str, needs: &'static [Need], test: fn()) -> Trial {
+    Trial::ignorable_test(name, move || {
+        if let Some(why) = needs.iter().find_map(|n| n.missing()) {
+            return Ok(Completion::ignored_with(why));
+        }
+        test();
+        Ok(Completion::Completed)
+    })
+}
+
+/// Runs the trials like libtest does (same flags, same summary line) and exits.
+pub fn main(trials: Vec<Trial>) -> ! {
+    libtest_mimic::run(&Arguments::from_args(), trials).exit()
+}
