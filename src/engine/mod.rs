@@ -1,5 +1,10 @@
 //! The load engine: worker threads, one event loop each, connections, HTTP/1.1 codec, pacing.
 //! It knows nothing about reports: it fills a [`Recorder`] per thread and returns them merged.
+//!
+//! Layout: `worker/` is the event loop (poller, timers, pools, metrics; `open.rs` and
+//! `closed.rs` its two load models), `conn.rs` one connection's exchange as a state machine,
+//! `transport.rs` the byte-stream seam it runs over (plain TCP today), `http.rs` the response
+//! parser, `pacing.rs` the arrival schedule and timer.
 mod conn;
 pub mod http;
 pub mod pacing;

@@ -110,3 +110,61 @@ impl Transport for Tcp {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// Polls `establish` until it decides, for at most 5 s (a loaded machine is slow, not stuck).
+    fn established(t: &mut Tcp) -> Result<bool, ErrorKind> {
+        let end = Instant::now() + Duration::from_secs(5);
+        loop {
+            match t.establish() {
+                Ok(false) if Instant::now() < end => std::thread::sleep(Duration::from_millis(1)),
+                r => return r,
+            }
+        }
+    }
+
+    #[test]
+    fn tcp_establishes_then_moves_bytes_both_ways() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut t = Tcp::connect(&(), listener.local_addr().unwrap()).unwrap();
+        assert_eq!(established(&mut t), Ok(true));
+        let (mut server, _) = listener.accept().unwrap();
+        assert!(!t.wants_write());
+        assert_eq!(t.write(b"ping").unwrap(), 4);
+        let mut got = [0u8; 4];
+        server.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"ping");
+        let mut buf = [0u8; 16];
+        assert_eq!(t.read(&mut buf).unwrap_err().kind(), IoKind::WouldBlock);
+        server.write_all(b"pong").unwrap();
+        drop(server);
+        // Non-blocking: wait for the bytes, then the FIN reads as 0.
+        let end = Instant::now() + Duration::from_secs(5);
+        let n = loop {
+            match t.read(&mut buf) {
+                Err(e) if e.kind() == IoKind::WouldBlock && Instant::now() < end => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                r => break r.unwrap(),
+            }
+        };
+        assert_eq!(&buf[..n], b"pong");
+        assert_eq!(t.read(&mut buf).unwrap(), 0);
+    }
+
+    #[test]
+    fn tcp_connect_to_a_closed_port_is_refused() {
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap(); // the listener is dropped: nothing listens there now
+        match Tcp::connect(&(), addr) {
+            Ok(mut t) => assert_eq!(established(&mut t), Err(ErrorKind::ConnectRefused)),
+            Err(e) => assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::ConnectRefused),
+        }
+    }
+}
