@@ -5,6 +5,7 @@
 //! HTTP server used by the demo, the tests and the benchmarks; `lab` brings up real stacks.
 pub mod analysis;
 pub mod cli;
+pub mod clock;
 pub mod engine;
 pub mod error;
 pub mod experiment;

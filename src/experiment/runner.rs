@@ -387,7 +387,7 @@ fn set_aside(dir: &Path, id: &str) -> crate::Result<()> {
     if p.exists() {
         let aside = dir.join(".interrupted");
         std::fs::create_dir_all(&aside)?;
-        let to = aside.join(format!("{id}-{}", crate::store::unix_ms()));
+        let to = aside.join(format!("{id}-{}", crate::clock::unix_ms()));
         std::fs::rename(&p, &to)?;
         println!("  {id}: an unfinished folder was moved to {}", to.display());
     }
@@ -428,7 +428,7 @@ pub fn execute(
             t0.elapsed().as_secs_f64()
         );
         set_aside(dir, &run.id)?;
-        let started_ms = crate::store::unix_ms();
+        let started_ms = crate::clock::unix_ms();
         let server = start(exp, c, run, dir, state)?;
         let base = server.url().to_string();
         let out: PathBuf = dir.join(&run.id);
@@ -455,7 +455,7 @@ pub fn execute(
             rep: run.rep,
             exit_code: code,
             started_unix_ms: started_ms,
-            finished_unix_ms: crate::store::unix_ms(),
+            finished_unix_ms: crate::clock::unix_ms(),
             command: plan::shell(&args),
         });
         state.save(dir)?;
