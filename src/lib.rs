@@ -9,6 +9,7 @@ pub mod clock;
 pub mod engine;
 pub mod error;
 pub mod experiment;
+pub mod http_get;
 pub mod lab;
 pub mod metrics;
 pub mod observe;
@@ -19,5 +20,6 @@ pub mod signals;
 pub mod store;
 pub mod target;
 pub mod units;
+pub mod url;
 
 pub use error::{Error, Result};

@@ -7,7 +7,6 @@ use std::process::Child;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use super::http;
 use super::process::{self, PartInfo};
 use super::stacks::Stack;
 use crate::{Error, Result};
@@ -134,8 +133,20 @@ pub fn unix_ready(path: &Path) -> bool {
 
 /// True once GET `path` answers `status` with a body starting with `body_prefix`.
 pub fn http_ready(port: u16, path: &str, status: u16, body_prefix: &str) -> bool {
-    matches!(http::get(port, path, &[], Duration::from_secs(2)),
+    matches!(get_local(port, path, &[], Duration::from_secs(2), 1 << 20),
         Ok(r) if r.status == status && r.text().starts_with(body_prefix))
+}
+
+/// GET `path` from a lab stack on 127.0.0.1:`port` (readiness checks and the lab tests).
+pub fn get_local(
+    port: u16,
+    path: &str,
+    headers: &[(&str, &str)],
+    timeout: Duration,
+    max_bytes: usize,
+) -> std::result::Result<crate::http_get::Response, String> {
+    let url = crate::url::Url::parse(&format!("http://127.0.0.1:{port}/"))?;
+    crate::http_get::get(&url, path, headers, timeout, max_bytes)
 }
 
 #[cfg(test)]

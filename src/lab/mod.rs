@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub mod doctor;
-pub mod http;
 pub mod launch;
 pub mod mariadb;
 pub mod process;

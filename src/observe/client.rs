@@ -4,10 +4,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::request::Url;
+use crate::url::Url;
 
-use super::http;
 use super::sample::Sample;
+use crate::http_get;
 
 /// The body of `GET /samples?since=UNIX_MS`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -106,7 +106,7 @@ impl AgentClient {
         let target = format!("{base}/samples?since={since_agent_ms}");
         let auth = format!("Bearer {}", self.spec.token);
         let t0 = crate::clock::unix_ms();
-        let r = http::get(
+        let r = http_get::get(
             &self.spec.url,
             &target,
             &[("Authorization", &auth)],
@@ -115,6 +115,12 @@ impl AgentClient {
         )
         .map_err(|e| format!("agent {}: {e}", self.spec.name))?;
         let t1 = crate::clock::unix_ms();
+        if r.truncated {
+            return Err(format!(
+                "agent {}: answer larger than 64 MiB",
+                self.spec.name
+            ));
+        }
         match r.status {
             200 => {}
             401 => return Err(format!("agent {}: token rejected (401)", self.spec.name)),

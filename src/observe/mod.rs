@@ -28,7 +28,6 @@ pub mod client;
 pub mod findings;
 pub mod fpm;
 pub mod groups;
-pub mod http;
 pub mod net;
 pub mod proc;
 pub mod prom;
