@@ -15,6 +15,8 @@ use crate::{Error, Result};
 pub const STOP_GRACE: Duration = Duration::from_secs(10);
 
 pub struct Launch {
+    /// Whether to give up waiting: the signal layer's flag (a test scripts its own).
+    stop: fn() -> bool,
     stack: Stack,
     started: Vec<(Child, PartInfo)>,
     deadline: Instant,
@@ -24,6 +26,7 @@ pub struct Launch {
 impl Launch {
     pub fn new(stack: Stack, timeout: Duration) -> Launch {
         Launch {
+            stop: crate::signals::interrupted,
             stack,
             started: Vec::new(),
             deadline: Instant::now() + timeout,
@@ -67,7 +70,7 @@ impl Launch {
                     ));
                 }
             }
-            if process::interrupted() {
+            if (self.stop)() {
                 let name = self
                     .started
                     .last()
@@ -180,6 +183,32 @@ mod tests {
         assert!(err.contains("bind() failed: address in use"), "{err}");
         assert!(!process::is_alive(&first), "the first part must be stopped");
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_interrupt_ends_a_readiness_wait_at_once_and_stops_what_started() {
+        let dir =
+            std::env::temp_dir().join(format!("overload-launch-test3-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        // A 60 s launch timeout: only the interrupt can end this wait before the test's end.
+        let mut run = Launch::new(Stack::NginxFpm, Duration::from_secs(60));
+        run.stop = || true;
+        run.spawn("web", "/bin/sleep", vec!["60".into()], &dir, vec![], None)
+            .unwrap();
+        let web = run.started[0].1.clone();
+        let err = run.wait("web", || false).unwrap_err().to_string();
+        assert!(err.contains("interrupted while waiting for web"), "{err}");
+        assert!(!process::is_alive(&web), "the started part must be stopped");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_wait_reads_the_one_signal_layer() {
+        let run = Launch::new(Stack::NginxFpm, Duration::from_secs(1));
+        assert!(std::ptr::fn_addr_eq(
+            run.stop,
+            crate::signals::interrupted as fn() -> bool
+        ));
     }
 
     #[test]
