@@ -17,14 +17,14 @@ pub mod launch;
 pub mod mariadb;
 pub mod process;
 pub mod render;
+pub mod resolve;
 pub mod stacks;
 pub mod state;
 mod web;
 
 pub use process::PartInfo;
-pub use stacks::{
-    DbConfig, Engine, FpmConfig, Knobs, Pm, PreforkConfig, Resolved, Stack, StackSpec,
-};
+pub use resolve::{DbConfig, FpmConfig, PreforkConfig, Resolved};
+pub use stacks::{Engine, Knobs, Pm, Stack, StackSpec};
 pub use state::{Layout, StackInfo};
 
 use crate::{Error, Result};
