@@ -203,15 +203,6 @@ mod tests {
     }
 
     #[test]
-    fn the_wait_reads_the_one_signal_layer() {
-        let run = Launch::new(Stack::NginxFpm, Duration::from_secs(1));
-        assert!(std::ptr::fn_addr_eq(
-            run.stop,
-            crate::signals::interrupted as fn() -> bool
-        ));
-    }
-
-    #[test]
     fn a_missing_program_is_named() {
         let dir =
             std::env::temp_dir().join(format!("overload-launch-test2-{}", std::process::id()));
