@@ -5,9 +5,11 @@
 //! HTTP server used by the demo, the tests and the benchmarks; `lab` brings up real stacks.
 pub mod analysis;
 pub mod cli;
+pub mod clock;
 pub mod engine;
 pub mod error;
 pub mod experiment;
+pub mod http_get;
 pub mod lab;
 pub mod metrics;
 pub mod observe;
@@ -18,5 +20,6 @@ pub mod signals;
 pub mod store;
 pub mod target;
 pub mod units;
+pub mod url;
 
 pub use error::{Error, Result};

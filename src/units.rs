@@ -121,6 +121,42 @@ pub fn utc_fields(secs: u64) -> (i64, i64, i64, u64, u64, u64) {
     (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// A number without needless decimals: 400, 12.5, 0.25.
+pub fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        "n/a".to_string()
+    } else if v == v.round() || v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// Formats Unix milliseconds as `YYYY-MM-DD HH:MM:SS UTC`.
+pub fn fmt_unix_ms(ms: u64) -> String {
+    let (y, m, d, hh, mm, ss) = crate::units::utc_fields(ms / 1000);
+    format!("{y:04}-{m:02}-{d:02} {hh:02}:{mm:02}:{ss:02} UTC")
+}
+
+/// A command line as one could paste it into a shell.
+pub fn shell_join(args: &[String]) -> String {
+    args.iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c));
+            if plain {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,5 +194,23 @@ mod tests {
         assert!(parse_rate("0").is_err());
         assert!(parse_rate("abc").unwrap_err().contains("abc"));
         assert!(parse_rate("nan").is_err());
+    }
+
+    #[test]
+    fn dates_and_shell_quoting() {
+        assert_eq!(fmt_unix_ms(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(fmt_unix_ms(1_700_000_000_000), "2023-11-14 22:13:20 UTC");
+        assert_eq!(fmt_unix_ms(951_782_400_000), "2000-02-29 00:00:00 UTC");
+        assert_eq!(
+            shell_join(&["a".into(), "b c".into(), "it's".into(), "".into()]),
+            "a 'b c' 'it'\\''s' ''"
+        );
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(fmt_num(400.0), "400");
+        assert_eq!(fmt_num(12.5), "12.5");
+        assert_eq!(fmt_num(f64::NAN), "n/a");
     }
 }

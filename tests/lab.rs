@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use common::harness::{self, Need, Need::*};
 use common::{bin, free_port, output_within, wait_until, QUICK};
-use overload::lab::http::{self, Response};
+use overload::http_get::Response;
+use overload::lab::launch::get_local;
 use overload::lab::{process, StackInfo, StackStatus};
 
 const LAB: &[Need] = &[Root, LabPackages];
@@ -205,7 +206,7 @@ fn get(port: u16, path: &str) -> Response {
 }
 
 fn get_with(port: u16, path: &str, headers: &[(&str, &str)]) -> Response {
-    http::get(port, path, headers, Duration::from_secs(10))
+    get_local(port, path, headers, Duration::from_secs(10), 16 << 20)
         .unwrap_or_else(|e| panic!("GET {path} on {port}: {e}"))
 }
 
@@ -367,7 +368,8 @@ fn nginx_fpm_knobs_apps_and_down() {
     assert_eq!(fpm_field(port, "total processes"), "3");
     assert!(!opcache_enabled(port));
     assert_eq!(ok_text(port, "/fpm-ping"), "pong");
-    let ka = get(port, "/static.html");
+    // Asked for keep-alive, the server still closes: keep-alive is off.
+    let ka = get_with(port, "/static.html", &[("Connection", "keep-alive")]);
     assert_eq!(ka.header("connection"), Some("close"), "keep-alive off");
 
     // `lab url` prints exactly the base URL.

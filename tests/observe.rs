@@ -67,9 +67,9 @@ fn target_process_shows_up_with_cpu_and_rss() {
         GroupSpec::parse("bycmd=overload target --listen 127.0.0.1:0$").unwrap(),
     ];
     let h = observe(port_of(&t.url), groups);
-    let t0 = overload::store::unix_ms();
+    let t0 = overload::clock::unix_ms();
     load(&format!("{}/cpu?us=500", t.url), "300", &[]);
-    let t1 = overload::store::unix_ms();
+    let t1 = overload::clock::unix_ms();
     sample_after(&h, LOCAL, t1);
     let o = summarize(&h.samples_between(t0, t1 + 200));
     let l = o.source(LOCAL).expect("local source");
@@ -119,7 +119,7 @@ fn time_wait_grows_without_keep_alive_only() {
     let (pc, pk) = (port_of(&close.url), port_of(&keep.url));
     let hc = observe(pc, vec![]);
     let hk = observe(pk, vec![]);
-    let t = overload::store::unix_ms();
+    let t = overload::clock::unix_ms();
     let before = (
         sample_after(&hc, LOCAL, t).tcp.unwrap().time_wait,
         sample_after(&hk, LOCAL, t).tcp.unwrap().time_wait,
@@ -130,7 +130,7 @@ fn time_wait_grows_without_keep_alive_only() {
     let b = thread::spawn(move || load(&uk, "300", &["--connections", "4"]));
     a.join().unwrap();
     b.join().unwrap();
-    let t = overload::store::unix_ms();
+    let t = overload::clock::unix_ms();
     let tw_close = sample_after(&hc, LOCAL, t).tcp.unwrap().time_wait;
     let tw_keep = sample_after(&hk, LOCAL, t).tcp.unwrap().time_wait;
     eprintln!(
@@ -155,7 +155,7 @@ fn listen_queue_overflow_is_detected() {
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let h = observe(port, vec![]);
     let pid = t.child.id() as libc::pid_t;
-    let t0 = overload::store::unix_ms();
+    let t0 = overload::clock::unix_ms();
     // SAFETY: signalling our own child.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
     let burst: Vec<_> = (0..12)
@@ -166,10 +166,10 @@ fn listen_queue_overflow_is_detected() {
         })
         .collect();
     let conns: Vec<_> = burst.into_iter().map(|j| j.join().unwrap()).collect();
-    let during = sample_after(&h, LOCAL, overload::store::unix_ms());
+    let during = sample_after(&h, LOCAL, overload::clock::unix_ms());
     // SAFETY: as above.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
-    let t1 = overload::store::unix_ms();
+    let t1 = overload::clock::unix_ms();
     let o = summarize(&h.samples_between(t0, t1));
     let tcp = o.source(LOCAL).unwrap().tcp.clone().unwrap();
     let connected = conns.iter().filter(|c| c.is_some()).count();
@@ -446,10 +446,10 @@ fn agent_samples_merge_onto_the_local_clock_and_windows() {
         ..Default::default()
     })
     .unwrap();
-    let start = overload::store::unix_ms();
+    let start = overload::clock::unix_ms();
     load(&t.url, "100", &[]);
     let t0 = start + 300;
-    let t1 = overload::store::unix_ms();
+    let t1 = overload::clock::unix_ms();
     sample_after(&h, "web", t1);
     let w = h.samples_between(t0, t1);
     assert!(!w.is_empty());

@@ -3,8 +3,12 @@
 mod common;
 
 use common::bin;
-use overload::report::folder::testdata;
+// The synthetic folders' contents: the library's own test data file, compiled here too. Its
+// `crate::` paths resolve through these imports at this crate's root.
+#[path = "../src/report/testdata.rs"]
+mod testdata;
 use overload::store::{StepRecord, Writer};
+use overload::{metrics, observe, store};
 use quick_xml::events::Event;
 use quick_xml::Reader;
 use std::path::{Path, PathBuf};

@@ -92,3 +92,63 @@ fn a_signal_ends_a_run_stuck_on_a_hanging_server() {
         &[&hang, "--users", "4", "--timeout", "60s", "-q"],
     );
 }
+
+#[test]
+fn a_signal_ends_an_experiments_readiness_wait_at_once() {
+    let dir = std::env::temp_dir().join(format!("overload-signal-exp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // A port nothing listens on: the server never gets ready, and the readiness wait would
+    // last the 60 s ready_timeout unless the signal ends it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let file = dir.join("never-ready.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"never-ready\"\n[load]\nusers = 1\n[[config]]\nname = \"a\"\n\
+             setup = \"exec sleep 60\"\nready = \"http://127.0.0.1:{port}/\"\n\
+             ready_timeout = \"60s\"\n"
+        ),
+    )
+    .unwrap();
+    let mut child = bin()
+        .arg("experiment")
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "still waiting for the server"
+    );
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let sent = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if sent.elapsed() > Duration::from_secs(15) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still waiting 15 s after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The setup command's server is stopped with a grace period; far below the 60 s wait.
+    assert!(
+        sent.elapsed() < Duration::from_secs(8),
+        "took {:?}",
+        sent.elapsed()
+    );
+    assert_ne!(status.code(), Some(0), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

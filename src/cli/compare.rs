@@ -1,6 +1,6 @@
 //! `overload compare DIR DIR...`: several runs overlaid in one HTML page, and a table.
 use crate::report::compare;
-use crate::report::folder::{self, RunReport};
+use crate::report::{export, RunReport};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -18,7 +18,7 @@ pub struct CompareArgs {
 }
 
 pub fn run(a: CompareArgs) -> crate::Result<i32> {
-    folder::check_parent(&a.out)?;
+    export::check_parent(&a.out)?;
     let runs = a
         .dirs
         .iter()
@@ -26,7 +26,7 @@ pub fn run(a: CompareArgs) -> crate::Result<i32> {
         .collect::<crate::Result<Vec<_>>>()?;
     let names = compare::names(&runs, a.names.as_deref())?;
     compare::check_modes(&runs, &names)?;
-    folder::write_file(&a.out, &compare::html(&runs, &names))?;
+    export::write_file(&a.out, &compare::html(&runs, &names))?;
     print!("{}", compare::table(&runs, &names));
     for (r, n) in runs.iter().zip(&names) {
         for note in &r.notes {

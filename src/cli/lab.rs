@@ -183,7 +183,7 @@ fn up_cmd(a: UpArgs, mut opts: LabOptions, explicit_prefix: bool) -> Result<i32>
         db_port: a.db_port,
         no_db: a.no_db,
     };
-    lab::process::install_interrupt_handler();
+    crate::signals::install_patient();
     let info = lab::up(&spec, &opts)?;
     if a.json {
         let text = serde_json::to_string_pretty(&info)

@@ -1,6 +1,6 @@
 //! `overload report DIR`: regenerate a results folder's report (HTML, CSV, JSON, gnuplot),
 //! also for a run that was interrupted.
-use crate::report::folder::{self, Format, RunReport};
+use crate::report::{export, Format, RunReport};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -35,7 +35,7 @@ pub fn run(a: ReportArgs) -> crate::Result<i32> {
         FormatArg::Json => Format::Json,
         FormatArg::Gnuplot => Format::Gnuplot,
     };
-    let paths = folder::write(&r, format, a.out.as_deref())?;
+    let paths = export::write(&r, format, a.out.as_deref())?;
     if !r.complete() {
         eprintln!(
             "overload: note: '{}' is an incomplete run ({} step{} saved); the report says so",

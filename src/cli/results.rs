@@ -6,7 +6,11 @@ use std::path::{Path, PathBuf};
 
 /// `runs/<UTC time>-<name>`.
 pub fn default_dir(name: &str) -> PathBuf {
-    Path::new("runs").join(format!("{}-{}", utc_stamp(store::unix_ms() / 1000), name))
+    Path::new("runs").join(format!(
+        "{}-{}",
+        utc_stamp(crate::clock::unix_ms() / 1000),
+        name
+    ))
 }
 
 /// A name for the run from its first URL: `127.0.0.1-8080-sleep`.
@@ -68,7 +72,7 @@ pub fn open(
         urls: urls.to_vec(),
         config,
         host: store::host::host_info(),
-        started_unix_ms: store::unix_ms(),
+        started_unix_ms: crate::clock::unix_ms(),
         finished_unix_ms: None,
         complete: false,
         stop_reason: None,

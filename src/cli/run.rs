@@ -142,10 +142,10 @@ pub fn run(args: RunArgs) -> crate::Result<i32> {
     } else {
         None
     };
-    let from = crate::store::unix_ms();
+    let from = crate::clock::unix_ms();
     let (summary, outcome) = execute(&cfg, &urls, args.quiet)?;
     let server = observer.map(|h| {
-        let samples = h.samples_between(from, crate::store::unix_ms());
+        let samples = h.samples_between(from, crate::clock::unix_ms());
         let warnings = h.warnings();
         h.stop();
         (crate::observe::summarize(&samples), warnings)

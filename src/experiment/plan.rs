@@ -349,7 +349,7 @@ pub fn warmup_args(c: &Config, base: &str) -> Vec<String> {
 pub fn shell(args: &[String]) -> String {
     let mut v = vec!["overload".to_string()];
     v.extend(args.iter().cloned());
-    crate::report::folder::shell_join(&v)
+    crate::units::shell_join(&v)
 }
 
 /// A length for humans: `6m28s`, `45s` (whole seconds, rounded up: these are estimates).

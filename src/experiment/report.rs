@@ -8,9 +8,9 @@ use super::resume::State;
 use super::spec::{Config, Experiment, Server};
 use crate::report::charts::PALETTE;
 use crate::report::compare;
-use crate::report::folder::{self, RunReport};
 use crate::report::html;
 use crate::report::svg::{esc, Axis, Chart, Series};
+use crate::report::{export, RunReport};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -361,7 +361,7 @@ pub fn write(exp: &Experiment, dir: &Path, state: &State) -> crate::Result<PathB
             "<dt>{}</dt><dd><code>{}</code> · {} · exit code {}</dd>",
             esc(&r.id),
             esc(&r.command),
-            esc(&folder::fmt_unix_ms(r.started_unix_ms)),
+            esc(&crate::units::fmt_unix_ms(r.started_unix_ms)),
             r.exit_code
         );
     }
@@ -371,6 +371,6 @@ pub fn write(exp: &Experiment, dir: &Path, state: &State) -> crate::Result<PathB
         env!("CARGO_PKG_VERSION")
     )));
     let path = dir.join("report.html");
-    folder::write_file(&path, &o)?;
+    export::write_file(&path, &o)?;
     Ok(path)
 }

@@ -59,7 +59,7 @@ impl State {
             file: exp.file.display().to_string(),
             fingerprint: exp.fingerprint.clone(),
             quick: exp.quick,
-            created_unix_ms: crate::store::unix_ms(),
+            created_unix_ms: crate::clock::unix_ms(),
             planned: super::plan::runs(exp).into_iter().map(|r| r.id).collect(),
             runs: Vec::new(),
             server: None,

@@ -9,8 +9,6 @@ use super::spec::{Config, Experiment, Server};
 use crate::lab::{self, process, LabOptions, PartInfo, Stack, StackSpec};
 use crate::Error;
 use clap::Parser;
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -103,43 +101,18 @@ fn spawn_shell(cmd: &str, log: &Path, run_dir: &Path) -> crate::Result<(Child, P
     ))
 }
 
-/// One HTTP/1.0 GET: `Some(status)` when an HTTP answer came back.
+/// One GET: `Some(status)` when an HTTP answer came back (the body is not needed).
 fn probe(url: &str, timeout: Duration) -> Option<u16> {
-    let rest = url.strip_prefix("http://")?;
-    let (auth, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
-    let hostport = if auth.contains(':') {
-        auth.to_string()
-    } else {
-        format!("{auth}:80")
-    };
-    let addr = hostport.to_socket_addrs().ok()?.next()?;
-    let mut s = TcpStream::connect_timeout(&addr, timeout).ok()?;
-    s.set_read_timeout(Some(timeout)).ok()?;
-    s.set_write_timeout(Some(timeout)).ok()?;
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {auth}\r\n\r\n").as_bytes())
-        .ok()?;
-    let mut buf = [0u8; 64];
-    let mut n = 0;
-    while n < 12 {
-        match s.read(&mut buf[n..]) {
-            Ok(0) | Err(_) => break,
-            Ok(k) => n += k,
-        }
-    }
-    let head = std::str::from_utf8(&buf[..n]).ok()?;
-    head.strip_prefix("HTTP/1.")?.get(2..5)?.parse().ok()
+    let u = crate::url::Url::parse(url).ok()?;
+    crate::http_get::get(&u, &u.target, &[], timeout, 64 << 10)
+        .ok()
+        .map(|r| r.status)
 }
 
 /// The port of a loopback URL (the only kind whose listener this host can watch).
 fn local_port(url: &str) -> Option<u16> {
-    let auth = url.strip_prefix("http://")?.split('/').next()?;
-    let (host, port) = auth.rsplit_once(':').unwrap_or((auth, "80"));
-    matches!(host, "127.0.0.1" | "localhost" | "[::1]")
-        .then(|| port.parse().ok())
-        .flatten()
+    let u = crate::url::Url::parse(url).ok()?;
+    u.is_loopback().then_some(u.port)
 }
 
 fn start(
@@ -387,7 +360,7 @@ fn set_aside(dir: &Path, id: &str) -> crate::Result<()> {
     if p.exists() {
         let aside = dir.join(".interrupted");
         std::fs::create_dir_all(&aside)?;
-        let to = aside.join(format!("{id}-{}", crate::store::unix_ms()));
+        let to = aside.join(format!("{id}-{}", crate::clock::unix_ms()));
         std::fs::rename(&p, &to)?;
         println!("  {id}: an unfinished folder was moved to {}", to.display());
     }
@@ -428,7 +401,7 @@ pub fn execute(
             t0.elapsed().as_secs_f64()
         );
         set_aside(dir, &run.id)?;
-        let started_ms = crate::store::unix_ms();
+        let started_ms = crate::clock::unix_ms();
         let server = start(exp, c, run, dir, state)?;
         let base = server.url().to_string();
         let out: PathBuf = dir.join(&run.id);
@@ -455,7 +428,7 @@ pub fn execute(
             rep: run.rep,
             exit_code: code,
             started_unix_ms: started_ms,
-            finished_unix_ms: crate::store::unix_ms(),
+            finished_unix_ms: crate::clock::unix_ms(),
             command: plan::shell(&args),
         });
         state.save(dir)?;

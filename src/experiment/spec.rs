@@ -923,9 +923,7 @@ fn servers(file: &Path, label: &str, c: &RawConfig) -> crate::Result<Vec<(String
 
 /// `http://host:port` of an http:// URL.
 pub fn origin(url: &str) -> Option<String> {
-    let rest = url.strip_prefix("http://")?;
-    let auth = rest.split('/').next()?;
-    (!auth.is_empty()).then(|| format!("http://{auth}"))
+    crate::url::Url::parse(url).ok().map(|u| u.origin())
 }
 
 fn lab_servers(

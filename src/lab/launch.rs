@@ -7,7 +7,6 @@ use std::process::Child;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use super::http;
 use super::process::{self, PartInfo};
 use super::stacks::Stack;
 use crate::{Error, Result};
@@ -16,6 +15,8 @@ use crate::{Error, Result};
 pub const STOP_GRACE: Duration = Duration::from_secs(10);
 
 pub struct Launch {
+    /// Whether to give up waiting: the signal layer's flag (a test scripts its own).
+    stop: fn() -> bool,
     stack: Stack,
     started: Vec<(Child, PartInfo)>,
     deadline: Instant,
@@ -25,6 +26,7 @@ pub struct Launch {
 impl Launch {
     pub fn new(stack: Stack, timeout: Duration) -> Launch {
         Launch {
+            stop: crate::signals::interrupted,
             stack,
             started: Vec::new(),
             deadline: Instant::now() + timeout,
@@ -68,7 +70,7 @@ impl Launch {
                     ));
                 }
             }
-            if process::interrupted() {
+            if (self.stop)() {
                 let name = self
                     .started
                     .last()
@@ -134,8 +136,20 @@ pub fn unix_ready(path: &Path) -> bool {
 
 /// True once GET `path` answers `status` with a body starting with `body_prefix`.
 pub fn http_ready(port: u16, path: &str, status: u16, body_prefix: &str) -> bool {
-    matches!(http::get(port, path, &[], Duration::from_secs(2)),
+    matches!(get_local(port, path, &[], Duration::from_secs(2), 1 << 20),
         Ok(r) if r.status == status && r.text().starts_with(body_prefix))
+}
+
+/// GET `path` from a lab stack on 127.0.0.1:`port` (readiness checks and the lab tests).
+pub fn get_local(
+    port: u16,
+    path: &str,
+    headers: &[(&str, &str)],
+    timeout: Duration,
+    max_bytes: usize,
+) -> std::result::Result<crate::http_get::Response, String> {
+    let url = crate::url::Url::parse(&format!("http://127.0.0.1:{port}/"))?;
+    crate::http_get::get(&url, path, headers, timeout, max_bytes)
 }
 
 #[cfg(test)]
@@ -168,6 +182,23 @@ mod tests {
         assert!(err.contains("exit status: 3"), "{err}");
         assert!(err.contains("bind() failed: address in use"), "{err}");
         assert!(!process::is_alive(&first), "the first part must be stopped");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_interrupt_ends_a_readiness_wait_at_once_and_stops_what_started() {
+        let dir =
+            std::env::temp_dir().join(format!("overload-launch-test3-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        // A 60 s launch timeout: only the interrupt can end this wait before the test's end.
+        let mut run = Launch::new(Stack::NginxFpm, Duration::from_secs(60));
+        run.stop = || true;
+        run.spawn("web", "/bin/sleep", vec!["60".into()], &dir, vec![], None)
+            .unwrap();
+        let web = run.started[0].1.clone();
+        let err = run.wait("web", || false).unwrap_err().to_string();
+        assert!(err.contains("interrupted while waiting for web"), "{err}");
+        assert!(!process::is_alive(&web), "the started part must be stopped");
         fs::remove_dir_all(&dir).unwrap();
     }
 

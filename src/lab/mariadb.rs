@@ -11,7 +11,8 @@ use std::time::Duration;
 use super::launch::Launch;
 use super::process::{self, PartInfo, DAEMON_PATH};
 use super::render;
-use super::stacks::{Resolved, Stack};
+use super::resolve::Resolved;
+use super::stacks::Stack;
 use super::state::{make_dir, Layout};
 use crate::{Error, Result};
 

@@ -10,22 +10,21 @@
 //! `down(stack, &opts)`, `down_all(&opts)`, `status(&opts)`, `url(stack, &opts)`.
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 pub mod doctor;
-pub mod http;
 pub mod launch;
 pub mod mariadb;
 pub mod process;
 pub mod render;
+pub mod resolve;
 pub mod stacks;
 pub mod state;
 mod web;
 
 pub use process::PartInfo;
-pub use stacks::{
-    DbConfig, Engine, FpmConfig, Knobs, Pm, PreforkConfig, Resolved, Stack, StackSpec,
-};
+pub use resolve::{DbConfig, FpmConfig, PreforkConfig, Resolved};
+pub use stacks::{Engine, Knobs, Pm, Stack, StackSpec};
 pub use state::{Layout, StackInfo};
 
 use crate::{Error, Result};
@@ -135,13 +134,6 @@ fn prepare_prefix(opts: &LabOptions) -> Result<(PathBuf, (u32, u32))> {
     Ok((prefix, www))
 }
 
-fn now_unix() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
 fn make_info(
     cfg: &Resolved,
     prefix: &Path,
@@ -172,7 +164,7 @@ fn make_info(
         watch,
         db_port,
         startup_secs: startup.as_secs_f64(),
-        started_unix: now_unix(),
+        started_unix: crate::clock::unix_secs(),
         auto_started: false,
         held_by: Vec::new(),
     }

@@ -11,36 +11,10 @@ use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use crate::{Error, Result};
-
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn note_interrupt(_sig: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// Turns SIGINT/SIGTERM/SIGHUP into a flag that a launch in progress checks, so a Ctrl-C
-/// during `lab up` stops what was started instead of orphaning it. (Caught signals are
-/// reset to default by exec, so the daemons are unaffected.) For the CLI; a library
-/// caller with its own signal handling need not call it.
-pub fn install_interrupt_handler() {
-    let handler: extern "C" fn(libc::c_int) = note_interrupt;
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            libc::signal(sig, handler as libc::sighandler_t);
-        }
-    }
-}
-
-/// Whether an interrupt arrived since the handler was installed.
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
-}
 
 /// PATH for the daemons: the environment is cleared so nothing from the caller leaks in.
 pub const DAEMON_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";

@@ -3,7 +3,8 @@
 //! placeholder is an error, so a typo in a template cannot reach a daemon.
 use std::path::PathBuf;
 
-use super::stacks::{Pm, Resolved, Stack};
+use super::resolve::Resolved;
+use super::stacks::{Pm, Stack};
 use super::state::Layout;
 use crate::{Error, Result};
 

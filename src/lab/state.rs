@@ -9,7 +9,8 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use super::process::PartInfo;
-use super::stacks::{Resolved, Stack};
+use super::resolve::Resolved;
+use super::stacks::Stack;
 use crate::{Error, Result};
 
 /// Where a stack's files live: `<prefix>/<stack>/{conf,run,logs,tmp,sessions,www,cache,data}`.

@@ -6,7 +6,8 @@ use std::time::Duration;
 use super::launch::{http_ready, unix_ready, Launch};
 use super::process::PartInfo;
 use super::render;
-use super::stacks::{Resolved, Stack};
+use super::resolve::Resolved;
+use super::stacks::Stack;
 use super::state::{make_dir, Layout};
 use crate::Result;
 

@@ -206,7 +206,7 @@ pub fn handle(buf: &[u8], obs: &ObserverHandle, token: &[u8]) -> Option<Vec<u8>>
             let mut samples = obs.samples_between(since, u64::MAX);
             samples.truncate(MAX_PER_RESPONSE);
             let body = SamplesResponse {
-                now_unix_ms: crate::store::unix_ms(),
+                now_unix_ms: crate::clock::unix_ms(),
                 source: LOCAL.to_string(),
                 samples,
             };

@@ -4,10 +4,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::request::Url;
+use crate::url::Url;
 
-use super::http;
 use super::sample::Sample;
+use crate::http_get;
 
 /// The body of `GET /samples?since=UNIX_MS`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -105,8 +105,8 @@ impl AgentClient {
         let base = base.split('?').next().unwrap_or("");
         let target = format!("{base}/samples?since={since_agent_ms}");
         let auth = format!("Bearer {}", self.spec.token);
-        let t0 = crate::store::unix_ms();
-        let r = http::get(
+        let t0 = crate::clock::unix_ms();
+        let r = http_get::get(
             &self.spec.url,
             &target,
             &[("Authorization", &auth)],
@@ -114,7 +114,13 @@ impl AgentClient {
             64 << 20,
         )
         .map_err(|e| format!("agent {}: {e}", self.spec.name))?;
-        let t1 = crate::store::unix_ms();
+        let t1 = crate::clock::unix_ms();
+        if r.truncated {
+            return Err(format!(
+                "agent {}: answer larger than 64 MiB",
+                self.spec.name
+            ));
+        }
         match r.status {
             200 => {}
             401 => return Err(format!("agent {}: token rejected (401)", self.spec.name)),
@@ -159,7 +165,7 @@ impl AgentClient {
         let offset = self.offset_ms.unwrap_or(0);
         let since = match self.last_agent_ms {
             Some(t) => t + 1,
-            None => shift(crate::store::unix_ms(), offset),
+            None => shift(crate::clock::unix_ms(), offset),
         };
         let (body, _) = self.fetch(since)?;
         if self.last_agent_ms.is_none() {

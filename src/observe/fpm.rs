@@ -1,10 +1,10 @@
 //! PHP-FPM's pool status page (`pm.status_path`), fetched as JSON.
 use std::time::Duration;
 
-use crate::plan::request::Url;
+use crate::url::Url;
 
-use super::http;
 use super::sample::FpmSample;
+use crate::http_get;
 
 /// One `--fpm-status URL`: where to fetch, and the previous `max children reached` for the
 /// per-interval delta.
@@ -36,7 +36,10 @@ impl FpmSource {
     }
 
     pub fn sample(&mut self, timeout: Duration) -> FpmSample {
-        let got = http::get(&self.url, &self.target(), &[], timeout, 1 << 20).and_then(|r| {
+        let got = http_get::get(&self.url, &self.target(), &[], timeout, 1 << 20).and_then(|r| {
+            if r.truncated {
+                return Err("status page larger than 1 MiB".to_string());
+            }
             if r.status != 200 {
                 return Err(format!("status page answered {}", r.status));
             }

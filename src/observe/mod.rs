@@ -5,9 +5,9 @@
 //! ```no_run
 //! use overload::observe::{ObserveConfig, Observer, summarize};
 //! let h = Observer::start(ObserveConfig { port: Some(8080), ..Default::default() })?;
-//! let t0 = overload::store::unix_ms();
+//! let t0 = overload::clock::unix_ms();
 //! std::thread::sleep(std::time::Duration::from_secs(3));
-//! let step = summarize(&h.samples_between(t0, overload::store::unix_ms()));
+//! let step = summarize(&h.samples_between(t0, overload::clock::unix_ms()));
 //! h.stop();
 //! # Ok::<(), overload::Error>(())
 //! ```
@@ -28,7 +28,6 @@ pub mod client;
 pub mod findings;
 pub mod fpm;
 pub mod groups;
-pub mod http;
 pub mod net;
 pub mod proc;
 pub mod prom;
@@ -326,9 +325,9 @@ mod tests {
             ..Default::default()
         })
         .unwrap();
-        let t0 = crate::store::unix_ms();
+        let t0 = crate::clock::unix_ms();
         std::thread::sleep(Duration::from_millis(400));
-        let t1 = crate::store::unix_ms();
+        let t1 = crate::clock::unix_ms();
         let all = h.samples_between(0, u64::MAX);
         assert!(all.len() >= 4, "{} samples", all.len());
         assert!(all.iter().all(|s| s.source == LOCAL && s.host.is_some()));

@@ -97,7 +97,7 @@ impl Sampler {
         };
         Sample {
             source: self.cfg.source.clone(),
-            unix_ms: crate::store::unix_ms(),
+            unix_ms: crate::clock::unix_ms(),
             mono_ms: now.duration_since(self.started).as_millis() as u64,
             interval_ms: interval.as_millis() as u64,
             host,

@@ -1,11 +1,12 @@
 //! The charts of a sweep report, built from a [`RunReport`]. Each chart is one function, so
 //! a new chart (server CPU vs load, processes over time…) is one more function added to
 //! [`sweep_charts`]; [`load_axis`], [`mark_load`] and [`step_bands`] are there to reuse.
-use super::folder::{fmt_num, RunReport};
+use super::model::RunReport;
 use super::svg::{Axis, Band, Chart, Line, Marker, Series};
 use crate::analysis::usl;
 use crate::metrics::ErrorKind;
 use crate::store::StepRecord;
+use crate::units::fmt_num;
 
 /// Distinct series colours (colour-blind friendly where it matters: blue/orange first).
 pub const PALETTE: [&str; 10] = [
@@ -457,7 +458,7 @@ pub fn timeline_charts(r: &RunReport) -> Vec<Chart> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::folder::testdata;
+    use super::super::testdata;
     use super::*;
     use crate::store::RunData;
 

@@ -3,12 +3,13 @@
 //! table of capacity, saturation, peak throughput and latency at the load levels all runs
 //! share, with ratios to the first run.
 use super::charts::{ideal_line, load_axis, PALETTE};
-use super::folder::{fmt_num, RunReport};
 use super::html;
+use super::model::RunReport;
 use super::server;
 use super::svg::{esc, Axis, Chart, Line, Series};
 use crate::store::StepRecord;
 use crate::units::fmt_ms;
+use crate::units::fmt_num;
 use crate::Error;
 use std::fmt::Write;
 
@@ -497,8 +498,8 @@ pub fn html(runs: &[RunReport], names: &[String]) -> String {
             "<dt>{}</dt><dd><code>{}</code><br/><code>{}</code> · started {}</dd>",
             esc(n),
             esc(&r.data.dir.display().to_string()),
-            esc(&super::folder::shell_join(&r.data.info.command_line)),
-            esc(&super::folder::fmt_unix_ms(r.data.info.started_unix_ms))
+            esc(&crate::units::shell_join(&r.data.info.command_line)),
+            esc(&crate::units::fmt_unix_ms(r.data.info.started_unix_ms))
         );
     }
     o.push_str("</dl>\n");
@@ -511,7 +512,7 @@ pub fn html(runs: &[RunReport], names: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::folder::testdata;
+    use super::super::testdata;
     use super::*;
     use crate::store::RunData;
 

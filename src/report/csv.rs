@@ -1,9 +1,11 @@
 //! `report --format csv`: one row per step, for spreadsheets. Columns are documented in
 //! docs/report.md; error kinds follow [`ErrorKind::ALL`] so the layout never depends on data.
 use super::charts::is_ok_status;
-use super::folder::RunReport;
+use super::export::Exporter;
+use super::model::RunReport;
 use crate::metrics::ErrorKind;
 use std::fmt::Write;
+use std::path::{Path, PathBuf};
 
 /// Quotes a field when it holds a separator, a quote or a line break (RFC 4180).
 pub fn field(s: &str) -> String {
@@ -132,9 +134,22 @@ pub fn render(r: &RunReport) -> String {
     o
 }
 
+/// `overload report --format csv`.
+pub struct CsvExporter;
+
+impl Exporter for CsvExporter {
+    fn default_name(&self) -> &'static str {
+        "steps.csv"
+    }
+
+    fn serialize(&self, r: &RunReport, out: &Path) -> crate::Result<Vec<(PathBuf, Vec<u8>)>> {
+        Ok(vec![(out.to_path_buf(), render(r).into_bytes())])
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::folder::testdata;
+    use super::super::testdata;
     use super::*;
     use crate::store::RunData;
 

@@ -2,10 +2,13 @@
 //! that draws its charts — reply rate and response time against demanded rate, and errors
 //! against demanded rate — as SVG (or PNG) files next to it. Columns: docs/report.md.
 use super::charts::{is_ok_status, CAPACITY_COLOR, SATURATION_COLOR};
-use super::folder::{fmt_num, RunReport};
+use super::export::Exporter;
+use super::model::RunReport;
 use crate::metrics::ErrorKind;
 use crate::store::StepRecord;
+use crate::units::fmt_num;
 use std::fmt::Write;
+use std::path::{Path, PathBuf};
 
 /// The fixed columns before and after the error kinds (1-based in gnuplot).
 pub const LEAD_COLUMNS: [&str; 10] = [
@@ -255,9 +258,35 @@ pub fn script(r: &RunReport, dat: &str) -> String {
     o
 }
 
+/// `overload report --format gnuplot`: the data, and beside it the script that plots it.
+pub struct GnuplotExporter;
+
+impl Exporter for GnuplotExporter {
+    fn default_name(&self) -> &'static str {
+        "steps.dat"
+    }
+
+    fn serialize(&self, r: &RunReport, out: &Path) -> crate::Result<Vec<(PathBuf, Vec<u8>)>> {
+        // --out names the data file; a .gp path names the script instead.
+        let (dat, gp) = if out.extension().is_some_and(|e| e == "gp") {
+            (out.with_extension("dat"), out.to_path_buf())
+        } else {
+            (out.to_path_buf(), out.with_extension("gp"))
+        };
+        let dat_name = dat
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "steps.dat".to_string());
+        Ok(vec![
+            (dat, data(r).into_bytes()),
+            (gp, script(r, &dat_name).into_bytes()),
+        ])
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::folder::testdata;
+    use super::super::testdata;
     use super::*;
     use crate::store::RunData;
 

@@ -3,11 +3,14 @@
 //! system's. The markup is XHTML-compatible (closed empty tags, numeric entities only) so
 //! any XML parser can check it.
 use super::charts::{self, is_ok_status};
-use super::folder::{fmt_num, fmt_unix_ms, shell_join, RunReport};
+use super::export::Exporter;
+use super::model::RunReport;
 use super::server;
 use super::svg::{esc, Chart};
 use crate::units::fmt_ms;
+use crate::units::{fmt_num, fmt_unix_ms, shell_join};
 use std::fmt::Write;
+use std::path::{Path, PathBuf};
 
 /// The page's style sheet, shared with `compare`.
 pub const CSS: &str = r#"
@@ -555,9 +558,22 @@ fn run_info(o: &mut String, r: &RunReport) {
     o.push_str("</dl>\n");
 }
 
+/// `overload report --format html`.
+pub struct HtmlExporter;
+
+impl Exporter for HtmlExporter {
+    fn default_name(&self) -> &'static str {
+        "report.html"
+    }
+
+    fn serialize(&self, r: &RunReport, out: &Path) -> crate::Result<Vec<(PathBuf, Vec<u8>)>> {
+        Ok(vec![(out.to_path_buf(), render(r).into_bytes())])
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::folder::testdata;
+    use super::super::testdata;
     use super::*;
     use crate::store::RunData;
 

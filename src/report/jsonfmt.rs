@@ -1,9 +1,11 @@
 //! `report --format json`: run info, the analysis recomputed from the steps, and the steps
 //! without their histogram blobs (which only overload itself can read back).
-use super::folder::RunReport;
+use super::export::Exporter;
+use super::model::RunReport;
 use crate::analysis::Analysis;
 use crate::store::RunInfo;
 use serde::Serialize;
+use std::path::{Path, PathBuf};
 
 /// Version of this document's layout; bumped on incompatible changes.
 pub const REPORT_FORMAT_VERSION: u32 = 1;
@@ -49,9 +51,22 @@ pub fn render(r: &RunReport) -> crate::Result<String> {
     Ok(s)
 }
 
+/// `overload report --format json`.
+pub struct JsonExporter;
+
+impl Exporter for JsonExporter {
+    fn default_name(&self) -> &'static str {
+        "report.json"
+    }
+
+    fn serialize(&self, r: &RunReport, out: &Path) -> crate::Result<Vec<(PathBuf, Vec<u8>)>> {
+        Ok(vec![(out.to_path_buf(), render(r)?.into_bytes())])
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::folder::testdata;
+    use super::super::testdata;
     use super::*;
     use crate::store::RunData;
 

@@ -1,16 +1,22 @@
 //! Reports: the terminal summary, the progress line and the JSON export of a run; the
-//! reports of a results folder (HTML with SVG charts, CSV, JSON, gnuplot) and comparisons.
+//! reports of a results folder and comparisons. A results folder's reports are the model
+//! (`model.rs`) and one writer per format behind `export::Exporter`: HTML with SVG charts
+//! (`html.rs`, `charts.rs`, `server.rs`, `svg/`), CSV, JSON (`jsonfmt.rs`) and gnuplot.
 pub mod charts;
 pub mod compare;
 pub mod csv;
-pub mod folder;
+pub mod export;
 pub mod gnuplot;
 pub mod html;
 pub mod json;
 pub mod jsonfmt;
+pub mod model;
 pub mod progress;
 pub mod server;
 pub mod svg;
 pub mod terminal;
+#[cfg(test)]
+mod testdata;
 
-pub use folder::{Format, RunReport};
+pub use export::{Exporter, Format};
+pub use model::RunReport;

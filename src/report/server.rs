@@ -3,7 +3,7 @@
 //! chart is built only when its figures are in the folder, so a run without observation (or
 //! an older folder) gets none of them and its report looks as before.
 use super::charts::{load_axis, mark_load, step_bands, PALETTE, SATURATION_COLOR, WARN_COLOR};
-use super::folder::RunReport;
+use super::model::RunReport;
 use super::svg::{Axis, Chart, Line, Marker, Series};
 use crate::observe::{SecondObservation, SourceObservation, LOCAL};
 use crate::store::{SeriesPoint, StepRecord};
@@ -431,7 +431,7 @@ pub fn listen_queue_timeline(r: &RunReport) -> Option<Chart> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::folder::testdata;
+    use super::super::testdata;
     use super::*;
     use crate::store::RunData;
 

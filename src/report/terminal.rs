@@ -1,7 +1,7 @@
 //! The terminal summary of a run.
 use crate::engine::{EngineConfig, Load, Outcome};
 use crate::metrics::{ErrorKind, LatencyStats, Summary};
-use crate::units::{fmt_duration, fmt_ms};
+use crate::units::{fmt_duration, fmt_ms, fmt_num};
 use std::fmt::Write;
 
 /// One line describing the plan, printed before the run starts.
@@ -55,14 +55,6 @@ pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
         bound.join(" or "),
         cfg.threads
     )
-}
-
-fn fmt_num(v: f64) -> String {
-    if v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
-    }
 }
 
 fn fmt_bytes(b: f64) -> String {

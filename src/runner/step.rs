@@ -1,9 +1,10 @@
 //! One step of a sweep: a load level held for a duration after a warm-up, turned into a
 //! [`StepRecord`] and its per-second [`SeriesPoint`]s.
 use crate::analysis::{self, Slo};
+use crate::clock::unix_ms;
 use crate::engine::{self, Control, EngineConfig, Load};
 use crate::metrics::{histo, Summary};
-use crate::store::{unix_ms, GeneratorStats, SeriesPoint, StepRecord};
+use crate::store::{GeneratorStats, SeriesPoint, StepRecord};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -120,10 +120,3 @@ pub struct SeriesPoint {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::observe::SecondObservation>,
 }
-
-/// Milliseconds since the Unix epoch.
-pub fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}

@@ -1,5 +1,6 @@
 //! Writing the results folder: run.json atomically, steps and series appended and fsync'd.
-use super::{unix_ms, RunInfo, SeriesPoint, StepRecord};
+use super::{RunInfo, SeriesPoint, StepRecord};
+use crate::clock::unix_ms;
 use crate::Error;
 use std::fs::{File, OpenOptions};
 use std::io::Write;

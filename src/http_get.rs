@@ -1,18 +1,43 @@
-//! A tiny blocking HTTP/1.1 GET client (FPM status, agent client): one request per
-//! connection, `Connection: close`, a deadline for the whole exchange and a size cap.
+//! The one blocking HTTP/1.1 GET client, for everything beside the load itself: observe's
+//! agent and PHP-FPM status clients, the lab's readiness checks and the experiment's
+//! readiness probes. One request per connection (`Connection: close` unless the caller sets
+//! its own), a deadline for the whole exchange, and a cap on what is read. The engine has
+//! its own non-blocking codec; this is not on the hot path.
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use crate::plan::request::Url;
+use crate::url::Url;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
     pub status: u16,
+    /// Header names and values as received (values trimmed), in order.
+    pub headers: Vec<(String, String)>,
+    /// The body, de-chunked. When `truncated`, only the bytes that fit in the cap, as
+    /// received (chunk framing included).
     pub body: Vec<u8>,
+    /// More than `max_bytes` came: the caller decides whether a partial answer is enough
+    /// (a readiness probe needs only the status) or an error (a JSON document).
+    pub truncated: bool,
 }
 
-/// GETs `target` (path and query) from the URL's host with extra headers.
+impl Response {
+    /// First header of that name (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// GETs `target` (path and query) from the URL's host with extra headers, reading at most
+/// `max_bytes` of response (head and body).
 pub fn get(
     url: &Url,
     target: &str,
@@ -25,9 +50,15 @@ pub fn get(
     let mut s = TcpStream::connect_timeout(&addr, timeout)
         .map_err(|e| format!("{}: connect: {e}", url.authority))?;
     let mut req = format!(
-        "GET {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nUser-Agent: overload-observe\r\n",
+        "GET {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: overload\r\n",
         url.authority
     );
+    if !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("connection"))
+    {
+        req.push_str("Connection: close\r\n");
+    }
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -53,10 +84,13 @@ pub fn get(
             Ok(n) => {
                 buf.extend_from_slice(&chunk[..n]);
                 if buf.len() > max_bytes {
-                    return Err(format!(
-                        "{}: response larger than {max_bytes} bytes",
-                        url.authority
-                    ));
+                    buf.truncate(max_bytes);
+                    return head_only(&buf).ok_or_else(|| {
+                        format!(
+                            "{}: response head larger than {max_bytes} bytes",
+                            url.authority
+                        )
+                    });
                 }
                 // Stop early once a Content-Length body is complete (some servers linger).
                 if let Ok(Some(r)) = parse_response(&buf) {
@@ -87,6 +121,7 @@ pub fn parse_response(buf: &[u8]) -> Result<Option<Response>, String> {
         Err(e) => return Err(format!("bad response: {e}")),
     };
     let status = r.code.unwrap_or(0);
+    let headers = owned_headers(r.headers);
     let mut len = None;
     let mut chunked = false;
     for h in r.headers.iter() {
@@ -102,18 +137,27 @@ pub fn parse_response(buf: &[u8]) -> Result<Option<Response>, String> {
     }
     let rest = &buf[head..];
     if chunked {
-        return Ok(dechunk(rest).map(|body| Response { status, body }));
+        return Ok(dechunk(rest).map(|body| Response {
+            status,
+            headers,
+            body,
+            truncated: false,
+        }));
     }
     if status == 204 || status == 304 || (100..200).contains(&status) {
         return Ok(Some(Response {
             status,
+            headers,
             body: Vec::new(),
+            truncated: false,
         }));
     }
     match len {
         Some(n) if rest.len() >= n => Ok(Some(Response {
             status,
+            headers,
             body: rest[..n].to_vec(),
+            truncated: false,
         })),
         _ => Ok(None),
     }
@@ -131,11 +175,40 @@ fn parse_until_close(buf: &[u8]) -> Option<Response> {
             });
             (!framed).then(|| Response {
                 status: r.code.unwrap_or(0),
+                headers: owned_headers(r.headers),
                 body: buf[n..].to_vec(),
+                truncated: false,
             })
         }
         _ => None,
     }
+}
+
+/// The cap was reached: the head and the raw bytes after it, marked truncated; None if even
+/// the head did not fit.
+fn head_only(buf: &[u8]) -> Option<Response> {
+    let mut hs = [httparse::EMPTY_HEADER; 48];
+    let mut r = httparse::Response::new(&mut hs);
+    match r.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => Some(Response {
+            status: r.code.unwrap_or(0),
+            headers: owned_headers(r.headers),
+            body: buf[n..].to_vec(),
+            truncated: true,
+        }),
+        _ => None,
+    }
+}
+
+fn owned_headers(hs: &[httparse::Header]) -> Vec<(String, String)> {
+    hs.iter()
+        .map(|h| {
+            (
+                h.name.to_string(),
+                String::from_utf8_lossy(h.value).trim().to_string(),
+            )
+        })
+        .collect()
 }
 
 /// Decodes a complete chunked body; None if incomplete or malformed.
@@ -173,6 +246,8 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!((r.status, r.body.as_slice()), (200, &b"abc"[..]));
+        assert_eq!(r.header("content-LENGTH"), Some("3"));
+        assert!(!r.truncated);
         assert_eq!(
             parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nab").unwrap(),
             None
@@ -211,5 +286,95 @@ mod tests {
             parse_until_close(b"HTTP/1.0 200 OK\r\nContent-Length: 9\r\n\r\nab"),
             None
         );
+    }
+
+    /// Serves one scripted answer on a loopback port and returns the URL.
+    fn serve_once(answer: Vec<u8>) -> (Url, std::thread::JoinHandle<String>) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = Url::parse(&format!("http://{}/", l.local_addr().unwrap())).unwrap();
+        let h = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut req = Vec::new();
+            let mut b = [0u8; 1024];
+            while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = s.read(&mut b).unwrap();
+                if n == 0 {
+                    break;
+                }
+                req.extend_from_slice(&b[..n]);
+            }
+            let _ = s.write_all(&answer);
+            String::from_utf8_lossy(&req).into_owned()
+        });
+        (url, h)
+    }
+
+    #[test]
+    fn get_over_loopback() {
+        let (url, h) =
+            serve_once(b"HTTP/1.1 200 OK\r\nX-A: b\r\nContent-Length: 2\r\n\r\nok".to_vec());
+        let r = get(
+            &url,
+            "/p?q=1",
+            &[("X-Token", "t")],
+            Duration::from_secs(5),
+            1024,
+        )
+        .unwrap();
+        assert_eq!(
+            (r.status, r.text(), r.header("x-a")),
+            (200, "ok".into(), Some("b"))
+        );
+        let req = h.join().unwrap();
+        assert!(req.starts_with("GET /p?q=1 HTTP/1.1\r\n"), "{req}");
+        assert!(req.contains("\r\nConnection: close\r\n"), "{req}");
+        assert!(req.contains("\r\nX-Token: t\r\n"), "{req}");
+        assert!(
+            req.contains(&format!("\r\nHost: {}\r\n", url.authority)),
+            "{req}"
+        );
+    }
+
+    #[test]
+    fn a_callers_connection_header_replaces_close() {
+        let (url, h) = serve_once(b"HTTP/1.1 204 No Content\r\n\r\n".to_vec());
+        let r = get(
+            &url,
+            "/",
+            &[("Connection", "keep-alive")],
+            Duration::from_secs(5),
+            1024,
+        );
+        assert_eq!(r.unwrap().status, 204);
+        let req = h.join().unwrap();
+        assert!(!req.contains("Connection: close"), "{req}");
+        assert!(req.contains("Connection: keep-alive"), "{req}");
+    }
+
+    #[test]
+    fn a_body_over_the_cap_is_truncated_but_the_status_kept() {
+        let mut answer = b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n".to_vec();
+        answer.resize(answer.len() + 100_000, b'x');
+        let (url, h) = serve_once(answer);
+        let r = get(&url, "/", &[], Duration::from_secs(5), 4096).unwrap();
+        assert_eq!(r.status, 200);
+        assert!(r.truncated);
+        assert!(r.body.len() < 4096 && r.body.iter().all(|&b| b == b'x'));
+        h.join().unwrap();
+        // A head that alone exceeds the cap is an error, not a guess.
+        let (url, h) =
+            serve_once(format!("HTTP/1.1 200 OK\r\nX: {}\r\n\r\n", "y".repeat(500)).into_bytes());
+        let e = get(&url, "/", &[], Duration::from_secs(5), 100).unwrap_err();
+        assert!(e.contains("head larger than 100 bytes"), "{e}");
+        h.join().unwrap();
+    }
+
+    #[test]
+    fn a_silent_server_times_out() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = Url::parse(&format!("http://{}/", l.local_addr().unwrap())).unwrap();
+        let e = get(&url, "/", &[], Duration::from_millis(200), 1024).unwrap_err();
+        assert!(e.contains("timed out") || e.contains("receive"), "{e}");
+        drop(l);
     }
 }

@@ -1,0 +1,101 @@
+//! The report model: a results folder read back and re-analysed (steps in load order,
+//! their series, the analysis and the server's findings). Every format is written from it;
+//! it knows no format.
+use crate::analysis::{self, Analysis};
+use crate::store::{self, RunData, StepRecord};
+use crate::units::fmt_num;
+use std::path::Path;
+
+/// A results folder and its analysis, recomputed from the steps (never trusted from disk, so
+/// a report of an interrupted run says the same as one of a finished run would have).
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    pub data: RunData,
+    /// The steps in order of load (a capacity search probes out of order).
+    pub steps: Vec<StepRecord>,
+    pub analysis: Analysis,
+    /// What the reader must know about this report: lines skipped, an SLO that did not parse.
+    pub notes: Vec<String>,
+}
+
+impl RunReport {
+    /// Reads DIR and analyses it; a missing or foreign folder is a usage error.
+    pub fn load(dir: &Path) -> crate::Result<RunReport> {
+        Ok(RunReport::from_data(store::load(dir)?))
+    }
+
+    pub fn from_data(data: RunData) -> RunReport {
+        let mut notes: Vec<String> = data.skipped.clone();
+        let slo = match data.info.slo.as_deref() {
+            Some(text) => match analysis::slo::parse(text) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    notes.push(format!(
+                        "the run's SLO '{text}' does not parse ({e}); analysed without it"
+                    ));
+                    None
+                }
+            },
+            None => None,
+        };
+        let mut steps = data.steps.clone();
+        if steps.windows(2).any(|w| w[1].offered < w[0].offered) {
+            // Stable: probes at the same load keep their order.
+            steps.sort_by(|a, b| a.offered.total_cmp(&b.offered));
+            notes.push("steps were re-ordered by load for the analysis and charts".to_string());
+        }
+        let mut analysis = analysis::analyze(&data.info.mode, &steps, slo.as_ref());
+        // The server's findings, unless the analysis already carries them: every format
+        // written from this report (HTML, JSON) then says what the observed hosts showed.
+        let observed: Vec<(f64, &crate::observe::StepObservation)> = steps
+            .iter()
+            .filter_map(|s| s.server.as_ref().map(|o| (s.offered, o)))
+            .collect();
+        for f in crate::observe::findings(&observed, &data.info.mode) {
+            if !analysis.findings.contains(&f) {
+                analysis.findings.push(f);
+            }
+        }
+        RunReport {
+            data,
+            steps,
+            analysis,
+            notes,
+        }
+    }
+
+    /// The run's name: run.json's, else the folder's.
+    pub fn name(&self) -> String {
+        let n = self.data.info.name.trim();
+        if !n.is_empty() {
+            return n.to_string();
+        }
+        self.data
+            .dir
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "run".to_string())
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.data.info.mode != "closed"
+    }
+
+    pub fn complete(&self) -> bool {
+        self.data.complete()
+    }
+
+    /// The unit of the load levels.
+    pub fn unit(&self) -> &'static str {
+        if self.is_open() {
+            "req/s"
+        } else {
+            "users"
+        }
+    }
+
+    /// A load level with its unit: "400 req/s", "8 users".
+    pub fn load_text(&self, v: f64) -> String {
+        format!("{} {}", fmt_num(v), self.unit())
+    }
+}
