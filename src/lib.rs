@@ -18,5 +18,6 @@ pub mod signals;
 pub mod store;
 pub mod target;
 pub mod units;
+pub mod usecase;
 
 pub use error::{Error, Result};

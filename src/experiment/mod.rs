@@ -12,6 +12,7 @@ pub mod plan;
 pub mod report;
 pub mod resume;
 pub mod runner;
+pub mod servers;
 pub mod spec;
 
 pub use spec::{load, Experiment};

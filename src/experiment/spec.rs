@@ -463,7 +463,7 @@ fn dur(file: &Path, key: &str, t: &Option<Text>, default: Duration) -> crate::Re
 fn share(file: &Path, key: &str, t: &Option<Text>, default: f64) -> crate::Result<f64> {
     match t {
         None => Ok(default),
-        Some(Text(s)) => crate::cli::sweep::parse_share(s).map_err(|e| err(file, key, e)),
+        Some(Text(s)) => crate::units::parse_share(s).map_err(|e| err(file, key, e)),
     }
 }
 

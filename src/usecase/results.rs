@@ -1,6 +1,8 @@
-//! The results folder of a sweep or capacity search: where it goes, what run.json says, and
-//! what is printed when the run ends.
+//! The results folder of a sweep or capacity search: where it goes, what run.json says, the
+//! report written beside it, and the analysis text shown when the run ends.
 use crate::analysis::{Analysis, Slo};
+use crate::report::{folder, Format, RunReport};
+use std::fmt::Write;
 use crate::store::{self, RunInfo, Writer};
 use std::path::{Path, PathBuf};
 
@@ -77,15 +79,27 @@ pub fn open(
     Writer::create(&dir, info)
 }
 
-/// Prints the analysis after a sweep or search.
-pub fn print_analysis(a: &Analysis, notes: &[String]) {
-    println!();
+/// The analysis after a sweep or search: a blank line, the findings, the notes.
+pub fn analysis_text(a: &Analysis, notes: &[String]) -> String {
+    let mut o = String::from("\n");
     for f in &a.findings {
-        println!("  • {f}");
+        let _ = writeln!(o, "  • {f}");
     }
     for n in notes {
-        println!("  ! {n}");
+        let _ = writeln!(o, "  ! {n}");
     }
+    o
+}
+
+/// Writes DIR/report.html from what is on disk (so it shows exactly what `overload report`
+/// would) and returns its path.
+pub fn write_report(dir: &Path) -> crate::Result<PathBuf> {
+    let r = RunReport::load(dir)?;
+    let paths = folder::write(&r, Format::Html, None)?;
+    Ok(paths
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| dir.join("report.html")))
 }
 
 #[cfg(test)]
