@@ -151,3 +151,6 @@ impl<'a> Stepper<'a> {
         self.interrupted || self.exec.interrupted()
     }
 }
+
+#[cfg(test)]
+mod tests;
