@@ -17,3 +17,6 @@ pub use config::{ConnConfig, OpenLoopConfig, Output, RequestConfig, StepTiming};
 pub use demo::DemoConfig;
 pub use run::{RunConfig, RunLoad};
 pub use sweep::{Levels, SweepConfig};
+
+#[cfg(test)]
+mod tests;
