@@ -16,3 +16,6 @@ pub mod servers;
 pub mod spec;
 
 pub use spec::{load, Experiment};
+
+#[cfg(test)]
+mod tests;
