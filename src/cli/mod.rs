@@ -140,3 +140,6 @@ fn concise(e: &clap::Error) -> String {
     let command = path.join(" ");
     format!("{msg}; see '{command} --help'")
 }
+
+#[cfg(test)]
+mod tests;

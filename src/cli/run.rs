@@ -106,9 +106,25 @@ mod tests {
     fn help_defaults_match_the_library() {
         // The literals in the help text of --users and --duration are words, not values:
         // they must say what the library does.
-        let c = W::try_parse_from(["x", "http://127.0.0.1:1/"]).unwrap().a.config().unwrap();
-        assert_eq!(c.load, RunLoad::Users { users: 10, think: None });
+        let c = W::try_parse_from(["x", "http://127.0.0.1:1/"])
+            .unwrap()
+            .a
+            .config()
+            .unwrap();
+        assert_eq!(
+            c.load,
+            RunLoad::Users {
+                users: 10,
+                think: None
+            }
+        );
         assert_eq!(c.duration, Some(Duration::from_secs(10)));
-        assert_eq!(c, RunConfig { request: c.request.clone(), ..RunConfig::default() });
+        assert_eq!(
+            c,
+            RunConfig {
+                request: c.request.clone(),
+                ..RunConfig::default()
+            }
+        );
     }
 }

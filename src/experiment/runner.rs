@@ -144,4 +144,3 @@ pub fn execute(
     }
     Ok(0)
 }
-

@@ -94,8 +94,14 @@ fn runs_repetition_after_repetition_with_a_fresh_server_each() {
     assert_eq!(
         servers.events,
         [
-            "start w4-r1", "stop w4-r1", "start w8-r1", "stop w8-r1",
-            "start w4-r2", "stop w4-r2", "start w8-r2", "stop w8-r2"
+            "start w4-r1",
+            "stop w4-r1",
+            "start w8-r1",
+            "stop w8-r1",
+            "start w4-r2",
+            "stop w4-r2",
+            "start w8-r2",
+            "stop w8-r2"
         ]
     );
     // Each run: the warm-up round at the first level, then both fixed steps.
@@ -108,12 +114,23 @@ fn runs_repetition_after_repetition_with_a_fresh_server_each() {
     let r = &saved.runs[0];
     assert_eq!(r.exit_code, 0);
     assert!(
-        r.command.starts_with("overload sweep 'http://127.0.0.1:9/sleep?ms=20' --pick sequence "),
+        r.command
+            .starts_with("overload sweep 'http://127.0.0.1:9/sleep?ms=20' --pick sequence "),
         "{}",
         r.command
     );
-    assert!(r.command.contains("--users 2,8 --past-saturation 1000000 --max-errors 1 "), "{}", r.command);
-    assert!(r.command.ends_with(&format!("--out {}/w4-r1 --name w4-r1 -q", dir.display())), "{}", r.command);
+    assert!(
+        r.command
+            .contains("--users 2,8 --past-saturation 1000000 --max-errors 1 "),
+        "{}",
+        r.command
+    );
+    assert!(
+        r.command
+            .ends_with(&format!("--out {}/w4-r1 --name w4-r1 -q", dir.display())),
+        "{}",
+        r.command
+    );
     for id in ids {
         let steps = std::fs::read_to_string(dir.join(id).join("steps.jsonl")).unwrap();
         assert_eq!(steps.lines().count(), 2, "{id}");
@@ -133,11 +150,17 @@ fn resume_after_a_crash_skips_finished_runs_and_sets_the_partial_one_aside() {
     let mut servers = FakeServers::default();
     let code = execute(&exp, dir, &mut state, &QUIET, &mut exec, &mut servers).unwrap();
     assert_eq!(code, 130);
-    assert_eq!(servers.events.last().map(String::as_str), Some("stop w8-r1"));
+    assert_eq!(
+        servers.events.last().map(String::as_str),
+        Some("stop w8-r1")
+    );
     let before = State::load(dir).unwrap();
     assert_eq!(before.runs.len(), 1);
     assert!(!before.complete);
-    assert!(dir.join("w8-r1/steps.jsonl").is_file(), "the interrupted run left its folder");
+    assert!(
+        dir.join("w8-r1/steps.jsonl").is_file(),
+        "the interrupted run left its folder"
+    );
     // Then the process is killed with the next server up: the state still names it.
     let mut crashed = before.clone();
     crashed.server = Some(ServerState {
@@ -153,14 +176,29 @@ fn resume_after_a_crash_skips_finished_runs_and_sets_the_partial_one_aside() {
     let mut servers = FakeServers::default();
     let code = execute(&exp, dir, &mut state, &QUIET, &mut exec, &mut servers).unwrap();
     assert_eq!(code, 0);
-    assert_eq!(servers.events[0], "leftover w8-r1", "the left-over server is stopped first");
-    assert!(!servers.events.contains(&"start w4-r1".to_string()), "finished runs are skipped");
+    assert_eq!(
+        servers.events[0], "leftover w8-r1",
+        "the left-over server is stopped first"
+    );
+    assert!(
+        !servers.events.contains(&"start w4-r1".to_string()),
+        "finished runs are skipped"
+    );
     assert_eq!(exec.offered.len(), 3 * 3, "three runs of three steps");
     let after = State::load(dir).unwrap();
     assert!(after.complete);
-    assert_eq!(after.runs[0], before.runs[0], "the finished run's record is kept as it was");
-    let aside: Vec<_> = std::fs::read_dir(dir.join(".interrupted")).unwrap().collect();
-    assert_eq!(aside.len(), 1, "the partial folder was moved aside, not deleted");
+    assert_eq!(
+        after.runs[0], before.runs[0],
+        "the finished run's record is kept as it was"
+    );
+    let aside: Vec<_> = std::fs::read_dir(dir.join(".interrupted"))
+        .unwrap()
+        .collect();
+    assert_eq!(
+        aside.len(),
+        1,
+        "the partial folder was moved aside, not deleted"
+    );
     let steps = std::fs::read_to_string(dir.join("w8-r1/steps.jsonl")).unwrap();
     assert_eq!(steps.lines().count(), 2, "w8-r1 ran again from the start");
 }

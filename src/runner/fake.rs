@@ -99,7 +99,9 @@ impl<F: FnMut(usize, f64) -> Shape> Executor for Scripted<F> {
         let offered = offered_of(&load);
         self.offered.push(offered);
         if self.fail_at == Some(n) {
-            return Err(crate::Error::runtime(format!("scripted failure at step {n}")));
+            return Err(crate::Error::runtime(format!(
+                "scripted failure at step {n}"
+            )));
         }
         let shape = (self.script)(n, offered);
         let interrupted = self.interrupt_during == Some(n);

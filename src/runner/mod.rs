@@ -12,8 +12,8 @@ use crate::analysis::Slo;
 use crate::engine::{EngineConfig, Load};
 use crate::report::progress::SweepProgress;
 use crate::store::{StepRecord, Writer};
-use std::time::Duration;
 pub use executor::{Engine, Executor};
+use std::time::Duration;
 use step::{flag_last, RunClock};
 
 /// A stepped run, ended: what [`Stepper::finish`] returns.

@@ -38,13 +38,24 @@ fn run<F: FnMut(usize, f64) -> Shape>(
     let dir = tempfile::tempdir().unwrap();
     let base = fake::base(plan.loads[0]);
     let mut writer = fake::writer(dir.path(), mode);
-    let progress = SweepProgress::new(None, Duration::ZERO, Duration::ZERO, Duration::ZERO, "req/s", true);
+    let progress = SweepProgress::new(
+        None,
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+        "req/s",
+        true,
+    );
     let mut stepper = Stepper::new(&base, mode, slo, &mut writer, progress, exec);
     let result = sweep(&mut stepper, plan);
     let done = stepper.finish(&result, String::clone).unwrap();
     assert_eq!(done.reason, result.unwrap());
     let steps = std::fs::read_to_string(dir.path().join("steps.jsonl")).unwrap();
-    assert_eq!(steps.lines().count(), done.steps.len(), "every step is stored");
+    assert_eq!(
+        steps.lines().count(),
+        done.steps.len(),
+        "every step is stored"
+    );
     let info: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("run.json")).unwrap())
             .unwrap();
@@ -52,7 +63,9 @@ fn run<F: FnMut(usize, f64) -> Shape>(
     (done.reason, done.complete, info["stop_reason"].clone())
 }
 
-const LEVELS: [f64; 10] = [500.0, 750.0, 1000.0, 1250.0, 1500.0, 1750.0, 2000.0, 2250.0, 2500.0, 2750.0];
+const LEVELS: [f64; 10] = [
+    500.0, 750.0, 1000.0, 1250.0, 1500.0, 1750.0, 2000.0, 2250.0, 2500.0, 2750.0,
+];
 
 #[test]
 fn stops_past_saturation() {
@@ -63,7 +76,11 @@ fn stops_past_saturation() {
     assert_eq!(exec.offered, [500.0, 750.0, 1000.0, 1250.0, 1500.0, 1750.0]);
     assert_eq!(stored, reason.as_str());
     assert!(complete);
-    assert_eq!(exec.rests, vec![Duration::from_secs(5); 5], "a rest between steps only");
+    assert_eq!(
+        exec.rests,
+        vec![Duration::from_secs(5); 5],
+        "a rest between steps only"
+    );
 }
 
 #[test]
@@ -75,7 +92,10 @@ fn stops_when_a_step_fails_too_many_requests() {
     let (reason, complete, _) = run(&mut exec, &p, "open", None);
     // 1750 is 1.75× capacity: (1.75 - 1.5) / 1.75 = 14.3% failed, above 10%.
     assert_eq!(exec.offered.last(), Some(&1750.0));
-    assert_eq!(reason, "step 6 failed 14.3% of requests (--max-errors 10.0%)");
+    assert_eq!(
+        reason,
+        "step 6 failed 14.3% of requests (--max-errors 10.0%)"
+    );
     assert!(complete, "a stop rule is a normal end");
 }
 
@@ -104,7 +124,11 @@ fn sigint_during_a_step_ends_the_sweep_incomplete() {
     let mut exec = Scripted::new(fake::server(1e9));
     exec.interrupt_during = Some(1);
     let (reason, complete, stored) = run(&mut exec, &plan(rates(&LEVELS)), "open", None);
-    assert_eq!(exec.offered.len(), 2, "the interrupted step is kept, no step after it");
+    assert_eq!(
+        exec.offered.len(),
+        2,
+        "the interrupted step is kept, no step after it"
+    );
     assert_eq!(reason, "interrupted during step 2");
     assert_eq!(stored, reason.as_str());
     assert!(!complete);
@@ -128,7 +152,14 @@ fn an_engine_error_is_recorded_and_returned() {
     exec.fail_at = Some(2);
     let base = fake::base(p.loads[0]);
     let mut writer = fake::writer(dir.path(), "open");
-    let progress = SweepProgress::new(None, Duration::ZERO, Duration::ZERO, Duration::ZERO, "req/s", true);
+    let progress = SweepProgress::new(
+        None,
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+        "req/s",
+        true,
+    );
     let mut stepper = Stepper::new(&base, "open", None, &mut writer, progress, &mut exec);
     let result = sweep(&mut stepper, &p);
     let done = stepper.finish(&result, String::clone).unwrap();
@@ -167,11 +198,21 @@ fn slo_failures_mark_the_step_without_stopping_the_sweep() {
     let dir = tempfile::tempdir().unwrap();
     let base = fake::base(p.loads[0]);
     let mut writer = fake::writer(dir.path(), "open");
-    let progress = SweepProgress::new(None, Duration::ZERO, Duration::ZERO, Duration::ZERO, "req/s", true);
+    let progress = SweepProgress::new(
+        None,
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+        "req/s",
+        true,
+    );
     let mut stepper = Stepper::new(&base, "open", Some(&slo), &mut writer, progress, &mut exec);
     let result = sweep(&mut stepper, &p);
     let done = stepper.finish(&result, String::clone).unwrap();
     let ok: Vec<Option<bool>> = done.steps.iter().map(|s| s.slo_ok).collect();
-    assert_eq!(ok, [Some(true), Some(true), Some(true), Some(false), Some(false)]);
+    assert_eq!(
+        ok,
+        [Some(true), Some(true), Some(true), Some(false), Some(false)]
+    );
     assert!(done.steps[3].flags.iter().any(|f| f == "slo-failed"));
 }

@@ -119,7 +119,11 @@ impl fmt::Display for CapacityOutcome {
                 "  probe {:>2}: {:>9.1} req/s  {}  p99 {:>8}  errors {:.2}%{gen}",
                 i + 1,
                 step.offered,
-                if self.slo.holds(s) { "met   " } else { "FAILED" },
+                if self.slo.holds(s) {
+                    "met   "
+                } else {
+                    "FAILED"
+                },
                 crate::units::fmt_ms(s.response_time_ms.p99),
                 Slo::measure(analysis::slo::Metric::Errors, s) * 100.0
             )?;

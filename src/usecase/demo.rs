@@ -116,8 +116,7 @@ pub fn run(
     exec: &mut dyn Executor,
     on_ready: impl FnOnce(&DemoTarget),
 ) -> crate::Result<DemoOutcome> {
-    if cfg.workers == 0 || cfg.workers > 10_000 || cfg.service_ms == 0 || cfg.service_ms > 10_000
-    {
+    if cfg.workers == 0 || cfg.workers > 10_000 || cfg.service_ms == 0 || cfg.service_ms > 10_000 {
         return Err(crate::Error::usage(
             "demo: --workers must be 1..10000 and --service-ms 1..10000",
         ));
@@ -182,7 +181,14 @@ pub fn run(
     )?;
     let dir = writer.dir().to_path_buf();
     crate::signals::install();
-    let progress = SweepProgress::new(Some(loads.len()), WARMUP, cfg.step, REST, "req/s", cfg.quiet);
+    let progress = SweepProgress::new(
+        Some(loads.len()),
+        WARMUP,
+        cfg.step,
+        REST,
+        "req/s",
+        cfg.quiet,
+    );
     let sweep_defaults = super::sweep::SweepConfig::default();
     let plan = SweepPlan {
         loads,

@@ -2,8 +2,8 @@
 //! report written beside it, and the analysis text shown when the run ends.
 use crate::analysis::{Analysis, Slo};
 use crate::report::{folder, Format, RunReport};
-use std::fmt::Write;
 use crate::store::{self, RunInfo, Writer};
+use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 /// `runs/<UTC time>-<name>`.

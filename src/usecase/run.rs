@@ -209,7 +209,11 @@ impl fmt::Display for RunOutcome {
 }
 
 /// Runs the load and returns the summary (shared by `run` and the experiment's warm-up).
-pub fn execute(cfg: &EngineConfig, urls: &[String], quiet: bool) -> crate::Result<(Summary, Outcome)> {
+pub fn execute(
+    cfg: &EngineConfig,
+    urls: &[String],
+    quiet: bool,
+) -> crate::Result<(Summary, Outcome)> {
     crate::signals::install();
     let ctl = Control::new(cfg.threads);
     if !quiet {

@@ -89,7 +89,10 @@ impl SweepConfig {
 }
 
 fn join<T: fmt::Display>(v: &[T]) -> String {
-    v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")
+    v.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The equivalent `overload sweep …` command line.

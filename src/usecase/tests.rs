@@ -60,7 +60,11 @@ fn capacity_search_end_to_end_reruns_a_generator_bound_probe_once() {
         [50.0, 100.0, 200.0, 200.0, 400.0, 800.0, 1600.0, 1200.0, 1000.0, 1100.0, 1050.0]
     );
     assert_eq!((o.search.lo, o.search.hi), (Some(1050.0), Some(1100.0)));
-    assert_eq!(o.search.probes.len(), 10, "the re-run is a step, not a probe");
+    assert_eq!(
+        o.search.probes.len(),
+        10,
+        "the re-run is a step, not a probe"
+    );
     assert_eq!(o.steps.len(), 11);
     assert!(o.steps[2].flags.iter().any(|f| f == "generator-bound"));
     assert!(o
@@ -72,11 +76,18 @@ fn capacity_search_end_to_end_reruns_a_generator_bound_probe_once() {
     // Rests between steps, the re-run included; none before the first.
     assert_eq!(exec.rests, vec![StepTiming::default().rest; 10]);
     let text = o.to_string();
-    assert!(text.contains("capacity: 1050.0 req/s under 'p99<100ms' (bracket [1050.0, 1100.0))"), "{text}");
+    assert!(
+        text.contains("capacity: 1050.0 req/s under 'p99<100ms' (bracket [1050.0, 1100.0))"),
+        "{text}"
+    );
     assert_eq!(text.matches("(generator-bound)").count(), 1, "{text}");
     let dir = tmp.path().join("run");
     let steps = std::fs::read_to_string(dir.join("steps.jsonl")).unwrap();
-    assert_eq!(steps.lines().count(), 11, "both runs of the probe are stored");
+    assert_eq!(
+        steps.lines().count(),
+        11,
+        "both runs of the probe are stored"
+    );
     let info = json(&dir.join("run.json"));
     assert_eq!(info["complete"], true);
     assert_eq!(info["kind"], "capacity");
@@ -140,7 +151,10 @@ fn capacity_without_slo_is_a_usage_error_before_anything_runs() {
     let e = capacity::run(&cfg, &mut exec).unwrap_err();
     assert_eq!(e.exit_code(), 2);
     assert!(exec.offered.is_empty());
-    assert!(!tmp.path().join("run").exists(), "no results folder for a usage error");
+    assert!(
+        !tmp.path().join("run").exists(),
+        "no results folder for a usage error"
+    );
 }
 
 #[test]
@@ -156,13 +170,26 @@ fn sweep_end_to_end_stores_its_configuration_and_exit_code() {
     let mut exec = Scripted::new(fake::server(1000.0));
     let o = sweep::run(&cfg, &mut exec).unwrap();
     assert_eq!(exec.offered, [500.0, 1000.0, 1500.0, 2000.0]);
-    assert_eq!(o.reason, "step 4 failed 25.0% of requests (--max-errors 20.0%)");
+    assert_eq!(
+        o.reason,
+        "step 4 failed 25.0% of requests (--max-errors 20.0%)"
+    );
     assert_eq!(o.exit_code(), 3, "a step failed the SLO");
     assert!(o.to_string().starts_with("sweep ended: step 4 failed"));
     let info = json(&tmp.path().join("run/run.json"));
     let c = &info["config"];
-    assert_eq!(c["levels"], serde_json::json!([500.0, 1000.0, 1500.0, 2000.0, 2500.0, 3000.0]));
-    assert_eq!((c["warmup_s"].as_f64(), c["step_s"].as_f64(), c["rest_s"].as_f64()), (Some(5.0), Some(30.0), Some(5.0)));
+    assert_eq!(
+        c["levels"],
+        serde_json::json!([500.0, 1000.0, 1500.0, 2000.0, 2500.0, 3000.0])
+    );
+    assert_eq!(
+        (
+            c["warmup_s"].as_f64(),
+            c["step_s"].as_f64(),
+            c["rest_s"].as_f64()
+        ),
+        (Some(5.0), Some(30.0), Some(5.0))
+    );
     assert_eq!(c["past_saturation"], 2);
     assert_eq!(c["max_errors"], 0.2);
     assert_eq!(c["connections"], 10_000);
