@@ -99,7 +99,7 @@ fn sweep_configs_parse_back_from_their_display() {
         },
         levels: Levels::Users {
             users: vec![1, 2, 4],
-            think: Some((Duration::from_millis(10), Duration::from_micros(1500))),
+            think: Some((Duration::from_millis(10), Duration::from_micros(15_500))),
         },
         past_saturation: 7,
         max_errors: 0.035,
@@ -190,22 +190,24 @@ fn experiment_runs_are_the_commands_they_show() {
 warmup = "4s"
 [load]
 users = [1, 2, 4]
-think = "10ms..20ms"
 step = "10s"
 [[config]]
 name = "a"
 setup = "true"
 ready = "http://127.0.0.1:18990/"
+load = { think = "10ms..20ms" }
 [[config]]
 stack = ["nginx-fpm"]
 knobs = { workers = [4, 8] }
 [[config]]
 name = "steps"
+group = "open"
 setup = "true"
 ready = "http://127.0.0.1:18990/"
 load = { kind = "steps", rates = "100:300:100", arrival = "poisson" }
 [[config]]
 name = "cap"
+group = "cap"
 setup = "true"
 ready = "http://127.0.0.1:18990/"
 load = { kind = "capacity", slo = "p99<100ms", start = 100, max = 800, precision = "10%" }
