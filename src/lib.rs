@@ -21,5 +21,6 @@ pub mod store;
 pub mod target;
 pub mod units;
 pub mod url;
+pub mod usecase;
 
 pub use error::{Error, Result};

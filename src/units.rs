@@ -76,6 +76,19 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// Parses a share: `20%` or `0.2`, between 0 and 1.
+pub fn parse_share(s: &str) -> Result<f64, String> {
+    let v = match s.trim().strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => s.trim().parse::<f64>(),
+    }
+    .map_err(|_| format!("'{s}' is not a percentage (e.g. 20%)"))?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(format!("'{s}' must be between 0% and 100%"));
+    }
+    Ok(v)
+}
+
 /// Formats a duration as a user would type it: `850µs`, `300ms`, `5s`, `1.5s`, `2m`.
 pub fn fmt_duration(d: Duration) -> String {
     let s = d.as_secs_f64();

@@ -40,7 +40,7 @@ pub fn run(a: ExperimentArgs) -> crate::Result<i32> {
     let name = folder_name(&exp);
     let dir = match (&a.out, a.resume) {
         (Some(d), _) => d.clone(),
-        (None, false) => crate::cli::results::default_dir(&name),
+        (None, false) => crate::usecase::results::default_dir(&name),
         (None, true) => resume::latest(Path::new("runs"), &name).ok_or_else(|| {
             Error::usage(format!(
                 "--resume: no experiment folder runs/*-{name} found (give it with --out DIR)"
@@ -83,7 +83,14 @@ pub fn run(a: ExperimentArgs) -> crate::Result<i32> {
         plan::fmt_long(plan::total_duration(&exp)),
         dir.display()
     );
-    let result = runner::execute(&exp, &dir, &mut state, &runner::Options { quiet: a.quiet });
+    let result = runner::execute(
+        &exp,
+        &dir,
+        &mut state,
+        &runner::Options { quiet: a.quiet },
+        &mut crate::runner::Engine,
+        &mut crate::experiment::servers::RealServers::default(),
+    );
     // The report covers whatever finished, also after an error or an interruption.
     let path = report::write(&exp, &dir, &state)?;
     print!("{}", report::table(&exp, &dir, &state));

@@ -1,14 +1,46 @@
-//! Options shared by every command that sends load (run; later sweep, capacity): the request
-//! mix, connection handling and timeouts. Each is validated here into the engine's types,
-//! with a one-line error naming the flag.
-use crate::engine::{Arrival, Pick, Prepared};
-use crate::plan::{parse_header, parse_method, read_urls_file, RequestSpec, Url};
-use crate::units::{parse_duration, parse_duration_range};
-use crate::Error;
+//! Options shared by every command that sends load (run, sweep, capacity): the request mix,
+//! connection handling and timeouts, and the steps' timing. Each group turns into its part of
+//! the library's configuration (`usecase::config`); the defaults shown by `--help` come from
+//! those configurations' `Default`, so they exist once.
+use crate::engine::{Arrival, Pick};
+use crate::units::{parse_duration, parse_duration_range, parse_share};
+use crate::usecase::config::{ConnConfig, OpenLoopConfig, Output, RequestConfig, StepTiming};
 use clap::{Args, ValueEnum};
-use std::net::SocketAddr;
+use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// A duration argument; its `Display` is how `--help` shows a default, and parses back.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Dur(pub Duration);
+
+impl fmt::Display for Dur {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_zero() {
+            f.write_str("0s")
+        } else {
+            f.write_str(&crate::units::fmt_duration(self.0))
+        }
+    }
+}
+
+pub fn parse_dur(s: &str) -> Result<Dur, String> {
+    parse_duration(s).map(Dur)
+}
+
+/// A share argument (`20%` or `0.2`); shown as a percentage.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Share(pub f64);
+
+impl fmt::Display for Share {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}%", (self.0 * 1e4).round() / 1e2)
+    }
+}
+
+pub fn parse_share_arg(s: &str) -> Result<Share, String> {
+    parse_share(s).map(Share)
+}
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum PickArg {
@@ -18,12 +50,48 @@ pub enum PickArg {
     Sequence,
 }
 
+impl From<Pick> for PickArg {
+    fn from(p: Pick) -> PickArg {
+        match p {
+            Pick::Random => PickArg::Random,
+            Pick::Sequence => PickArg::Sequence,
+        }
+    }
+}
+
+impl From<PickArg> for Pick {
+    fn from(p: PickArg) -> Pick {
+        match p {
+            PickArg::Random => Pick::Random,
+            PickArg::Sequence => Pick::Sequence,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ArrivalArg {
     /// Evenly spaced arrivals.
     Constant,
     /// Exponential gaps: independent users arriving at random.
     Poisson,
+}
+
+impl From<Arrival> for ArrivalArg {
+    fn from(a: Arrival) -> ArrivalArg {
+        match a {
+            Arrival::Constant => ArrivalArg::Constant,
+            Arrival::Poisson => ArrivalArg::Poisson,
+        }
+    }
+}
+
+impl From<ArrivalArg> for Arrival {
+    fn from(a: ArrivalArg) -> Arrival {
+        match a {
+            ArrivalArg::Constant => Arrival::Constant,
+            ArrivalArg::Poisson => Arrival::Poisson,
+        }
+    }
 }
 
 /// What to send.
@@ -36,10 +104,10 @@ pub struct RequestArgs {
     #[arg(long = "urls", value_name = "FILE")]
     pub urls_file: Option<PathBuf>,
     /// How each request chooses among several URLs.
-    #[arg(long, value_enum, default_value = "sequence")]
+    #[arg(long, value_enum, default_value_t = RequestConfig::default().pick.into())]
     pub pick: PickArg,
     /// HTTP method for the URLs given on the command line.
-    #[arg(short = 'X', long = "method", default_value = "GET")]
+    #[arg(short = 'X', long = "method", default_value_t = RequestConfig::default().method)]
     pub method: String,
     /// Extra request header, 'Name: value' (repeatable).
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
@@ -49,26 +117,36 @@ pub struct RequestArgs {
     pub body: Option<String>,
 }
 
+impl From<RequestArgs> for RequestConfig {
+    fn from(a: RequestArgs) -> RequestConfig {
+        RequestConfig {
+            urls: a.urls,
+            urls_file: a.urls_file,
+            pick: a.pick.into(),
+            method: a.method,
+            headers: a.headers,
+            body: a.body,
+        }
+    }
+}
+
 /// The open loop's arrivals and connection pool (sweep --rates, capacity).
 #[derive(Args, Debug, Clone)]
 pub struct OpenLoopArgs {
     /// Arrival process of the open loop.
-    #[arg(long, value_enum, default_value = "constant")]
+    #[arg(long, value_enum, default_value_t = OpenLoopConfig::default().arrival.into())]
     pub arrival: ArrivalArg,
     /// Open loop: most connections to open (opened as needed).
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = OpenLoopConfig::default().connections)]
     pub connections: usize,
 }
 
-impl OpenLoopArgs {
-    pub fn validate(&self) -> crate::Result<()> {
-        if self.connections == 0 || self.connections > 1_000_000 {
-            return Err(Error::usage(format!(
-                "--connections {}: use 1 to 1000000",
-                self.connections
-            )));
+impl From<OpenLoopArgs> for OpenLoopConfig {
+    fn from(a: OpenLoopArgs) -> OpenLoopConfig {
+        OpenLoopConfig {
+            arrival: a.arrival.into(),
+            connections: a.connections,
         }
-        Ok(())
     }
 }
 
@@ -82,186 +160,80 @@ pub struct ConnArgs {
     #[arg(long, value_name = "K")]
     pub calls_per_connection: Option<u32>,
     /// Time allowed for one request, from its start to the end of its response.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    pub timeout: Duration,
+    #[arg(long, default_value_t = Dur(ConnConfig::default().timeout), value_parser = parse_dur)]
+    pub timeout: Dur,
     /// Time allowed to establish a TCP connection.
-    #[arg(long, default_value = "3s", value_parser = parse_duration)]
-    pub connect_timeout: Duration,
+    #[arg(long, default_value_t = Dur(ConnConfig::default().connect_timeout), value_parser = parse_dur)]
+    pub connect_timeout: Dur,
     /// Worker threads, each with its own event loop (default: number of cores).
     #[arg(long)]
     pub threads: Option<usize>,
     /// Open loop: at most one wake-up per this period for arrivals, so that dense arrivals
     /// share one (wrk2's granularity is 1 ms). Response times forgive at most this much of the
     /// resulting wait; send lag shows it raw. 0 = wake for every arrival (costs more CPU).
-    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
-    pub pacing_slack: Duration,
+    #[arg(long, default_value_t = Dur(ConnConfig::default().pacing_slack), value_parser = parse_dur)]
+    pub pacing_slack: Dur,
     /// Seed for random choices (arrivals, think times, URL picks), for repeatable plans.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = ConnConfig::default().seed)]
     pub seed: u64,
 }
 
-/// The request mix, resolved and pre-rendered for the engine.
-pub struct Mix {
-    pub addrs: Vec<SocketAddr>,
-    pub requests: Vec<Prepared>,
-    pub pick: Pick,
-    /// The URLs, for display and the results.
-    pub urls: Vec<String>,
-}
-
-impl RequestArgs {
-    pub fn specs(&self) -> crate::Result<Vec<RequestSpec>> {
-        let method = parse_method(&self.method).map_err(|e| Error::usage(format!("-X: {e}")))?;
-        let headers = self
-            .headers
-            .iter()
-            .map(|h| parse_header(h).map_err(|e| Error::usage(format!("-H: {e}"))))
-            .collect::<crate::Result<Vec<_>>>()?;
-        let body = match &self.body {
-            None => None,
-            Some(b) => match b.strip_prefix('@') {
-                Some(path) => Some(
-                    std::fs::read(path)
-                        .map_err(|e| Error::usage(format!("--body: cannot read '{path}': {e}")))?,
-                ),
-                None => Some(b.as_bytes().to_vec()),
-            },
-        };
-        let mut specs = Vec::new();
-        for u in &self.urls {
-            let url = Url::parse(u).map_err(|e| Error::usage(format!("URL {e}")))?;
-            specs.push(RequestSpec {
-                method: method.clone(),
-                url,
-                headers: headers.clone(),
-                body: body.clone(),
-            });
-        }
-        if let Some(f) = &self.urls_file {
-            for mut s in read_urls_file(f).map_err(Error::usage)? {
-                s.headers.extend(headers.iter().cloned());
-                specs.push(s);
-            }
-        }
-        if specs.is_empty() {
-            return Err(Error::usage(
-                "no URL given (pass URL arguments or --urls FILE)",
-            ));
-        }
-        Ok(specs)
-    }
-
-    /// Resolves hosts (once, before the run) and renders every request.
-    pub fn mix(&self) -> crate::Result<Mix> {
-        let specs = self.specs()?;
-        let mut addrs: Vec<SocketAddr> = Vec::new();
-        let mut requests = Vec::new();
-        let mut urls = Vec::new();
-        for s in &specs {
-            let addr = s.url.resolve().map_err(|e| {
-                Error::usage(format!(
-                    "URL 'http://{}{}': {e}",
-                    s.url.authority, s.url.target
-                ))
-            })?;
-            let idx = match addrs.iter().position(|a| *a == addr) {
-                Some(i) => i,
-                None => {
-                    addrs.push(addr);
-                    addrs.len() - 1
-                }
-            };
-            requests.push(Prepared {
-                addr: idx,
-                keep_alive: s.render(false),
-                close: s.render(true),
-                head_only: s.method == "HEAD",
-            });
-            urls.push(format!(
-                "{} http://{}{}",
-                s.method, s.url.authority, s.url.target
-            ));
-        }
-        let pick = match self.pick {
-            PickArg::Random => Pick::Random,
-            PickArg::Sequence => Pick::Sequence,
-        };
-        Ok(Mix {
-            addrs,
-            requests,
-            pick,
-            urls,
-        })
-    }
-}
-
-impl ConnArgs {
-    pub fn validate(&self) -> crate::Result<()> {
-        if self.calls_per_connection == Some(0) {
-            return Err(Error::usage("--calls-per-connection must be at least 1"));
-        }
-        if self.no_keep_alive && self.calls_per_connection.is_some_and(|k| k > 1) {
-            return Err(Error::usage(
-                "--no-keep-alive and --calls-per-connection K > 1 contradict each other",
-            ));
-        }
-        if self.timeout.is_zero() {
-            return Err(Error::usage("--timeout must be above zero"));
-        }
-        if self.connect_timeout.is_zero() {
-            return Err(Error::usage("--connect-timeout must be above zero"));
-        }
-        if let Some(t) = self.threads {
-            if t == 0 || t > 1024 {
-                return Err(Error::usage(format!("--threads {t}: use 1 to 1024")));
-            }
-        }
-        Ok(())
-    }
-
-    pub fn threads(&self) -> usize {
-        self.threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-    }
-}
-
-impl From<ArrivalArg> for Arrival {
-    fn from(a: ArrivalArg) -> Arrival {
-        match a {
-            ArrivalArg::Constant => Arrival::Constant,
-            ArrivalArg::Poisson => Arrival::Poisson,
+impl From<ConnArgs> for ConnConfig {
+    fn from(a: ConnArgs) -> ConnConfig {
+        ConnConfig {
+            keep_alive: !a.no_keep_alive,
+            calls_per_connection: a.calls_per_connection,
+            timeout: a.timeout.0,
+            connect_timeout: a.connect_timeout.0,
+            threads: a.threads,
+            pacing_slack: a.pacing_slack.0,
+            seed: a.seed,
         }
     }
 }
 
-/// The engine configuration shared by run, sweep and capacity (the load itself aside).
-pub fn base_config(
-    request: &RequestArgs,
-    conn: &ConnArgs,
-    load: crate::engine::Load,
-    duration: Option<Duration>,
-    max_requests: Option<u64>,
-    warmup: Duration,
-) -> crate::Result<(crate::engine::EngineConfig, Vec<String>)> {
-    conn.validate()?;
-    let mix = request.mix()?;
-    let cfg = crate::engine::EngineConfig {
-        addrs: mix.addrs,
-        requests: mix.requests,
-        pick: mix.pick,
-        load,
-        duration,
-        max_requests,
-        warmup,
-        threads: conn.threads(),
-        keep_alive: !conn.no_keep_alive && conn.calls_per_connection != Some(1),
-        calls_per_connection: conn.calls_per_connection,
-        timeout: conn.timeout,
-        connect_timeout: conn.connect_timeout,
-        seed: conn.seed,
-        pacing_slack: conn.pacing_slack,
-    };
-    Ok((cfg, mix.urls))
+/// Options of every stepped command (sweep, capacity): timing, SLO, output.
+#[derive(Args, Debug, Clone)]
+pub struct StepArgs {
+    /// Warm-up of each step (sent, not counted).
+    #[arg(long, default_value_t = Dur(StepTiming::default().warmup), value_parser = parse_dur)]
+    pub warmup: Dur,
+    /// Measured length of each step (S1's TEST_DURATION).
+    #[arg(long, default_value_t = Dur(StepTiming::default().step), value_parser = parse_dur)]
+    pub step: Dur,
+    /// Pause between steps, so the server drains (S1's WAIT).
+    #[arg(long, default_value_t = Dur(StepTiming::default().rest), value_parser = parse_dur)]
+    pub rest: Dur,
+    /// Service-level objective, e.g. 'p99<500ms,errors<1%' (mean/p50/p90/p99/p999/max, errors, goodput).
+    #[arg(long)]
+    pub slo: Option<String>,
+    /// Results folder [default: runs/<UTC time>-<name>].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Name of the run in reports and comparisons [default: from the URL].
+    #[arg(long)]
+    pub name: Option<String>,
+    /// No progress bar and no per-step lines.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+impl StepArgs {
+    pub fn timing(&self) -> StepTiming {
+        StepTiming {
+            warmup: self.warmup.0,
+            step: self.step.0,
+            rest: self.rest.0,
+        }
+    }
+
+    pub fn output(&self) -> Output {
+        Output {
+            out: self.out.clone(),
+            name: self.name.clone(),
+            quiet: self.quiet,
+        }
+    }
 }
 
 /// Parses `--think`: a duration or a `lo..hi` range.

@@ -1,5 +1,6 @@
 //! The command line: one file per subcommand. Each parses its own arguments into the
-//! library's config types and calls the library; `main` maps errors to exit codes.
+//! library's configuration types (`usecase`), calls the library and prints what it returns;
+//! `main` maps errors to exit codes. clap is used here and nowhere else.
 use clap::{Parser, Subcommand};
 
 pub mod agent;
@@ -9,9 +10,8 @@ pub mod demo;
 pub mod experiment;
 pub mod lab;
 pub mod load_args;
+pub mod observe_args;
 pub mod report;
-pub mod report_hook;
-pub mod results;
 pub mod run;
 pub mod sweep;
 pub mod target;
@@ -140,3 +140,6 @@ fn concise(e: &clap::Error) -> String {
     let command = path.join(" ");
     format!("{msg}; see '{command} --help'")
 }
+
+#[cfg(test)]
+mod tests;

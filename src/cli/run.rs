@@ -1,9 +1,8 @@
-//! `overload run`: one load level held for a duration, then a summary.
-use super::load_args::{base_config, parse_think, ConnArgs, OpenLoopArgs, RequestArgs};
-use crate::engine::{self, Control, EngineConfig, Load};
-use crate::metrics::Summary;
-use crate::report::{json, progress::Progress, terminal};
+//! `overload run`: arguments into a `RunConfig`, then `usecase::run`.
+use super::load_args::{parse_dur, parse_think, ConnArgs, Dur, OpenLoopArgs, RequestArgs};
+use super::observe_args::ObserveFlags;
 use crate::units::{parse_duration, parse_rate};
+use crate::usecase::run::{self, RunConfig, RunLoad, DEFAULT_DURATION, DEFAULT_USERS};
 use crate::Error;
 use clap::Args;
 use std::path::PathBuf;
@@ -31,12 +30,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub requests: Option<u64>,
     /// Load sent before measuring starts (not counted).
-    #[arg(long, default_value = "0s", value_parser = parse_duration)]
-    pub warmup: Duration,
+    #[arg(long, default_value_t = Dur(RunConfig::default().warmup), value_parser = parse_dur)]
+    pub warmup: Dur,
     #[command(flatten)]
     pub conn: ConnArgs,
     #[command(flatten)]
-    pub observe: crate::observe::ObserveArgs,
+    pub observe: ObserveFlags,
     /// Service-level objective, e.g. 'p99<500ms,errors<1%'; exit code 3 when it fails.
     #[arg(long)]
     pub slo: Option<String>,
@@ -49,141 +48,83 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
-    /// Validates the arguments into an engine configuration (plus the URLs for display).
-    pub fn engine_config(&self) -> crate::Result<(EngineConfig, Vec<String>)> {
-        let load = match (self.rate, self.users) {
-            (Some(rate), None) => {
+    /// Checks the arguments into the library's configuration.
+    pub fn config(self) -> crate::Result<RunConfig> {
+        let load = match self.rate {
+            Some(rate) => {
                 if self.think.is_some() {
                     return Err(Error::usage(
                         "--think applies to the closed loop (--users), not to --rate",
                     ));
                 }
-                self.open.validate()?;
-                Load::Open {
-                    rate,
-                    arrival: self.open.arrival.into(),
-                    max_connections: self.open.connections,
-                }
+                RunLoad::Rate(rate)
             }
-            (None, users) => {
-                let users = users.unwrap_or(10);
-                if users == 0 || users > 1_000_000 {
-                    return Err(Error::usage(format!("--users {users}: use 1 to 1000000")));
-                }
-                Load::Closed {
-                    users,
-                    think: self.think.unwrap_or((Duration::ZERO, Duration::ZERO)),
-                }
-            }
-            (Some(_), Some(_)) => unreachable!("clap rejects --rate with --users"),
+            None => RunLoad::Users {
+                users: self.users.unwrap_or(DEFAULT_USERS),
+                think: self.think,
+            },
         };
+        // The help texts above say these defaults in words: "[default: 10]", "10s".
         let duration = match (self.duration, self.requests) {
-            (None, None) => Some(Duration::from_secs(10)),
+            (None, None) => Some(DEFAULT_DURATION),
             (d, _) => d,
         };
-        if duration.is_some_and(|d| d.is_zero()) {
-            return Err(Error::usage("--duration must be above zero"));
-        }
-        if self.requests == Some(0) {
-            return Err(Error::usage("--requests must be at least 1"));
-        }
-        base_config(
-            &self.request,
-            &self.conn,
+        Ok(RunConfig {
             load,
+            open: self.open.into(),
             duration,
-            self.requests,
-            self.warmup,
-        )
+            requests: self.requests,
+            warmup: self.warmup.0,
+            slo: self.slo,
+            json: self.json,
+            quiet: self.quiet,
+            request: self.request.into(),
+            conn: self.conn.into(),
+            observe: self.observe.into(),
+        })
     }
-}
-
-/// Runs the load and returns the summary (shared by `run` and `demo`).
-pub fn execute(
-    cfg: &EngineConfig,
-    urls: &[String],
-    quiet: bool,
-) -> crate::Result<(Summary, engine::Outcome)> {
-    crate::signals::install();
-    let ctl = Control::new(cfg.threads);
-    if !quiet {
-        eprintln!("{}", terminal::plan_line(cfg, urls));
-    }
-    let mut progress = Progress::new(cfg, quiet);
-    let outcome = engine::run(cfg, &ctl, |elapsed| progress.tick(&ctl, elapsed))?;
-    progress.finish();
-    let (rate, users) = cfg.offered();
-    let summary =
-        Summary::from_recorder(&outcome.recorder, rate, users, outcome.planned_window(cfg));
-    Ok((summary, outcome))
 }
 
 pub fn run(args: RunArgs) -> crate::Result<i32> {
-    let (cfg, urls) = args.engine_config()?;
-    let slo = args
-        .slo
-        .as_deref()
-        .map(crate::analysis::slo::parse)
-        .transpose()
-        .map_err(Error::usage)?;
-    if let Some(p) = &args.json {
-        json::check_writable(p)?;
+    let outcome = run::run(&args.config()?)?;
+    print!("{outcome}");
+    Ok(outcome.exit_code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct W {
+        #[command(flatten)]
+        a: RunArgs,
     }
-    // Server-side sampling only when asked for: a plain run stays a pure load generator.
-    let o = &args.observe;
-    let observing = !o.watch.is_empty()
-        || !o.fpm_status.is_empty()
-        || !o.agent.is_empty()
-        || o.observe_port.is_some();
-    let observer = if observing {
-        Some(crate::observe::Observer::start(
-            o.to_config(cfg.addrs[0].port())?,
-        )?)
-    } else {
-        None
-    };
-    let from = crate::clock::unix_ms();
-    let (summary, outcome) = execute(&cfg, &urls, args.quiet)?;
-    let server = observer.map(|h| {
-        let samples = h.samples_between(from, crate::clock::unix_ms());
-        let warnings = h.warnings();
-        h.stop();
-        (crate::observe::summarize(&samples), warnings)
-    });
-    print!("{}", terminal::summary(&summary, &outcome, &cfg));
-    if let Some((obs, warnings)) = &server {
-        print!("{}", terminal::server(obs));
-        let (rate, users) = cfg.offered();
-        let mode = if users.is_some() { "closed" } else { "open" };
-        for f in crate::observe::findings(&[(rate.unwrap_or(users.unwrap_or(0) as f64), obs)], mode)
-        {
-            println!("  • {f}");
-        }
-        for w in warnings {
-            println!("  ! {w}");
-        }
+
+    #[test]
+    fn help_defaults_match_the_library() {
+        // The literals in the help text of --users and --duration are words, not values:
+        // they must say what the library does.
+        let c = W::try_parse_from(["x", "http://127.0.0.1:1/"])
+            .unwrap()
+            .a
+            .config()
+            .unwrap();
+        assert_eq!(
+            c.load,
+            RunLoad::Users {
+                users: 10,
+                think: None
+            }
+        );
+        assert_eq!(c.duration, Some(Duration::from_secs(10)));
+        assert_eq!(
+            c,
+            RunConfig {
+                request: c.request.clone(),
+                ..RunConfig::default()
+            }
+        );
     }
-    if let Some(p) = &args.json {
-        json::write_run(
-            p,
-            &summary,
-            &outcome,
-            &cfg,
-            &urls,
-            server.as_ref().map(|s| &s.0),
-        )?;
-    }
-    if outcome.interrupted {
-        return Ok(130);
-    }
-    if let Some(slo) = slo {
-        let failures = slo.failures(&summary);
-        if failures.is_empty() {
-            println!("\n  SLO '{}' met", slo.text);
-        } else {
-            println!("\n  SLO '{}' FAILED: {}", slo.text, failures.join("; "));
-            return Ok(3);
-        }
-    }
-    Ok(0)
 }

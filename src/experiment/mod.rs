@@ -12,6 +12,10 @@ pub mod plan;
 pub mod report;
 pub mod resume;
 pub mod runner;
+pub mod servers;
 pub mod spec;
 
 pub use spec::{load, Experiment};
+
+#[cfg(test)]
+mod tests;

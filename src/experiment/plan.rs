@@ -1,12 +1,18 @@
 //! From a validated experiment to what runs: the matrix expanded into configurations, the
 //! runs in order (repetition after repetition, so slow drift of the machine spreads over
 //! every configuration instead of biasing one), how long each takes (for --dry-run), the
-//! `--quick` scaling, and the equivalent `overload sweep|capacity` command of each run.
+//! `--quick` scaling, and each run's load plan as the library's configuration (whose
+//! `Display` is the equivalent `overload sweep|capacity` command).
 use super::spec::{knob_text, Config, Experiment, Kind, Server};
+use crate::engine::{Arrival, Pick};
 use crate::lab::Stack;
+use crate::observe::ObserveArgs;
 use crate::units::fmt_duration;
+use crate::usecase::{CapacityConfig, ConnConfig, Levels, OpenLoopConfig, Output};
+use crate::usecase::{RequestConfig, RunConfig, RunLoad, StepTiming, SweepConfig};
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::path::Path;
 use std::time::Duration;
 
 /// One point of a configuration's matrix: the stack and one value per knob.
@@ -176,15 +182,6 @@ pub fn quick(exp: &mut Experiment) {
     }
 }
 
-/// A duration as a command-line value that parses back exactly.
-fn arg_dur(d: Duration) -> String {
-    if d.subsec_nanos() % 1_000_000 == 0 {
-        format!("{}ms", d.as_millis())
-    } else {
-        format!("{}us", d.as_micros())
-    }
-}
-
 /// The request URLs of a configuration against the server's base URL.
 pub fn urls(c: &Config, base: &str) -> Vec<String> {
     c.request
@@ -228,54 +225,160 @@ pub fn watch(c: &Config) -> Vec<String> {
     }
 }
 
-/// Request, connection and observation flags shared by the warm-up round and the run.
-fn common_args(c: &Config, base: &str, observe: bool) -> Vec<String> {
+fn request_config(c: &Config, base: &str) -> RequestConfig {
     let r = &c.request;
-    let mut a = urls(c, base);
-    a.extend(["--pick".into(), r.pick.clone()]);
-    if r.method != "GET" {
-        a.extend(["-X".into(), r.method.clone()]);
+    RequestConfig {
+        urls: urls(c, base),
+        pick: if r.pick == "random" {
+            Pick::Random
+        } else {
+            Pick::Sequence
+        },
+        method: r.method.clone(),
+        headers: r.headers.clone(),
+        body: r.body.clone(),
+        ..RequestConfig::default()
     }
-    for h in &r.headers {
-        a.extend(["-H".into(), h.clone()]);
+}
+
+fn conn_config(c: &Config) -> ConnConfig {
+    let r = &c.request;
+    ConnConfig {
+        keep_alive: r.keep_alive,
+        calls_per_connection: r.calls_per_connection,
+        timeout: r.timeout,
+        connect_timeout: r.connect_timeout,
+        threads: r.threads,
+        ..ConnConfig::default()
     }
-    if let Some(b) = &r.body {
-        a.extend(["--body".into(), b.clone()]);
+}
+
+fn open_config(c: &Config) -> OpenLoopConfig {
+    OpenLoopConfig {
+        arrival: if c.load.arrival == "poisson" {
+            Arrival::Poisson
+        } else {
+            Arrival::Constant
+        },
+        connections: c.load.connections,
     }
-    if !r.keep_alive {
-        a.push("--no-keep-alive".into());
-    }
-    if let Some(k) = r.calls_per_connection {
-        a.extend(["--calls-per-connection".into(), k.to_string()]);
-    }
-    a.extend(["--timeout".into(), arg_dur(r.timeout)]);
-    a.extend(["--connect-timeout".into(), arg_dur(r.connect_timeout)]);
-    if let Some(t) = r.threads {
-        a.extend(["--threads".into(), t.to_string()]);
-    }
-    if c.load.think.is_some_and(|t| !t.1.is_zero()) {
-        let (lo, hi) = c.load.think.unwrap_or_default();
-        a.extend([
-            "--think".into(),
-            format!("{}..{}", arg_dur(lo), arg_dur(hi)),
-        ]);
-    }
-    if !c.load.closed {
-        a.extend(["--arrival".into(), c.load.arrival.clone()]);
-        a.extend(["--connections".into(), c.load.connections.to_string()]);
-    }
-    if observe {
-        for w in watch(c) {
-            a.extend(["--watch".into(), w]);
+}
+
+fn observe_args(c: &Config, base: &str) -> ObserveArgs {
+    let mut fpm_status = Vec::new();
+    if let Server::Lab { spec, .. } = &c.server {
+        if c.observe.fpm_status && spec.stack.uses_fpm() {
+            fpm_status.push(format!("{base}/fpm-status"));
         }
-        if let Server::Lab { spec, .. } = &c.server {
-            if c.observe.fpm_status && spec.stack.uses_fpm() {
-                a.extend(["--fpm-status".into(), format!("{base}/fpm-status")]);
-            }
-        }
-        a.extend(["--sample-every".into(), arg_dur(c.observe.sample_every)]);
     }
-    a
+    ObserveArgs {
+        watch: watch(c),
+        fpm_status,
+        sample_every: crate::usecase::command::dur(c.observe.sample_every),
+        ..ObserveArgs::default()
+    }
+}
+
+/// The think time, when there is one to speak of.
+fn think(c: &Config) -> Option<(Duration, Duration)> {
+    c.load.think.filter(|t| !t.1.is_zero())
+}
+
+/// A run's load plan as the library's configuration: a sweep or a capacity search.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Measure {
+    Sweep(SweepConfig),
+    Capacity(CapacityConfig),
+}
+
+/// The equivalent `overload sweep|capacity` command line.
+impl std::fmt::Display for Measure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Measure::Sweep(s) => s.fmt(f),
+            Measure::Capacity(c) => c.fmt(f),
+        }
+    }
+}
+
+/// The run's load plan against the server at `base`, stored in `out` under `name`.
+pub fn measure(c: &Config, base: &str, out: &Path, name: &str, quiet: bool) -> Measure {
+    let l = &c.load;
+    let timing = StepTiming {
+        warmup: l.warmup,
+        step: l.step,
+        rest: l.rest,
+    };
+    let output = Output {
+        out: Some(out.to_path_buf()),
+        name: Some(name.to_string()),
+        quiet,
+    };
+    match l.kind {
+        Kind::Capacity => Measure::Capacity(CapacityConfig {
+            request: request_config(c, base),
+            start: l.start,
+            max: l.max,
+            precision: l.precision,
+            open: open_config(c),
+            timing,
+            slo: l.slo.clone(),
+            conn: conn_config(c),
+            observe: observe_args(c, base),
+            output,
+        }),
+        Kind::Sweep | Kind::Steps => {
+            let levels = if l.closed {
+                Levels::Users {
+                    users: l.levels.iter().map(|&u| u as usize).collect(),
+                    think: think(c),
+                }
+            } else {
+                Levels::Rates(l.levels.clone())
+            };
+            // Fixed steps: every level runs, whatever happens (no stop rule bites).
+            let (past_saturation, max_errors, max_p99) = if l.kind == Kind::Steps {
+                (1_000_000, 1.0, None)
+            } else {
+                (l.past_saturation, l.max_errors, l.max_p99)
+            };
+            Measure::Sweep(SweepConfig {
+                request: request_config(c, base),
+                levels,
+                open: open_config(c),
+                past_saturation,
+                max_errors,
+                max_p99,
+                timing,
+                slo: l.slo.clone(),
+                conn: conn_config(c),
+                observe: observe_args(c, base),
+                output,
+            })
+        }
+    }
+}
+
+/// The warm-up round: the plan's first level for the warm-up's length, not stored.
+pub fn warm_up(c: &Config, base: &str) -> RunConfig {
+    let l = &c.load;
+    let load = match (l.kind, l.closed) {
+        (Kind::Capacity, _) => RunLoad::Rate(l.start),
+        (_, true) => RunLoad::Users {
+            users: l.levels[0] as usize,
+            think: think(c),
+        },
+        (_, false) => RunLoad::Rate(l.levels[0]),
+    };
+    RunConfig {
+        request: request_config(c, base),
+        load,
+        open: open_config(c),
+        duration: Some(c.warmup),
+        conn: conn_config(c),
+        quiet: true,
+        ..RunConfig::default()
+    }
 }
 
 fn levels_arg(c: &Config) -> String {
@@ -285,71 +388,6 @@ fn levels_arg(c: &Config) -> String {
         .map(|v| format!("{v}"))
         .collect::<Vec<_>>()
         .join(",")
-}
-
-/// The run as an `overload sweep|capacity` command line (without the program name).
-pub fn run_args(c: &Config, base: &str, out: &str, name: &str, quiet: bool) -> Vec<String> {
-    let l = &c.load;
-    let mut a: Vec<String> = vec![match l.kind {
-        Kind::Capacity => "capacity".into(),
-        _ => "sweep".into(),
-    }];
-    a.extend(common_args(c, base, true));
-    match l.kind {
-        Kind::Capacity => {
-            a.extend(["--start".into(), format!("{}", l.start)]);
-            a.extend(["--max".into(), format!("{}", l.max)]);
-            a.extend(["--precision".into(), format!("{}", l.precision)]);
-        }
-        Kind::Sweep | Kind::Steps => {
-            let flag = if l.closed { "--users" } else { "--rates" };
-            a.extend([flag.into(), levels_arg(c)]);
-            if l.kind == Kind::Steps {
-                // Fixed steps: every level runs, whatever happens (no stop rule).
-                a.extend(["--past-saturation".into(), "1000000".into()]);
-                a.extend(["--max-errors".into(), "100%".into()]);
-            } else {
-                a.extend(["--past-saturation".into(), l.past_saturation.to_string()]);
-                a.extend(["--max-errors".into(), format!("{}", l.max_errors)]);
-                if let Some(m) = l.max_p99 {
-                    a.extend(["--max-p99".into(), arg_dur(m)]);
-                }
-            }
-        }
-    }
-    a.extend(["--warmup".into(), arg_dur(l.warmup)]);
-    a.extend(["--step".into(), arg_dur(l.step)]);
-    a.extend(["--rest".into(), arg_dur(l.rest)]);
-    if let Some(s) = &l.slo {
-        a.extend(["--slo".into(), s.clone()]);
-    }
-    a.extend(["--out".into(), out.into(), "--name".into(), name.into()]);
-    if quiet {
-        a.push("-q".into());
-    }
-    a
-}
-
-/// The warm-up round as an `overload run` command line: the plan's first level for the
-/// warm-up's length, not stored.
-pub fn warmup_args(c: &Config, base: &str) -> Vec<String> {
-    let l = &c.load;
-    let mut a: Vec<String> = vec!["run".into()];
-    a.extend(common_args(c, base, false));
-    match (l.kind, l.closed) {
-        (Kind::Capacity, _) => a.extend(["--rate".into(), format!("{}", l.start)]),
-        (_, true) => a.extend(["--users".into(), format!("{}", l.levels[0])]),
-        (_, false) => a.extend(["--rate".into(), format!("{}", l.levels[0])]),
-    }
-    a.extend(["--duration".into(), arg_dur(c.warmup), "-q".into()]);
-    a
-}
-
-/// Shell-quoted command for display.
-pub fn shell(args: &[String]) -> String {
-    let mut v = vec!["overload".to_string()];
-    v.extend(args.iter().cloned());
-    crate::units::shell_join(&v)
 }
 
 /// A length for humans: `6m28s`, `45s` (whole seconds, rounded up: these are estimates).
@@ -436,16 +474,11 @@ pub fn describe(exp: &Experiment, dir: &str) -> String {
             max_steps(c),
         );
         let base = base_url(c);
+        let out = format!("{dir}/{}-r1", c.name);
         let _ = writeln!(
             o,
             "  run:    {}",
-            shell(&run_args(
-                c,
-                &base,
-                &format!("{dir}/{}-r1", c.name),
-                &c.name,
-                false
-            ))
+            measure(c, &base, Path::new(&out), &c.name, false)
         );
     }
     let total = total_duration(exp);
@@ -462,7 +495,6 @@ pub fn describe(exp: &Experiment, dir: &str) -> String {
 mod tests {
     use super::super::spec::parse;
     use super::*;
-    use std::path::Path;
 
     const FILE: &str = r#"
 repetitions = 2
@@ -557,22 +589,5 @@ load = { kind = "capacity", slo = "p99<100ms", start = 100, max = 800, precision
             t <= Duration::from_secs(61) && t >= Duration::from_secs(55),
             "{t:?}"
         );
-    }
-
-    #[test]
-    fn args_round_trip_through_the_cli() {
-        use clap::Parser;
-        #[derive(Parser)]
-        #[command(no_binary_name = true)]
-        struct W {
-            #[command(subcommand)]
-            c: crate::cli::Command,
-        }
-        let x = parse(FILE, Path::new("m.toml"), false).unwrap();
-        for c in &x.configs {
-            let base = base_url(c);
-            W::try_parse_from(run_args(c, &base, "/tmp/x", "x", true)).unwrap();
-            W::try_parse_from(warmup_args(c, &base)).unwrap();
-        }
     }
 }

@@ -1,330 +1,40 @@
-//! Runs an experiment: for every run, (re)start the server (a lab stack, or a `setup`
-//! command and its readiness URL), send the warm-up round, run the load plan as a normal
-//! `overload sweep|capacity` into `EXPDIR/<config>-r<k>/`, stop the server, record the run
-//! as finished. Everything is bounded in time: readiness and teardown have deadlines, and
-//! the load plan's steps have fixed lengths and per-request timeouts.
-use super::plan::{self, Run};
-use super::resume::{RunState, ServerState, State};
-use super::spec::{Config, Experiment, Server};
-use crate::lab::{self, process, LabOptions, PartInfo, Stack, StackSpec};
-use crate::Error;
-use clap::Parser;
-use std::os::unix::process::CommandExt;
+//! Runs an experiment: for every run not finished yet, (re)start the server, send the
+//! warm-up round, run the load plan with the same use case as `overload sweep|capacity` into
+//! `EXPDIR/<config>-r<k>/`, stop the server, record the run as finished. The servers
+//! ([`Servers`], `servers.rs` for the real ones) and the load ([`Executor`]) are seams: the
+//! unit tests drive the sequencing and `--resume` with scripted ones.
+use super::plan::{self, Measure, Run};
+use super::resume::{RunState, State};
+use super::spec::{Config, Experiment};
+use crate::runner::{step::RunClock, Executor};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-/// How long a teardown command may take before it is killed.
-const TEARDOWN_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long a setup server gets between SIGTERM and SIGKILL.
-const STOP_GRACE: Duration = Duration::from_secs(5);
-
-/// Parses a generated command line with the real CLI, so a run is exactly what the
-/// equivalent `overload sweep …` typed by hand would do.
-#[derive(Parser)]
-#[command(no_binary_name = true)]
-struct Cmd {
-    #[command(subcommand)]
-    c: crate::cli::Command,
-}
-
-/// A server that runs.
-enum Started {
-    Lab {
-        stack: Stack,
-        /// MariaDB started for this run (with its own knobs), stopped after it.
-        db: bool,
-        opts: LabOptions,
-        url: String,
-    },
-    Command {
-        part: PartInfo,
-        child: Child,
-        url: String,
-    },
-}
-
-impl Started {
-    fn url(&self) -> &str {
-        match self {
-            Started::Lab { url, .. } | Started::Command { url, .. } => url,
-        }
-    }
-}
-
-fn lab_options(exp: &Experiment) -> LabOptions {
-    match &exp.lab_prefix {
-        Some(p) => LabOptions::new(p),
-        None => LabOptions::from_env(),
-    }
-}
-
-/// `sh -c CMD` in its own session (so the whole group can be stopped), output to `log`.
-fn spawn_shell(cmd: &str, log: &Path, run_dir: &Path) -> crate::Result<(Child, PartInfo)> {
-    let out = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .map_err(|e| Error::runtime(format!("cannot open {}: {e}", log.display())))?;
-    let err = out.try_clone()?;
-    let mut c = Command::new("sh");
-    c.arg("-c")
-        .arg(cmd)
-        .env("OVERLOAD_RUN_DIR", run_dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(out))
-        .stderr(Stdio::from(err));
-    // SAFETY: setsid() is async-signal-safe and the only thing run between fork and exec.
-    unsafe {
-        c.pre_exec(|| {
-            if libc::setsid() == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let child = c
-        .spawn()
-        .map_err(|e| Error::runtime(format!("cannot run `{cmd}`: {e}")))?;
-    let pid = child.id() as i32;
-    let start_ticks = process::proc_stat(pid).map_or(0, |s| s.start_ticks);
-    Ok((
-        child,
-        PartInfo {
-            name: "setup".into(),
-            pid,
-            pgid: pid,
-            start_ticks,
-            command: vec!["sh".into(), "-c".into(), cmd.into()],
-            logs: vec![log.to_path_buf()],
-        },
-    ))
-}
-
-/// One GET: `Some(status)` when an HTTP answer came back (the body is not needed).
-fn probe(url: &str, timeout: Duration) -> Option<u16> {
-    let u = crate::url::Url::parse(url).ok()?;
-    crate::http_get::get(&u, &u.target, &[], timeout, 64 << 10)
-        .ok()
-        .map(|r| r.status)
-}
-
-/// The port of a loopback URL (the only kind whose listener this host can watch).
-fn local_port(url: &str) -> Option<u16> {
-    let u = crate::url::Url::parse(url).ok()?;
-    u.is_loopback().then_some(u.port)
-}
-
-fn start(
-    exp: &Experiment,
-    c: &Config,
-    run: &Run,
-    dir: &Path,
-    state: &mut State,
-) -> crate::Result<Started> {
-    match &c.server {
-        Server::Lab { spec, db } => {
-            let opts = lab_options(exp);
-            if let Some(k) = db {
-                let dbspec = StackSpec {
-                    knobs: k.clone(),
-                    port: spec.db_port,
-                    ..StackSpec::new(Stack::Mariadb)
-                };
-                lab::up(&dbspec, &opts)?;
-            }
-            // `up` restarts a stack that already runs: every run starts from a fresh server.
-            let info = match lab::up(spec, &opts) {
-                Ok(i) => i,
-                Err(e) => {
-                    if db.is_some() {
-                        let _ = lab::down(Stack::Mariadb, &opts);
-                    }
-                    return Err(e);
-                }
-            };
-            println!(
-                "  server: lab {} up in {:.2}s at {}",
-                spec.stack, info.startup_secs, info.url
-            );
-            Ok(Started::Lab {
-                stack: spec.stack,
-                db: db.is_some(),
-                opts,
-                url: info.url,
-            })
-        }
-        Server::Command {
-            setup,
-            ready,
-            url,
-            ready_timeout,
-            ..
-        } => {
-            let logs = dir.join("logs");
-            std::fs::create_dir_all(&logs)?;
-            let log = logs.join(format!("{}.setup.log", run.id));
-            let (mut child, part) = spawn_shell(setup, &log, &dir.join(&run.id))?;
-            state.server = Some(ServerState {
-                run: run.id.clone(),
-                pid: part.pid,
-                start_ticks: part.start_ticks,
-            });
-            state.save(dir)?;
-            let t0 = Instant::now();
-            let deadline = t0 + *ready_timeout;
-            let mut exited_ok = false;
-            loop {
-                if !exited_ok {
-                    if let Some(st) = child.try_wait()? {
-                        if !st.success() {
-                            let _ = process::stop(&part, STOP_GRACE);
-                            return Err(Error::runtime(format!(
-                                "{}: setup `{setup}` failed ({st}) before {ready} answered\n{}",
-                                run.id,
-                                process::log_excerpt(&part.logs, 5)
-                            )));
-                        }
-                        // A script that started a daemon and returned: keep polling.
-                        exited_ok = true;
-                    }
-                }
-                if probe(ready, Duration::from_millis(500)).is_some_and(|s| s < 500) {
-                    break;
-                }
-                if Instant::now() >= deadline || crate::signals::interrupted() {
-                    let _ = process::stop(&part, STOP_GRACE);
-                    return Err(Error::runtime(format!(
-                        "{}: {ready} did not answer within {} of `{setup}`\n{}",
-                        run.id,
-                        crate::units::fmt_duration(*ready_timeout),
-                        process::log_excerpt(&part.logs, 5)
-                    )));
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            println!(
-                "  server: `{setup}` ready in {:.2}s at {url}",
-                t0.elapsed().as_secs_f64()
-            );
-            Ok(Started::Command {
-                part,
-                child,
-                url: url.clone(),
-            })
-        }
-    }
-}
-
-/// Runs `cmd` with a deadline; kills its group when it overruns.
-fn run_bounded(cmd: &str, log: &Path, run_dir: &Path, limit: Duration) -> crate::Result<()> {
-    let (mut child, part) = spawn_shell(cmd, log, run_dir)?;
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(st) = child.try_wait()? {
-            return if st.success() {
-                Ok(())
-            } else {
-                Err(Error::runtime(format!("teardown `{cmd}` failed ({st})")))
-            };
-        }
-        if Instant::now() >= deadline {
-            let _ = process::stop(&part, Duration::ZERO);
-            return Err(Error::runtime(format!(
-                "teardown `{cmd}` did not finish within {}",
-                crate::units::fmt_duration(limit)
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn stop(c: &Config, s: Started, run: &Run, dir: &Path) -> crate::Result<()> {
-    match s {
-        Started::Lab {
-            stack, db, opts, ..
-        } => {
-            lab::down(stack, &opts)?;
-            if db {
-                lab::down(Stack::Mariadb, &opts)?;
-            }
-            Ok(())
-        }
-        Started::Command {
-            part,
-            mut child,
-            url,
-        } => {
-            let mut first = None;
-            if let Server::Command {
-                teardown: Some(t), ..
-            } = &c.server
-            {
-                let log = dir.join("logs").join(format!("{}.teardown.log", run.id));
-                if let Err(e) = run_bounded(t, &log, &dir.join(&run.id), TEARDOWN_TIMEOUT) {
-                    first = Some(e);
-                }
-            }
-            // Whatever the setup command left running in its session goes too.
-            if let Err(e) = process::stop(&part, STOP_GRACE) {
-                first.get_or_insert(e);
-            }
-            let _ = child.try_wait();
-            // The next configuration may listen on the same port.
-            if let Some(port) = local_port(&url) {
-                if let Err(e) = process::wait_port_free(port, Duration::from_secs(10)) {
-                    first.get_or_insert(e);
-                }
-            }
-            match first {
-                Some(e) => Err(e),
-                None => Ok(()),
-            }
-        }
-    }
-}
-
-/// A server a killed experiment left behind (recorded in the state), stopped.
-fn stop_leftover(state: &mut State, dir: &Path) -> crate::Result<()> {
-    if let Some(s) = state.server.take() {
-        let alive = process::proc_stat(s.pid).is_some_and(|p| p.start_ticks == s.start_ticks);
-        let part = PartInfo {
-            name: "setup".into(),
-            pid: s.pid,
-            pgid: s.pid,
-            start_ticks: s.start_ticks,
-            command: Vec::new(),
-            logs: Vec::new(),
-        };
-        if alive || !process::group_members(&part).is_empty() {
-            println!(
-                "stopping the server of {} left by the interrupted experiment (pid {})",
-                s.run, s.pid
-            );
-            process::stop(&part, STOP_GRACE)?;
-        }
-        state.save(dir)?;
-    }
-    Ok(())
+/// Starts and stops the server of each run.
+pub trait Servers {
+    /// Stops what a killed experiment left running (recorded in the state).
+    fn stop_leftover(&mut self, state: &mut State, dir: &Path) -> crate::Result<()>;
+    /// Starts the configuration's server afresh; returns its base URL.
+    fn start(
+        &mut self,
+        exp: &Experiment,
+        c: &Config,
+        run: &Run,
+        dir: &Path,
+        state: &mut State,
+    ) -> crate::Result<String>;
+    /// Stops the server started last.
+    fn stop(&mut self, c: &Config, run: &Run, dir: &Path) -> crate::Result<()>;
 }
 
 /// The warm-up round: the first level for `c.warmup`, counted nowhere (S2).
-fn warm_up(c: &Config, base: &str) -> crate::Result<()> {
+fn warm_up(c: &Config, base: &str, exec: &mut dyn Executor) -> crate::Result<()> {
     if c.warmup.is_zero() {
         return Ok(());
     }
-    let args = plan::warmup_args(c, base);
-    let Ok(Cmd {
-        c: crate::cli::Command::Run(a),
-    }) = Cmd::try_parse_from(&args)
-    else {
-        return Err(Error::runtime(format!(
-            "internal: warm-up command does not parse: {}",
-            plan::shell(&args)
-        )));
-    };
-    let (cfg, urls) = a.engine_config()?;
-    let (s, _) = crate::cli::run::execute(&cfg, &urls, true)?;
+    let (cfg, urls) = plan::warm_up(c, base).engine_config()?;
+    let r = exec.run_step(&cfg, cfg.load, 0, &RunClock::now(), None, &mut |_, _| {})?;
+    let s = &r.record.summary;
     println!(
         "  warm-up: {} for {}: {:.1} responses/s, {} errors (not stored)",
         urls.first().map_or("", String::as_str),
@@ -335,21 +45,19 @@ fn warm_up(c: &Config, base: &str) -> crate::Result<()> {
     Ok(())
 }
 
-/// The load plan through the real `sweep` / `capacity` command; its exit code.
-fn measure(args: &[String]) -> crate::Result<i32> {
-    match Cmd::try_parse_from(args) {
-        Ok(Cmd {
-            c: crate::cli::Command::Sweep(a),
-        }) => crate::cli::sweep::run(a),
-        Ok(Cmd {
-            c: crate::cli::Command::Capacity(a),
-        }) => crate::cli::capacity::run(a),
-        Ok(_) => Err(Error::runtime("internal: not a sweep or capacity command")),
-        Err(e) => Err(Error::runtime(format!(
-            "internal: generated command does not parse ({}): {}",
-            e.kind(),
-            plan::shell(args)
-        ))),
+/// The load plan through the same use case as `overload sweep|capacity`; its exit code.
+fn measure(m: &Measure, exec: &mut dyn Executor) -> crate::Result<i32> {
+    match m {
+        Measure::Sweep(cfg) => {
+            let o = crate::usecase::sweep::run(cfg, exec)?;
+            print!("{o}");
+            Ok(o.exit_code())
+        }
+        Measure::Capacity(cfg) => {
+            let o = crate::usecase::capacity::run(cfg, exec)?;
+            print!("{o}");
+            Ok(o.exit_code())
+        }
     }
 }
 
@@ -377,9 +85,11 @@ pub fn execute(
     dir: &Path,
     state: &mut State,
     opts: &Options,
+    exec: &mut dyn Executor,
+    servers: &mut dyn Servers,
 ) -> crate::Result<i32> {
     crate::signals::install();
-    stop_leftover(state, dir)?;
+    servers.stop_leftover(state, dir)?;
     let runs = plan::runs(exp);
     let total = runs.len();
     let t0 = Instant::now();
@@ -388,7 +98,7 @@ pub fn execute(
             println!("run {}/{total} {}: finished before, skipped", k + 1, run.id);
             continue;
         }
-        if crate::signals::interrupted() {
+        if exec.interrupted() {
             return Ok(130);
         }
         let c = &exp.configs[run.config];
@@ -402,23 +112,22 @@ pub fn execute(
         );
         set_aside(dir, &run.id)?;
         let started_ms = crate::clock::unix_ms();
-        let server = start(exp, c, run, dir, state)?;
-        let base = server.url().to_string();
+        let base = servers.start(exp, c, run, dir, state)?;
         let out: PathBuf = dir.join(&run.id);
-        let args = plan::run_args(c, &base, &out.to_string_lossy(), &run.id, opts.quiet);
-        let result = warm_up(c, &base).and_then(|()| {
-            if crate::signals::interrupted() {
+        let m = plan::measure(c, &base, &out, &run.id, opts.quiet);
+        let result = warm_up(c, &base, exec).and_then(|()| {
+            if exec.interrupted() {
                 Ok(130)
             } else {
-                measure(&args)
+                measure(&m, exec)
             }
         });
-        let stopped = stop(c, server, run, dir);
+        let stopped = servers.stop(c, run, dir);
         state.server = None;
         state.save(dir)?;
         let code = result?;
         stopped?;
-        if code == 130 || crate::signals::interrupted() {
+        if code == 130 || exec.interrupted() {
             println!("\n{}: interrupted; `--resume` runs it again", run.id);
             return Ok(130);
         }
@@ -429,25 +138,9 @@ pub fn execute(
             exit_code: code,
             started_unix_ms: started_ms,
             finished_unix_ms: crate::clock::unix_ms(),
-            command: plan::shell(&args),
+            command: m.to_string(),
         });
         state.save(dir)?;
     }
     Ok(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls_and_ports() {
-        assert_eq!(local_port("http://127.0.0.1:8080/x"), Some(8080));
-        assert_eq!(local_port("http://localhost/"), Some(80));
-        assert_eq!(local_port("http://10.0.0.1:80/"), None);
-        assert_eq!(
-            probe("http://127.0.0.1:1/", Duration::from_millis(100)),
-            None
-        );
-    }
 }

@@ -18,7 +18,7 @@ pub fn search(
         if !search.probes.is_empty() {
             stepper.rest(rest);
         }
-        if crate::signals::interrupted() {
+        if stepper.exec.interrupted() {
             return Ok((search, "interrupted".into()));
         }
         let load = Load::Open {

@@ -1,6 +1,10 @@
 //! Runs made of steps: sweeps over load levels and capacity searches. A [`Stepper`] runs one
 //! step after another on the same clock, stores each as soon as it ends, and prints it.
+//! Steps run on an [`Executor`]: the real engine, or a scripted one in the unit tests.
 pub mod capacity;
+pub mod executor;
+#[cfg(test)]
+pub mod fake;
 pub mod step;
 pub mod sweep;
 
@@ -8,8 +12,9 @@ use crate::analysis::Slo;
 use crate::engine::{EngineConfig, Load};
 use crate::report::progress::SweepProgress;
 use crate::store::{StepRecord, Writer};
+pub use executor::{Engine, Executor};
 use std::time::Duration;
-use step::{flag_last, run_step, RunClock};
+use step::{flag_last, RunClock};
 
 /// A stepped run, ended: what [`Stepper::finish`] returns.
 pub struct Finished {
@@ -33,6 +38,8 @@ pub struct Stepper<'a> {
     pub interrupted: bool,
     /// Server-side sampling beside the load (same clock), when started.
     pub observer: Option<crate::observe::ObserverHandle>,
+    /// What runs the steps and the rests.
+    pub exec: &'a mut dyn Executor,
 }
 
 impl<'a> Stepper<'a> {
@@ -42,6 +49,7 @@ impl<'a> Stepper<'a> {
         slo: Option<&'a Slo>,
         writer: &'a mut Writer,
         progress: SweepProgress,
+        exec: &'a mut dyn Executor,
     ) -> Self {
         Stepper {
             base,
@@ -54,6 +62,7 @@ impl<'a> Stepper<'a> {
             notes: Vec::new(),
             interrupted: false,
             observer: None,
+            exec,
         }
     }
 
@@ -67,13 +76,13 @@ impl<'a> Stepper<'a> {
         let index = self.steps.len();
         let offered = step::offered_of(&load);
         let progress = &mut self.progress;
-        let mut result = run_step(
+        let mut result = self.exec.run_step(
             self.base,
             load,
             index,
             &self.clock,
             self.slo,
-            |ctl, elapsed| progress.tick(index, offered, ctl, elapsed),
+            &mut |ctl, elapsed| progress.tick(index, offered, ctl, elapsed),
         )?;
         if let Some(obs) = &self.observer {
             // The server's side of the same window: per step, and per second of the series.
@@ -110,7 +119,7 @@ impl<'a> Stepper<'a> {
             Ok(r) => reason(r),
             Err(e) => format!("failed: {e}"),
         };
-        let complete = result.is_ok() && !self.interrupted && !crate::signals::interrupted();
+        let complete = result.is_ok() && !self.interrupted && !self.exec.interrupted();
         self.writer.finish(complete, &reason)?;
         Ok(Finished {
             steps: std::mem::take(&mut self.steps),
@@ -133,13 +142,15 @@ impl<'a> Stepper<'a> {
     }
 
     /// Rests between steps (the server drains); cut short by SIGINT.
-    pub fn rest(&self, d: Duration) {
-        let end = std::time::Instant::now() + d;
-        while std::time::Instant::now() < end && !crate::signals::interrupted() {
-            std::thread::sleep(
-                Duration::from_millis(50)
-                    .min(end.saturating_duration_since(std::time::Instant::now())),
-            );
-        }
+    pub fn rest(&mut self, d: Duration) {
+        self.exec.rest(d);
+    }
+
+    /// An interruption was asked for (before or during a step).
+    pub fn stop_asked(&self) -> bool {
+        self.interrupted || self.exec.interrupted()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -49,14 +49,13 @@ pub fn run_step(
     index: usize,
     clock: &RunClock,
     slo: Option<&Slo>,
-    on_tick: impl FnMut(&Control, Duration),
+    on_tick: &mut dyn FnMut(&Control, Duration),
 ) -> crate::Result<StepResult> {
     let cfg = EngineConfig {
         load,
         ..base.clone()
     };
     let ctl = Control::new(cfg.threads);
-    let mut on_tick = on_tick;
     let start_unix_ms = unix_ms();
     let ctl2: Arc<Control> = Arc::clone(&ctl);
     let outcome = engine::run(&cfg, &ctl, |elapsed| on_tick(&ctl2, elapsed))?;

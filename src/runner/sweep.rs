@@ -21,7 +21,7 @@ pub fn sweep(stepper: &mut Stepper, plan: &SweepPlan) -> crate::Result<String> {
         if i > 0 {
             stepper.rest(plan.rest);
         }
-        if crate::signals::interrupted() {
+        if stepper.exec.interrupted() {
             return Ok("interrupted".into());
         }
         stepper.step(*load)?;

@@ -1,7 +1,9 @@
-//! The results folder of a sweep or capacity search: where it goes, what run.json says, and
-//! what is printed when the run ends.
+//! The results folder of a sweep or capacity search: where it goes, what run.json says, the
+//! report written beside it, and the analysis text shown when the run ends.
 use crate::analysis::{Analysis, Slo};
+use crate::report::{export, Format, RunReport};
 use crate::store::{self, RunInfo, Writer};
+use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 /// `runs/<UTC time>-<name>`.
@@ -81,15 +83,27 @@ pub fn open(
     Writer::create(&dir, info)
 }
 
-/// Prints the analysis after a sweep or search.
-pub fn print_analysis(a: &Analysis, notes: &[String]) {
-    println!();
+/// The analysis after a sweep or search: a blank line, the findings, the notes.
+pub fn analysis_text(a: &Analysis, notes: &[String]) -> String {
+    let mut o = String::from("\n");
     for f in &a.findings {
-        println!("  • {f}");
+        let _ = writeln!(o, "  • {f}");
     }
     for n in notes {
-        println!("  ! {n}");
+        let _ = writeln!(o, "  ! {n}");
     }
+    o
+}
+
+/// Writes DIR/report.html from what is on disk (so it shows exactly what `overload report`
+/// would) and returns its path.
+pub fn write_report(dir: &Path) -> crate::Result<PathBuf> {
+    let r = RunReport::load(dir)?;
+    let paths = export::write(&r, Format::Html, None)?;
+    Ok(paths
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| dir.join("report.html")))
 }
 
 #[cfg(test)]

@@ -1,0 +1,348 @@
+//! The servers of an experiment's runs: a lab stack, or a `setup` command polled on its
+//! readiness URL and stopped (with its whole session) after the run; and the one a killed
+//! experiment left behind. Everything is bounded in time: readiness and teardown have
+//! deadlines.
+use super::plan::Run;
+use super::resume::{ServerState, State};
+use super::runner::Servers;
+use super::spec::{Config, Experiment, Server};
+use crate::lab::{self, process, LabOptions, PartInfo, Stack, StackSpec};
+use crate::Error;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a teardown command may take before it is killed.
+const TEARDOWN_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a setup server gets between SIGTERM and SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// A server that runs.
+enum Started {
+    Lab {
+        stack: Stack,
+        /// MariaDB started for this run (with its own knobs), stopped after it.
+        db: bool,
+        opts: LabOptions,
+        url: String,
+    },
+    Command {
+        part: PartInfo,
+        child: Child,
+        url: String,
+    },
+}
+
+impl Started {
+    fn url(&self) -> &str {
+        match self {
+            Started::Lab { url, .. } | Started::Command { url, .. } => url,
+        }
+    }
+}
+
+fn lab_options(exp: &Experiment) -> LabOptions {
+    match &exp.lab_prefix {
+        Some(p) => LabOptions::new(p),
+        None => LabOptions::from_env(),
+    }
+}
+
+/// `sh -c CMD` in its own session (so the whole group can be stopped), output to `log`.
+fn spawn_shell(cmd: &str, log: &Path, run_dir: &Path) -> crate::Result<(Child, PartInfo)> {
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| Error::runtime(format!("cannot open {}: {e}", log.display())))?;
+    let err = out.try_clone()?;
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(cmd)
+        .env("OVERLOAD_RUN_DIR", run_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err));
+    // SAFETY: setsid() is async-signal-safe and the only thing run between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = c
+        .spawn()
+        .map_err(|e| Error::runtime(format!("cannot run `{cmd}`: {e}")))?;
+    let pid = child.id() as i32;
+    let start_ticks = process::proc_stat(pid).map_or(0, |s| s.start_ticks);
+    Ok((
+        child,
+        PartInfo {
+            name: "setup".into(),
+            pid,
+            pgid: pid,
+            start_ticks,
+            command: vec!["sh".into(), "-c".into(), cmd.into()],
+            logs: vec![log.to_path_buf()],
+        },
+    ))
+}
+
+/// One GET: `Some(status)` when an HTTP answer came back (the body is not needed).
+fn probe(url: &str, timeout: Duration) -> Option<u16> {
+    let u = crate::url::Url::parse(url).ok()?;
+    crate::http_get::get(&u, &u.target, &[], timeout, 64 << 10)
+        .ok()
+        .map(|r| r.status)
+}
+
+/// The port of a loopback URL (the only kind whose listener this host can watch).
+fn local_port(url: &str) -> Option<u16> {
+    let u = crate::url::Url::parse(url).ok()?;
+    u.is_loopback().then_some(u.port)
+}
+
+fn start(
+    exp: &Experiment,
+    c: &Config,
+    run: &Run,
+    dir: &Path,
+    state: &mut State,
+) -> crate::Result<Started> {
+    match &c.server {
+        Server::Lab { spec, db } => {
+            let opts = lab_options(exp);
+            if let Some(k) = db {
+                let dbspec = StackSpec {
+                    knobs: k.clone(),
+                    port: spec.db_port,
+                    ..StackSpec::new(Stack::Mariadb)
+                };
+                lab::up(&dbspec, &opts)?;
+            }
+            // `up` restarts a stack that already runs: every run starts from a fresh server.
+            let info = match lab::up(spec, &opts) {
+                Ok(i) => i,
+                Err(e) => {
+                    if db.is_some() {
+                        let _ = lab::down(Stack::Mariadb, &opts);
+                    }
+                    return Err(e);
+                }
+            };
+            println!(
+                "  server: lab {} up in {:.2}s at {}",
+                spec.stack, info.startup_secs, info.url
+            );
+            Ok(Started::Lab {
+                stack: spec.stack,
+                db: db.is_some(),
+                opts,
+                url: info.url,
+            })
+        }
+        Server::Command {
+            setup,
+            ready,
+            url,
+            ready_timeout,
+            ..
+        } => {
+            let logs = dir.join("logs");
+            std::fs::create_dir_all(&logs)?;
+            let log = logs.join(format!("{}.setup.log", run.id));
+            let (mut child, part) = spawn_shell(setup, &log, &dir.join(&run.id))?;
+            state.server = Some(ServerState {
+                run: run.id.clone(),
+                pid: part.pid,
+                start_ticks: part.start_ticks,
+            });
+            state.save(dir)?;
+            let t0 = Instant::now();
+            let deadline = t0 + *ready_timeout;
+            let mut exited_ok = false;
+            loop {
+                if !exited_ok {
+                    if let Some(st) = child.try_wait()? {
+                        if !st.success() {
+                            let _ = process::stop(&part, STOP_GRACE);
+                            return Err(Error::runtime(format!(
+                                "{}: setup `{setup}` failed ({st}) before {ready} answered\n{}",
+                                run.id,
+                                process::log_excerpt(&part.logs, 5)
+                            )));
+                        }
+                        // A script that started a daemon and returned: keep polling.
+                        exited_ok = true;
+                    }
+                }
+                if probe(ready, Duration::from_millis(500)).is_some_and(|s| s < 500) {
+                    break;
+                }
+                if Instant::now() >= deadline || crate::signals::interrupted() {
+                    let _ = process::stop(&part, STOP_GRACE);
+                    return Err(Error::runtime(format!(
+                        "{}: {ready} did not answer within {} of `{setup}`\n{}",
+                        run.id,
+                        crate::units::fmt_duration(*ready_timeout),
+                        process::log_excerpt(&part.logs, 5)
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            println!(
+                "  server: `{setup}` ready in {:.2}s at {url}",
+                t0.elapsed().as_secs_f64()
+            );
+            Ok(Started::Command {
+                part,
+                child,
+                url: url.clone(),
+            })
+        }
+    }
+}
+
+/// Runs `cmd` with a deadline; kills its group when it overruns.
+fn run_bounded(cmd: &str, log: &Path, run_dir: &Path, limit: Duration) -> crate::Result<()> {
+    let (mut child, part) = spawn_shell(cmd, log, run_dir)?;
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(st) = child.try_wait()? {
+            return if st.success() {
+                Ok(())
+            } else {
+                Err(Error::runtime(format!("teardown `{cmd}` failed ({st})")))
+            };
+        }
+        if Instant::now() >= deadline {
+            let _ = process::stop(&part, Duration::ZERO);
+            return Err(Error::runtime(format!(
+                "teardown `{cmd}` did not finish within {}",
+                crate::units::fmt_duration(limit)
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn stop(c: &Config, s: Started, run: &Run, dir: &Path) -> crate::Result<()> {
+    match s {
+        Started::Lab {
+            stack, db, opts, ..
+        } => {
+            lab::down(stack, &opts)?;
+            if db {
+                lab::down(Stack::Mariadb, &opts)?;
+            }
+            Ok(())
+        }
+        Started::Command {
+            part,
+            mut child,
+            url,
+        } => {
+            let mut first = None;
+            if let Server::Command {
+                teardown: Some(t), ..
+            } = &c.server
+            {
+                let log = dir.join("logs").join(format!("{}.teardown.log", run.id));
+                if let Err(e) = run_bounded(t, &log, &dir.join(&run.id), TEARDOWN_TIMEOUT) {
+                    first = Some(e);
+                }
+            }
+            // Whatever the setup command left running in its session goes too.
+            if let Err(e) = process::stop(&part, STOP_GRACE) {
+                first.get_or_insert(e);
+            }
+            let _ = child.try_wait();
+            // The next configuration may listen on the same port.
+            if let Some(port) = local_port(&url) {
+                if let Err(e) = process::wait_port_free(port, Duration::from_secs(10)) {
+                    first.get_or_insert(e);
+                }
+            }
+            match first {
+                Some(e) => Err(e),
+                None => Ok(()),
+            }
+        }
+    }
+}
+
+/// A server a killed experiment left behind (recorded in the state), stopped.
+fn stop_leftover(state: &mut State, dir: &Path) -> crate::Result<()> {
+    if let Some(s) = state.server.take() {
+        let alive = process::proc_stat(s.pid).is_some_and(|p| p.start_ticks == s.start_ticks);
+        let part = PartInfo {
+            name: "setup".into(),
+            pid: s.pid,
+            pgid: s.pid,
+            start_ticks: s.start_ticks,
+            command: Vec::new(),
+            logs: Vec::new(),
+        };
+        if alive || !process::group_members(&part).is_empty() {
+            println!(
+                "stopping the server of {} left by the interrupted experiment (pid {})",
+                s.run, s.pid
+            );
+            process::stop(&part, STOP_GRACE)?;
+        }
+        state.save(dir)?;
+    }
+    Ok(())
+}
+
+/// The real servers: lab stacks and setup commands.
+#[derive(Default)]
+pub struct RealServers {
+    started: Option<Started>,
+}
+
+impl Servers for RealServers {
+    fn stop_leftover(&mut self, state: &mut State, dir: &Path) -> crate::Result<()> {
+        stop_leftover(state, dir)
+    }
+
+    fn start(
+        &mut self,
+        exp: &Experiment,
+        c: &Config,
+        run: &Run,
+        dir: &Path,
+        state: &mut State,
+    ) -> crate::Result<String> {
+        let s = start(exp, c, run, dir, state)?;
+        let url = s.url().to_string();
+        self.started = Some(s);
+        Ok(url)
+    }
+
+    fn stop(&mut self, c: &Config, run: &Run, dir: &Path) -> crate::Result<()> {
+        match self.started.take() {
+            Some(s) => stop(c, s, run, dir),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_and_ports() {
+        assert_eq!(local_port("http://127.0.0.1:8080/x"), Some(8080));
+        assert_eq!(local_port("http://localhost/"), Some(80));
+        assert_eq!(local_port("http://10.0.0.1:80/"), None);
+        assert_eq!(
+            probe("http://127.0.0.1:1/", Duration::from_millis(100)),
+            None
+        );
+    }
+}

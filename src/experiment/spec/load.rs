@@ -1,0 +1,217 @@
+//! The `[load]` and `[request]` tables validated; what they leave out falls back to the
+//! library's defaults (`usecase::SweepConfig`, `CapacityConfig`, …), the same as the
+//! command line's.
+use super::raw::{RawLoad, RawRequest, Text};
+use super::{dur, err, share, Kind, LoadPlan, Request};
+use crate::units::{parse_duration, parse_duration_range};
+use crate::usecase::command::{arrival_name, pick_name};
+use crate::usecase::SweepConfig;
+use crate::usecase::{CapacityConfig, ConnConfig, OpenLoopConfig, RequestConfig, StepTiming};
+use std::path::Path;
+
+pub(super) fn load_plan(file: &Path, label: &str, l: &RawLoad) -> crate::Result<LoadPlan> {
+    let key = |k: &str| format!("{label} load.{k}");
+    let kind = match l.kind.as_deref().unwrap_or("sweep") {
+        "sweep" => Kind::Sweep,
+        "steps" => Kind::Steps,
+        "capacity" => Kind::Capacity,
+        other => {
+            return Err(err(
+                file,
+                &key("kind"),
+                format!("'{other}' is not one of sweep, steps, capacity"),
+            ))
+        }
+    };
+    let (closed, levels) = match (&l.users, &l.rates, kind) {
+        (Some(_), _, Kind::Capacity) => {
+            return Err(err(
+                file,
+                &key("users"),
+                "a capacity search steps the request rate: use start/max, not users",
+            ))
+        }
+        (None, _, Kind::Capacity) => (false, Vec::new()),
+        (Some(_), Some(_), _) => {
+            return Err(err(file, &key("rates"), "give users or rates, not both"))
+        }
+        (Some(Text(u)), None, _) => (
+            true,
+            crate::plan::steps::parse_users(u)
+                .map_err(|e| err(file, &key("users"), e.replace("--users ", "")))?
+                .into_iter()
+                .map(|v| v as f64)
+                .collect(),
+        ),
+        (None, Some(Text(r)), _) => (
+            false,
+            crate::plan::steps::parse_levels(r, "rates")
+                .map_err(|e| err(file, &key("rates"), e))?,
+        ),
+        (None, None, _) => {
+            return Err(err(
+                file,
+                &key("users"),
+                "no load levels: give users (closed loop) or rates (open loop)",
+            ))
+        }
+    };
+    let think = match &l.think {
+        None => None,
+        Some(_) if !closed => {
+            return Err(err(
+                file,
+                &key("think"),
+                "think time applies to users (closed loop), not to rates",
+            ))
+        }
+        Some(Text(t)) => Some(parse_duration_range(t).map_err(|e| err(file, &key("think"), e))?),
+    };
+    let timing = StepTiming::default();
+    let step = dur(file, &key("step"), &l.step, timing.step)?;
+    if step.is_zero() {
+        return Err(err(file, &key("step"), "must be above zero"));
+    }
+    let max_p99 = match &l.max_p99 {
+        None => None,
+        Some(Text(t)) => Some(parse_duration(t).map_err(|e| err(file, &key("max_p99"), e))?),
+    };
+    if let Some(s) = &l.slo {
+        crate::analysis::slo::parse(s).map_err(|e| err(file, &key("slo"), e))?;
+    }
+    if kind == Kind::Capacity && l.slo.is_none() {
+        return Err(err(
+            file,
+            &key("slo"),
+            "a capacity search needs an SLO, e.g. slo = \"p99<500ms,errors<1%\"",
+        ));
+    }
+    let cap = CapacityConfig::default();
+    let start = l.start.unwrap_or(cap.start);
+    let max = l.max.unwrap_or(cap.max);
+    if !(start.is_finite() && start > 0.0) {
+        return Err(err(file, &key("start"), "must be a rate above zero"));
+    }
+    if !(max.is_finite() && max >= start) {
+        return Err(err(file, &key("max"), "must be at least start"));
+    }
+    let precision = share(file, &key("precision"), &l.precision, cap.precision)?;
+    if precision <= 0.0 {
+        return Err(err(file, &key("precision"), "must be above 0%"));
+    }
+    let open = OpenLoopConfig::default();
+    let arrival = l
+        .arrival
+        .clone()
+        .unwrap_or_else(|| arrival_name(open.arrival).into());
+    if !matches!(arrival.as_str(), "constant" | "poisson") {
+        return Err(err(
+            file,
+            &key("arrival"),
+            format!("'{arrival}' is not one of constant, poisson"),
+        ));
+    }
+    let connections = l.connections.unwrap_or(open.connections);
+    if connections == 0 {
+        return Err(err(file, &key("connections"), "must be at least 1"));
+    }
+    let sweep = SweepConfig::default();
+    Ok(LoadPlan {
+        kind,
+        closed,
+        levels,
+        think,
+        step,
+        warmup: dur(file, &key("warmup"), &l.warmup, timing.warmup)?,
+        rest: dur(file, &key("rest"), &l.rest, timing.rest)?,
+        past_saturation: l.past_saturation.unwrap_or(sweep.past_saturation),
+        max_errors: share(file, &key("max_errors"), &l.max_errors, sweep.max_errors)?,
+        max_p99,
+        slo: l.slo.clone(),
+        start,
+        max,
+        precision,
+        arrival,
+        connections,
+    })
+}
+
+pub(super) fn request_of(file: &Path, label: &str, r: &RawRequest) -> crate::Result<Request> {
+    let key = |k: &str| format!("{label} request.{k}");
+    let paths = r
+        .path
+        .clone()
+        .map(|l| l.0)
+        .unwrap_or_else(|| vec!["/".into()]);
+    if paths.is_empty() {
+        return Err(err(file, &key("path"), "empty list"));
+    }
+    for p in &paths {
+        if !(p.starts_with('/') || p.starts_with("http://")) {
+            return Err(err(
+                file,
+                &key("path"),
+                format!("'{p}' must start with '/' (or be a full http:// URL)"),
+            ));
+        }
+    }
+    let defaults = RequestConfig::default();
+    let conn = ConnConfig::default();
+    let pick = r
+        .pick
+        .clone()
+        .unwrap_or_else(|| pick_name(defaults.pick).into());
+    if !matches!(pick.as_str(), "sequence" | "random") {
+        return Err(err(
+            file,
+            &key("pick"),
+            format!("'{pick}' is not one of sequence, random"),
+        ));
+    }
+    let method = r.method.clone().unwrap_or(defaults.method);
+    crate::plan::parse_method(&method).map_err(|e| err(file, &key("method"), e))?;
+    let headers = r.headers.clone().unwrap_or_default();
+    for h in &headers {
+        crate::plan::parse_header(h).map_err(|e| err(file, &key("headers"), e))?;
+    }
+    let keep_alive = r.keep_alive.unwrap_or(conn.keep_alive);
+    if r.calls_per_connection == Some(0) {
+        return Err(err(
+            file,
+            &key("calls_per_connection"),
+            "must be at least 1",
+        ));
+    }
+    if !keep_alive && r.calls_per_connection.is_some_and(|k| k > 1) {
+        return Err(err(
+            file,
+            &key("calls_per_connection"),
+            "contradicts keep_alive = false",
+        ));
+    }
+    if r.threads.is_some_and(|t| t == 0 || t > 1024) {
+        return Err(err(file, &key("threads"), "use 1 to 1024"));
+    }
+    let timeout = dur(file, &key("timeout"), &r.timeout, conn.timeout)?;
+    let connect_timeout = dur(
+        file,
+        &key("connect_timeout"),
+        &r.connect_timeout,
+        conn.connect_timeout,
+    )?;
+    if timeout.is_zero() || connect_timeout.is_zero() {
+        return Err(err(file, &key("timeout"), "timeouts must be above zero"));
+    }
+    Ok(Request {
+        paths,
+        pick,
+        method,
+        headers,
+        body: r.body.clone(),
+        keep_alive,
+        calls_per_connection: r.calls_per_connection,
+        timeout,
+        connect_timeout,
+        threads: r.threads,
+    })
+}

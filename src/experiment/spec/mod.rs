@@ -1,0 +1,539 @@
+//! The experiment file (TOML): what it may say ([`RawFile`]), and its validation into an
+//! [`Experiment`] whose every value is checked. Errors are one line naming the file and the
+//! key (`s5.toml:12:8: [load] step: …` for what TOML itself rejects, `s5.toml: config
+//! 'fpm' knobs.pm: …` for values checked afterwards), with exit code 2.
+//!
+//! - `raw`: the file as serde reads it, and how tables override each other;
+//! - `load`: the `[load]` and `[request]` tables;
+//! - `server`: lab stacks with their knob matrices, or setup commands.
+mod load;
+mod raw;
+mod server;
+
+pub use raw::*;
+pub use server::{knob_text, origin};
+
+use super::plan;
+use crate::lab::{Knobs, StackSpec};
+use crate::units::parse_duration;
+use crate::Error;
+use load::{load_plan, request_of};
+use server::servers;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+// ---------------------------------------------------------------------------------------
+// The validated experiment.
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Experiment {
+    pub file: PathBuf,
+    pub name: String,
+    pub description: String,
+    pub repetitions: u32,
+    pub lab_prefix: Option<PathBuf>,
+    pub configs: Vec<Config>,
+    /// FNV-1a of the file's bytes and the --quick flag: --resume refuses a changed file.
+    pub fingerprint: String,
+    pub quick: bool,
+    /// --quick: the whole experiment's target length.
+    pub budget: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub name: String,
+    pub group: String,
+    pub server: Server,
+    pub request: Request,
+    pub load: LoadPlan,
+    pub observe: Observe,
+    /// Warm-up round before each run (zero: none).
+    pub warmup: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Server {
+    /// A lab stack; `db` is MariaDB's own knobs when the configuration sets them.
+    Lab { spec: StackSpec, db: Option<Knobs> },
+    Command {
+        setup: String,
+        teardown: Option<String>,
+        ready: String,
+        url: String,
+        ready_timeout: Duration,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub paths: Vec<String>,
+    pub pick: String,
+    pub method: String,
+    pub headers: Vec<String>,
+    pub body: Option<String>,
+    pub keep_alive: bool,
+    pub calls_per_connection: Option<u32>,
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    pub threads: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Sweep,
+    Steps,
+    Capacity,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Sweep => "sweep",
+            Kind::Steps => "steps",
+            Kind::Capacity => "capacity",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadPlan {
+    pub kind: Kind,
+    /// Closed loop (users) or open loop (rates).
+    pub closed: bool,
+    /// Users or rates; for capacity, empty.
+    pub levels: Vec<f64>,
+    pub think: Option<(Duration, Duration)>,
+    pub step: Duration,
+    pub warmup: Duration,
+    pub rest: Duration,
+    pub past_saturation: usize,
+    pub max_errors: f64,
+    pub max_p99: Option<Duration>,
+    pub slo: Option<String>,
+    pub start: f64,
+    pub max: f64,
+    pub precision: f64,
+    pub arrival: String,
+    pub connections: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Observe {
+    /// `None`: the lab stack's own watch list.
+    pub watch: Option<Vec<String>>,
+    pub fpm_status: bool,
+    pub sample_every: Duration,
+}
+
+/// Reads, parses and validates FILE; `quick` applies the `[quick]` tables and scales the
+/// durations (plan::quick).
+pub fn load(file: &Path, quick: bool) -> crate::Result<Experiment> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Error::usage(format!("{}: cannot read: {e}", file.display())))?;
+    let mut exp = parse(&text, file, quick)?;
+    if quick {
+        plan::quick(&mut exp);
+    }
+    Ok(exp)
+}
+
+/// FNV-1a, 64 bits: stable across builds (std's hasher is not), enough to notice an edit.
+fn fnv1a(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// 1-based line and column of a byte offset.
+fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..at.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+/// `[table] key` for the line holding a byte offset: the nearest table header above and the
+/// key before `=` on that line, so a TOML error names the key as the user wrote it.
+fn key_at(text: &str, at: usize) -> String {
+    let at = at.min(text.len());
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[start..].lines().next().unwrap_or("");
+    let key = line
+        .split_once('=')
+        .map(|(k, _)| k.trim().to_string())
+        .filter(|k| !k.is_empty() && !k.starts_with('['));
+    let table = text[..start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|l| l.split('#').next().unwrap_or(l).trim().to_string());
+    match (table, key) {
+        (Some(t), Some(k)) => format!("{t} {k}"),
+        (None, Some(k)) => k,
+        (Some(t), None) => t,
+        (None, None) => String::new(),
+    }
+}
+
+/// Parses and validates the text of FILE.
+pub fn parse(text: &str, file: &Path, quick: bool) -> crate::Result<Experiment> {
+    let f = file.display().to_string();
+    let raw: RawFile = toml::from_str(text).map_err(|e| {
+        let msg = e.message().replace('\n', " ");
+        let msg = msg.trim();
+        match e.span() {
+            Some(span) => {
+                let (l, c) = line_col(text, span.start);
+                let key = key_at(text, span.start);
+                if key.is_empty() {
+                    Error::usage(format!("{f}:{l}:{c}: {msg}"))
+                } else {
+                    Error::usage(format!("{f}:{l}:{c}: {key}: {msg}"))
+                }
+            }
+            None => Error::usage(format!("{f}: {msg}")),
+        }
+    })?;
+    let mut fp = text.as_bytes().to_vec();
+    fp.push(u8::from(quick));
+    validate(raw, file, quick, fnv1a(&fp))
+}
+
+fn err(file: &Path, key: &str, msg: impl fmt::Display) -> Error {
+    Error::usage(format!("{}: {key}: {msg}", file.display()))
+}
+
+fn dur(file: &Path, key: &str, t: &Option<Text>, default: Duration) -> crate::Result<Duration> {
+    match t {
+        None => Ok(default),
+        Some(Text(s)) => parse_duration(s).map_err(|e| err(file, key, e)),
+    }
+}
+
+/// `20%` or `0.2`.
+fn share(file: &Path, key: &str, t: &Option<Text>, default: f64) -> crate::Result<f64> {
+    match t {
+        None => Ok(default),
+        Some(Text(s)) => crate::units::parse_share(s).map_err(|e| err(file, key, e)),
+    }
+}
+
+fn is_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 80
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !s.starts_with('.')
+}
+
+fn validate(
+    raw: RawFile,
+    file: &Path,
+    quick: bool,
+    fingerprint: String,
+) -> crate::Result<Experiment> {
+    let name = match &raw.name {
+        Some(n) if !is_name(n) => {
+            return Err(err(
+                file,
+                "name",
+                format!("'{n}' must be letters, digits, '-', '_' or '.'"),
+            ))
+        }
+        Some(n) => n.clone(),
+        None => {
+            let stem = file
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("experiment");
+            let s: String = stem
+                .chars()
+                .map(|c| if is_name(&c.to_string()) { c } else { '-' })
+                .collect();
+            if s.is_empty() {
+                "experiment".into()
+            } else {
+                s
+            }
+        }
+    };
+    let q = raw.quick.clone().filter(|_| quick).unwrap_or_default();
+    let mut repetitions = raw.repetitions.unwrap_or(1);
+    if repetitions == 0 || repetitions > 100 {
+        return Err(err(
+            file,
+            "repetitions",
+            format!("{repetitions}: use 1 to 100"),
+        ));
+    }
+    if quick {
+        repetitions = q.repetitions.unwrap_or(1).clamp(1, 100);
+    }
+    let budget = dur(file, "[quick] budget", &q.budget, Duration::from_secs(60))?;
+    if budget.is_zero() {
+        return Err(err(file, "[quick] budget", "must be above zero"));
+    }
+    let warmup_text = if quick {
+        q.warmup.clone().or(raw.warmup.clone())
+    } else {
+        raw.warmup.clone()
+    };
+    let load = if quick {
+        raw.load.merge(&q.load)
+    } else {
+        raw.load.clone()
+    };
+    let request = if quick {
+        raw.request.merge(&q.request)
+    } else {
+        raw.request.clone()
+    };
+    if raw.config.is_empty() {
+        return Err(err(
+            file,
+            "config",
+            "no configuration: add at least one [[config]] table",
+        ));
+    }
+    let mut configs: Vec<Config> = Vec::new();
+    for (i, c) in raw.config.iter().enumerate() {
+        let label = match &c.name {
+            Some(n) => format!("config '{n}'"),
+            None => format!("config[{}]", i + 1),
+        };
+        let cq = c.quick.clone().filter(|_| quick).unwrap_or_default();
+        let cload = load.merge(&c.load).merge(&cq.load);
+        let creq = request.merge(&c.request).merge(&cq.request);
+        let cobs = raw.observe.merge(&c.observe.clone().unwrap_or_default());
+        let cwarm = cq
+            .warmup
+            .clone()
+            .or(c.warmup.clone())
+            .or(warmup_text.clone());
+        let plan = load_plan(file, &label, &cload)?;
+        let req = request_of(file, &label, &creq)?;
+        let observe =
+            Observe {
+                watch: cobs.watch.clone(),
+                fpm_status: cobs.fpm_status.unwrap_or(false),
+                // Unset: the command line's default (a text, like the file's).
+                sample_every: dur(
+                    file,
+                    &format!("{label} observe.sample_every"),
+                    &Some(cobs.sample_every.clone().unwrap_or_else(|| {
+                        Text(crate::observe::ObserveArgs::default().sample_every)
+                    })),
+                    Duration::ZERO,
+                )?,
+            };
+        let warmup = dur(
+            file,
+            &format!("{label} warmup"),
+            &cwarm,
+            Duration::from_secs(5),
+        )?;
+        let group = c.group.clone().unwrap_or_else(|| "main".into());
+        for (cname, server) in servers(file, &label, c)? {
+            if let Some(o) = configs.iter().find(|o| o.name == cname) {
+                return Err(err(
+                    file,
+                    &format!("{label} name"),
+                    format!(
+                        "'{}' is used twice (configuration names name the run folders)",
+                        o.name
+                    ),
+                ));
+            }
+            configs.push(Config {
+                name: cname,
+                group: group.clone(),
+                server,
+                request: req.clone(),
+                load: plan.clone(),
+                observe: observe.clone(),
+                warmup,
+            });
+        }
+    }
+    // A group is one comparison: its loads must share a unit (compare::check_modes).
+    for c in &configs {
+        if let Some(o) = configs
+            .iter()
+            .find(|o| o.group == c.group && o.load.closed != c.load.closed)
+        {
+            return Err(err(
+                file,
+                &format!("config '{}' load", c.name),
+                format!(
+                    "group '{}' mixes closed loop (users) and open loop (rates) with '{}'; give them different `group`s",
+                    c.group, o.name
+                ),
+            ));
+        }
+    }
+    Ok(Experiment {
+        file: file.to_path_buf(),
+        name,
+        description: raw.description.clone().unwrap_or_default(),
+        repetitions,
+        lab_prefix: raw.lab_prefix.as_ref().map(PathBuf::from),
+        configs,
+        fingerprint,
+        quick,
+        budget,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "demo"
+repetitions = 2
+warmup = "2s"
+
+[request]
+path = "/sleep?ms=20"
+
+[load]
+users = [1, 2, 4]
+step = "3s"
+warmup = "1s"
+rest = 1
+
+[[config]]
+name = "w4"
+setup = "overload target --listen 127.0.0.1:18991 --workers 4"
+ready = "http://127.0.0.1:18991/"
+
+[[config]]
+name = "{stack}-w{workers}"
+stack = ["nginx-fpm", "apache-prefork"]
+knobs = { workers = [4, 8], opcache = true, query_cache = "on" }
+load = { users = "1:9:4", step = "2s" }
+"#;
+
+    fn p(text: &str) -> crate::Result<Experiment> {
+        parse(text, Path::new("x.toml"), false)
+    }
+
+    fn e(text: &str) -> String {
+        let e = p(text).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+        let s = e.to_string();
+        assert!(!s.contains('\n'), "one line: {s}");
+        assert!(s.starts_with("x.toml"), "names the file: {s}");
+        s
+    }
+
+    #[test]
+    fn good_file() {
+        let x = p(GOOD).unwrap();
+        assert_eq!(x.name, "demo");
+        assert_eq!(x.repetitions, 2);
+        let names: Vec<&str> = x.configs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "w4",
+                "nginx-fpm-w4",
+                "nginx-fpm-w8",
+                "apache-prefork-w4",
+                "apache-prefork-w8"
+            ]
+        );
+        let w4 = &x.configs[0];
+        assert_eq!(w4.warmup, Duration::from_secs(2));
+        assert_eq!(w4.load.levels, [1.0, 2.0, 4.0]);
+        assert!(w4.load.closed);
+        assert_eq!(w4.load.rest, Duration::from_secs(1));
+        assert_eq!(w4.request.paths, ["/sleep?ms=20"]);
+        match &w4.server {
+            Server::Command { url, .. } => assert_eq!(url, "http://127.0.0.1:18991"),
+            s => panic!("{s:?}"),
+        }
+        let fpm = &x.configs[2];
+        assert_eq!(fpm.load.levels, [1.0, 5.0, 9.0]);
+        assert_eq!(fpm.load.step, Duration::from_secs(2));
+        assert_eq!(fpm.load.warmup, Duration::from_secs(1), "inherited");
+        match &fpm.server {
+            Server::Lab { spec, db } => {
+                assert_eq!(
+                    spec.knobs.max_children,
+                    Some(8),
+                    "workers = max_children on FPM"
+                );
+                assert_eq!(db.as_ref().unwrap().query_cache, Some(true));
+            }
+            s => panic!("{s:?}"),
+        }
+        match &x.configs[4].server {
+            Server::Lab { spec, .. } => assert_eq!(spec.knobs.workers, Some(8)),
+            s => panic!("{s:?}"),
+        }
+        // The same text gives the same fingerprint; --quick another.
+        assert_eq!(p(GOOD).unwrap().fingerprint, x.fingerprint);
+        let q = parse(GOOD, Path::new("x.toml"), true).unwrap();
+        assert_ne!(q.fingerprint, x.fingerprint);
+        assert_eq!(q.repetitions, 1);
+    }
+
+    #[test]
+    fn toml_errors_name_line_and_key() {
+        let s = e("[load]\nusers = [1, 2]\nstep = true\n[[config]]\nname='a'\nsetup='x'\nready='http://127.0.0.1:1/'\n");
+        assert!(s.starts_with("x.toml:3:"), "{s}");
+        assert!(s.contains("[load] step"), "{s}");
+        let s = e("[load]\nusers = 1\nsteps = '3s'\n");
+        assert!(
+            s.contains("[load] steps") && s.contains("unknown field"),
+            "{s}"
+        );
+        let s = e("[[config]]\nname = 'a'\nstack = 'nginx-fpm'\nknobs = { pm = 3 \n");
+        assert!(s.starts_with("x.toml:"), "syntax: {s}");
+    }
+
+    #[test]
+    fn value_errors_name_the_key() {
+        let base = "[load]\nusers = [1, 2]\n";
+        let cfg = "[[config]]\nname = 'a'\nsetup = 'true'\nready = 'http://127.0.0.1:9/'\n";
+        let cases: Vec<(String, &str)> = vec![
+            (format!("{base}step = '3 parsecs'\n{cfg}"), "config 'a' load.step"),
+            (format!("[load]\nrates = '10:5:1'\n{cfg}"), "config 'a' load.rates"),
+            (format!("[load]\nkind = 'bisect'\nusers = 1\n{cfg}"), "load.kind"),
+            (format!("[load]\nusers = 1\nmax_errors = '120%'\n{cfg}"), "load.max_errors"),
+            (format!("[load]\nkind = 'capacity'\n{cfg}"), "load.slo"),
+            (format!("[load]\nrates = 10\nthink = '1s'\n{cfg}"), "load.think"),
+            (format!("{base}[request]\npath = 'sleep'\n{cfg}"), "request.path"),
+            (format!("{base}repetitions = 0\n{cfg}"), "repetitions"),
+            (base.to_string(), "config"),
+            (format!("{base}[[config]]\nname = 'a'\nsetup = 'x'\n"), "config 'a' ready"),
+            (format!("{base}[[config]]\nname = 'a'\nstack = 'nginx-fpm'\nsetup = 'x'\n"), "config 'a' setup"),
+            (format!("{base}[[config]]\nstack = 'nginx-fpn'\n"), "config[1] stack"),
+            (format!("{base}[[config]]\nstack = 'mariadb'\n"), "config[1] stack"),
+            (format!("{base}[[config]]\nstack = 'nginx-fpm'\nknobs = {{ pm = 'dyn' }}\n"), "knobs.pm"),
+            (format!("{base}[[config]]\nstack = 'nginx-fpm'\nknobs = {{ colour = 1 }}\n"), "knobs.colour"),
+            (format!("{base}[[config]]\nstack = 'apache-prefork'\nknobs = {{ pm = 'static' }}\n"), "config 'apache-prefork' knobs"),
+            (format!("{base}{cfg}{cfg}"), "config 'a' name"),
+            (format!("{base}{cfg}[[config]]\nname = 'b'\nsetup = 'true'\nready = 'http://127.0.0.1:9/'\nload = {{ rates = 5 }}\n"), "mixes closed loop"),
+        ];
+        for (text, want) in cases {
+            let s = e(&text);
+            assert!(s.contains(want), "expected '{want}' in: {s}");
+        }
+    }
+
+    #[test]
+    fn key_lookup() {
+        let t = "a = 1\n[load]\n# c\nstep = true\n";
+        assert_eq!(key_at(t, t.find("true").unwrap()), "[load] step");
+        assert_eq!(key_at(t, 0), "a");
+        assert_eq!(line_col(t, t.find("true").unwrap()), (4, 8));
+    }
+}

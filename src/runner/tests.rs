@@ -1,0 +1,218 @@
+//! The sweep's stop rules on the scripted executor: every rule, on numbers chosen so that
+//! exactly that rule ends the sweep, with the steps it ran and the reason it recorded.
+use super::fake::{self, Scripted, Shape};
+use super::sweep::{sweep, SweepPlan};
+use super::Stepper;
+use crate::analysis::Slo;
+use crate::engine::{Arrival, Load};
+use crate::report::progress::SweepProgress;
+use std::time::Duration;
+
+fn rates(v: &[f64]) -> Vec<Load> {
+    v.iter()
+        .map(|&rate| Load::Open {
+            rate,
+            arrival: Arrival::Constant,
+            max_connections: 100,
+        })
+        .collect()
+}
+
+fn plan(loads: Vec<Load>) -> SweepPlan {
+    SweepPlan {
+        loads,
+        past_saturation: 2,
+        max_errors: Some(0.2),
+        max_p99_ms: None,
+        rest: Duration::from_secs(5),
+    }
+}
+
+/// Runs `plan` on `exec`; returns (reason, complete, run.json's stop_reason).
+fn run<F: FnMut(usize, f64) -> Shape>(
+    exec: &mut Scripted<F>,
+    plan: &SweepPlan,
+    mode: &'static str,
+    slo: Option<&Slo>,
+) -> (String, bool, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let base = fake::base(plan.loads[0]);
+    let mut writer = fake::writer(dir.path(), mode);
+    let progress = SweepProgress::new(
+        None,
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+        "req/s",
+        true,
+    );
+    let mut stepper = Stepper::new(&base, mode, slo, &mut writer, progress, exec);
+    let result = sweep(&mut stepper, plan);
+    let done = stepper.finish(&result, String::clone).unwrap();
+    assert_eq!(done.reason, result.unwrap());
+    let steps = std::fs::read_to_string(dir.path().join("steps.jsonl")).unwrap();
+    assert_eq!(
+        steps.lines().count(),
+        done.steps.len(),
+        "every step is stored"
+    );
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run.json")).unwrap())
+            .unwrap();
+    assert_eq!(info["complete"], done.complete);
+    (done.reason, done.complete, info["stop_reason"].clone())
+}
+
+const LEVELS: [f64; 10] = [
+    500.0, 750.0, 1000.0, 1250.0, 1500.0, 1750.0, 2000.0, 2250.0, 2500.0, 2750.0,
+];
+
+#[test]
+fn stops_past_saturation() {
+    let mut exec = Scripted::new(fake::server(1000.0));
+    let (reason, complete, stored) = run(&mut exec, &plan(rates(&LEVELS)), "open", None);
+    // Saturated at 1250 (throughput 1000 < 95% of it); two more steps, then stop.
+    assert_eq!(reason, "2 step(s) past saturation");
+    assert_eq!(exec.offered, [500.0, 750.0, 1000.0, 1250.0, 1500.0, 1750.0]);
+    assert_eq!(stored, reason.as_str());
+    assert!(complete);
+    assert_eq!(
+        exec.rests,
+        vec![Duration::from_secs(5); 5],
+        "a rest between steps only"
+    );
+}
+
+#[test]
+fn stops_when_a_step_fails_too_many_requests() {
+    let mut p = plan(rates(&LEVELS));
+    p.past_saturation = 100;
+    p.max_errors = Some(0.1);
+    let mut exec = Scripted::new(fake::server(1000.0));
+    let (reason, complete, _) = run(&mut exec, &p, "open", None);
+    // 1750 is 1.75× capacity: (1.75 - 1.5) / 1.75 = 14.3% failed, above 10%.
+    assert_eq!(exec.offered.last(), Some(&1750.0));
+    assert_eq!(
+        reason,
+        "step 6 failed 14.3% of requests (--max-errors 10.0%)"
+    );
+    assert!(complete, "a stop rule is a normal end");
+}
+
+#[test]
+fn stops_when_p99_is_above_max_p99() {
+    let mut p = plan(rates(&LEVELS));
+    p.past_saturation = 100;
+    p.max_p99_ms = Some(100.0);
+    let mut exec = Scripted::new(fake::server(1000.0));
+    let (reason, _, _) = run(&mut exec, &p, "open", None);
+    assert_eq!(exec.offered, [500.0, 750.0, 1000.0, 1250.0]);
+    assert_eq!(reason, "step 4 p99 255 ms is above --max-p99 100 ms");
+}
+
+#[test]
+fn runs_every_step_when_no_rule_bites() {
+    let mut exec = Scripted::new(fake::server(1e9));
+    let (reason, complete, _) = run(&mut exec, &plan(rates(&LEVELS)), "open", None);
+    assert_eq!(exec.offered, LEVELS);
+    assert_eq!(reason, "all planned steps done");
+    assert!(complete);
+}
+
+#[test]
+fn sigint_during_a_step_ends_the_sweep_incomplete() {
+    let mut exec = Scripted::new(fake::server(1e9));
+    exec.interrupt_during = Some(1);
+    let (reason, complete, stored) = run(&mut exec, &plan(rates(&LEVELS)), "open", None);
+    assert_eq!(
+        exec.offered.len(),
+        2,
+        "the interrupted step is kept, no step after it"
+    );
+    assert_eq!(reason, "interrupted during step 2");
+    assert_eq!(stored, reason.as_str());
+    assert!(!complete);
+}
+
+#[test]
+fn sigint_during_a_rest_ends_the_sweep_before_the_next_step() {
+    let mut exec = Scripted::new(fake::server(1e9));
+    exec.interrupt_in_rest = Some(2);
+    let (reason, complete, _) = run(&mut exec, &plan(rates(&LEVELS)), "open", None);
+    assert_eq!(exec.offered.len(), 3);
+    assert_eq!(reason, "interrupted");
+    assert!(!complete);
+}
+
+#[test]
+fn an_engine_error_is_recorded_and_returned() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = plan(rates(&LEVELS));
+    let mut exec = Scripted::new(fake::server(1e9));
+    exec.fail_at = Some(2);
+    let base = fake::base(p.loads[0]);
+    let mut writer = fake::writer(dir.path(), "open");
+    let progress = SweepProgress::new(
+        None,
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+        "req/s",
+        true,
+    );
+    let mut stepper = Stepper::new(&base, "open", None, &mut writer, progress, &mut exec);
+    let result = sweep(&mut stepper, &p);
+    let done = stepper.finish(&result, String::clone).unwrap();
+    assert!(result.is_err());
+    assert_eq!(done.steps.len(), 2, "the steps before the failure are kept");
+    assert!(!done.complete);
+    assert_eq!(done.reason, "failed: scripted failure at step 2");
+}
+
+#[test]
+fn closed_loop_saturates_when_throughput_stops_rising() {
+    // Each user does 100 responses/s until 800/s is reached.
+    let users: Vec<Load> = [1usize, 2, 4, 8, 16, 32, 64, 128]
+        .iter()
+        .map(|&users| Load::Closed {
+            users,
+            think: (Duration::ZERO, Duration::ZERO),
+        })
+        .collect();
+    let mut exec = Scripted::new(|_, u: f64| {
+        let t = (u * 100.0).min(800.0);
+        Shape::ok(t, u * 1000.0 / t)
+    });
+    let (reason, _, _) = run(&mut exec, &plan(users), "closed", None);
+    // 16 users gain nothing over 8 while response time doubles: saturated; 32, 64 follow.
+    assert_eq!(exec.offered, [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]);
+    assert_eq!(reason, "2 step(s) past saturation");
+}
+
+#[test]
+fn slo_failures_mark_the_step_without_stopping_the_sweep() {
+    let slo = crate::analysis::slo::parse("p99<100ms").unwrap();
+    let mut p = plan(rates(&LEVELS[..5]));
+    p.past_saturation = 100;
+    let mut exec = Scripted::new(fake::server(1000.0));
+    let dir = tempfile::tempdir().unwrap();
+    let base = fake::base(p.loads[0]);
+    let mut writer = fake::writer(dir.path(), "open");
+    let progress = SweepProgress::new(
+        None,
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+        "req/s",
+        true,
+    );
+    let mut stepper = Stepper::new(&base, "open", Some(&slo), &mut writer, progress, &mut exec);
+    let result = sweep(&mut stepper, &p);
+    let done = stepper.finish(&result, String::clone).unwrap();
+    let ok: Vec<Option<bool>> = done.steps.iter().map(|s| s.slo_ok).collect();
+    assert_eq!(
+        ok,
+        [Some(true), Some(true), Some(true), Some(false), Some(false)]
+    );
+    assert!(done.steps[3].flags.iter().any(|f| f == "slo-failed"));
+}

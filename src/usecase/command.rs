@@ -1,0 +1,142 @@
+//! A configuration as the `overload …` command line that does the same (what an
+//! experiment's `--dry-run` and its state file show): the `Display` of each configuration is
+//! built here, with every value written so that it parses back to the same value.
+use super::config::{ConnConfig, OpenLoopConfig, Output, RequestConfig, StepTiming};
+use crate::engine::{Arrival, Pick};
+use crate::observe::ObserveArgs;
+use std::fmt;
+use std::time::Duration;
+
+/// An argument list being built, shown shell-quoted after `overload`.
+#[derive(Default)]
+pub struct Argv(pub Vec<String>);
+
+impl Argv {
+    pub fn new(command: &str) -> Argv {
+        Argv(vec!["overload".into(), command.into()])
+    }
+    pub fn arg(&mut self, a: impl Into<String>) -> &mut Self {
+        self.0.push(a.into());
+        self
+    }
+    pub fn opt(&mut self, flag: &str, value: impl Into<String>) -> &mut Self {
+        self.0.push(flag.into());
+        self.0.push(value.into());
+        self
+    }
+}
+
+impl fmt::Display for Argv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&crate::units::shell_join(&self.0))
+    }
+}
+
+/// A duration as a command-line value that parses back exactly.
+pub fn dur(d: Duration) -> String {
+    if d.subsec_nanos() % 1_000_000 == 0 {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{}us", d.as_micros())
+    }
+}
+
+pub fn pick_name(p: Pick) -> &'static str {
+    match p {
+        Pick::Random => "random",
+        Pick::Sequence => "sequence",
+    }
+}
+
+pub fn arrival_name(a: Arrival) -> &'static str {
+    match a {
+        Arrival::Constant => "constant",
+        Arrival::Poisson => "poisson",
+    }
+}
+
+/// Request and connection flags (those of every load-sending command).
+pub fn request(a: &mut Argv, r: &RequestConfig, c: &ConnConfig) {
+    for u in &r.urls {
+        a.arg(u.clone());
+    }
+    if let Some(f) = &r.urls_file {
+        a.opt("--urls", f.display().to_string());
+    }
+    a.opt("--pick", pick_name(r.pick));
+    if r.method != RequestConfig::default().method {
+        a.opt("-X", r.method.clone());
+    }
+    for h in &r.headers {
+        a.opt("-H", h.clone());
+    }
+    if let Some(b) = &r.body {
+        a.opt("--body", b.clone());
+    }
+    let d = ConnConfig::default();
+    if !c.keep_alive {
+        a.arg("--no-keep-alive");
+    }
+    if let Some(k) = c.calls_per_connection {
+        a.opt("--calls-per-connection", k.to_string());
+    }
+    a.opt("--timeout", dur(c.timeout));
+    a.opt("--connect-timeout", dur(c.connect_timeout));
+    if let Some(t) = c.threads {
+        a.opt("--threads", t.to_string());
+    }
+    if c.pacing_slack != d.pacing_slack {
+        a.opt("--pacing-slack", dur(c.pacing_slack));
+    }
+    if c.seed != d.seed {
+        a.opt("--seed", c.seed.to_string());
+    }
+}
+
+pub fn think(a: &mut Argv, think: Option<(Duration, Duration)>) {
+    if let Some((lo, hi)) = think {
+        a.opt("--think", format!("{}..{}", dur(lo), dur(hi)));
+    }
+}
+
+pub fn open_loop(a: &mut Argv, o: &OpenLoopConfig) {
+    a.opt("--arrival", arrival_name(o.arrival));
+    a.opt("--connections", o.connections.to_string());
+}
+
+pub fn observe(a: &mut Argv, o: &ObserveArgs) {
+    for w in &o.watch {
+        a.opt("--watch", w.clone());
+    }
+    for u in &o.fpm_status {
+        a.opt("--fpm-status", u.clone());
+    }
+    a.opt("--sample-every", o.sample_every.clone());
+    for g in &o.agent {
+        a.opt("--agent", g.clone());
+    }
+    if let Some(f) = &o.agent_token_file {
+        a.opt("--agent-token-file", f.display().to_string());
+    }
+    if let Some(p) = &o.observe_port {
+        a.opt("--observe-port", p.clone());
+    }
+}
+
+pub fn timing(a: &mut Argv, t: &StepTiming, slo: Option<&str>, o: &Output) {
+    a.opt("--warmup", dur(t.warmup));
+    a.opt("--step", dur(t.step));
+    a.opt("--rest", dur(t.rest));
+    if let Some(s) = slo {
+        a.opt("--slo", s);
+    }
+    if let Some(d) = &o.out {
+        a.opt("--out", d.display().to_string());
+    }
+    if let Some(n) = &o.name {
+        a.opt("--name", n.clone());
+    }
+    if o.quiet {
+        a.arg("-q");
+    }
+}

@@ -1,0 +1,243 @@
+//! Sweep: load levels one after another (S1's stepped rates, S2/S5's concurrency sweeps),
+//! each stored when it ends; then the saturation point, capacity and findings.
+use super::command::{self, Argv};
+use super::config::{base_config, parse_slo, ConnConfig, OpenLoopConfig, Output};
+use super::config::{RequestConfig, StepTiming};
+use super::results;
+use crate::analysis::{self, Analysis};
+use crate::engine::Load;
+use crate::observe::ObserveArgs;
+use crate::report::progress::SweepProgress;
+use crate::runner::{sweep::SweepPlan, Executor, Stepper};
+use crate::store::StepRecord;
+use crate::Error;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The load levels of a sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Levels {
+    /// Open loop: requests per second.
+    Rates(Vec<f64>),
+    /// Closed loop: users, with an optional think time (`lo..hi`).
+    Users {
+        users: Vec<usize>,
+        think: Option<(Duration, Duration)>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepConfig {
+    pub request: RequestConfig,
+    pub levels: Levels,
+    pub open: OpenLoopConfig,
+    /// Steps to run after the saturation point.
+    pub past_saturation: usize,
+    /// Stop when a step fails more than this share of requests.
+    pub max_errors: f64,
+    /// Stop when a step's response-time p99 exceeds this.
+    pub max_p99: Option<Duration>,
+    pub timing: StepTiming,
+    /// Service-level objective, e.g. `p99<500ms,errors<1%`.
+    pub slo: Option<String>,
+    pub conn: ConnConfig,
+    pub observe: ObserveArgs,
+    pub output: Output,
+}
+
+impl Default for SweepConfig {
+    fn default() -> Self {
+        SweepConfig {
+            request: RequestConfig::default(),
+            levels: Levels::Rates(Vec::new()),
+            open: OpenLoopConfig::default(),
+            past_saturation: 2,
+            max_errors: 0.2,
+            max_p99: None,
+            timing: StepTiming::default(),
+            slo: None,
+            conn: ConnConfig::default(),
+            observe: ObserveArgs::default(),
+            output: Output::default(),
+        }
+    }
+}
+
+impl SweepConfig {
+    /// `open` or `closed`.
+    pub fn mode(&self) -> &'static str {
+        match self.levels {
+            Levels::Rates(_) => "open",
+            Levels::Users { .. } => "closed",
+        }
+    }
+
+    /// The loads of the steps, in order.
+    pub fn loads(&self) -> Vec<Load> {
+        match &self.levels {
+            Levels::Rates(r) => r.iter().map(|&rate| self.open.load(rate)).collect(),
+            Levels::Users { users, think } => users
+                .iter()
+                .map(|&users| Load::Closed {
+                    users,
+                    think: think.unwrap_or((Duration::ZERO, Duration::ZERO)),
+                })
+                .collect(),
+        }
+    }
+}
+
+fn join<T: fmt::Display>(v: &[T]) -> String {
+    v.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The equivalent `overload sweep …` command line.
+impl fmt::Display for SweepConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut a = Argv::new("sweep");
+        command::request(&mut a, &self.request, &self.conn);
+        match &self.levels {
+            Levels::Users { think, .. } => command::think(&mut a, *think),
+            Levels::Rates(_) => command::open_loop(&mut a, &self.open),
+        }
+        command::observe(&mut a, &self.observe);
+        match &self.levels {
+            Levels::Rates(r) => a.opt("--rates", join(r)),
+            Levels::Users { users, .. } => a.opt("--users", join(users)),
+        };
+        a.opt("--past-saturation", self.past_saturation.to_string());
+        a.opt("--max-errors", self.max_errors.to_string());
+        if let Some(m) = self.max_p99 {
+            a.opt("--max-p99", command::dur(m));
+        }
+        command::timing(&mut a, &self.timing, self.slo.as_deref(), &self.output);
+        a.fmt(f)
+    }
+}
+
+/// A sweep, ended.
+#[derive(Debug)]
+pub struct SweepOutcome {
+    pub dir: PathBuf,
+    pub report: PathBuf,
+    pub steps: Vec<StepRecord>,
+    pub notes: Vec<String>,
+    /// Went its full course (not interrupted).
+    pub complete: bool,
+    /// Why it stopped, as recorded in run.json.
+    pub reason: String,
+    pub analysis: Analysis,
+    pub has_slo: bool,
+}
+
+impl SweepOutcome {
+    /// 130 when interrupted, 3 when a step failed the SLO, else 0.
+    pub fn exit_code(&self) -> i32 {
+        if !self.complete {
+            130
+        } else if self.has_slo && self.steps.iter().any(|s| s.slo_ok == Some(false)) {
+            3
+        } else {
+            0
+        }
+    }
+}
+
+/// What is printed when the sweep ends.
+impl fmt::Display for SweepOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "sweep ended: {}", self.reason)?;
+        f.write_str(&results::analysis_text(&self.analysis, &self.notes))?;
+        writeln!(f, "report:  {}", self.report.display())?;
+        writeln!(f, "\nresults: {}", self.dir.display())
+    }
+}
+
+/// Runs the sweep on `exec`, storing every step in the results folder as it ends.
+pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOutcome> {
+    cfg.timing.validate()?;
+    let slo = parse_slo(cfg.slo.as_deref())?;
+    let mode = cfg.mode();
+    let unit = match cfg.levels {
+        Levels::Rates(_) => {
+            cfg.open.validate()?;
+            "req/s"
+        }
+        Levels::Users { .. } => "users",
+    };
+    let loads = cfg.loads();
+    let first = *loads
+        .first()
+        .ok_or_else(|| Error::usage("give --rates (open loop) or --users (closed loop)"))?;
+    let t = &cfg.timing;
+    let (base, urls) = base_config(&cfg.request, &cfg.conn, first, Some(t.step), None, t.warmup)?;
+    let think = match &cfg.levels {
+        Levels::Users { think, .. } => *think,
+        Levels::Rates(_) => None,
+    };
+    let config = serde_json::json!({
+        "levels": loads.iter().map(crate::runner::step::offered_of).collect::<Vec<_>>(),
+        "warmup_s": t.warmup.as_secs_f64(),
+        "step_s": t.step.as_secs_f64(),
+        "rest_s": t.rest.as_secs_f64(),
+        "keep_alive": base.keep_alive,
+        "threads": base.threads,
+        "timeout_s": base.timeout.as_secs_f64(),
+        "think_s": think.map(|t| [t.0.as_secs_f64(), t.1.as_secs_f64()]),
+        "connections": cfg.open.connections,
+        "past_saturation": cfg.past_saturation,
+        "max_errors": cfg.max_errors,
+    });
+    let observe_cfg = cfg.observe.to_config(base.addrs[0].port())?;
+    let out = &cfg.output;
+    let mut writer = results::open(
+        out.out.as_deref(),
+        out.name.as_deref(),
+        "sweep",
+        mode,
+        &urls,
+        config,
+        slo.as_ref(),
+    )?;
+    crate::signals::install();
+    let dir = writer.dir().to_path_buf();
+    if !out.quiet {
+        eprintln!(
+            "overload sweep: {} steps of {} (+{} warm-up, {} rest), {mode} loop; results in {}",
+            loads.len(),
+            crate::units::fmt_duration(t.step),
+            crate::units::fmt_duration(t.warmup),
+            crate::units::fmt_duration(t.rest),
+            dir.display()
+        );
+    }
+    let progress = SweepProgress::new(Some(loads.len()), t.warmup, t.step, t.rest, unit, out.quiet);
+    let plan = SweepPlan {
+        loads,
+        past_saturation: cfg.past_saturation,
+        max_errors: Some(cfg.max_errors),
+        max_p99_ms: cfg.max_p99.map(|d| d.as_secs_f64() * 1e3),
+        rest: t.rest,
+    };
+    let mut stepper = Stepper::new(&base, mode, slo.as_ref(), &mut writer, progress, exec);
+    stepper.observer = Some(crate::observe::Observer::start(observe_cfg)?);
+    let result = crate::runner::sweep::sweep(&mut stepper, &plan);
+    let done = stepper.finish(&result, String::clone)?;
+    result?;
+    let analysis = analysis::analyze(mode, &done.steps, slo.as_ref());
+    let report = results::write_report(&dir)?;
+    Ok(SweepOutcome {
+        dir,
+        report,
+        steps: done.steps,
+        notes: done.notes,
+        complete: done.complete,
+        reason: done.reason,
+        analysis,
+        has_slo: slo.is_some(),
+    })
+}

@@ -1,0 +1,220 @@
+//! The use cases end to end on the scripted executor: configuration in, results folder and
+//! printed outcome out, with no socket opened and no sleep.
+use super::capacity::{self, CapacityConfig};
+use super::sweep::{self, Levels, SweepConfig};
+use super::{Output, RequestConfig, StepTiming};
+use crate::runner::fake::{self, Scripted, Shape};
+use std::path::Path;
+use std::time::Duration;
+
+fn request() -> RequestConfig {
+    RequestConfig {
+        // Resolved, never connected to: the scripted executor sends nothing.
+        urls: vec!["http://127.0.0.1:9/x".into()],
+        ..RequestConfig::default()
+    }
+}
+
+fn output(dir: &Path) -> Output {
+    Output {
+        out: Some(dir.join("run")),
+        name: Some("t".into()),
+        quiet: true,
+    }
+}
+
+fn json(p: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+#[test]
+fn capacity_search_end_to_end_reruns_a_generator_bound_probe_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = CapacityConfig {
+        request: request(),
+        slo: Some("p99<100ms".into()),
+        output: output(tmp.path()),
+        ..CapacityConfig::default()
+    };
+    // A server of 1000 req/s whose p99 passes 100 ms above 1095 req/s; the first probe at
+    // 200 req/s fails because the generator ran out of CPU (the server was fine).
+    let mut server = fake::server(1000.0);
+    let mut seen_200 = 0;
+    let mut exec = Scripted::new(move |n, offered| {
+        if offered == 200.0 {
+            seen_200 += 1;
+            if seen_200 == 1 {
+                return Shape {
+                    throughput: 150.0,
+                    p99_ms: 400.0,
+                    errors: 0.0,
+                    generator_cpu_pct: 99.0,
+                };
+            }
+        }
+        server(n, offered)
+    });
+    let o = capacity::run(&cfg, &mut exec).unwrap();
+    assert_eq!(
+        exec.offered,
+        [50.0, 100.0, 200.0, 200.0, 400.0, 800.0, 1600.0, 1200.0, 1000.0, 1100.0, 1050.0]
+    );
+    assert_eq!((o.search.lo, o.search.hi), (Some(1050.0), Some(1100.0)));
+    assert_eq!(
+        o.search.probes.len(),
+        10,
+        "the re-run is a step, not a probe"
+    );
+    assert_eq!(o.steps.len(), 11);
+    assert!(o.steps[2].flags.iter().any(|f| f == "generator-bound"));
+    assert!(o
+        .notes
+        .iter()
+        .any(|n| n.contains("200.0 req/s failed while generator-bound: it was run again")));
+    assert_eq!(o.reason, "bracket within the precision");
+    assert_eq!(o.exit_code(), 0);
+    // Rests between steps, the re-run included; none before the first.
+    assert_eq!(exec.rests, vec![StepTiming::default().rest; 10]);
+    let text = o.to_string();
+    assert!(
+        text.contains("capacity: 1050.0 req/s under 'p99<100ms' (bracket [1050.0, 1100.0))"),
+        "{text}"
+    );
+    assert_eq!(text.matches("(generator-bound)").count(), 1, "{text}");
+    let dir = tmp.path().join("run");
+    let steps = std::fs::read_to_string(dir.join("steps.jsonl")).unwrap();
+    assert_eq!(
+        steps.lines().count(),
+        11,
+        "both runs of the probe are stored"
+    );
+    let info = json(&dir.join("run.json"));
+    assert_eq!(info["complete"], true);
+    assert_eq!(info["kind"], "capacity");
+    assert_eq!(info["config"]["start"], 50.0);
+    assert_eq!(info["config"]["precision"], 0.05);
+    assert!(dir.join("report.html").is_file());
+}
+
+#[test]
+fn capacity_search_believes_a_probe_that_fails_twice() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = CapacityConfig {
+        request: request(),
+        slo: Some("p99<100ms".into()),
+        output: output(tmp.path()),
+        start: 100.0,
+        ..CapacityConfig::default()
+    };
+    let mut exec = Scripted::new(|_, offered: f64| Shape {
+        throughput: offered,
+        p99_ms: if offered > 150.0 { 500.0 } else { 5.0 },
+        errors: 0.0,
+        generator_cpu_pct: 99.0,
+    });
+    let o = capacity::run(&cfg, &mut exec).unwrap();
+    // Every failure is generator-bound, so each failing probe runs twice and, failing again,
+    // counts as failed; the passing ones run once.
+    assert_eq!(
+        exec.offered,
+        [100.0, 200.0, 200.0, 150.0, 175.0, 175.0, 162.5, 162.5, 156.25, 156.25]
+    );
+    assert_eq!((o.search.lo, o.search.hi), (Some(150.0), Some(156.25)));
+    assert_eq!(o.notes.len(), 4);
+}
+
+#[test]
+fn capacity_first_probe_failing_exits_3() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = CapacityConfig {
+        request: request(),
+        slo: Some("p99<1ms".into()),
+        output: output(tmp.path()),
+        ..CapacityConfig::default()
+    };
+    let mut exec = Scripted::new(fake::server(1000.0));
+    let o = capacity::run(&cfg, &mut exec).unwrap();
+    assert_eq!(exec.offered, [50.0]);
+    assert_eq!(o.exit_code(), 3);
+    assert!(o.to_string().contains("capacity: below 50.0 req/s"));
+}
+
+#[test]
+fn capacity_without_slo_is_a_usage_error_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = CapacityConfig {
+        request: request(),
+        output: output(tmp.path()),
+        ..CapacityConfig::default()
+    };
+    let mut exec = Scripted::new(fake::server(1000.0));
+    let e = capacity::run(&cfg, &mut exec).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(exec.offered.is_empty());
+    assert!(
+        !tmp.path().join("run").exists(),
+        "no results folder for a usage error"
+    );
+}
+
+#[test]
+fn sweep_end_to_end_stores_its_configuration_and_exit_code() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = SweepConfig {
+        request: request(),
+        levels: Levels::Rates(vec![500.0, 1000.0, 1500.0, 2000.0, 2500.0, 3000.0]),
+        slo: Some("p99<100ms".into()),
+        output: output(tmp.path()),
+        ..SweepConfig::default()
+    };
+    let mut exec = Scripted::new(fake::server(1000.0));
+    let o = sweep::run(&cfg, &mut exec).unwrap();
+    assert_eq!(exec.offered, [500.0, 1000.0, 1500.0, 2000.0]);
+    assert_eq!(
+        o.reason,
+        "step 4 failed 25.0% of requests (--max-errors 20.0%)"
+    );
+    assert_eq!(o.exit_code(), 3, "a step failed the SLO");
+    assert!(o.to_string().starts_with("sweep ended: step 4 failed"));
+    let info = json(&tmp.path().join("run/run.json"));
+    let c = &info["config"];
+    assert_eq!(
+        c["levels"],
+        serde_json::json!([500.0, 1000.0, 1500.0, 2000.0, 2500.0, 3000.0])
+    );
+    assert_eq!(
+        (
+            c["warmup_s"].as_f64(),
+            c["step_s"].as_f64(),
+            c["rest_s"].as_f64()
+        ),
+        (Some(5.0), Some(30.0), Some(5.0))
+    );
+    assert_eq!(c["past_saturation"], 2);
+    assert_eq!(c["max_errors"], 0.2);
+    assert_eq!(c["connections"], 10_000);
+    assert_eq!(c["think_s"], serde_json::Value::Null);
+    assert_eq!(info["slo"], "p99<100ms");
+    assert_eq!(info["mode"], "open");
+}
+
+#[test]
+fn sweep_interrupted_exits_130() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = SweepConfig {
+        request: request(),
+        levels: Levels::Users {
+            users: vec![1, 2, 4],
+            think: Some((Duration::from_millis(10), Duration::from_millis(30))),
+        },
+        output: output(tmp.path()),
+        ..SweepConfig::default()
+    };
+    let mut exec = Scripted::new(|_, u: f64| Shape::ok(u * 10.0, 5.0));
+    exec.interrupt_during = Some(0);
+    let o = sweep::run(&cfg, &mut exec).unwrap();
+    assert_eq!(o.exit_code(), 130);
+    let info = json(&tmp.path().join("run/run.json"));
+    assert_eq!(info["complete"], false);
+    assert_eq!(info["config"]["think_s"], serde_json::json!([0.01, 0.03]));
+}
