@@ -2,7 +2,8 @@
 //! mix, connection handling and timeouts. Each is validated here into the engine's types,
 //! with a one-line error naming the flag.
 use crate::engine::{Arrival, Pick, Prepared};
-use crate::plan::{parse_header, parse_method, read_urls_file, RequestSpec, Url};
+use crate::store::fsutil::{read_capped, MAX_BODY_FILE};
+use crate::plan::{parse_headers, parse_method, read_urls_file, RequestSpec, Url};
 use crate::units::{parse_duration, parse_duration_range};
 use crate::Error;
 use clap::{Args, ValueEnum};
@@ -112,17 +113,12 @@ pub struct Mix {
 impl RequestArgs {
     pub fn specs(&self) -> crate::Result<Vec<RequestSpec>> {
         let method = parse_method(&self.method).map_err(|e| Error::usage(format!("-X: {e}")))?;
-        let headers = self
-            .headers
-            .iter()
-            .map(|h| parse_header(h).map_err(|e| Error::usage(format!("-H: {e}"))))
-            .collect::<crate::Result<Vec<_>>>()?;
+        let headers = parse_headers(&self.headers).map_err(|e| Error::usage(format!("-H: {e}")))?;
         let body = match &self.body {
             None => None,
             Some(b) => match b.strip_prefix('@') {
                 Some(path) => Some(
-                    std::fs::read(path)
-                        .map_err(|e| Error::usage(format!("--body: cannot read '{path}': {e}")))?,
+                    read_capped(path.as_ref(), MAX_BODY_FILE, "--body").map_err(Error::usage)?,
                 ),
                 None => Some(b.as_bytes().to_vec()),
             },

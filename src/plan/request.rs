@@ -15,6 +15,13 @@ pub struct Url {
 
 impl Url {
     pub fn parse(s: &str) -> Result<Url, String> {
+        // Checked first, so no message below echoes raw control characters to a terminal.
+        if s.chars().any(char::is_control) {
+            return Err(format!(
+                "'{}': spaces and control characters must be percent-encoded",
+                escape_controls(s)
+            ));
+        }
         let rest = if let Some(r) = s.strip_prefix("http://") {
             r
         } else if s.starts_with("https://") {
@@ -172,24 +179,97 @@ impl RequestSpec {
     }
 }
 
+/// Headers that frame the message or manage the connection: the engine writes them itself
+/// (from the body and the keep-alive plan), so a user's copy would desynchronise the framing
+/// (request smuggling, a connection closed under the engine's feet).
+const FRAMING_HEADERS: [&str; 8] = [
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "upgrade",
+];
+
 /// Validates a `-H 'Name: value'` argument.
 pub fn parse_header(s: &str) -> Result<(String, String), String> {
+    let shown = escape_controls(s);
     let (n, v) = s
         .split_once(':')
-        .ok_or_else(|| format!("header '{s}' must be 'Name: value'"))?;
+        .ok_or_else(|| format!("header '{shown}' must be 'Name: value'"))?;
     let n = n.trim();
     if n.is_empty()
         || !n
             .bytes()
             .all(|b| b.is_ascii_graphic() && !b"()<>@,;:\\\"/[]?={}".contains(&b))
     {
-        return Err(format!("header '{s}': invalid name '{n}'"));
+        return Err(format!(
+            "header '{shown}': invalid name '{}'",
+            escape_controls(n)
+        ));
     }
     let v = v.trim();
-    if v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-        return Err(format!("header '{s}': value holds a line break"));
+    // Tab is the one control character a field value may hold (RFC 9110, 5.5).
+    if v.chars().any(|c| c != '\t' && c.is_control()) {
+        return Err(format!(
+            "header '{shown}': the value holds a control character (line break, NUL, ESC...)"
+        ));
+    }
+    let lower = n.to_ascii_lowercase();
+    if FRAMING_HEADERS.contains(&lower.as_str()) {
+        return Err(format!(
+            "header '{shown}': {n} is set by overload itself (message framing and connection \
+             reuse); use --body, --keep-alive or the URL instead"
+        ));
+    }
+    if lower == "host" && (v.is_empty() || v.bytes().any(|b| b.is_ascii_whitespace() || b == b'/')) {
+        return Err(format!(
+            "header '{shown}': Host must be a bare host[:port]"
+        ));
     }
     Ok((n.to_string(), v.to_string()))
+}
+
+/// Validates a list of `-H` arguments: each as [`parse_header`], and at most one `Host` (two
+/// would let the server and anything in front of it disagree about the target).
+pub fn parse_headers<S: AsRef<str>>(list: &[S]) -> Result<Vec<(String, String)>, String> {
+    let headers = list
+        .iter()
+        .map(|h| parse_header(h.as_ref()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let hosts = headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .count();
+    if hosts > 1 {
+        return Err(format!("{hosts} Host headers given; at most one is allowed"));
+    }
+    Ok(headers)
+}
+
+/// `s` with control characters written as `\xNN` (and `\\` doubled), so text from a file, a
+/// URL or a results folder cannot move the cursor, clear the screen or forge lines when it
+/// reaches a terminal or a data file.
+pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(|c| c.is_control() || c == '\\') {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    out.push_str(&format!("\\x{b:02x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Validates an HTTP method token.
@@ -235,10 +315,13 @@ mod tests {
             "http://a:0/",
             "http://a:x/",
             "http://a/b c",
+            "http://a/\u{1b}[2J",
         ] {
             assert!(Url::parse(bad).is_err(), "{bad}");
         }
         assert!(Url::parse("https://a/").unwrap_err().contains("https"));
+        let e = Url::parse("http://a/\u{1b}[2J\n").unwrap_err();
+        assert!(e.contains("\\x1b[2J\\x0a"), "{e}");
     }
 
     #[test]
@@ -278,7 +361,54 @@ mod tests {
         );
         assert!(parse_header("novalue").is_err());
         assert!(parse_header("Bad Name: x").is_err());
+        assert_eq!(
+            parse_header("X-Tab: a\tb").unwrap(),
+            ("X-Tab".into(), "a\tb".into())
+        );
+        assert_eq!(
+            parse_header("Host: example.com:8080").unwrap().1,
+            "example.com:8080"
+        );
         assert_eq!(parse_method("get").unwrap(), "GET");
         assert!(parse_method("GE T").is_err());
+    }
+
+    #[test]
+    fn framing_headers_and_control_characters_are_refused() {
+        for bad in [
+            "Content-Length: 5",
+            "content-length: 0",
+            "Transfer-Encoding: chunked",
+            "Connection: close",
+            "Keep-Alive: timeout=5",
+            "TE: trailers",
+            "Upgrade: websocket",
+            "X-A: a\rb",
+            "X-A: a\nX-Injected: 1",
+            "X-A: a\u{1b}[2Jb",
+            "X-A: \u{7f}",
+            "X-A: a\u{0}b",
+            "Host: a b",
+            "Host: a/b",
+            "Host:",
+        ] {
+            let e = parse_header(bad).expect_err(bad);
+            assert!(!e.contains('\n') && !e.contains('\r') && !e.contains('\u{1b}'), "{e}");
+        }
+        assert!(parse_header("Transfer-Encoding: chunked")
+            .unwrap_err()
+            .contains("set by overload"));
+        assert!(parse_headers(&["Host: a", "host: b"])
+            .unwrap_err()
+            .contains("Host"));
+        assert_eq!(parse_headers(&["Host: a", "X-B: c"]).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn escaping() {
+        assert_eq!(escape_controls("plain/é"), "plain/é");
+        assert_eq!(escape_controls("a\u{1b}[31mb\n"), "a\\x1b[31mb\\x0a");
+        assert_eq!(escape_controls("c:\\x1b"), "c:\\\\x1b");
+        assert_eq!(escape_controls("\u{9b}"), "\\xc2\\x9b");
     }
 }

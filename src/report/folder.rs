@@ -191,8 +191,7 @@ pub fn check_parent(p: &Path) -> crate::Result<()> {
 }
 
 pub fn write_file(p: &Path, text: &str) -> crate::Result<()> {
-    std::fs::write(p, text)
-        .map_err(|e| Error::runtime(format!("cannot write '{}': {e}", p.display())))
+    crate::store::fsutil::write_atomic(p, text.as_bytes())
 }
 
 /// Formats Unix milliseconds as `YYYY-MM-DD HH:MM:SS UTC`.
