@@ -585,7 +585,8 @@ fn agent_serves_its_controller_under_a_slow_connection_attack() {
     let mut refused = 0;
     for s in &mut slow {
         let mut out = Vec::new();
-        s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
         let _ = s.read_to_end(&mut out);
         if out.starts_with(b"HTTP/1.1 503 ") && out.ends_with(b"too many connections\n") {
             refused += 1;
@@ -616,10 +617,19 @@ fn agent_metrics_are_never_empty() {
         .expect("agent banner");
     let agent = Agent {
         child,
-        addr: line.trim().rsplit("http://").next().unwrap().parse().unwrap(),
+        addr: line
+            .trim()
+            .rsplit("http://")
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap(),
         _dir: TempDir(dir.join("unused")),
     };
     let (st, body) = get(agent.addr, "/metrics", Some(&format!("Bearer {TOKEN}")));
     assert_eq!(st, 200);
-    assert!(body.contains("overload_cpu_percent{"), "empty scrape: {body:?}");
+    assert!(
+        body.contains("overload_cpu_percent{"),
+        "empty scrape: {body:?}"
+    );
 }

@@ -193,7 +193,11 @@ fn sleep_takes_what_it_says() {
         .collect();
     took.sort();
     assert!(took[0] >= Duration::from_millis(20), "{took:?}");
-    assert!(took[10] <= Duration::from_micros(20_500), "median {:?}: {took:?}", took[10]);
+    assert!(
+        took[10] <= Duration::from_micros(20_500),
+        "median {:?}: {took:?}",
+        took[10]
+    );
 }
 
 #[test]

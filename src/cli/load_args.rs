@@ -2,8 +2,8 @@
 //! mix, connection handling and timeouts. Each is validated here into the engine's types,
 //! with a one-line error naming the flag.
 use crate::engine::{Arrival, Pick, Prepared};
-use crate::store::fsutil::{read_capped, MAX_BODY_FILE};
 use crate::plan::{parse_headers, parse_method, read_urls_file, RequestSpec, Url};
+use crate::store::fsutil::{read_capped, MAX_BODY_FILE};
 use crate::units::{parse_duration, parse_duration_range};
 use crate::Error;
 use clap::{Args, ValueEnum};

@@ -417,10 +417,12 @@ pub fn read_token(path: &std::path::Path) -> crate::Result<String> {
     })?;
     let t = t.trim().to_string();
     check_token(&t)?;
-    if let Some(w) = std::fs::metadata(path)
-        .ok()
-        .and_then(|m| token_file_warning(path, std::os::unix::fs::PermissionsExt::mode(&m.permissions())))
-    {
+    if let Some(w) = std::fs::metadata(path).ok().and_then(|m| {
+        token_file_warning(
+            path,
+            std::os::unix::fs::PermissionsExt::mode(&m.permissions()),
+        )
+    }) {
         eprintln!("overload: warning: {w}");
     }
     Ok(t)
@@ -491,7 +493,10 @@ mod tests {
     fn world_readable_token_file_is_warned_about() {
         let p = std::path::Path::new("/etc/overload/token");
         let w = token_file_warning(p, 0o100644).expect("warned");
-        assert!(w.contains("/etc/overload/token") && w.contains("644"), "{w}");
+        assert!(
+            w.contains("/etc/overload/token") && w.contains("644"),
+            "{w}"
+        );
         assert!(token_file_warning(p, 0o100600).is_none());
         assert!(token_file_warning(p, 0o100640).is_none());
     }

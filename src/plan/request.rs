@@ -224,10 +224,9 @@ pub fn parse_header(s: &str) -> Result<(String, String), String> {
              reuse); use --body, --keep-alive or the URL instead"
         ));
     }
-    if lower == "host" && (v.is_empty() || v.bytes().any(|b| b.is_ascii_whitespace() || b == b'/')) {
-        return Err(format!(
-            "header '{shown}': Host must be a bare host[:port]"
-        ));
+    if lower == "host" && (v.is_empty() || v.bytes().any(|b| b.is_ascii_whitespace() || b == b'/'))
+    {
+        return Err(format!("header '{shown}': Host must be a bare host[:port]"));
     }
     Ok((n.to_string(), v.to_string()))
 }
@@ -244,7 +243,9 @@ pub fn parse_headers<S: AsRef<str>>(list: &[S]) -> Result<Vec<(String, String)>,
         .filter(|(n, _)| n.eq_ignore_ascii_case("host"))
         .count();
     if hosts > 1 {
-        return Err(format!("{hosts} Host headers given; at most one is allowed"));
+        return Err(format!(
+            "{hosts} Host headers given; at most one is allowed"
+        ));
     }
     Ok(headers)
 }
@@ -393,7 +394,10 @@ mod tests {
             "Host:",
         ] {
             let e = parse_header(bad).expect_err(bad);
-            assert!(!e.contains('\n') && !e.contains('\r') && !e.contains('\u{1b}'), "{e}");
+            assert!(
+                !e.contains('\n') && !e.contains('\r') && !e.contains('\u{1b}'),
+                "{e}"
+            );
         }
         assert!(parse_header("Transfer-Encoding: chunked")
             .unwrap_err()

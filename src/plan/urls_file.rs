@@ -10,8 +10,8 @@ pub fn read_urls_file(path: &Path) -> Result<Vec<RequestSpec>, String> {
     let text = String::from_utf8(bytes)
         .map_err(|_| format!("URL file '{}' is not UTF-8 text", shown(path)))?;
     let base = path.parent().unwrap_or(Path::new("."));
-    let specs = parse_urls(&text, base)
-        .map_err(|(line, msg)| format!("{}:{line}: {msg}", shown(path)))?;
+    let specs =
+        parse_urls(&text, base).map_err(|(line, msg)| format!("{}:{line}: {msg}", shown(path)))?;
     if specs.is_empty() {
         return Err(format!("URL file '{}' holds no URL", path.display()));
     }

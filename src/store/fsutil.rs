@@ -66,7 +66,10 @@ fn kind(t: &std::fs::FileType) -> &'static str {
 /// A one-line error for a failed write of `p`; a full disk says so plainly.
 pub fn write_error(p: &Path, e: &std::io::Error) -> Error {
     if e.raw_os_error() == Some(libc::ENOSPC) || e.raw_os_error() == Some(libc::EDQUOT) {
-        Error::runtime(format!("cannot write '{}': the disk is full ({e})", shown(p)))
+        Error::runtime(format!(
+            "cannot write '{}': the disk is full ({e})",
+            shown(p)
+        ))
     } else {
         Error::runtime(format!("cannot write '{}': {e}", shown(p)))
     }
@@ -238,6 +241,9 @@ mod tests {
             &std::io::Error::from_raw_os_error(libc::ENOSPC),
         );
         let e = e.to_string();
-        assert!(e.contains("/r/steps.jsonl") && e.contains("disk is full"), "{e}");
+        assert!(
+            e.contains("/r/steps.jsonl") && e.contains("disk is full"),
+            "{e}"
+        );
     }
 }

@@ -7,8 +7,8 @@
 //! ```
 //! Killing the process loses at most the step in progress. The reader accepts a truncated
 //! last line (the write that was cut) and says it skipped it. Format: docs/results.md.
-pub mod host;
 pub mod fsutil;
+pub mod host;
 mod reader;
 mod writer;
 

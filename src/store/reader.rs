@@ -34,8 +34,12 @@ pub fn load(dir: &Path) -> crate::Result<RunData> {
     let text = fsutil::read_capped(&info_path, fsutil::MAX_RESULTS_LINE as u64, "run.json")
         .map_err(|e| Error::usage(format!("'{}': {e}", fsutil::shown(dir))))?;
     let text = String::from_utf8_lossy(&text);
-    let info: RunInfo = serde_json::from_str(&text)
-        .map_err(|e| Error::usage(format!("'{}': invalid run.json: {e}", fsutil::shown(&info_path))))?;
+    let info: RunInfo = serde_json::from_str(&text).map_err(|e| {
+        Error::usage(format!(
+            "'{}': invalid run.json: {e}",
+            fsutil::shown(&info_path)
+        ))
+    })?;
     if info.format_version > super::FORMAT_VERSION {
         return Err(Error::usage(format!(
             "'{}' was written by a newer overload (format {}; this one reads up to {})",
@@ -64,7 +68,8 @@ fn read_lines<T: DeserializeOwned>(
     if !path.exists() {
         return Ok(Vec::new());
     }
-    let bytes = fsutil::read_capped(path, fsutil::MAX_RESULTS_FILE, "results").map_err(Error::runtime)?;
+    let bytes =
+        fsutil::read_capped(path, fsutil::MAX_RESULTS_FILE, "results").map_err(Error::runtime)?;
     let text = String::from_utf8_lossy(&bytes);
     Ok(parse_lines(&text, &path.display().to_string(), skipped))
 }

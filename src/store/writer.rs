@@ -149,12 +149,21 @@ mod tests {
         let out = d.join("out");
         std::fs::create_dir(&out).unwrap();
         std::os::unix::fs::symlink(&victim, out.join("series.jsonl")).unwrap();
-        let e = Writer::create(&out, info()).err().expect("refused").to_string();
-        assert!(e.contains("series.jsonl") && e.contains("symbolic link"), "{e}");
+        let e = Writer::create(&out, info())
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            e.contains("series.jsonl") && e.contains("symbolic link"),
+            "{e}"
+        );
         assert!(!e.contains('\n'));
         std::fs::remove_file(out.join("series.jsonl")).unwrap();
         std::os::unix::fs::symlink(&victim, out.join("run.json")).unwrap();
-        let e = Writer::create(&out, info()).err().expect("refused").to_string();
+        let e = Writer::create(&out, info())
+            .err()
+            .expect("refused")
+            .to_string();
         assert!(e.contains("run.json") && e.contains("symbolic link"), "{e}");
         assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
         std::fs::remove_dir_all(&d).unwrap();
@@ -196,8 +205,14 @@ mod tests {
                 assert!(ok < 100, "a 64 KiB disk never filled");
             };
             assert!(ok > 0);
-            assert!(err.contains("steps.jsonl") && err.contains("disk is full"), "{err}");
-            assert!(err.contains(&format!("the {ok} step(s) before this one are safe")), "{err}");
+            assert!(
+                err.contains("steps.jsonl") && err.contains("disk is full"),
+                "{err}"
+            );
+            assert!(
+                err.contains(&format!("the {ok} step(s) before this one are safe")),
+                "{err}"
+            );
             let back = super::super::load(&out).unwrap();
             assert_eq!(back.steps.len(), ok);
             assert!(back.skipped.is_empty(), "{:?}", back.skipped);
