@@ -108,6 +108,9 @@ pub fn is_alive(p: &PartInfo) -> bool {
 /// /proc/PID/exe and /proc/PID/cmdline. An empty `command` (a record that kept none) cannot
 /// be checked and passes.
 fn runs_launched_program(pid: i32, command: &[String]) -> bool {
+    if !checkable(command) {
+        return true;
+    }
     let Some(program) = command.first() else {
         return true;
     };
@@ -129,6 +132,20 @@ fn runs_launched_program(pid: i32, command: &[String]) -> bool {
         .map(|a| String::from_utf8_lossy(a).into_owned())
         .collect();
     cmdline_matches(&live, command)
+}
+
+/// Whether a command names the program that will run: not when it is empty, nor a shell
+/// script (`sh -c '... exec server'`, the experiments' setup), whose process may become
+/// anything; those are matched by pid, start time and group alone.
+fn checkable(command: &[String]) -> bool {
+    match command {
+        [] => false,
+        [sh, flag, ..] if flag == "-c" => !matches!(
+            Path::new(sh).file_name().and_then(|n| n.to_str()),
+            Some("sh" | "bash" | "dash")
+        ),
+        _ => true,
+    }
 }
 
 /// The executable of `pid`; a binary replaced by a package upgrade while running still
@@ -225,8 +242,10 @@ pub fn group_members(p: &PartInfo) -> Vec<i32> {
 /// share their master's executable but not its command line).
 fn same_exe(pid: i32, command: &[String]) -> bool {
     match command.first() {
-        None => true,
-        Some(program) => proc_exe(pid).is_some_and(|e| Some(e) == resolve_program(program)),
+        Some(program) if checkable(command) => {
+            proc_exe(pid).is_some_and(|e| Some(e) == resolve_program(program))
+        }
+        _ => true,
     }
 }
 
@@ -546,6 +565,8 @@ mod tests {
         assert!(!cmdline_matches(&v(&["bash"]), &fpm));
         assert!(!cmdline_matches(&v(&["/usr/bin/php8.2", "-S", "x"]), &fpm));
         assert!(!cmdline_matches(&[], &nginx));
+        assert!(!checkable(&v(&["sh", "-c", "exec overload target"])));
+        assert!(checkable(&nginx));
         assert!(!cmdline_matches(
             &v(&["/usr/sbin/nginx", "-c", "/other.conf"]),
             &nginx
@@ -569,7 +590,7 @@ mod tests {
         .unwrap();
         assert!(is_alive(&real));
         for command in [
-            vec!["/bin/sh".to_string(), "-c".into(), "sleep 30".into()],
+            vec!["/bin/sh".to_string(), "-e".into(), "sleep 30".into()],
             vec!["/bin/sleep".to_string(), "31".into()],
         ] {
             let forged = PartInfo {
