@@ -9,6 +9,7 @@ pub mod clock;
 pub mod engine;
 pub mod error;
 pub mod experiment;
+pub mod fsutil;
 pub mod http_get;
 pub mod lab;
 pub mod metrics;

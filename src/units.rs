@@ -170,6 +170,29 @@ pub fn shell_join(args: &[String]) -> String {
         .join(" ")
 }
 
+/// `s` with control characters written as `\xNN` (and `\\` doubled), so text from a file, a
+/// URL or a results folder cannot move the cursor, clear the screen or forge lines when it
+/// reaches a terminal or a data file.
+pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(|c| c.is_control() || c == '\\') {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    out.push_str(&format!("\\x{b:02x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,5 +248,13 @@ mod tests {
         assert_eq!(fmt_num(400.0), "400");
         assert_eq!(fmt_num(12.5), "12.5");
         assert_eq!(fmt_num(f64::NAN), "n/a");
+    }
+
+    #[test]
+    fn escaping() {
+        assert_eq!(escape_controls("plain/é"), "plain/é");
+        assert_eq!(escape_controls("a\u{1b}[31mb\n"), "a\\x1b[31mb\\x0a");
+        assert_eq!(escape_controls("c:\\x1b"), "c:\\\\x1b");
+        assert_eq!(escape_controls("\u{9b}"), "\\xc2\\x9b");
     }
 }

@@ -33,6 +33,13 @@ pub struct Url {
 
 impl Url {
     pub fn parse(s: &str) -> Result<Url, String> {
+        // Checked first, so no message below echoes raw control characters to a terminal.
+        if s.chars().any(char::is_control) {
+            return Err(format!(
+                "'{}': spaces and control characters must be percent-encoded",
+                crate::units::escape_controls(s)
+            ));
+        }
         let rest = if let Some(r) = s.strip_prefix("http://") {
             r
         } else if s.starts_with("https://") {
@@ -174,6 +181,7 @@ mod tests {
             "http://a:0/",
             "http://a:x/",
             "http://a/b c",
+            "http://a/\u{1b}[2J",
         ] {
             assert!(Url::parse(bad).is_err(), "{bad}");
         }
@@ -181,6 +189,8 @@ mod tests {
         assert!(Url::parse("http://u:p@a/")
             .unwrap_err()
             .contains("Authorization"));
+        let e = Url::parse("http://a/\u{1b}[2J\n").unwrap_err();
+        assert!(e.contains("\\x1b[2J\\x0a"), "{e}");
     }
 
     #[test]

@@ -134,6 +134,31 @@ fn run_rejects_bad_files() {
     );
 }
 
+/// `-H` cannot set the framing the engine owns nor smuggle control characters, and
+/// `--body @FILE` is capped: `/dev/zero` is an error naming the limit, not endless growth.
+#[test]
+fn run_rejects_framing_headers_and_endless_bodies() {
+    let u = "http://127.0.0.1:9/";
+    for h in [
+        "Content-Length: 5",
+        "Transfer-Encoding: chunked",
+        "Connection: close",
+        "X-A: a\x1b[2Jb",
+        "X-A: a\rX-B: c",
+    ] {
+        assert_usage(&["run", u, "-H", h], "-H");
+    }
+    assert_usage(&["run", u, "-H", "Host: a", "-H", "Host: b"], "Host");
+    assert_usage(&["run", u, "--body", "@/dev/zero"], "MiB limit");
+    // Nothing of an escape sequence reaches the terminal.
+    let out = run(&["run", u, "-H", "X-A: \x1b[2J"]);
+    assert!(
+        !out.stderr.contains(&0x1b),
+        "{:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn target_rejects_bad_values() {
     let table: &[(&[&str], &str)] = &[

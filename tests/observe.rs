@@ -547,3 +547,78 @@ fn fpm_status_is_fetched_and_parsed() {
     let s = gone.sample(Duration::from_millis(300));
     assert!(s.error.is_some());
 }
+
+/// A slow-connection attack: 32 connections from one peer (127.0.0.2) that send a byte and
+/// then nothing. Today they took every slot and the controller got 503 for 5 s; now one peer
+/// holds at most a few slots, the rest get a complete 503 at once, and the controller (from
+/// 127.0.0.1) is served.
+#[test]
+fn agent_serves_its_controller_under_a_slow_connection_attack() {
+    let agent = start_agent(9);
+    let bearer = format!("Bearer {TOKEN}");
+    let attacker: std::net::IpAddr = "127.0.0.2".parse().unwrap();
+    let mut slow = Vec::new();
+    for _ in 0..32 {
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        s.bind(&SocketAddr::new(attacker, 0).into()).unwrap();
+        s.connect_timeout(&agent.addr.into(), Duration::from_secs(2))
+            .unwrap();
+        let mut s: TcpStream = s.into();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let _ = s.write_all(b"G");
+        slow.push(s);
+    }
+    // Let the agent take them all in before the controller asks.
+    thread::sleep(Duration::from_millis(200));
+    let (st, body) = get(agent.addr, "/metrics", Some(&bearer));
+    assert_eq!(st, 200, "controller locked out: {body}");
+    // The refused attackers got a whole 503, not a reset.
+    let mut refused = 0;
+    for s in &mut slow {
+        let mut out = Vec::new();
+        s.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        let _ = s.read_to_end(&mut out);
+        if out.starts_with(b"HTTP/1.1 503 ") && out.ends_with(b"too many connections\n") {
+            refused += 1;
+        }
+    }
+    assert!(refused >= 16, "only {refused} of 32 got a 503");
+}
+
+/// A scrape right after start, before the first periodic sample, is not empty.
+#[test]
+fn agent_metrics_are_never_empty() {
+    let dir = common::scratch();
+    let tok = dir.path().join("token");
+    std::fs::write(&tok, format!("{TOKEN}\n")).unwrap();
+    let mut child = bin()
+        .args(["agent", "--listen", "127.0.0.1:0", "--sample-every", "1h"])
+        .arg("--token-file")
+        .arg(&tok)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn agent");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .expect("agent banner");
+    let agent = Agent {
+        child,
+        addr: line
+            .trim()
+            .rsplit("http://")
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap(),
+        _dir: dir,
+    };
+    let (st, body) = get(agent.addr, "/metrics", Some(&format!("Bearer {TOKEN}")));
+    assert_eq!(st, 200);
+    assert!(
+        body.contains("overload_cpu_percent{"),
+        "empty scrape: {body:?}"
+    );
+}

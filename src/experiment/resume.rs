@@ -4,7 +4,6 @@
 use super::spec::Experiment;
 use crate::Error;
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub const FILE: &str = "experiment.json";
@@ -92,20 +91,12 @@ impl State {
         Ok(s)
     }
 
-    /// Writes atomically: DIR/.experiment.json.tmp, fsync, rename.
+    /// Writes atomically (temporary file, fsync, rename; never through a planted link).
     pub fn save(&self, dir: &Path) -> crate::Result<()> {
-        let p = State::path(dir);
-        let tmp = dir.join(format!(".{FILE}.tmp"));
         let mut text = serde_json::to_string_pretty(self)
             .map_err(|e| Error::runtime(format!("experiment state: {e}")))?;
         text.push('\n');
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &p)
-        };
-        write().map_err(|e| Error::runtime(format!("cannot write {}: {e}", p.display())))
+        crate::fsutil::write_atomic(&State::path(dir), text.as_bytes())
     }
 
     /// The same experiment file (and --quick) as when it started?

@@ -69,14 +69,128 @@ fn is_running_state(c: char) -> bool {
     c != 'Z' && c != 'X'
 }
 
-/// True if the part's master process still runs (and is the same process we started).
+/// True if the part's master process still runs and is the process we started: same pid,
+/// same start time, and (when the part records its command) the same executable and a
+/// command line that matches what was launched. A state file naming some other process
+/// (edited, or stale after a reboot) never gets it signalled.
 pub fn is_alive(p: &PartInfo) -> bool {
     matches!(proc_stat(p.pid), Some(s) if is_running_state(s.state) && s.start_ticks == p.start_ticks)
+        && runs_launched_program(p.pid, &p.command)
+}
+
+/// Whether `pid` runs the program of `command` (as launched by `spawn`), judged from
+/// /proc/PID/exe and /proc/PID/cmdline. An empty `command` (a record that kept none) cannot
+/// be checked and passes.
+fn runs_launched_program(pid: i32, command: &[String]) -> bool {
+    if !checkable(command) {
+        return true;
+    }
+    let Some(program) = command.first() else {
+        return true;
+    };
+    let Some(exe) = proc_exe(pid) else {
+        return false;
+    };
+    let Some(expected) = resolve_program(program) else {
+        return false;
+    };
+    if exe != expected {
+        return false;
+    }
+    let Ok(raw) = fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let live: Vec<String> = raw
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    cmdline_matches(&live, command)
+}
+
+/// Whether a command names the program that will run: not when it is empty, nor a shell
+/// script (`sh -c '... exec server'`, the experiments' setup), whose process may become
+/// anything; those are matched by pid, start time and group alone.
+fn checkable(command: &[String]) -> bool {
+    match command {
+        [] => false,
+        [sh, flag, ..] if flag == "-c" => !matches!(
+            Path::new(sh).file_name().and_then(|n| n.to_str()),
+            Some("sh" | "bash" | "dash")
+        ),
+        _ => true,
+    }
+}
+
+/// The executable of `pid`; a binary replaced by a package upgrade while running still
+/// counts as itself.
+fn proc_exe(pid: i32) -> Option<PathBuf> {
+    let link = fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    let text = link.to_string_lossy();
+    Some(match text.strip_suffix(" (deleted)") {
+        Some(t) => PathBuf::from(t),
+        None => link,
+    })
+}
+
+/// The canonical path `spawn` runs for `program`: itself when it holds a `/`, otherwise the
+/// first match on the daemons' PATH.
+fn resolve_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return fs::canonicalize(program).ok();
+    }
+    DAEMON_PATH
+        .split(':')
+        .map(|d| Path::new(d).join(program))
+        .find(|p| p.is_file())
+        .and_then(|p| fs::canonicalize(p).ok())
+}
+
+/// A live command line matches the launched one when it is the same, or when the daemon
+/// rewrote it into a title (`nginx: master process ...`, `php-fpm: master process (...)`)
+/// that still names the program.
+fn cmdline_matches(live: &[String], launched: &[String]) -> bool {
+    if live == launched {
+        return true;
+    }
+    let Some(name) = launched
+        .first()
+        .and_then(|p| Path::new(p).file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+    else {
+        return false;
+    };
+    match live {
+        // A title replaced the arguments; `php-fpm8.2` calls itself `php-fpm: master
+        // process`, so the version suffix goes.
+        [title] if title.contains(' ') => {
+            let stem = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+            let stem = if stem.is_empty() { name.as_str() } else { stem };
+            title.starts_with(stem)
+        }
+        // Arguments intact: the same ones, after the program however it was spelled.
+        [program, args @ ..] => {
+            Path::new(program)
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy() == name)
+                && args == &launched[1..]
+        }
+        [] => false,
+    }
 }
 
 /// Living members of the part's process group started no earlier than the part itself
-/// (so a recycled group id cannot pull in unrelated processes).
+/// (so a recycled group id cannot pull in unrelated processes). Once the master is gone,
+/// its group id could be a stranger's: then only members running the launched program count;
+/// while a process that is not what was launched sits at the master's pid, none do.
 pub fn group_members(p: &PartInfo) -> Vec<i32> {
+    let leader_there = matches!(proc_stat(p.pid),
+        Some(s) if is_running_state(s.state) && s.start_ticks == p.start_ticks);
+    let leader_ours = leader_there && runs_launched_program(p.pid, &p.command);
+    if leader_there && !leader_ours {
+        // The recorded master is alive but runs something else: nothing here is ours.
+        return Vec::new();
+    }
     let mut out = Vec::new();
     let Ok(dir) = fs::read_dir("/proc") else {
         return out;
@@ -86,12 +200,27 @@ pub fn group_members(p: &PartInfo) -> Vec<i32> {
             continue;
         };
         if let Some(s) = proc_stat(pid) {
-            if s.pgrp == p.pgid && is_running_state(s.state) && s.start_ticks >= p.start_ticks {
+            if s.pgrp == p.pgid
+                && is_running_state(s.state)
+                && s.start_ticks >= p.start_ticks
+                && (leader_ours || same_exe(pid, &p.command))
+            {
                 out.push(pid);
             }
         }
     }
     out
+}
+
+/// Whether `pid` runs the executable of `command` (workers fork without exec, so they
+/// share their master's executable but not its command line).
+fn same_exe(pid: i32, command: &[String]) -> bool {
+    match command.first() {
+        Some(program) if checkable(command) => {
+            proc_exe(pid).is_some_and(|e| Some(e) == resolve_program(program))
+        }
+        _ => true,
+    }
 }
 
 /// Starts `program args` in a new session with stdin from /dev/null and stdout+stderr
@@ -385,6 +514,74 @@ mod tests {
         stop(&part, Duration::from_millis(300)).unwrap();
         assert!(!is_alive(&part));
         assert!(group_members(&part).is_empty());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn command_lines_match_what_was_launched() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let nginx = v(&["/usr/sbin/nginx", "-c", "/p/nginx.conf"]);
+        assert!(cmdline_matches(&nginx, &nginx));
+        assert!(cmdline_matches(
+            &v(&["nginx: master process /usr/sbin/nginx -c /p/nginx.conf"]),
+            &nginx
+        ));
+        let fpm = v(&["php-fpm8.2", "--fpm-config", "/p/fpm.conf"]);
+        assert!(cmdline_matches(
+            &v(&["php-fpm: master process (/p/fpm.conf)"]),
+            &fpm
+        ));
+        assert!(cmdline_matches(
+            &v(&["/usr/sbin/apache2", "-d", "/p"]),
+            &v(&["apache2", "-d", "/p"])
+        ));
+        assert!(!cmdline_matches(&v(&["/usr/sbin/sshd", "-D"]), &nginx));
+        assert!(!cmdline_matches(&v(&["bash"]), &fpm));
+        assert!(!cmdline_matches(&v(&["/usr/bin/php8.2", "-S", "x"]), &fpm));
+        assert!(!cmdline_matches(&[], &nginx));
+        assert!(!checkable(&v(&["sh", "-c", "exec overload target"])));
+        assert!(checkable(&nginx));
+        assert!(!cmdline_matches(
+            &v(&["/usr/sbin/nginx", "-c", "/other.conf"]),
+            &nginx
+        ));
+    }
+
+    /// A record naming a live process by pid and start time, but not the program the lab
+    /// launched there (an edited or confused state file), never gets it signalled.
+    #[test]
+    fn a_process_is_signalled_only_if_it_runs_what_was_launched() {
+        let dir = std::env::temp_dir().join(format!("overload-proc-match-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let (_child, real) = spawn(
+            "sleep",
+            "/bin/sleep",
+            &["30".into()],
+            &dir.join("out.log"),
+            &[],
+            None,
+        )
+        .unwrap();
+        assert!(is_alive(&real));
+        for command in [
+            vec!["/bin/sh".to_string(), "-e".into(), "sleep 30".into()],
+            vec!["/bin/sleep".to_string(), "31".into()],
+        ] {
+            let forged = PartInfo {
+                command,
+                ..real.clone()
+            };
+            assert!(!is_alive(&forged), "{:?}", forged.command);
+            stop(&forged, Duration::from_millis(100)).unwrap();
+            sleep(Duration::from_millis(50));
+            assert!(
+                is_alive(&real),
+                "{:?} got the real process signalled",
+                forged.command
+            );
+        }
+        stop(&real, Duration::from_millis(300)).unwrap();
+        assert!(!is_alive(&real));
         fs::remove_dir_all(&dir).unwrap();
     }
 }

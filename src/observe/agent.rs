@@ -1,26 +1,37 @@
 //! `overload agent`: serves this host's samples to a controller.
 //!
-//! A small hand-written HTTP/1.1 server on std threads: one thread accepts, one short-lived
-//! thread per connection (at most `MAX_CONNS`), one request per connection. Security model:
-//! loopback unless allowed otherwise; every request must carry `Authorization: Bearer TOKEN`
+//! A small hand-written HTTP/1.1 server on std threads: one thread blocks in accept, one
+//! short-lived thread per connection, one request per connection. Security model: loopback
+//! unless allowed otherwise; every request must carry `Authorization: Bearer TOKEN`
 //! (compared in constant time); read-only — GET of two fixed paths, no file serving, no
 //! command execution, nothing in a request changes what is sampled.
+//!
+//! Under a slow-connection attack (many connections sending a byte a second) the controller
+//! must still get through: a connection has `HEAD_DEADLINE` to send its whole head, one peer
+//! address holds at most `MAX_PER_PEER` of the `MAX_CONNS` slots, and a refused connection
+//! gets a complete 503 at once.
+use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::client::SamplesResponse;
+use super::sampler::{Sampler, SamplerConfig};
 use super::{prom, ObserveConfig, Observer, ObserverHandle, LOCAL};
 
 /// Concurrent connections served; more get 503 at once (a flood can't exhaust threads).
 const MAX_CONNS: usize = 32;
+/// Connections one peer address may hold at once, so one slow client cannot take every slot.
+const MAX_PER_PEER: usize = 8;
 /// Longest request head accepted.
 const MAX_HEAD: usize = 8 * 1024;
-/// Time a client gets to send its request head.
-const READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// Time a client gets to send its whole request head (a controller sends it in one packet).
+const HEAD_DEADLINE: Duration = Duration::from_secs(2);
+/// Time an answer gets to be written.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Samples per /samples answer (a controller that fell far behind pages through).
 const MAX_PER_RESPONSE: usize = 10_000;
 
@@ -46,6 +57,8 @@ impl AgentHandle {
     fn shutdown(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         if let Some(t) = self.thread.take() {
+            // The accept loop blocks in accept: one connection wakes it to see the flag.
+            let _ = TcpStream::connect_timeout(&wake_addr(self.addr), Duration::from_secs(1));
             let _ = t.join();
         }
     }
@@ -61,27 +74,53 @@ impl Drop for AgentHandle {
     }
 }
 
+/// Where to connect to reach our own listener (a wildcard address is reached on loopback).
+fn wake_addr(addr: SocketAddr) -> SocketAddr {
+    let ip = match addr.ip() {
+        IpAddr::V4(a) if a.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(a) if a.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    SocketAddr::new(ip, addr.port())
+}
+
+/// What every connection thread needs.
+struct Ctx {
+    obs: Arc<ObserverHandle>,
+    token: Vec<u8>,
+    /// Answers /metrics before the first periodic sample, so a scrape is never empty.
+    scrape: Mutex<Sampler>,
+}
+
 /// Starts sampling and serving; returns once the socket listens.
 pub fn start(cfg: AgentConfig) -> crate::Result<AgentHandle> {
     check_token(&cfg.token)?;
     let mut observe = cfg.observe;
     observe.agents.clear();
     observe.local = true;
+    let scrape = Sampler::new(SamplerConfig {
+        source: LOCAL.to_string(),
+        groups: observe.groups.clone(),
+        fpm: observe.fpm.clone(),
+        port: observe.port,
+        this_process: true,
+        fpm_timeout: (observe.every / 2).min(Duration::from_secs(2)),
+    });
     let observer = Arc::new(Observer::start(observe)?);
     let listener = TcpListener::bind(cfg.listen).map_err(|e| {
         crate::Error::runtime(format!("agent: cannot listen on {}: {e}", cfg.listen))
     })?;
-    // Non-blocking accept polled every 20 ms: the loop can notice `stop` without a wake-up
-    // connection.
-    listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
     let stop = Arc::new(AtomicBool::new(false));
     let st = Arc::clone(&stop);
-    let obs = Arc::clone(&observer);
-    let token = Arc::new(cfg.token.into_bytes());
+    let ctx = Arc::new(Ctx {
+        obs: Arc::clone(&observer),
+        token: cfg.token.into_bytes(),
+        scrape: Mutex::new(scrape),
+    });
     let thread = std::thread::Builder::new()
         .name("agent-accept".into())
-        .spawn(move || accept_loop(listener, &st, obs, token))
+        .spawn(move || accept_loop(listener, &st, ctx))
         .map_err(|e| crate::Error::runtime(format!("agent: cannot start a thread: {e}")))?;
     Ok(AgentHandle {
         addr,
@@ -91,43 +130,105 @@ pub fn start(cfg: AgentConfig) -> crate::Result<AgentHandle> {
     })
 }
 
-fn accept_loop(l: TcpListener, stop: &AtomicBool, obs: Arc<ObserverHandle>, token: Arc<Vec<u8>>) {
-    let active = Arc::new(AtomicUsize::new(0));
-    while !stop.load(Ordering::SeqCst) {
-        match l.accept() {
-            Ok((mut s, _)) => {
-                let _ = s.set_nonblocking(false);
-                if active.load(Ordering::SeqCst) >= MAX_CONNS {
-                    let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
-                    let _ = s.write_all(&response(503, "text/plain", b"busy\n", &[]));
+/// Connections in service, in total and per peer address.
+#[derive(Default)]
+struct Slots {
+    total: usize,
+    per_peer: HashMap<IpAddr, usize>,
+}
+
+impl Slots {
+    /// Takes a slot for `peer`, or says no when the agent or that peer is at its limit.
+    fn admit(&mut self, peer: IpAddr) -> bool {
+        let mine = self.per_peer.get(&peer).copied().unwrap_or(0);
+        if self.total >= MAX_CONNS || mine >= MAX_PER_PEER {
+            return false;
+        }
+        self.total += 1;
+        *self.per_peer.entry(peer).or_insert(0) += 1;
+        true
+    }
+
+    fn release(&mut self, peer: IpAddr) {
+        self.total = self.total.saturating_sub(1);
+        if let Some(n) = self.per_peer.get_mut(&peer) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_peer.remove(&peer);
+            }
+        }
+    }
+}
+
+/// Gives a connection's slot back when its thread ends, however it ends.
+struct SlotGuard(Arc<Mutex<Slots>>, IpAddr);
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        lock(&self.0).release(self.1);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Blocks in accept (no polling: a controller's probe is answered at once, which keeps its
+/// clock-offset estimate tight) until `stop` is set and a wake-up connection arrives.
+fn accept_loop(l: TcpListener, stop: &AtomicBool, ctx: Arc<Ctx>) {
+    let slots = Arc::new(Mutex::new(Slots::default()));
+    loop {
+        let accepted = l.accept();
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        match accepted {
+            Ok((s, peer)) => {
+                let ip = peer.ip();
+                if !lock(&slots).admit(ip) {
+                    refuse(s);
                     continue;
                 }
-                active.fetch_add(1, Ordering::SeqCst);
-                let (a, o, t) = (Arc::clone(&active), Arc::clone(&obs), Arc::clone(&token));
-                let spawned =
-                    std::thread::Builder::new()
-                        .name("agent-conn".into())
-                        .spawn(move || {
-                            serve(s, &o, &t);
-                            a.fetch_sub(1, Ordering::SeqCst);
-                        });
-                if spawned.is_err() {
-                    active.fetch_sub(1, Ordering::SeqCst);
-                }
+                let guard = SlotGuard(Arc::clone(&slots), ip);
+                let c = Arc::clone(&ctx);
+                // A failed spawn drops the closure, and with it the guard and the stream.
+                let _ = std::thread::Builder::new()
+                    .name("agent-conn".into())
+                    .spawn(move || {
+                        let _slot = guard;
+                        serve(s, &c);
+                    });
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             // EMFILE and the like: back off rather than spin.
             Err(_) => std::thread::sleep(Duration::from_millis(50)),
         }
     }
 }
 
+/// A complete 503 for a connection over the limits, written without waiting for its head:
+/// what already arrived is read first, so closing does not turn into a reset that would
+/// destroy the answer.
+fn refuse(mut s: TcpStream) {
+    if s.set_nonblocking(true).is_ok() {
+        let mut scratch = [0u8; 4096];
+        while matches!(s.read(&mut scratch), Ok(n) if n > 0) {}
+    }
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
+    let _ = s.write_all(&response(
+        503,
+        "text/plain",
+        b"busy: too many connections\n",
+        &[("Retry-After", "1")],
+    ));
+    let _ = s.shutdown(std::net::Shutdown::Write);
+}
+
 /// Reads one request head (bounded in size and time) and answers it.
-fn serve(mut s: TcpStream, obs: &ObserverHandle, token: &[u8]) {
-    let _ = s.set_write_timeout(Some(READ_TIMEOUT));
-    let deadline = Instant::now() + READ_TIMEOUT;
+fn serve(mut s: TcpStream, ctx: &Ctx) {
+    let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
+    let deadline = Instant::now() + HEAD_DEADLINE;
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 2048];
     let reply = loop {
@@ -140,9 +241,17 @@ fn serve(mut s: TcpStream, obs: &ObserverHandle, token: &[u8]) {
             Ok(0) => return,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue
+            }
             Err(_) => return,
         }
-        if let Some(r) = handle(&buf, obs, token) {
+        if let Some(r) = answer(&buf, ctx) {
             break r;
         }
         if buf.len() > MAX_HEAD {
@@ -153,8 +262,32 @@ fn serve(mut s: TcpStream, obs: &ObserverHandle, token: &[u8]) {
     let _ = s.flush();
 }
 
+fn answer(buf: &[u8], ctx: &Ctx) -> Option<Vec<u8>> {
+    handle_with(buf, &ctx.obs, &ctx.token, || lock(&ctx.scrape).sample())
+}
+
 /// The answer to a request head in `buf`, or None if the head is incomplete.
 pub fn handle(buf: &[u8], obs: &ObserverHandle, token: &[u8]) -> Option<Vec<u8>> {
+    handle_with(buf, obs, token, || {
+        Sampler::new(SamplerConfig {
+            source: LOCAL.to_string(),
+            groups: Vec::new(),
+            fpm: Vec::new(),
+            port: None,
+            this_process: true,
+            fpm_timeout: Duration::from_secs(1),
+        })
+        .sample()
+    })
+}
+
+/// As [`handle`]; `sample_now` answers /metrics while the observer has no sample yet.
+fn handle_with(
+    buf: &[u8],
+    obs: &ObserverHandle,
+    token: &[u8],
+    sample_now: impl FnOnce() -> super::Sample,
+) -> Option<Vec<u8>> {
     let mut hs = [httparse::EMPTY_HEADER; 32];
     let mut req = httparse::Request::new(&mut hs);
     match req.parse(buf) {
@@ -216,7 +349,7 @@ pub fn handle(buf: &[u8], obs: &ObserverHandle, token: &[u8]) -> Option<Vec<u8>>
             }
         }
         "/metrics" => {
-            let latest: Vec<_> = obs.latest(LOCAL).into_iter().collect();
+            let latest = vec![obs.latest(LOCAL).unwrap_or_else(sample_now)];
             response(
                 200,
                 "text/plain; version=0.0.4; charset=utf-8",
@@ -284,7 +417,26 @@ pub fn read_token(path: &std::path::Path) -> crate::Result<String> {
     })?;
     let t = t.trim().to_string();
     check_token(&t)?;
+    if let Some(w) = std::fs::metadata(path).ok().and_then(|m| {
+        token_file_warning(
+            path,
+            std::os::unix::fs::PermissionsExt::mode(&m.permissions()),
+        )
+    }) {
+        eprintln!("overload: warning: {w}");
+    }
     Ok(t)
+}
+
+/// A warning when a token file's `mode` lets every user read the secret.
+pub fn token_file_warning(path: &std::path::Path, mode: u32) -> Option<String> {
+    (mode & 0o004 != 0).then(|| {
+        format!(
+            "token file '{}' is readable by every user (mode {:o}); `chmod 600` it",
+            crate::units::escape_controls(&path.display().to_string()),
+            mode & 0o777
+        )
+    })
 }
 
 fn response(status: u16, ctype: &str, body: &[u8], extra: &[(&str, &str)]) -> Vec<u8> {
@@ -335,6 +487,40 @@ mod tests {
         assert!(!authorized(Some(b"Basic 0123456789abcdef"), t));
         assert!(!authorized(Some(b"Bearer"), t));
         assert!(!authorized(None, t));
+    }
+
+    #[test]
+    fn world_readable_token_file_is_warned_about() {
+        let p = std::path::Path::new("/etc/overload/token");
+        let w = token_file_warning(p, 0o100644).expect("warned");
+        assert!(
+            w.contains("/etc/overload/token") && w.contains("644"),
+            "{w}"
+        );
+        assert!(token_file_warning(p, 0o100600).is_none());
+        assert!(token_file_warning(p, 0o100640).is_none());
+    }
+
+    #[test]
+    fn peers_share_the_slots_fairly() {
+        let (a, b): (IpAddr, IpAddr) = ("127.0.0.2".parse().unwrap(), "127.0.0.1".parse().unwrap());
+        let mut s = Slots::default();
+        for _ in 0..MAX_PER_PEER {
+            assert!(s.admit(a));
+        }
+        assert!(!s.admit(a), "one peer holds at most MAX_PER_PEER");
+        assert!(s.admit(b), "another peer still gets in");
+        s.release(a);
+        assert!(s.admit(a));
+        let mut full = Slots::default();
+        for i in 0..MAX_CONNS {
+            assert!(full.admit(IpAddr::from([10, 0, (i / 256) as u8, (i % 256) as u8])));
+        }
+        assert!(!full.admit(b), "the total is capped too");
+        for i in 0..MAX_CONNS {
+            full.release(IpAddr::from([10, 0, (i / 256) as u8, (i % 256) as u8]));
+        }
+        assert!(full.per_peer.is_empty() && full.total == 0);
     }
 
     #[test]

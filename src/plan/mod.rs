@@ -4,5 +4,5 @@ pub mod request;
 pub mod steps;
 pub mod urls_file;
 
-pub use request::{parse_header, parse_method, RequestSpec, Url};
+pub use request::{parse_header, parse_headers, parse_method, RequestSpec, Url};
 pub use urls_file::read_urls_file;

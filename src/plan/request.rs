@@ -65,24 +65,75 @@ impl RequestSpec {
     }
 }
 
+/// Headers that frame the message or manage the connection: the engine writes them itself
+/// (from the body and the keep-alive plan), so a user's copy would desynchronise the framing
+/// (request smuggling, a connection closed under the engine's feet).
+const FRAMING_HEADERS: [&str; 8] = [
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "upgrade",
+];
+
 /// Validates a `-H 'Name: value'` argument.
 pub fn parse_header(s: &str) -> Result<(String, String), String> {
+    let shown = crate::units::escape_controls(s);
     let (n, v) = s
         .split_once(':')
-        .ok_or_else(|| format!("header '{s}' must be 'Name: value'"))?;
+        .ok_or_else(|| format!("header '{shown}' must be 'Name: value'"))?;
     let n = n.trim();
     if n.is_empty()
         || !n
             .bytes()
             .all(|b| b.is_ascii_graphic() && !b"()<>@,;:\\\"/[]?={}".contains(&b))
     {
-        return Err(format!("header '{s}': invalid name '{n}'"));
+        return Err(format!(
+            "header '{shown}': invalid name '{}'",
+            crate::units::escape_controls(n)
+        ));
     }
     let v = v.trim();
-    if v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-        return Err(format!("header '{s}': value holds a line break"));
+    // Tab is the one control character a field value may hold (RFC 9110, 5.5).
+    if v.chars().any(|c| c != '\t' && c.is_control()) {
+        return Err(format!(
+            "header '{shown}': the value holds a control character (line break, NUL, ESC...)"
+        ));
+    }
+    let lower = n.to_ascii_lowercase();
+    if FRAMING_HEADERS.contains(&lower.as_str()) {
+        return Err(format!(
+            "header '{shown}': {n} is set by overload itself (message framing and connection \
+             reuse); use --body, --keep-alive or the URL instead"
+        ));
+    }
+    if lower == "host" && (v.is_empty() || v.bytes().any(|b| b.is_ascii_whitespace() || b == b'/'))
+    {
+        return Err(format!("header '{shown}': Host must be a bare host[:port]"));
     }
     Ok((n.to_string(), v.to_string()))
+}
+
+/// Validates a list of `-H` arguments: each as [`parse_header`], and at most one `Host` (two
+/// would let the server and anything in front of it disagree about the target).
+pub fn parse_headers<S: AsRef<str>>(list: &[S]) -> Result<Vec<(String, String)>, String> {
+    let headers = list
+        .iter()
+        .map(|h| parse_header(h.as_ref()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let hosts = headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .count();
+    if hosts > 1 {
+        return Err(format!(
+            "{hosts} Host headers given; at most one is allowed"
+        ));
+    }
+    Ok(headers)
 }
 
 /// Validates an HTTP method token.
@@ -138,7 +189,49 @@ mod tests {
         );
         assert!(parse_header("novalue").is_err());
         assert!(parse_header("Bad Name: x").is_err());
+        assert_eq!(
+            parse_header("X-Tab: a\tb").unwrap(),
+            ("X-Tab".into(), "a\tb".into())
+        );
+        assert_eq!(
+            parse_header("Host: example.com:8080").unwrap().1,
+            "example.com:8080"
+        );
         assert_eq!(parse_method("get").unwrap(), "GET");
         assert!(parse_method("GE T").is_err());
+    }
+
+    #[test]
+    fn framing_headers_and_control_characters_are_refused() {
+        for bad in [
+            "Content-Length: 5",
+            "content-length: 0",
+            "Transfer-Encoding: chunked",
+            "Connection: close",
+            "Keep-Alive: timeout=5",
+            "TE: trailers",
+            "Upgrade: websocket",
+            "X-A: a\rb",
+            "X-A: a\nX-Injected: 1",
+            "X-A: a\u{1b}[2Jb",
+            "X-A: \u{7f}",
+            "X-A: a\u{0}b",
+            "Host: a b",
+            "Host: a/b",
+            "Host:",
+        ] {
+            let e = parse_header(bad).expect_err(bad);
+            assert!(
+                !e.contains('\n') && !e.contains('\r') && !e.contains('\u{1b}'),
+                "{e}"
+            );
+        }
+        assert!(parse_header("Transfer-Encoding: chunked")
+            .unwrap_err()
+            .contains("set by overload"));
+        assert!(parse_headers(&["Host: a", "host: b"])
+            .unwrap_err()
+            .contains("Host"));
+        assert_eq!(parse_headers(&["Host: a", "X-B: c"]).unwrap().len(), 2);
     }
 }

@@ -1,15 +1,17 @@
 //! URL files in siege's format: one `URL` or `URL METHOD data` per line, `#` comments.
 //! `data` starting with `<` names a file whose content is the body.
 use super::request::{parse_method, RequestSpec, Url};
+use crate::fsutil::{read_capped, shown, MAX_BODY_FILE, MAX_URLS_FILE};
 use std::path::Path;
 
 /// Reads and validates a URL file; errors name the file and line.
 pub fn read_urls_file(path: &Path) -> Result<Vec<RequestSpec>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read URL file '{}': {e}", path.display()))?;
+    let bytes = read_capped(path, MAX_URLS_FILE, "URL file")?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| format!("URL file '{}' is not UTF-8 text", shown(path)))?;
     let base = path.parent().unwrap_or(Path::new("."));
-    let specs = parse_urls(&text, base)
-        .map_err(|(line, msg)| format!("{}:{line}: {msg}", path.display()))?;
+    let specs =
+        parse_urls(&text, base).map_err(|(line, msg)| format!("{}:{line}: {msg}", shown(path)))?;
     if specs.is_empty() {
         return Err(format!("URL file '{}' holds no URL", path.display()));
     }
@@ -34,9 +36,7 @@ pub fn parse_urls(text: &str, base: &Path) -> Result<Vec<RequestSpec>, (usize, S
                 let data = parts.next().map(str::trim).unwrap_or("");
                 let body = if let Some(file) = data.strip_prefix('<') {
                     let p = base.join(file.trim());
-                    Some(std::fs::read(&p).map_err(|e| {
-                        (n, format!("cannot read body file '{}': {e}", p.display()))
-                    })?)
+                    Some(read_capped(&p, MAX_BODY_FILE, "body file").map_err(|e| (n, e))?)
                 } else if data.is_empty() {
                     None
                 } else {

@@ -80,9 +80,9 @@ pub fn write_file(p: &Path, text: &str) -> crate::Result<()> {
     write_bytes(p, text.as_bytes())
 }
 
+/// Never through a link or into a FIFO planted where the report goes (see `fsutil`).
 fn write_bytes(p: &Path, bytes: &[u8]) -> crate::Result<()> {
-    std::fs::write(p, bytes)
-        .map_err(|e| Error::runtime(format!("cannot write '{}': {e}", p.display())))
+    crate::fsutil::write_atomic(p, bytes)
 }
 
 #[cfg(test)]

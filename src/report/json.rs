@@ -78,6 +78,5 @@ pub fn write_run(
     };
     let text = serde_json::to_string_pretty(&doc)
         .map_err(|e| crate::Error::runtime(format!("JSON: {e}")))?;
-    std::fs::write(p, text + "\n")
-        .map_err(|e| crate::Error::runtime(format!("cannot write '{}': {e}", p.display())))
+    crate::fsutil::write_atomic(p, (text + "\n").as_bytes())
 }

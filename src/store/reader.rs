@@ -1,5 +1,6 @@
 //! Reading a results folder back, also one whose run was interrupted or killed.
 use super::{RunInfo, SeriesPoint, StepRecord};
+use crate::fsutil;
 use crate::Error;
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
@@ -26,18 +27,23 @@ pub fn load(dir: &Path) -> crate::Result<RunData> {
     if !dir.is_dir() {
         return Err(Error::usage(format!(
             "'{}' is not a results folder (no such directory)",
-            dir.display()
+            fsutil::shown(dir)
         )));
     }
     let info_path = dir.join("run.json");
-    let text = std::fs::read_to_string(&info_path)
-        .map_err(|e| Error::usage(format!("'{}': cannot read run.json: {e}", dir.display())))?;
-    let info: RunInfo = serde_json::from_str(&text)
-        .map_err(|e| Error::usage(format!("'{}': invalid run.json: {e}", info_path.display())))?;
+    let text = fsutil::read_capped(&info_path, fsutil::MAX_RESULTS_LINE as u64, "run.json")
+        .map_err(|e| Error::usage(format!("'{}': {e}", fsutil::shown(dir))))?;
+    let text = String::from_utf8_lossy(&text);
+    let info: RunInfo = serde_json::from_str(&text).map_err(|e| {
+        Error::usage(format!(
+            "'{}': invalid run.json: {e}",
+            fsutil::shown(&info_path)
+        ))
+    })?;
     if info.format_version > super::FORMAT_VERSION {
         return Err(Error::usage(format!(
             "'{}' was written by a newer overload (format {}; this one reads up to {})",
-            dir.display(),
+            fsutil::shown(dir),
             info.format_version,
             super::FORMAT_VERSION
         )));
@@ -59,16 +65,11 @@ fn read_lines<T: DeserializeOwned>(
     path: &Path,
     skipped: &mut Vec<String>,
 ) -> crate::Result<Vec<T>> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => {
-            return Err(Error::runtime(format!(
-                "cannot read '{}': {e}",
-                path.display()
-            )))
-        }
-    };
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let bytes =
+        fsutil::read_capped(path, fsutil::MAX_RESULTS_FILE, "results").map_err(Error::runtime)?;
     let text = String::from_utf8_lossy(&bytes);
     Ok(parse_lines(&text, &path.display().to_string(), skipped))
 }
@@ -92,6 +93,15 @@ fn parse_lines<T: DeserializeOwned>(text: &str, name: &str, skipped: &mut Vec<St
         if line.trim().is_empty() {
             continue;
         }
+        if line.len() > fsutil::MAX_RESULTS_LINE {
+            skipped.push(format!(
+                "{name}:{}: skipped a line of {} MiB (the limit is {} MiB)",
+                i + 1,
+                line.len() >> 20,
+                fsutil::MAX_RESULTS_LINE >> 20
+            ));
+            continue;
+        }
         match serde_json::from_str::<T>(line) {
             Ok(v) => out.push(v),
             Err(e) => {
@@ -101,6 +111,7 @@ fn parse_lines<T: DeserializeOwned>(text: &str, name: &str, skipped: &mut Vec<St
                 } else {
                     "invalid line"
                 };
+                let name = crate::units::escape_controls(name);
                 skipped.push(format!("{name}:{}: skipped {why}: {e}", i + 1));
             }
         }

@@ -257,7 +257,10 @@ impl Conn {
                 }
             }
             Route::Sleep { ms, jitter } => {
-                tokio::time::sleep(routes::sleep_time(ms, jitter)).await;
+                self.shared
+                    .timer
+                    .sleep(routes::sleep_time(ms, jitter))
+                    .await;
                 self.small(200, OK_BODY, conn, head.is_head);
             }
             Route::Cpu { us } => {

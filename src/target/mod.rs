@@ -13,7 +13,7 @@
 //!
 //! Files: `server` (listener, accept loop), `conn` (one connection: keep-alive, pipelining),
 //! `request` (head and body framing), `routes` (the workloads), `workers` (the `--workers`
-//! gate), `stall` (the `--stall` freeze), `faults` (broken answers). See docs/target.md.
+//! gate), `stall` (the `--stall` freeze), `timer` (precise `/sleep`), `faults` (broken answers). See docs/target.md.
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -28,6 +28,7 @@ mod request;
 mod routes;
 mod server;
 mod stall;
+mod timer;
 mod workers;
 
 pub use faults::Fault;
@@ -84,6 +85,8 @@ pub(crate) struct Shared {
     pub(crate) gate: workers::Gate,
     pub(crate) stall: Option<stall::Stall>,
     pub(crate) fault: Option<Fault>,
+    /// Precise sleeps for `/sleep` (tokio's millisecond timer would stretch them).
+    pub(crate) timer: timer::Timer,
 }
 
 /// A running target. Dropping it stops the server, as `stop` does.
@@ -127,6 +130,8 @@ pub fn start(cfg: TargetConfig) -> crate::Result<TargetHandle> {
             .stall
             .map(|(freeze, period)| stall::Stall::new(Instant::now(), freeze, period)),
         fault: cfg.fault,
+        timer: timer::Timer::start()
+            .map_err(|e| crate::Error::runtime(format!("target: cannot spawn thread: {e}")))?,
     });
     if refuse {
         return Ok(TargetHandle {
@@ -221,6 +226,8 @@ impl TargetHandle {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        // Connections the grace period abandoned may still hold the shared state.
+        self.shared.timer.stop();
         self._refusing = None;
     }
 }

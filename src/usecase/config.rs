@@ -6,7 +6,8 @@
 //! Errors name the command-line flag, since that is how users meet these options; the
 //! experiment validates its TOML keys before it builds these, with errors naming the key.
 use crate::engine::{Arrival, EngineConfig, Load, Pick, Prepared};
-use crate::plan::{parse_header, parse_method, read_urls_file, RequestSpec, Url};
+use crate::fsutil::{read_capped, MAX_BODY_FILE};
+use crate::plan::{parse_headers, parse_method, read_urls_file, RequestSpec, Url};
 use crate::Error;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -164,17 +165,12 @@ pub struct Mix {
 impl RequestConfig {
     pub fn specs(&self) -> crate::Result<Vec<RequestSpec>> {
         let method = parse_method(&self.method).map_err(|e| Error::usage(format!("-X: {e}")))?;
-        let headers = self
-            .headers
-            .iter()
-            .map(|h| parse_header(h).map_err(|e| Error::usage(format!("-H: {e}"))))
-            .collect::<crate::Result<Vec<_>>>()?;
+        let headers = parse_headers(&self.headers).map_err(|e| Error::usage(format!("-H: {e}")))?;
         let body = match &self.body {
             None => None,
             Some(b) => match b.strip_prefix('@') {
                 Some(path) => Some(
-                    std::fs::read(path)
-                        .map_err(|e| Error::usage(format!("--body: cannot read '{path}': {e}")))?,
+                    read_capped(path.as_ref(), MAX_BODY_FILE, "--body").map_err(Error::usage)?,
                 ),
                 None => Some(b.as_bytes().to_vec()),
             },
