@@ -193,10 +193,12 @@ fn sleep_takes_what_it_says() {
         .collect();
     took.sort();
     assert!(took[0] >= Duration::from_millis(20), "{took:?}");
+    // The lower quartile: a loaded machine wakes some sleepers late, but tokio's millisecond
+    // wheel made every one of them last 21+ ms.
     assert!(
-        took[10] <= Duration::from_micros(20_500),
-        "median {:?}: {took:?}",
-        took[10]
+        took[5] <= Duration::from_micros(20_500),
+        "lower quartile {:?}: {took:?}",
+        took[5]
     );
 }
 

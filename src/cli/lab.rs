@@ -337,3 +337,32 @@ fn status_cmd(a: StatusArgs, opts: &LabOptions) -> Result<i32> {
     }
     Ok(0)
 }
+
+// The lab's enums as clap values: implemented here so that clap stays in src/cli/; the
+// names and help texts come from the lab itself.
+impl clap::ValueEnum for Stack {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Stack::ALL
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()).help(self.help()))
+    }
+}
+
+impl clap::ValueEnum for Pm {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Pm::ALL
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
+    }
+}
+
+impl clap::ValueEnum for Engine {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Engine::ALL
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
+    }
+}

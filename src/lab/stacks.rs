@@ -6,19 +6,7 @@ use std::fmt;
 use crate::{Error, Result};
 
 /// The stacks of the studies that the lab can bring up.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Stack {
     /// nginx + PHP-FPM (S2, S4).
@@ -44,6 +32,20 @@ impl Stack {
         Stack::PhpPersistent,
         Stack::Mariadb,
     ];
+
+    /// One line for `--help` and listings: what the stack is and which studies used it.
+    pub fn help(self) -> &'static str {
+        match self {
+            Stack::NginxFpm => "nginx + PHP-FPM (S2, S4)",
+            Stack::ApachePrefork => "Apache prefork + mod_php (S1, S2, S5)",
+            Stack::ApacheEventFpm => "Apache mpm_event + PHP-FPM through mod_proxy_fcgi (S5)",
+            Stack::NginxFpmCache => "nginx fastcgi_cache in front of PHP-FPM (S4)",
+            Stack::PhpPersistent => {
+                "Long-lived pre-forked PHP workers speaking HTTP, nginx in front (S3)"
+            }
+            Stack::Mariadb => "MariaDB with a private datadir (S1, S2)",
+        }
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -184,7 +186,7 @@ impl Knob {
 }
 
 /// PHP-FPM's process manager.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Pm {
     Static,
@@ -193,6 +195,8 @@ pub enum Pm {
 }
 
 impl Pm {
+    pub const ALL: [Pm; 3] = [Pm::Static, Pm::Dynamic, Pm::Ondemand];
+
     pub fn name(self) -> &'static str {
         match self {
             Pm::Static => "static",
@@ -203,7 +207,7 @@ impl Pm {
 }
 
 /// Storage engine of the lab tables.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Engine {
     Innodb,
@@ -211,6 +215,16 @@ pub enum Engine {
 }
 
 impl Engine {
+    pub const ALL: [Engine; 2] = [Engine::Innodb, Engine::Myisam];
+
+    /// The name on the command line and in experiment files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Innodb => "innodb",
+            Engine::Myisam => "myisam",
+        }
+    }
+
     /// The name MariaDB uses (and reports in information_schema).
     pub fn sql_name(self) -> &'static str {
         match self {

@@ -192,7 +192,8 @@ mod tests {
     }
 
     /// The promise the demo relies on: a 20 ms sleep lasts 20 ms (within 1%), never less.
-    /// The median keeps a loaded machine's occasional late wake-up out of the verdict.
+    /// The lower quartile keeps a loaded machine's late wake-ups out of the verdict (a timer
+    /// that rounds up, as tokio's millisecond wheel does, makes every sleep 21+ ms).
     #[test]
     fn sleeps_last_what_they_say() {
         let timer = Timer::start().unwrap();
@@ -207,7 +208,7 @@ mod tests {
         });
         took.sort();
         assert!(took[0] >= Duration::from_millis(20), "{took:?}");
-        assert!(took[7] <= Duration::from_micros(20_200), "{took:?}");
+        assert!(took[3] <= Duration::from_micros(20_200), "{took:?}");
     }
 
     #[test]
