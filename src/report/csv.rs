@@ -1,7 +1,7 @@
 //! `report --format csv`: one row per step, for spreadsheets. Columns are documented in
 //! docs/report.md; error kinds follow [`ErrorKind::ALL`] so the layout never depends on data.
 use super::charts::is_ok_status;
-use super::export::Exporter;
+use super::model::Exporter;
 use super::model::RunReport;
 use crate::metrics::ErrorKind;
 use std::fmt::Write;

@@ -1,19 +1,10 @@
 //! Writing a report: one [`Exporter`] per format (hyperfine's export/ shape), each turning
 //! the [`RunReport`] model into the bytes of its file(s); this module only picks the
-//! exporter, places the output and writes it. Writers import the model, never this module.
-use super::model::RunReport;
+//! exporter, places the output and writes it. Writers import the model and the trait (both in
+//! `model.rs`), never this module.
+use super::model::{Exporter, RunReport};
 use crate::Error;
 use std::path::{Path, PathBuf};
-
-/// One export format.
-pub trait Exporter {
-    /// The file name inside the results folder when no `--out` is given.
-    fn default_name(&self) -> &'static str;
-
-    /// The file(s) to write for the output path `out`, with their bytes: one for most
-    /// formats; gnuplot writes its data and, beside it, the script that plots it.
-    fn serialize(&self, r: &RunReport, out: &Path) -> crate::Result<Vec<(PathBuf, Vec<u8>)>>;
-}
 
 /// The export formats of `overload report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

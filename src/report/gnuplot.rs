@@ -2,7 +2,7 @@
 //! that draws its charts — reply rate and response time against demanded rate, and errors
 //! against demanded rate — as SVG (or PNG) files next to it. Columns: docs/report.md.
 use super::charts::{is_ok_status, CAPACITY_COLOR, SATURATION_COLOR};
-use super::export::Exporter;
+use super::model::Exporter;
 use super::model::RunReport;
 use crate::metrics::ErrorKind;
 use crate::store::StepRecord;

@@ -3,7 +3,7 @@
 //! system's. The markup is XHTML-compatible (closed empty tags, numeric entities only) so
 //! any XML parser can check it.
 use super::charts::{self, is_ok_status};
-use super::export::Exporter;
+use super::model::Exporter;
 use super::model::RunReport;
 use super::server;
 use super::svg::{esc, Chart};

@@ -1,6 +1,6 @@
 //! `report --format json`: run info, the analysis recomputed from the steps, and the steps
 //! without their histogram blobs (which only overload itself can read back).
-use super::export::Exporter;
+use super::model::Exporter;
 use super::model::RunReport;
 use crate::analysis::Analysis;
 use crate::store::RunInfo;

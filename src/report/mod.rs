@@ -1,7 +1,8 @@
 //! Reports: the terminal summary, the progress line and the JSON export of a run; the
 //! reports of a results folder and comparisons. A results folder's reports are the model
-//! (`model.rs`) and one writer per format behind `export::Exporter`: HTML with SVG charts
-//! (`html.rs`, `charts.rs`, `server.rs`, `svg/`), CSV, JSON (`jsonfmt.rs`) and gnuplot.
+//! (`model.rs`, with the `Exporter` trait) and one writer per format, picked and written by
+//! `export`: HTML with SVG charts (`html.rs`, `charts.rs`, `server.rs`, `svg/`), CSV, JSON
+//! (`jsonfmt.rs`) and gnuplot.
 pub mod charts;
 pub mod compare;
 pub mod csv;
@@ -18,5 +19,5 @@ pub mod terminal;
 #[cfg(test)]
 mod testdata;
 
-pub use export::{Exporter, Format};
-pub use model::RunReport;
+pub use export::Format;
+pub use model::{Exporter, RunReport};

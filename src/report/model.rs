@@ -1,10 +1,10 @@
 //! The report model: a results folder read back and re-analysed (steps in load order,
 //! their series, the analysis and the server's findings). Every format is written from it;
-//! it knows no format.
+//! it knows no format. [`Exporter`] is the interface every format's writer implements.
 use crate::analysis::{self, Analysis};
 use crate::store::{self, RunData, StepRecord};
 use crate::units::fmt_num;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// A results folder and its analysis, recomputed from the steps (never trusted from disk, so
 /// a report of an interrupted run says the same as one of a finished run would have).
@@ -98,4 +98,14 @@ impl RunReport {
     pub fn load_text(&self, v: f64) -> String {
         format!("{} {}", fmt_num(v), self.unit())
     }
+}
+
+/// One export format.
+pub trait Exporter {
+    /// The file name inside the results folder when no `--out` is given.
+    fn default_name(&self) -> &'static str;
+
+    /// The file(s) to write for the output path `out`, with their bytes: one for most
+    /// formats; gnuplot writes its data and, beside it, the script that plots it.
+    fn serialize(&self, r: &RunReport, out: &Path) -> crate::Result<Vec<(PathBuf, Vec<u8>)>>;
 }
