@@ -194,6 +194,27 @@ fn requests_limit_and_several_urls_in_sequence() {
     );
 }
 
+/// With both `--requests` and `--duration`, a run that starts all its requests early ended by
+/// count: its throughput is over the time they took, not over the planned 10 s (which would
+/// read 100 / 10 s = 10/s, and before the fix did).
+#[test]
+fn requests_reached_before_the_duration_are_measured_over_their_own_time() {
+    let t = Target::start(&[]);
+    let url = format!("{}/", t.url);
+    for load in [["--users", "2"], ["--rate", "1000"]] {
+        let mut args = vec!["run", &url, "--requests", "100", "--duration", "10s"];
+        args.extend(load);
+        let (_, v) = run_json(&args);
+        assert_eq!(f(&v, "responses"), 100.0, "{load:?}");
+        // 100 requests at 1000/s take 0.1 s; closed loop, far less. Even at a tenth of that
+        // pace on a busy machine the window is under 2 s: nowhere near the planned 10 s.
+        let secs = f(&v, "duration_s");
+        assert!(secs < 2.0, "{load:?}: measured over {secs} s");
+        let thr = f(&v, "throughput");
+        assert!(thr > 50.0, "{load:?}: throughput {thr}/s");
+    }
+}
+
 #[test]
 fn urls_file_and_post_bodies() {
     let t = Target::start(&[]);
