@@ -176,6 +176,9 @@ pub fn run(args: RunArgs) -> crate::Result<i32> {
     if outcome.interrupted {
         return Ok(130);
     }
+    if let Some(failed) = summary.nothing_answered(&cfg.addrs[0].to_string()) {
+        return Err(Error::runtime(failed));
+    }
     if let Some(slo) = slo {
         let failures = slo.failures(&summary);
         if failures.is_empty() {

@@ -71,6 +71,9 @@ pub(super) struct Conn<T> {
     pub bytes: u64,
     /// Request bytes written so far.
     sent: usize,
+    /// Times the current request was written in full (a stale-race retry writes it twice):
+    /// the loop counts a request as sent on its first delivery only.
+    pub deliveries: u32,
     /// The request in flight asks the server to close (`Connection: close`).
     closing: bool,
     /// Requests started on the current socket.
@@ -97,6 +100,7 @@ impl<T: Transport> Conn<T> {
             retried: false,
             bytes: 0,
             sent: 0,
+            deliveries: 0,
             closing: false,
             calls: 0,
             peer_closed: false,
@@ -118,6 +122,7 @@ impl<T: Transport> Conn<T> {
         self.started = now;
         self.counted = counted;
         self.sent = 0;
+        self.deliveries = 0;
         self.bytes = 0;
         self.retried = false;
     }
@@ -231,6 +236,7 @@ impl<T: Transport> Conn<T> {
             }
         }
         self.phase = Phase::Reading;
+        self.deliveries += 1;
         Step::Sent(bytes.len())
     }
 

@@ -101,6 +101,21 @@ impl ErrorKind {
         }
     }
 
+    /// In plain words, as other tools and the OS say it, for one-line messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ErrorKind::ConnectRefused => "connection refused",
+            ErrorKind::ConnectTimeout => "connection timed out",
+            ErrorKind::Reset => "connection reset by peer",
+            ErrorKind::Timeout => "no answer within --timeout",
+            ErrorKind::Closed => "connection closed before a complete answer",
+            ErrorKind::Protocol => "not a valid HTTP/1.1 answer",
+            ErrorKind::FdUnavail => "no file descriptor left",
+            ErrorKind::AddrUnavail => "no local port left",
+            ErrorKind::Other => "other socket error",
+        }
+    }
+
     /// What the user should change when this error shows up, if it is about the generator host.
     pub fn advice(self) -> Option<&'static str> {
         match self {

@@ -436,8 +436,13 @@ impl<'a, T: Transport> Worker<'a, T> {
                 self.send(slot, now);
             }
             Step::Sent(len) => {
-                if self.conns[slot].counted {
+                let c = &self.conns[slot];
+                if c.counted {
                     self.rec.bytes_out += len as u64;
+                    // Sent means its bytes reached the socket, once per request.
+                    if c.deliveries == 1 {
+                        self.rec.sent += 1;
+                    }
                 }
             }
             Step::Done { status, reusable } => self.complete(slot, status, reusable, now),
