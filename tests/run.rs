@@ -324,7 +324,16 @@ fn a_down_local_port_is_refused_even_when_a_connect_meets_itself() {
     let url = format!("http://127.0.0.1:{port}/");
     let m = run_measured(
         None,
-        &["run", &url, "--users", "4", "--requests", "40000", "--timeout", "2s"],
+        &[
+            "run",
+            &url,
+            "--users",
+            "4",
+            "--requests",
+            "40000",
+            "--timeout",
+            "2s",
+        ],
         true,
         Duration::from_secs(120),
     );

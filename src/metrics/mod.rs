@@ -24,7 +24,10 @@ pub enum ErrorKind {
     /// met this (or a reset) on a reused keep-alive connection before any byte is retried once
     /// first (idempotent methods; see `Recorder::retries`).
     Closed,
-    /// The response was not valid HTTP/1.1 (status line, headers, framing, head > 64 KiB).
+    /// The response was not valid HTTP/1.1 (status line, headers, framing, head > 64 KiB), or
+    /// the server sent bytes no request asked for: more than one answer in the same read (the
+    /// request fails), or bytes on an idle connection (counted against the request it last
+    /// carried, which was already answered; the connection is dropped either way).
     Protocol,
     /// No file descriptor left for a new connection (RLIMIT_NOFILE). Open loop: the thread
     /// goes on with the connections it has; closed loop: the user stops.

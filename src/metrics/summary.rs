@@ -160,16 +160,16 @@ impl Summary {
             return None;
         }
         // The most frequent kind; on a tie the first in taxonomy order, so the line is stable.
-        let (kind, n) = ErrorKind::ALL
-            .iter()
-            .map(|&k| (k, self.errors_of(k)))
-            .fold((ErrorKind::Other, 0), |best, cur| {
+        let (kind, n) = ErrorKind::ALL.iter().map(|&k| (k, self.errors_of(k))).fold(
+            (ErrorKind::Other, 0),
+            |best, cur| {
                 if cur.1 > best.1 {
                     cur
                 } else {
                     best
                 }
-            });
+            },
+        );
         let rest = self.error_count - n;
         let rest = if rest > 0 {
             format!(" (and {rest} other errors)")

@@ -451,7 +451,11 @@ impl<'a, T: Transport> Worker<'a, T> {
                 let gen = self.conns[slot].gen;
                 self.more.push((slot, gen));
             }
-            Step::Dropped => {
+            Step::Dropped | Step::Stray => {
+                // Counted against the request that last used the connection (not a new one).
+                if step == Step::Stray && self.conns[slot].counted {
+                    self.rec.error(ErrorKind::Protocol, now);
+                }
                 let was_idle = self.conns[slot].phase == Phase::Idle;
                 self.close_socket(slot);
                 if was_idle {
