@@ -192,26 +192,6 @@ pub fn planned_window(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::planned_window;
-    use std::time::Duration;
-
-    #[test]
-    fn the_planned_duration_applies_only_to_a_run_that_went_its_course() {
-        let ten = Some(Duration::from_secs(10));
-        // Duration only: the window is the plan (at least).
-        assert_eq!(planned_window(false, ten, None, 5_000), ten);
-        // Both, and the duration ended first (the count was not reached): the plan holds.
-        assert_eq!(planned_window(false, ten, Some(100_000), 5_000), ten);
-        // Both, and every request was started before the duration ran out: ended by count.
-        assert_eq!(planned_window(false, ten, Some(100), 100), None);
-        // Requests only, or interrupted: measured, never planned.
-        assert_eq!(planned_window(false, None, Some(100), 100), None);
-        assert_eq!(planned_window(true, ten, None, 5_000), None);
-    }
-}
-
 /// Runs the load described by `cfg`; blocks until done. `on_tick` is called about once a
 /// second from the calling thread while the workers run (progress display).
 pub fn run(
@@ -298,4 +278,24 @@ pub fn run(
         fd_limit,
         threads,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::planned_window;
+    use std::time::Duration;
+
+    #[test]
+    fn the_planned_duration_applies_only_to_a_run_that_went_its_course() {
+        let ten = Some(Duration::from_secs(10));
+        // Duration only: the window is the plan (at least).
+        assert_eq!(planned_window(false, ten, None, 5_000), ten);
+        // Both, and the duration ended first (the count was not reached): the plan holds.
+        assert_eq!(planned_window(false, ten, Some(100_000), 5_000), ten);
+        // Both, and every request was started before the duration ran out: ended by count.
+        assert_eq!(planned_window(false, ten, Some(100), 100), None);
+        // Requests only, or interrupted: measured, never planned.
+        assert_eq!(planned_window(false, None, Some(100), 100), None);
+        assert_eq!(planned_window(true, ten, None, 5_000), None);
+    }
 }
