@@ -265,3 +265,93 @@ fn endless_fast_body_times_out_and_starves_nobody() {
     assert!(m.status("200") > 10, "{}", m.v["statuses"]);
     assert!(m.max_rss_kb < MAX_RSS_KB, "peak RSS {} kB", m.max_rss_kb);
 }
+
+/// A raw server that answers each request twice: both answers in one write, or the second
+/// `late` (after the first has been read). Serves until the test ends.
+fn double_answerer(late: Option<Duration>) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            std::thread::spawn(move || {
+                const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                let mut buf = [0u8; 4096];
+                let mut head = Vec::new();
+                while let Ok(n) = conn.read(&mut buf) {
+                    if n == 0 {
+                        return;
+                    }
+                    head.extend_from_slice(&buf[..n]);
+                    // One answer pair per complete request head received.
+                    while let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+                        head.drain(..end + 4);
+                        let sent = match late {
+                            None => conn.write_all(&[OK, OK].concat()),
+                            Some(after) => conn.write_all(OK).and_then(|()| {
+                                std::thread::sleep(after);
+                                conn.write_all(OK)
+                            }),
+                        };
+                        if sent.is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    url
+}
+
+/// Bytes a server sends with no request outstanding are a protocol error, never the next
+/// request's answer (the old engine took a second answer in the same read as a 200, and
+/// dropped one arriving on an idle connection without a word).
+#[test]
+fn answers_nobody_asked_for_are_protocol_errors() {
+    // Both answers together: every request gets two, so none is trusted; nothing answered,
+    // and the run fails naming `protocol`.
+    let url = double_answerer(None);
+    let args = [
+        "run",
+        &url,
+        "--users",
+        "1",
+        "--requests",
+        "20",
+        "--timeout",
+        "2s",
+    ];
+    let m = run_measured(None, &args, true, Duration::from_secs(60));
+    m.assert_clean_exit(1, "double answers");
+    assert!(m.stderr.contains("20 protocol"), "{}", m.stderr);
+    assert_eq!(m.v["responses"], 0, "{}", m.v);
+    assert_eq!(m.errors("protocol"), 20, "{}", m.v["errors"]);
+    // The second answer 10 ms late, on a connection idle until the next arrival 100 ms on:
+    // each request is answered, then the stray answer is counted and its connection dropped
+    // (each of the 10 requests got a fresh one). The last one's may come after the run ends.
+    let url = double_answerer(Some(Duration::from_millis(10)));
+    let args = [
+        "run",
+        &url,
+        "--rate",
+        "10",
+        "--requests",
+        "10",
+        "--duration",
+        "5s",
+        "--timeout",
+        "2s",
+    ];
+    let m = run_measured(None, &args, true, Duration::from_secs(60));
+    m.assert_clean_exit(0, "late double answers");
+    assert_eq!(m.status("200"), 10, "{}", m.v);
+    assert!(
+        (5..=10).contains(&m.errors("protocol")),
+        "{}",
+        m.v["errors"]
+    );
+    assert_eq!(m.v["connections_opened"], 10, "{}", m.v);
+    assert_eq!(m.v["sent"], 10, "{}", m.v);
+}

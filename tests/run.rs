@@ -3,7 +3,8 @@
 //! figures (throughput of a paced run, percentiles, Little's law) are unit-tested on scripted
 //! recordings in src/metrics/summary.rs.
 mod common;
-use common::{bin, f, free_port, output_within, run_json, scratch, Target, QUICK};
+use common::{bin, f, free_port, output_within, run_json, run_measured, scratch, Target, QUICK};
+use std::time::Duration;
 
 #[test]
 fn open_loop_holds_the_offered_rate() {
@@ -194,6 +195,27 @@ fn requests_limit_and_several_urls_in_sequence() {
     );
 }
 
+/// With both `--requests` and `--duration`, a run that starts all its requests early ended by
+/// count: its throughput is over the time they took, not over the planned 10 s (which would
+/// read 100 / 10 s = 10/s, and before the fix did).
+#[test]
+fn requests_reached_before_the_duration_are_measured_over_their_own_time() {
+    let t = Target::start(&[]);
+    let url = format!("{}/", t.url);
+    for load in [["--users", "2"], ["--rate", "1000"]] {
+        let mut args = vec!["run", &url, "--requests", "100", "--duration", "10s"];
+        args.extend(load);
+        let (_, v) = run_json(&args);
+        assert_eq!(f(&v, "responses"), 100.0, "{load:?}");
+        // 100 requests at 1000/s take 0.1 s; closed loop, far less. Even at a tenth of that
+        // pace on a busy machine the window is under 2 s: nowhere near the planned 10 s.
+        let secs = f(&v, "duration_s");
+        assert!(secs < 2.0, "{load:?}: measured over {secs} s");
+        let thr = f(&v, "throughput");
+        assert!(thr > 50.0, "{load:?}: throughput {thr}/s");
+    }
+}
+
 #[test]
 fn urls_file_and_post_bodies() {
     let t = Target::start(&[]);
@@ -255,13 +277,71 @@ fn refused_connections_are_counted() {
     // Bind then drop a listener: nothing listens on that port any more.
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}/");
-    let (_, v) = run_json(&["run", &url, "--rate", "50", "--duration", "1s"]);
-    assert_eq!(f(&v, "responses"), 0.0);
+    let m = run_measured(
+        None,
+        &["run", &url, "--rate", "50", "--duration", "1s"],
+        true,
+        Duration::from_secs(60),
+    );
+    // Nothing answered: the run failed, in one line naming the dominant error and the target,
+    // and its results are still written.
+    m.assert_clean_exit(1, "a run where nothing answered");
+    let line = m.stderr.trim();
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert!(
+        line.contains("no request succeeded")
+            && line.contains("connect-refused (connection refused)")
+            && line.contains(&format!("127.0.0.1:{port}")),
+        "{line}"
+    );
+    let v = &m.v;
+    assert_eq!(f(v, "responses"), 0.0);
     assert!(
         v["errors"]["connect-refused"].as_f64().unwrap_or(0.0) >= 45.0,
         "{}",
         v["errors"]
     );
+    // Started, refused: never sent, and no connection opened.
+    assert_eq!(f(v, "sent"), 0.0, "{v}");
+    assert_eq!(f(v, "connections_opened"), 0.0, "{v}");
+    assert!(f(v, "requests") >= 45.0, "{v}");
+}
+
+/// Connects to a local port nobody listens on, in the ephemeral range, many times over: some
+/// connect draws that very port as its own and the kernel connects the socket to itself. It
+/// must read as refused, never as an exchange (old code sent the request to itself and counted
+/// a `protocol` error, or an answer from a server that would echo). The unit test
+/// `tcp_self_connect_is_refused` forces the case; this one meets it as a user would.
+#[test]
+fn a_down_local_port_is_refused_even_when_a_connect_meets_itself() {
+    // Linux gives bind(:0) odd ports and connect() even ones: the even neighbour of a port the
+    // kernel chose is in connect's range (here 1 in ~15,000 connects met itself, within
+    // 20,000 every time), and free once we could bind and drop it.
+    let port = (0..100)
+        .map(|_| free_port() & !1)
+        .find(|&p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
+        .expect("a free even port");
+    let url = format!("http://127.0.0.1:{port}/");
+    let m = run_measured(
+        None,
+        &[
+            "run",
+            &url,
+            "--users",
+            "4",
+            "--requests",
+            "40000",
+            "--timeout",
+            "2s",
+        ],
+        true,
+        Duration::from_secs(120),
+    );
+    m.assert_clean_exit(1, "a down local port");
+    assert_eq!(f(&m.v, "responses"), 0.0, "{}", m.v);
+    assert_eq!(f(&m.v, "sent"), 0.0, "{}", m.v);
+    assert_eq!(f(&m.v, "connections_opened"), 0.0, "{}", m.v);
+    assert_eq!(m.errors("connect-refused"), 40_000, "{}", m.v["errors"]);
 }
 
 #[test]
@@ -269,22 +349,32 @@ fn timeouts_are_counted_and_the_run_ends() {
     let t = Target::start(&[]);
     // An answer after 30 s: a run that waited for it instead of timing out would take 30 s.
     let url = format!("{}/sleep?ms=30000", t.url);
-    let start = std::time::Instant::now();
-    let (_, v) = run_json(&[
-        "run",
-        &url,
-        "--users",
-        "2",
-        "--duration",
-        "1s",
-        "--timeout",
-        "500ms",
-    ]);
-    assert!(
-        start.elapsed().as_secs_f64() < 10.0,
-        "the run must end after duration + timeout, took {:?}",
-        start.elapsed()
+    let m = run_measured(
+        None,
+        &[
+            "run",
+            &url,
+            "--users",
+            "2",
+            "--duration",
+            "1s",
+            "--timeout",
+            "500ms",
+        ],
+        true,
+        Duration::from_secs(60),
     );
+    assert!(
+        m.elapsed.as_secs_f64() < 10.0,
+        "the run must end after duration + timeout, took {:?}",
+        m.elapsed
+    );
+    // Every request timed out: nothing answered, so the run failed, naming the timeouts.
+    m.assert_clean_exit(1, "only timeouts");
+    assert!(m.stderr.contains("timeout"), "{}", m.stderr);
+    // Sent, then timed out.
+    assert!(f(&m.v, "sent") >= 2.0, "{}", m.v);
+    let v = m.v;
     assert!(
         v["errors"]["timeout"].as_f64().unwrap_or(0.0) >= 2.0,
         "{}",

@@ -328,6 +328,7 @@ pub(crate) mod tests {
             throughput,
             goodput: throughput,
             requests: responses + errors,
+            sent: responses + errors,
             responses,
             unsent: 0,
             retries: 0,

@@ -48,8 +48,11 @@ pub(super) enum Step {
     /// The read budget of this turn is spent and data is likely left: call
     /// [`Conn::receive`] again next turn (edge-triggered epoll will not report it again).
     More,
-    /// The server closed (or wrote to) a connection with nothing in flight: drop it.
+    /// The server closed a connection with nothing in flight (its idle timeout): drop it.
     Dropped,
+    /// The server sent bytes with no request outstanding: an answer nobody asked for, which
+    /// must not be taken as the next request's. A `protocol` error; drop the connection.
+    Stray,
 }
 
 pub(super) struct Conn<T> {
@@ -71,6 +74,9 @@ pub(super) struct Conn<T> {
     pub bytes: u64,
     /// Request bytes written so far.
     sent: usize,
+    /// Times the current request was written in full (a stale-race retry writes it twice):
+    /// the loop counts a request as sent on its first delivery only.
+    pub deliveries: u32,
     /// The request in flight asks the server to close (`Connection: close`).
     closing: bool,
     /// Requests started on the current socket.
@@ -97,6 +103,7 @@ impl<T: Transport> Conn<T> {
             retried: false,
             bytes: 0,
             sent: 0,
+            deliveries: 0,
             closing: false,
             calls: 0,
             peer_closed: false,
@@ -118,6 +125,7 @@ impl<T: Transport> Conn<T> {
         self.started = now;
         self.counted = counted;
         self.sent = 0;
+        self.deliveries = 0;
         self.bytes = 0;
         self.retried = false;
     }
@@ -184,8 +192,26 @@ impl<T: Transport> Conn<T> {
                     _ => Step::Wait,
                 }
             }
-            Phase::Idle | Phase::Thinking if readable => Step::Dropped,
+            Phase::Idle | Phase::Thinking if readable => self.idle_read(buf),
             _ => Step::Wait,
+        }
+    }
+
+    /// A connection with nothing in flight turned readable: the server's FIN or reset (it
+    /// closed an idle connection, a normal end), or bytes nobody asked for.
+    fn idle_read(&mut self, buf: &mut [u8]) -> Step {
+        let Some(stream) = self.stream.as_mut() else {
+            return Step::Dropped;
+        };
+        loop {
+            return match stream.read(buf) {
+                Ok(0) => Step::Dropped,
+                Ok(_) => Step::Stray,
+                Err(e) if e.kind() == IoKind::Interrupted => continue,
+                // Spurious wake-up: nothing to read, the connection stays idle.
+                Err(e) if e.kind() == IoKind::WouldBlock && !self.peer_closed => Step::Wait,
+                Err(_) => Step::Dropped,
+            };
         }
     }
 
@@ -231,6 +257,7 @@ impl<T: Transport> Conn<T> {
             }
         }
         self.phase = Phase::Reading;
+        self.deliveries += 1;
         Step::Sent(bytes.len())
     }
 
@@ -260,12 +287,16 @@ impl<T: Transport> Conn<T> {
             self.bytes += n as u64;
             match self.parser.feed(&buf[..n]) {
                 Ok((used, Some(resp))) => {
-                    // Bytes beyond the response: the connection is out of step, close it.
-                    let extra = used < n;
-                    self.bytes -= (n - used) as u64;
+                    // Bytes beyond the response: the server answered more than was asked (twice,
+                    // say). This answer cannot be trusted to be the request's, and the rest is
+                    // not the next request's: a protocol error, and the connection is closed.
+                    if used < n {
+                        self.bytes -= (n - used) as u64;
+                        return Step::Failed(ErrorKind::Protocol);
+                    }
                     return Step::Done {
                         status: resp.status,
-                        reusable: !extra && !resp.close && self.reusable(reuse),
+                        reusable: !resp.close && self.reusable(reuse),
                     };
                 }
                 Ok((_, None)) => {}

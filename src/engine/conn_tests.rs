@@ -399,13 +399,17 @@ fn reuse_follows_the_response_and_the_run_options() {
     let close = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
     r.io().reads.push_back(Rd::Data(close.to_vec()));
     assert_eq!(r.event(true, false, false), done(200, false));
-    // Bytes nobody asked for after the answer: out of step, closed; they are not counted.
-    let mut r = Rig::reading(KA);
-    r.io()
-        .reads
-        .push_back(Rd::Data([OK_5, b"HTTP/1.1"].concat()));
-    assert_eq!(r.event(true, false, false), done(200, false));
-    assert_eq!(r.c.bytes, OK_5.len() as u64);
+    // Bytes nobody asked for after the answer (a server answering twice): a protocol error,
+    // not an answer, and the connection is not reused; the extra bytes are not counted.
+    for extra in [&b"HTTP/1.1"[..], OK_5] {
+        let mut r = Rig::reading(KA);
+        r.io().reads.push_back(Rd::Data([OK_5, extra].concat()));
+        assert_eq!(
+            r.event(true, false, false),
+            Step::Failed(ErrorKind::Protocol)
+        );
+        assert_eq!(r.c.bytes, OK_5.len() as u64);
+    }
     // No keep-alive: `Connection: close` goes out and the socket is not kept.
     let no_ka = Reuse {
         keep_alive: false,
@@ -491,8 +495,36 @@ fn an_idle_socket_that_turns_readable_is_dropped() {
             Step::Wait,
             "{phase:?}: writable only"
         );
+        // Readable with nothing to read: spurious, the connection stays.
+        r.io().reads.push_back(Rd::Block);
+        assert_eq!(r.event(true, false, false), Step::Wait, "{phase:?}");
+        // The server's idle close: FIN, or a reset.
+        r.io().reads.push_back(Rd::Eof);
         assert_eq!(r.event(true, false, false), Step::Dropped, "{phase:?}");
+        r.io().reads.push_back(Rd::Eof);
         assert_eq!(r.event(false, false, true), Step::Dropped, "{phase:?}: FIN");
+        r.io().reads.push_back(Rd::Err(libc::ECONNRESET));
+        assert_eq!(r.event(true, false, false), Step::Dropped, "{phase:?}: RST");
+    }
+}
+
+/// A server that answers every request twice, the second answer arriving once the first was
+/// taken: with no request outstanding it is a protocol error, and the connection is dropped
+/// before it can carry the next request (whose "answer" it would otherwise be).
+#[test]
+fn an_answer_nobody_asked_for_is_a_protocol_error() {
+    for phase in [Phase::Idle, Phase::Thinking] {
+        let mut r = Rig::reading(KA);
+        r.io().reads.push_back(Rd::Data(OK_5.to_vec()));
+        assert_eq!(r.event(true, false, false), done(200, true));
+        r.c.phase = phase;
+        r.io().reads.push_back(Rd::Data(OK_5.to_vec()));
+        assert_eq!(r.event(true, false, false), Step::Stray, "{phase:?}");
+        // With its FIN in the same event: the bytes still come first.
+        let mut r = Rig::reading(KA);
+        r.c.phase = phase;
+        r.io().reads.push_back(Rd::Data(OK_5.to_vec()));
+        assert_eq!(r.event(true, false, true), Step::Stray, "{phase:?} + FIN");
     }
 }
 

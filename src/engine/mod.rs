@@ -161,13 +161,34 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// The planned measured window, when the run went its full duration.
+    /// The planned measured window, when the run went its full duration (see [`planned_window`]).
     pub fn planned_window(&self, cfg: &EngineConfig) -> Option<Duration> {
-        if self.interrupted {
-            None
-        } else {
-            cfg.duration
-        }
+        planned_window(
+            self.interrupted,
+            cfg.duration,
+            cfg.max_requests,
+            self.recorder.requests,
+        )
+    }
+}
+
+/// The measured window's planned length, or None when the run did not go its planned course
+/// and the window must be measured instead (end of warm-up to the last completion). The window
+/// is at least the planned duration so a latency tail does not bias it; but a run stopped
+/// early (interrupted), or one whose `--requests` were all started (`started`: counted requests
+/// started) ended by count, so its duration does not apply: 100 requests answered in 0.2 s of a
+/// planned 10 s are 500/s, not 10/s.
+pub fn planned_window(
+    interrupted: bool,
+    duration: Option<Duration>,
+    max_requests: Option<u64>,
+    started: u64,
+) -> Option<Duration> {
+    let by_count = max_requests.is_some_and(|m| started >= m);
+    if interrupted || by_count {
+        None
+    } else {
+        duration
     }
 }
 
@@ -257,4 +278,24 @@ pub fn run(
         fd_limit,
         threads,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::planned_window;
+    use std::time::Duration;
+
+    #[test]
+    fn the_planned_duration_applies_only_to_a_run_that_went_its_course() {
+        let ten = Some(Duration::from_secs(10));
+        // Duration only: the window is the plan (at least).
+        assert_eq!(planned_window(false, ten, None, 5_000), ten);
+        // Both, and the duration ended first (the count was not reached): the plan holds.
+        assert_eq!(planned_window(false, ten, Some(100_000), 5_000), ten);
+        // Both, and every request was started before the duration ran out: ended by count.
+        assert_eq!(planned_window(false, ten, Some(100), 100), None);
+        // Requests only, or interrupted: measured, never planned.
+        assert_eq!(planned_window(false, None, Some(100), 100), None);
+        assert_eq!(planned_window(true, ten, None, 5_000), None);
+    }
 }

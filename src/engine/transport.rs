@@ -80,6 +80,13 @@ impl Transport for Tcp {
         }
         // A non-blocking connect is done once the socket has a peer (mio's documented check).
         match self.0.peer_addr() {
+            // TCP self-connect: to a local port nobody listens on, in the ephemeral range, the
+            // kernel may pick that very port as ours and connect the socket to itself
+            // (simultaneous open). Nothing listens there: it is a refusal, and the request
+            // must not be "answered" by its own echo.
+            Ok(peer) if self.0.local_addr().is_ok_and(|local| local == peer) => {
+                Err(ErrorKind::ConnectRefused)
+            }
             Ok(_) => {
                 let _ = self.0.set_nodelay(true);
                 Ok(true)
@@ -154,6 +161,42 @@ mod tests {
         };
         assert_eq!(&buf[..n], b"pong");
         assert_eq!(t.read(&mut buf).unwrap(), 0);
+    }
+
+    /// A socket bound to the port it connects to is what the kernel makes of a connect that
+    /// drew the destination as its own ephemeral port: forced here, it must read as refused.
+    #[test]
+    fn tcp_self_connect_is_refused() {
+        use std::os::fd::FromRawFd;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port(); // dropped: nothing listens there now
+        let sa = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: port.to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        // SAFETY: plain socket calls on an fd this test owns, with a valid sockaddr_in.
+        let fd = unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0);
+            assert!(fd >= 0);
+            let p = &sa as *const libc::sockaddr_in as *const libc::sockaddr;
+            assert_eq!(libc::bind(fd, p, len), 0, "{}", io::Error::last_os_error());
+            let r = libc::connect(fd, p, len);
+            let e = io::Error::last_os_error();
+            assert!(r == 0 || e.raw_os_error() == Some(libc::EINPROGRESS), "{e}");
+            fd
+        };
+        // SAFETY: `fd` is a connected (or connecting) TCP socket owned by nothing else.
+        let std_stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
+        let mut t = Tcp(TcpStream::from_std(std_stream));
+        assert_eq!(established(&mut t), Err(ErrorKind::ConnectRefused));
     }
 
     #[test]

@@ -24,7 +24,10 @@ pub enum ErrorKind {
     /// met this (or a reset) on a reused keep-alive connection before any byte is retried once
     /// first (idempotent methods; see `Recorder::retries`).
     Closed,
-    /// The response was not valid HTTP/1.1 (status line, headers, framing, head > 64 KiB).
+    /// The response was not valid HTTP/1.1 (status line, headers, framing, head > 64 KiB), or
+    /// the server sent bytes no request asked for: more than one answer in the same read (the
+    /// request fails), or bytes on an idle connection (counted against the request it last
+    /// carried, which was already answered; the connection is dropped either way).
     Protocol,
     /// No file descriptor left for a new connection (RLIMIT_NOFILE). Open loop: the thread
     /// goes on with the connections it has; closed loop: the user stops.
@@ -98,6 +101,21 @@ impl ErrorKind {
             }
             K::UnexpectedEof => ErrorKind::Closed,
             _ => ErrorKind::Other,
+        }
+    }
+
+    /// In plain words, as other tools and the OS say it, for one-line messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ErrorKind::ConnectRefused => "connection refused",
+            ErrorKind::ConnectTimeout => "connection timed out",
+            ErrorKind::Reset => "connection reset by peer",
+            ErrorKind::Timeout => "no answer within --timeout",
+            ErrorKind::Closed => "connection closed before a complete answer",
+            ErrorKind::Protocol => "not a valid HTTP/1.1 answer",
+            ErrorKind::FdUnavail => "no file descriptor left",
+            ErrorKind::AddrUnavail => "no local port left",
+            ErrorKind::Other => "other socket error",
         }
     }
 

@@ -47,6 +47,9 @@ pub struct Recorder {
     pub statuses: Vec<u64>,
     /// Requests started and counted (outside warm-up), whatever their outcome.
     pub requests: u64,
+    /// Of those, requests whose bytes were all written to a connection (a request refused at
+    /// connect, or failed before its write completed, was started but not sent).
+    pub sent: u64,
     pub responses: u64,
     /// 2xx and 3xx responses.
     pub ok: u64,
@@ -92,6 +95,7 @@ impl Recorder {
             errors: [0; ErrorKind::COUNT],
             statuses: vec![0; STATUS_SLOTS],
             requests: 0,
+            sent: 0,
             responses: 0,
             ok: 0,
             bytes_in: 0,
@@ -197,6 +201,7 @@ impl Recorder {
             *a += b;
         }
         self.requests += o.requests;
+        self.sent += o.sent;
         self.responses += o.responses;
         self.ok += o.ok;
         self.bytes_in += o.bytes_in;

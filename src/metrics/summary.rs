@@ -51,6 +51,9 @@ pub struct Summary {
     pub goodput: f64,
     /// Requests started in the measured window (warm-up excluded), whatever their outcome.
     pub requests: u64,
+    /// Of `requests`, those whose bytes were all written to a connection.
+    #[serde(default)]
+    pub sent: u64,
     pub responses: u64,
     /// Requests scheduled in the window that never got a connection before the run ended.
     pub unsent: u64,
@@ -115,6 +118,7 @@ impl Summary {
             throughput: per_s(r.responses),
             goodput: per_s(r.ok),
             requests: r.requests,
+            sent: r.sent,
             responses: r.responses,
             unsent: r.unsent,
             retries: r.retries,
@@ -145,6 +149,38 @@ impl Summary {
             .filter(|(code, _)| code.parse::<u16>().is_ok_and(|c| (200..400).contains(&c)))
             .map(|(_, n)| n)
             .sum()
+    }
+
+    /// A run in which requests failed and none got an answer measured nothing about the server
+    /// (wrk and ab stop with "connection refused"): the one-line reason it failed, naming the
+    /// dominant error kind; None when something answered (any status) or nothing failed.
+    /// `target`: where the requests went, for the message.
+    pub fn nothing_answered(&self, target: &str) -> Option<String> {
+        if self.responses > 0 || self.error_count == 0 {
+            return None;
+        }
+        // The most frequent kind; on a tie the first in taxonomy order, so the line is stable.
+        let (kind, n) = ErrorKind::ALL.iter().map(|&k| (k, self.errors_of(k))).fold(
+            (ErrorKind::Other, 0),
+            |best, cur| {
+                if cur.1 > best.1 {
+                    cur
+                } else {
+                    best
+                }
+            },
+        );
+        let rest = self.error_count - n;
+        let rest = if rest > 0 {
+            format!(" (and {rest} other errors)")
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "no request succeeded: {n} {} ({}) to {target}{rest}",
+            kind.name(),
+            kind.describe()
+        ))
     }
 
     /// Count of one error kind.
@@ -230,6 +266,40 @@ mod tests {
         assert!((s.throughput - 500.0).abs() < 0.5, "{}", s.throughput);
         assert!((s.service_time_ms.max - 1.0).abs() < 0.01);
         assert!((s.send_lag_ms.p99 - 950.0).abs() < 3.0);
+    }
+
+    #[test]
+    fn a_run_where_nothing_answered_fails_with_the_dominant_error() {
+        let t0 = Instant::now();
+        let mut r = Recorder::new(t0, t0, 4);
+        r.requests = 10;
+        for _ in 0..7 {
+            r.error(ErrorKind::ConnectRefused, t0);
+        }
+        for _ in 0..3 {
+            r.error(ErrorKind::Reset, t0);
+        }
+        let s = Summary::from_recorder(&r, Some(10.0), None, None);
+        assert_eq!(
+            s.nothing_answered("127.0.0.1:9").as_deref(),
+            Some(
+                "no request succeeded: 7 connect-refused (connection refused) to 127.0.0.1:9 \
+                 (and 3 other errors)"
+            )
+        );
+        // One answer, even a 503, is a measurement of the server: not this failure.
+        r.response(503, t0, Duration::ZERO, t0, t0, t0 + ms(1.0), 10);
+        let s = Summary::from_recorder(&r, Some(10.0), None, None);
+        assert_eq!(s.nothing_answered("127.0.0.1:9"), None);
+        // Nothing failed and nothing answered (nothing was sent): not this failure either.
+        let empty = Summary::from_recorder(&Recorder::new(t0, t0, 1), Some(1.0), None, None);
+        assert_eq!(empty.nothing_answered("x"), None);
+        // A tie names the first kind in taxonomy order.
+        let mut r = Recorder::new(t0, t0, 4);
+        r.error(ErrorKind::Timeout, t0);
+        r.error(ErrorKind::Reset, t0);
+        let s = Summary::from_recorder(&r, None, Some(1), None);
+        assert!(s.nothing_answered("h:1").unwrap().contains(" 1 reset "));
     }
 
     /// Closed loop: 4 users, 20 ms per answer, no think time, for 4 s: 200/s, and

@@ -109,7 +109,7 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
     let _ = writeln!(
         o,
         "  requests       {} sent, {} answered, {} errors ({:.2}%){}{}",
-        s.requests,
+        s.sent,
         s.responses,
         s.error_count,
         s.error_ratio * 100.0,

@@ -82,6 +82,7 @@ pub fn step(
         throughput,
         goodput: (responses.saturating_sub(e503)) as f64 / 10.0,
         requests: responses + errors,
+        sent: responses + errors,
         responses,
         unsent: 0,
         duration_s: 10.0,

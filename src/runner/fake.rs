@@ -169,6 +169,7 @@ pub fn record(index: usize, load: &Load, s: Shape, secs: f64) -> StepRecord {
             throughput: s.throughput,
             goodput: s.throughput,
             requests,
+            sent: requests,
             responses,
             unsent: 0,
             retries: 0,

@@ -165,10 +165,22 @@ pub struct RunOutcome {
 }
 
 impl RunOutcome {
-    /// 130 when interrupted, 3 when the SLO failed, else 0.
+    /// Why the run failed as a whole: no request succeeded (the dominant error, in one line).
+    /// An interrupted run is not judged.
+    pub fn failure(&self) -> Option<String> {
+        if self.outcome.interrupted {
+            return None;
+        }
+        self.summary
+            .nothing_answered(&self.cfg.addrs[0].to_string())
+    }
+
+    /// 130 when interrupted, 1 when nothing answered, 3 when the SLO failed, else 0.
     pub fn exit_code(&self) -> i32 {
         if self.outcome.interrupted {
             130
+        } else if self.failure().is_some() {
+            1
         } else if self.slo.as_ref().is_some_and(|s| !s.holds(&self.summary)) {
             3
         } else {

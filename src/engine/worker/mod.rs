@@ -436,8 +436,13 @@ impl<'a, T: Transport> Worker<'a, T> {
                 self.send(slot, now);
             }
             Step::Sent(len) => {
-                if self.conns[slot].counted {
+                let c = &self.conns[slot];
+                if c.counted {
                     self.rec.bytes_out += len as u64;
+                    // Sent means its bytes reached the socket, once per request.
+                    if c.deliveries == 1 {
+                        self.rec.sent += 1;
+                    }
                 }
             }
             Step::Done { status, reusable } => self.complete(slot, status, reusable, now),
@@ -446,7 +451,11 @@ impl<'a, T: Transport> Worker<'a, T> {
                 let gen = self.conns[slot].gen;
                 self.more.push((slot, gen));
             }
-            Step::Dropped => {
+            Step::Dropped | Step::Stray => {
+                // Counted against the request that last used the connection (not a new one).
+                if step == Step::Stray && self.conns[slot].counted {
+                    self.rec.error(ErrorKind::Protocol, now);
+                }
                 let was_idle = self.conns[slot].phase == Phase::Idle;
                 self.close_socket(slot);
                 if was_idle {
