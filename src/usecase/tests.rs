@@ -218,3 +218,34 @@ fn sweep_interrupted_exits_130() {
     assert_eq!(info["complete"], false);
     assert_eq!(info["config"]["think_s"], serde_json::json!([0.01, 0.03]));
 }
+
+/// The demo's closing line says what the findings and the report say about saturation: the
+/// offered load of the first saturated step, not the throughput (it used to print "~372").
+#[test]
+fn demo_names_saturation_as_the_analysis_does() {
+    use crate::analysis::tests::{step, summary};
+    let steps: Vec<_> = [(360.0, 358.0), (400.0, 372.0), (440.0, 371.0)]
+        .iter()
+        .enumerate()
+        .map(|(i, &(o, x))| step(i, o, summary(o, x, 20.0, 0)))
+        .collect();
+    let analysis = crate::analysis::analyze("open", &steps, None);
+    let words = analysis.saturation.as_ref().unwrap().describe("req/s");
+    let outcome = super::demo::DemoOutcome {
+        capacity: 400.0,
+        dir: "runs/x".into(),
+        report: "runs/x/report.html".into(),
+        notes: vec![],
+        complete: true,
+        analysis,
+    };
+    let text = outcome.to_string();
+    assert!(
+        text.contains(
+            "saturation at 400 req/s offered (step 2); peak sustained throughput 372 responses/s"
+        ),
+        "{text}"
+    );
+    assert!(text.contains(&words), "{text}");
+    assert!(!text.contains('~'), "{text}");
+}
