@@ -14,6 +14,7 @@ pub fn search(
     let slo = stepper
         .slo
         .ok_or_else(|| crate::Error::usage("capacity needs --slo"))?;
+    stepper.check_sustained = true;
     while let Some(rate) = search.next_probe() {
         if !search.probes.is_empty() {
             stepper.rest(rest);
@@ -28,7 +29,7 @@ pub fn search(
         };
         let judge = |r: &crate::store::StepRecord| {
             (
-                slo.holds(&r.summary),
+                slo.holds(&r.summary) && !r.flags.iter().any(|f| f == "not-sustained"),
                 crate::analysis::generator_bound("open", r).is_some(),
             )
         };

@@ -119,7 +119,7 @@ impl fmt::Display for CapacityOutcome {
                 "  probe {:>2}: {:>9.1} req/s  {}  p99 {:>8}  errors {:.2}%{gen}",
                 i + 1,
                 step.offered,
-                if self.slo.holds(s) {
+                if self.slo.holds(s) && !step.flags.iter().any(|f| f == "not-sustained") {
                     "met   "
                 } else {
                     "FAILED"

@@ -249,3 +249,32 @@ fn demo_names_saturation_as_the_analysis_does() {
     assert!(text.contains(&words), "{text}");
     assert!(!text.contains('~'), "{text}");
 }
+
+/// The case: the server answers 180/s whatever is offered, in a steady 50 ms, so a
+/// short probe above 180/s meets `p99<200ms` while the queue grows. Such a probe did not keep
+/// up: it fails, and the capacity lands where throughput still matched the offer.
+#[test]
+fn capacity_probes_the_server_did_not_keep_up_with_fail() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = CapacityConfig {
+        request: request(),
+        slo: Some("p99<200ms".into()),
+        max: 400.0,
+        output: output(tmp.path()),
+        ..CapacityConfig::default()
+    };
+    let mut exec = Scripted::new(|_, offered: f64| Shape::ok(offered.min(180.0), 50.0));
+    let o = capacity::run(&cfg, &mut exec).unwrap();
+    let (lo, hi) = (o.search.lo.unwrap(), o.search.hi.expect("a probe failed"));
+    assert!((170.0..=180.0 / 0.95).contains(&lo), "[{lo}, {hi}]");
+    assert!(hi <= 200.0, "[{lo}, {hi}]");
+    let failed = o.steps.iter().find(|s| s.offered == 200.0).unwrap();
+    assert!(failed.flags.iter().any(|f| f == "not-sustained"));
+    let text = o.to_string();
+    assert!(text.contains("200.0 req/s  FAILED"), "{text}");
+    assert!(
+        o.notes.iter().any(|n| n.contains("not sustained")),
+        "{:?}",
+        o.notes
+    );
+}
