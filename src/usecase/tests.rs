@@ -31,6 +31,8 @@ fn json(p: &Path) -> serde_json::Value {
 fn capacity_search_end_to_end_reruns_a_generator_bound_probe_once() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = CapacityConfig {
+        // One run of the capacity probe: this test is about the search's own steps.
+        repeat: 1,
         request: request(),
         slo: Some("p99<100ms".into()),
         output: output(tmp.path()),
@@ -100,6 +102,8 @@ fn capacity_search_end_to_end_reruns_a_generator_bound_probe_once() {
 fn capacity_search_believes_a_probe_that_fails_twice() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = CapacityConfig {
+        // One run of the capacity probe: this test is about the search's own steps.
+        repeat: 1,
         request: request(),
         slo: Some("p99<100ms".into()),
         output: output(tmp.path()),
@@ -274,6 +278,52 @@ fn capacity_probes_the_server_did_not_keep_up_with_fail() {
     assert!(text.contains("200.0 req/s  FAILED"), "{text}");
     assert!(
         o.notes.iter().any(|n| n.contains("not sustained")),
+        "{:?}",
+        o.notes
+    );
+}
+
+/// `--repeat 3`: the capacity probe runs twice more once the bracket is found; the answer
+/// carries the spread of its throughput. A repeat that fails moves the capacity below it.
+#[test]
+fn capacity_probe_is_repeated_and_carries_its_spread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = CapacityConfig {
+        request: request(),
+        slo: Some("p99<100ms".into()),
+        repeat: 3,
+        output: output(tmp.path()),
+        ..CapacityConfig::default()
+    };
+    let mut exec = Scripted::new(fake::server(1000.0));
+    let o = capacity::run(&cfg, &mut exec).unwrap();
+    let lo = o.search.lo.unwrap();
+    assert_eq!(o.steps.iter().filter(|s| s.offered == lo).count(), 3);
+    assert_eq!(o.search.repeats.len(), 3);
+    assert!(o.to_string().contains("repeat spread ±"), "{o}");
+
+    // The same server, but the second run of 800 req/s fails: the capacity is below 800.
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = CapacityConfig {
+        output: output(tmp.path()),
+        max: 800.0,
+        ..cfg
+    };
+    let mut runs_at_800 = 0;
+    let mut server = fake::server(1000.0);
+    let mut exec = Scripted::new(move |n, offered| {
+        if offered == 800.0 {
+            runs_at_800 += 1;
+            if runs_at_800 == 2 {
+                return Shape::ok(800.0, 500.0);
+            }
+        }
+        server(n, offered)
+    });
+    let o = capacity::run(&cfg, &mut exec).unwrap();
+    assert_eq!((o.search.lo, o.search.hi), (Some(400.0), Some(800.0)));
+    assert!(
+        o.notes.iter().any(|n| n.contains("failed when repeated")),
         "{:?}",
         o.notes
     );
