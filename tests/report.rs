@@ -135,7 +135,7 @@ fn html_report_of_a_finished_sweep() {
         "throughput, latency, errors, time split, 2 timelines"
     );
     assert_eq!(tables, 1);
-    assert!(html.contains("Saturated at 400 req/s"));
+    assert!(html.contains("Saturation at 400 req/s offered (step"));
     assert!(html.contains("capacity 300 req/s"));
     assert!(html.contains("ideal: throughput = offered"));
     assert!(html.contains("gen1"), "host shown");
@@ -203,7 +203,10 @@ fn html_report_with_server_data_has_server_charts_columns_and_findings() {
     assert!(findings.contains("listen queue overflowed"), "{findings}");
     assert!(findings.contains("TIME_WAIT reached"), "{findings}");
     assert!(findings.contains("fpm workers"), "{findings}");
-    assert!(findings.contains("saturation at step 4"), "{findings}");
+    assert!(
+        findings.contains("saturation at 400 req/s offered (step 4)"),
+        "{findings}"
+    );
     // The JSON report carries them too.
     ok(&run(&["report", dir.to_str().unwrap(), "--format", "json"]));
     let json = std::fs::read_to_string(dir.join("report.json")).unwrap();

@@ -84,7 +84,8 @@ fn open_loop_sweep_finds_saturation_and_stores_every_step() {
             .all(|p| p.t >= s.start_s - 1e-6 && p.t <= s.end_s + 1e-6));
         assert!(s.generator.threads >= 1);
     }
-    assert!(stdout.contains("saturation at step"), "{stdout}");
+    assert!(stdout.contains("saturation at "), "{stdout}");
+    assert!(stdout.contains("peak sustained throughput"), "{stdout}");
 }
 
 #[test]
@@ -360,10 +361,13 @@ fn demo_finds_the_targets_capacity() {
     );
     let line = stdout
         .lines()
-        .find(|l| l.starts_with("saturation at ~"))
+        .find(|l| l.starts_with("saturation at "))
         .unwrap_or_else(|| panic!("{stdout}"));
+    // The measured figure: the peak sustained throughput beside the saturated step's offer.
     let found: f64 = line
-        .trim_start_matches("saturation at ~")
+        .split("peak sustained throughput ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{line}"))
         .split_whitespace()
         .next()
         .unwrap()

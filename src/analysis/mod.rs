@@ -2,6 +2,7 @@
 //! check, the generator self-check and the Universal Scalability Law fit. Pure functions of the
 //! step records, so `report` recomputes them from a results folder.
 pub mod slo;
+pub mod sustained;
 pub mod usl;
 
 pub use slo::Slo;
@@ -30,6 +31,20 @@ pub struct Saturation {
     /// The highest throughput measured up to and including that step: what the server sustains.
     pub peak_throughput: f64,
     pub reasons: Vec<String>,
+}
+
+impl Saturation {
+    /// The one wording of the saturation point, the same in the terminal, the findings and the
+    /// report: the offered load of the first saturated step, the peak sustained throughput beside.
+    pub fn describe(&self, unit: &str) -> String {
+        use crate::units::fmt_num;
+        format!(
+            "saturation at {} {unit} offered (step {}); peak sustained throughput {} responses/s",
+            fmt_num(self.offered),
+            self.step + 1,
+            fmt_num(self.peak_throughput)
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -203,13 +218,7 @@ pub fn analyze(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> Analysis 
     }
     let unit = if mode == "open" { "req/s" } else { "users" };
     match &saturation {
-        Some(s) => findings.push(format!(
-            "saturation at step {} ({:.0} {unit}): {}; the server sustained at most {:.1} responses/s",
-            s.step + 1,
-            s.offered,
-            s.reasons.join("; "),
-            s.peak_throughput
-        )),
+        Some(s) => findings.push(format!("{}: {}", s.describe(unit), s.reasons.join("; "))),
         None if !steps.is_empty() => findings.push(format!(
             "no saturation up to {:.0} {unit}: the server kept up with every step",
             steps[steps.len() - 1].offered
@@ -397,6 +406,11 @@ pub(crate) mod tests {
         assert_eq!(s.step, 3);
         assert_eq!(s.offered, 400.0);
         assert_eq!(s.peak_throughput, 370.0);
+        // One number, one wording: the offered load of the step, the peak sustained beside.
+        let words =
+            "saturation at 400 req/s offered (step 4); peak sustained throughput 370 responses/s";
+        assert_eq!(s.describe("req/s"), words);
+        assert!(a.findings[0].starts_with(words), "{}", a.findings[0]);
         assert!(
             s.reasons.iter().any(|r| r.contains("below 95%")),
             "{:?}",

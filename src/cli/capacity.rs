@@ -18,6 +18,9 @@ pub struct CapacityArgs {
     /// Stop bisecting when the bracket is narrower than this share of its low end.
     #[arg(long, default_value_t = Share(CapacityConfig::default().precision), value_parser = parse_share_arg)]
     pub precision: Share,
+    /// Runs of the capacity probe (the highest rate that met), for the repeat spread.
+    #[arg(long, default_value_t = CapacityConfig::default().repeat)]
+    pub repeat: usize,
     #[command(flatten)]
     pub open: OpenLoopArgs,
     #[command(flatten)]
@@ -34,6 +37,7 @@ impl From<CapacityArgs> for CapacityConfig {
             start: a.start,
             max: a.max,
             precision: a.precision.0,
+            repeat: a.repeat,
             open: a.open.into(),
             timing: a.steps.timing(),
             slo: a.steps.slo.clone(),

@@ -320,6 +320,8 @@ pub fn measure(c: &Config, base: &str, out: &Path, name: &str, quiet: bool) -> M
             start: l.start,
             max: l.max,
             precision: l.precision,
+            // The experiment repeats whole runs itself (its spread is across them).
+            repeat: 1,
             open: open_config(c),
             timing,
             slo: l.slo.clone(),

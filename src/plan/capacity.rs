@@ -14,6 +14,8 @@ pub struct CapacitySearch {
     precision: f64,
     growth: f64,
     pub probes: Vec<(f64, bool)>,
+    /// Throughput of each run of the capacity probe (`--repeat`), once the search ended.
+    pub repeats: Vec<f64>,
 }
 
 impl CapacitySearch {
@@ -26,6 +28,7 @@ impl CapacitySearch {
             precision,
             growth: 2.0,
             probes: Vec::new(),
+            repeats: Vec::new(),
         }
     }
 
@@ -64,6 +67,42 @@ impl CapacitySearch {
             (None, Some(hi)) => hi,
             (None, None) => self.next,
         };
+    }
+
+    /// Half the range of the repeated runs' throughput, as a share of their mean (None under
+    /// two runs).
+    pub fn repeat_spread(&self) -> Option<f64> {
+        if self.repeats.len() < 2 {
+            return None;
+        }
+        let max = self.repeats.iter().copied().fold(f64::MIN, f64::max);
+        let min = self.repeats.iter().copied().fold(f64::MAX, f64::min);
+        let mean = self.repeats.iter().sum::<f64>() / self.repeats.len() as f64;
+        (mean > 0.0).then(|| (max - min) / 2.0 / mean)
+    }
+
+    /// ", repeat spread ±2% over 2 runs", or empty without repeats.
+    pub fn spread_text(&self) -> String {
+        self.repeat_spread().map_or(String::new(), |s| {
+            format!(
+                ", repeat spread ±{:.1}% over {} runs",
+                s * 100.0,
+                self.repeats.len()
+            )
+        })
+    }
+
+    /// A repeat of the capacity probe failed: the capacity moves below it and the bracket is
+    /// that probe (the search does not go on bisecting: the answer is not reproducible there).
+    pub fn repeat_failed(&mut self, rate: f64) {
+        self.probes.push((rate, false));
+        self.hi = Some(self.hi.map_or(rate, |h| h.min(rate)));
+        self.lo = self
+            .probes
+            .iter()
+            .filter(|p| p.1 && p.0 < rate)
+            .map(|p| p.0)
+            .reduce(f64::max);
     }
 
     /// Steps a linear sweep from `start` would need to reach `capacity` with steps of

@@ -194,8 +194,9 @@ pub fn render(r: &RunReport) -> String {
             "Saturation point",
             &r.load_text(s.offered),
             &format!(
-                "step {}: {}",
+                "offered load of step {} (peak sustained throughput {} responses/s): {}",
                 s.step + 1,
+                fmt_num(s.peak_throughput),
                 s.reasons.first().cloned().unwrap_or_default()
             ),
         ),
@@ -336,12 +337,7 @@ pub fn verdict(r: &RunReport) -> String {
         return "No finished step in this folder: nothing to report yet.".to_string();
     }
     let mut v = match &a.saturation {
-        Some(s) => format!(
-            "Saturated at {} (step {}); the server sustained at most {} responses/s.",
-            r.load_text(s.offered),
-            s.step + 1,
-            fmt_num(s.peak_throughput)
-        ),
+        Some(s) => format!("{}.", capitalized(&s.describe(r.unit()))),
         None => format!(
             "No saturation up to {}: the server kept up with every step (peak {} responses/s).",
             r.load_text(r.steps.last().map_or(0.0, |s| s.offered)),
@@ -571,6 +567,13 @@ impl Exporter for HtmlExporter {
     }
 }
 
+/// "saturation at …" as a sentence.
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testdata;
@@ -592,9 +595,14 @@ mod tests {
 
     #[test]
     fn page_has_verdict_charts_table_and_no_external_refs() {
-        let html = render(&report(testdata::open_sweep(), true));
+        let r = report(testdata::open_sweep(), true);
+        let html = render(&r);
         assert!(html.starts_with("<!DOCTYPE html>"));
-        assert!(html.contains("Saturated at 400 req/s"));
+        assert!(html.contains("Saturation at 400 req/s offered (step"));
+        // The verdict and the findings word the saturation point the same way.
+        let words = r.analysis.saturation.as_ref().unwrap().describe("req/s");
+        assert!(html.contains(&capitalized(&words)), "verdict");
+        assert!(html.contains(&format!("<li>{words}")), "findings");
         assert_eq!(html.matches("<svg").count(), 6);
         assert!(html.contains("<table>"));
         assert!(html.contains("skipped truncated"), "notes shown");

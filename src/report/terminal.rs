@@ -106,27 +106,7 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
         "  throughput     {:.1} responses/s   goodput {:.1}/s (2xx/3xx)",
         s.throughput, s.goodput
     );
-    let _ = writeln!(
-        o,
-        "  requests       {} sent, {} answered, {} errors ({:.2}%){}{}",
-        s.sent,
-        s.responses,
-        s.error_count,
-        s.error_ratio * 100.0,
-        if s.unsent > 0 {
-            format!(", {} never sent (no free connection)", s.unsent)
-        } else {
-            String::new()
-        },
-        if s.retries > 0 {
-            format!(
-                ", {} retried (kept-alive connection closed by the server)",
-                s.retries
-            )
-        } else {
-            String::new()
-        }
-    );
+    o.push_str(&requests_line(s));
     let _ = writeln!(
         o,
         "  transfer       {}/s in ({} total), {} out; {} connections opened",
@@ -158,20 +138,61 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
             statuses.join(", ")
         }
     );
-    let errors: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-    let _ = writeln!(
-        o,
-        "  errors         {}",
-        if errors.is_empty() {
-            "none".into()
-        } else {
-            errors.join(", ")
-        }
-    );
+    o.push_str(&errors_lines(s));
     for w in warnings(s, outcome, cfg) {
         let _ = writeln!(o, "  ! {w}");
     }
     o
+}
+
+/// The count line: transport errors and non-2xx/3xx answers side by side (as wrk does), so a
+/// run of 503s does not read as error-free.
+pub fn requests_line(s: &Summary) -> String {
+    let non_ok = s.responses.saturating_sub(s.ok_count());
+    let pct = |n: u64| {
+        if s.requests > 0 {
+            n as f64 * 100.0 / s.requests as f64
+        } else {
+            0.0
+        }
+    };
+    format!(
+        "  requests       {} sent, {} answered, {} transport errors ({:.2}%), {} non-2xx/3xx answers ({:.2}%){}{}\n",
+        s.sent,
+        s.responses,
+        s.error_count,
+        s.error_ratio * 100.0,
+        non_ok,
+        pct(non_ok),
+        if s.unsent > 0 {
+            format!(", {} never sent (no free connection)", s.unsent)
+        } else {
+            String::new()
+        },
+        if s.retries > 0 {
+            format!(
+                ", {} retried (kept-alive connection closed by the server)",
+                s.retries
+            )
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// The transport errors by kind, then the SLO's definition of an error stated once, with its
+/// value for this run.
+pub fn errors_lines(s: &Summary) -> String {
+    let errors: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    format!(
+        "  transport      {}\n  failed         {:.2}% of requests got no 2xx/3xx answer (what an SLO's `errors` counts)\n",
+        if errors.is_empty() {
+            "no errors".into()
+        } else {
+            errors.join(", ")
+        },
+        crate::analysis::Slo::measure(crate::analysis::slo::Metric::Errors, s) * 100.0
+    )
 }
 
 /// Things the user must know to trust (or not) the figures.
@@ -267,5 +288,43 @@ fn port_settings() -> String {
         }
         (Some(range), None) => format!(" (ip_local_port_range now {range})"),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run answered only with 503s: no transport error, yet every request failed. The old
+    /// summary printed "errors none" here.
+    #[test]
+    fn non_2xx_answers_show_beside_transport_errors() {
+        let mut s = crate::analysis::tests::summary(100.0, 100.0, 5.0, 0);
+        s.statuses = [("503".to_string(), s.responses)].into();
+        let line = requests_line(&s);
+        assert!(
+            line.contains("0 transport errors (0.00%), 1000 non-2xx/3xx answers (100.00%)"),
+            "{line}"
+        );
+        let errs = errors_lines(&s);
+        assert!(errs.contains("transport      no errors"), "{errs}");
+        assert!(
+            errs.contains("100.00% of requests got no 2xx/3xx answer"),
+            "{errs}"
+        );
+        assert!(!errs.contains("none"), "{errs}");
+    }
+
+    #[test]
+    fn transport_errors_by_kind_and_the_failed_share() {
+        let s = crate::analysis::tests::summary(100.0, 100.0, 5.0, 10);
+        let line = requests_line(&s);
+        assert!(
+            line.contains("10 transport errors (0.99%), 0 non-2xx/3xx answers (0.00%)"),
+            "{line}"
+        );
+        let errs = errors_lines(&s);
+        assert!(errs.contains("transport      timeout: 10"), "{errs}");
+        assert!(errs.contains("0.99% of requests got no 2xx/3xx"), "{errs}");
     }
 }

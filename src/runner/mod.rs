@@ -40,6 +40,9 @@ pub struct Stepper<'a> {
     pub observer: Option<crate::observe::ObserverHandle>,
     /// What runs the steps and the rests.
     pub exec: &'a mut dyn Executor,
+    /// Capacity probes: flag a step `not-sustained` when the server did not keep up over it
+    /// (analysis::sustained), judged on its per-second series before it is stored.
+    pub check_sustained: bool,
 }
 
 impl<'a> Stepper<'a> {
@@ -63,6 +66,7 @@ impl<'a> Stepper<'a> {
             interrupted: false,
             observer: None,
             exec,
+            check_sustained: false,
         }
     }
 
@@ -100,6 +104,13 @@ impl<'a> Stepper<'a> {
         self.notes.extend(result.notes);
         self.steps.push(result.record);
         flag_last(self.mode, &mut self.steps, self.slo);
+        if self.check_sustained {
+            let rec = self.steps.last_mut().expect("just pushed");
+            if let Some(why) = crate::analysis::sustained::not_sustained(rec, &result.series) {
+                rec.flags.push("not-sustained".into());
+                self.notes.push(format!("step {}: {why}", rec.step + 1));
+            }
+        }
         let rec = self.steps.last().expect("just pushed");
         self.writer.append_step(rec, &result.series)?;
         self.progress.step_done(rec, self.mode);

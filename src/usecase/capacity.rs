@@ -24,6 +24,9 @@ pub struct CapacityConfig {
     pub max: f64,
     /// Stop bisecting when the bracket is narrower than this share of its low end.
     pub precision: f64,
+    /// Runs of the capacity probe (the highest rate that met) once the bracket is found: the
+    /// capacity holds only if every run met, and comes with the spread of their throughput.
+    pub repeat: usize,
     pub open: OpenLoopConfig,
     pub timing: StepTiming,
     /// The SLO the search is about (required).
@@ -40,6 +43,7 @@ impl Default for CapacityConfig {
             start: 50.0,
             max: 100_000.0,
             precision: 0.05,
+            repeat: 2,
             open: OpenLoopConfig::default(),
             timing: StepTiming::default(),
             slo: None,
@@ -60,6 +64,7 @@ impl fmt::Display for CapacityConfig {
         a.opt("--start", self.start.to_string());
         a.opt("--max", self.max.to_string());
         a.opt("--precision", self.precision.to_string());
+        a.opt("--repeat", self.repeat.to_string());
         command::timing(&mut a, &self.timing, self.slo.as_deref(), &self.output);
         a.fmt(f)
     }
@@ -119,7 +124,7 @@ impl fmt::Display for CapacityOutcome {
                 "  probe {:>2}: {:>9.1} req/s  {}  p99 {:>8}  errors {:.2}%{gen}",
                 i + 1,
                 step.offered,
-                if self.slo.holds(s) {
+                if self.slo.holds(s) && !step.flags.iter().any(|f| f == "not-sustained") {
                     "met   "
                 } else {
                     "FAILED"
@@ -133,10 +138,12 @@ impl fmt::Display for CapacityOutcome {
                 let bracket = hi.map_or(format!("[{lo:.1}, >{:.0}]", self.max), |h| {
                     format!("[{lo:.1}, {h:.1})")
                 });
+                let at_least = if hi.is_none() { "at least " } else { "" };
                 writeln!(
                     f,
-                    "\ncapacity: {lo:.1} req/s under '{}' (bracket {bracket})",
-                    self.slo.text
+                    "\ncapacity: {at_least}{lo:.1} req/s under '{}' (bracket {bracket}){}",
+                    self.slo.text,
+                    self.search.spread_text()
                 )?;
                 let linear = CapacitySearch::linear_steps(self.start, lo, self.precision);
                 writeln!(
@@ -167,6 +174,9 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
     if cfg.max < cfg.start {
         return Err(Error::usage("--max is below --start"));
     }
+    if cfg.repeat == 0 {
+        return Err(Error::usage("--repeat must be at least 1"));
+    }
     if cfg.precision <= 0.0 {
         return Err(Error::usage("--precision must be above 0%"));
     }
@@ -175,7 +185,7 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
     let first = cfg.open.load(cfg.start);
     let (base, urls) = base_config(&cfg.request, &cfg.conn, first, Some(t.step), None, t.warmup)?;
     let config = serde_json::json!({
-        "start": cfg.start, "max": cfg.max, "precision": cfg.precision,
+        "start": cfg.start, "max": cfg.max, "precision": cfg.precision, "repeat": cfg.repeat,
         "warmup_s": t.warmup.as_secs_f64(), "step_s": t.step.as_secs_f64(),
         "rest_s": t.rest.as_secs_f64(), "keep_alive": base.keep_alive, "threads": base.threads,
         "connections": cfg.open.connections,
@@ -213,6 +223,7 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
         cfg.open.arrival,
         cfg.open.connections,
         t.rest,
+        cfg.repeat,
     );
     let done = stepper.finish(&result, |(_, r)| r.clone())?;
     let (search, _) = result?;

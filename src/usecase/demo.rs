@@ -90,8 +90,8 @@ impl fmt::Display for DemoOutcome {
         match &self.analysis.saturation {
             Some(s) => writeln!(
                 f,
-                "\nsaturation at ~{:.0} req/s (the target's theoretical capacity: {capacity:.0}); first saturated step: {:.0} req/s offered",
-                s.peak_throughput, s.offered
+                "\n{} (the target's theoretical capacity: {capacity:.0} req/s)",
+                s.describe("req/s")
             )?,
             None => writeln!(
                 f,

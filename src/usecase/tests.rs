@@ -31,6 +31,8 @@ fn json(p: &Path) -> serde_json::Value {
 fn capacity_search_end_to_end_reruns_a_generator_bound_probe_once() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = CapacityConfig {
+        // One run of the capacity probe: this test is about the search's own steps.
+        repeat: 1,
         request: request(),
         slo: Some("p99<100ms".into()),
         output: output(tmp.path()),
@@ -100,6 +102,8 @@ fn capacity_search_end_to_end_reruns_a_generator_bound_probe_once() {
 fn capacity_search_believes_a_probe_that_fails_twice() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = CapacityConfig {
+        // One run of the capacity probe: this test is about the search's own steps.
+        repeat: 1,
         request: request(),
         slo: Some("p99<100ms".into()),
         output: output(tmp.path()),
@@ -217,4 +221,110 @@ fn sweep_interrupted_exits_130() {
     let info = json(&tmp.path().join("run/run.json"));
     assert_eq!(info["complete"], false);
     assert_eq!(info["config"]["think_s"], serde_json::json!([0.01, 0.03]));
+}
+
+/// The demo's closing line says what the findings and the report say about saturation: the
+/// offered load of the first saturated step, not the throughput (it used to print "~372").
+#[test]
+fn demo_names_saturation_as_the_analysis_does() {
+    use crate::analysis::tests::{step, summary};
+    let steps: Vec<_> = [(360.0, 358.0), (400.0, 372.0), (440.0, 371.0)]
+        .iter()
+        .enumerate()
+        .map(|(i, &(o, x))| step(i, o, summary(o, x, 20.0, 0)))
+        .collect();
+    let analysis = crate::analysis::analyze("open", &steps, None);
+    let words = analysis.saturation.as_ref().unwrap().describe("req/s");
+    let outcome = super::demo::DemoOutcome {
+        capacity: 400.0,
+        dir: "runs/x".into(),
+        report: "runs/x/report.html".into(),
+        notes: vec![],
+        complete: true,
+        analysis,
+    };
+    let text = outcome.to_string();
+    assert!(
+        text.contains(
+            "saturation at 400 req/s offered (step 2); peak sustained throughput 372 responses/s"
+        ),
+        "{text}"
+    );
+    assert!(text.contains(&words), "{text}");
+    assert!(!text.contains('~'), "{text}");
+}
+
+/// The case: the server answers 180/s whatever is offered, in a steady 50 ms, so a
+/// short probe above 180/s meets `p99<200ms` while the queue grows. Such a probe did not keep
+/// up: it fails, and the capacity lands where throughput still matched the offer.
+#[test]
+fn capacity_probes_the_server_did_not_keep_up_with_fail() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = CapacityConfig {
+        request: request(),
+        slo: Some("p99<200ms".into()),
+        max: 400.0,
+        output: output(tmp.path()),
+        ..CapacityConfig::default()
+    };
+    let mut exec = Scripted::new(|_, offered: f64| Shape::ok(offered.min(180.0), 50.0));
+    let o = capacity::run(&cfg, &mut exec).unwrap();
+    let (lo, hi) = (o.search.lo.unwrap(), o.search.hi.expect("a probe failed"));
+    assert!((170.0..=180.0 / 0.95).contains(&lo), "[{lo}, {hi}]");
+    assert!(hi <= 200.0, "[{lo}, {hi}]");
+    let failed = o.steps.iter().find(|s| s.offered == 200.0).unwrap();
+    assert!(failed.flags.iter().any(|f| f == "not-sustained"));
+    let text = o.to_string();
+    assert!(text.contains("200.0 req/s  FAILED"), "{text}");
+    assert!(
+        o.notes.iter().any(|n| n.contains("not sustained")),
+        "{:?}",
+        o.notes
+    );
+}
+
+/// `--repeat 3`: the capacity probe runs twice more once the bracket is found; the answer
+/// carries the spread of its throughput. A repeat that fails moves the capacity below it.
+#[test]
+fn capacity_probe_is_repeated_and_carries_its_spread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = CapacityConfig {
+        request: request(),
+        slo: Some("p99<100ms".into()),
+        repeat: 3,
+        output: output(tmp.path()),
+        ..CapacityConfig::default()
+    };
+    let mut exec = Scripted::new(fake::server(1000.0));
+    let o = capacity::run(&cfg, &mut exec).unwrap();
+    let lo = o.search.lo.unwrap();
+    assert_eq!(o.steps.iter().filter(|s| s.offered == lo).count(), 3);
+    assert_eq!(o.search.repeats.len(), 3);
+    assert!(o.to_string().contains("repeat spread ±"), "{o}");
+
+    // The same server, but the second run of 800 req/s fails: the capacity is below 800.
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = CapacityConfig {
+        output: output(tmp.path()),
+        max: 800.0,
+        ..cfg
+    };
+    let mut runs_at_800 = 0;
+    let mut server = fake::server(1000.0);
+    let mut exec = Scripted::new(move |n, offered| {
+        if offered == 800.0 {
+            runs_at_800 += 1;
+            if runs_at_800 == 2 {
+                return Shape::ok(800.0, 500.0);
+            }
+        }
+        server(n, offered)
+    });
+    let o = capacity::run(&cfg, &mut exec).unwrap();
+    assert_eq!((o.search.lo, o.search.hi), (Some(400.0), Some(800.0)));
+    assert!(
+        o.notes.iter().any(|n| n.contains("failed when repeated")),
+        "{:?}",
+        o.notes
+    );
 }

@@ -1,0 +1,115 @@
+//! Whether a capacity probe's server kept up over the whole step: a short step can meet a
+//! latency objective while the queue grows, because it ends before the queue is long enough
+//! to show in the percentiles. Pure functions of the step and its per-second series.
+use super::THROUGHPUT_SHARE;
+use crate::store::{SeriesPoint, StepRecord};
+
+/// Response time may rise over the step by this share of its early level before the trend
+/// counts as a growing queue…
+pub const RT_RISE_SHARE: f64 = 0.5;
+/// …and by at least this many milliseconds (jitter around a few ms is no queue).
+pub const RT_RISE_MIN_MS: f64 = 10.0;
+
+/// Why the server did not keep up during this open-loop step, or None when it did: throughput
+/// below 95% of the offered rate, or response time trending up over the step's seconds.
+pub fn not_sustained(rec: &StepRecord, series: &[SeriesPoint]) -> Option<String> {
+    let x = rec.summary.throughput;
+    if x < THROUGHPUT_SHARE * rec.offered {
+        return Some(format!(
+            "not sustained: throughput {x:.1}/s is below {:.0}% of the offered {:.1}/s",
+            THROUGHPUT_SHARE * 100.0,
+            rec.offered
+        ));
+    }
+    let pts: Vec<(f64, f64)> = series
+        .iter()
+        .filter(|p| p.step == rec.step && !p.warmup && p.responses > 0)
+        .map(|p| (p.t, p.response_time_mean_ms))
+        .collect();
+    let (rise, early) = rise_over(&pts)?;
+    (rise > (RT_RISE_SHARE * early).max(RT_RISE_MIN_MS)).then(|| {
+        format!(
+            "not sustained: response time rose by {rise:.1} ms over the step (from about {early:.1} ms): the queue was growing"
+        )
+    })
+}
+
+/// The least-squares rise of `(t, y)` over its span, and the fitted value at its start; None
+/// under 3 points (no trend can be told from noise).
+fn rise_over(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
+    if pts.len() < 3 {
+        return None;
+    }
+    let n = pts.len() as f64;
+    let mt = pts.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mt).powi(2)).sum();
+    if sxx == 0.0 {
+        return None;
+    }
+    let slope = pts.iter().map(|p| (p.0 - mt) * (p.1 - my)).sum::<f64>() / sxx;
+    let (t0, t1) = (pts[0].0, pts[pts.len() - 1].0);
+    Some((slope * (t1 - t0), my + slope * (t0 - mt)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::tests::{step, summary};
+
+    fn series(step: usize, rt: &[f64]) -> Vec<SeriesPoint> {
+        rt.iter()
+            .enumerate()
+            .map(|(i, &ms)| SeriesPoint {
+                t: i as f64,
+                step,
+                offered: 200.0,
+                warmup: false,
+                responses: 200,
+                ok: 200,
+                errors: 0,
+                bytes_in: 0,
+                response_time_mean_ms: ms,
+                response_time_max_ms: ms,
+                server: None,
+            })
+            .collect()
+    }
+
+    /// 185/s answered of 200/s offered, p99 well under any SLO: the server fell behind.
+    #[test]
+    fn throughput_below_offered_is_not_sustained() {
+        let rec = step(0, 200.0, summary(200.0, 185.0, 50.0, 0));
+        let flat = series(0, &[50.0, 50.0, 51.0]);
+        let why = not_sustained(&rec, &flat).expect("185 of 200/s");
+        assert!(why.contains("below 95%"), "{why}");
+        let rec = step(0, 200.0, summary(200.0, 196.0, 50.0, 0));
+        assert_eq!(not_sustained(&rec, &flat), None);
+    }
+
+    #[test]
+    fn response_time_trending_up_is_a_growing_queue() {
+        let rec = step(0, 200.0, summary(200.0, 200.0, 60.0, 0));
+        let rising = series(0, &[20.0, 40.0, 60.0, 80.0, 100.0]);
+        let why = not_sustained(&rec, &rising).expect("rising");
+        assert!(why.contains("queue was growing"), "{why}");
+        // Noise around a level, a small drift, or too few seconds: no trend.
+        assert_eq!(
+            not_sustained(&rec, &series(0, &[20.0, 26.0, 19.0, 25.0, 21.0])),
+            None
+        );
+        assert_eq!(
+            not_sustained(&rec, &series(0, &[20.0, 22.0, 24.0, 26.0])),
+            None
+        );
+        assert_eq!(not_sustained(&rec, &series(0, &[20.0, 100.0])), None);
+        // Seconds of another step, or of the warm-up, do not count.
+        assert_eq!(
+            not_sustained(&rec, &series(1, &[20.0, 40.0, 60.0, 80.0])),
+            None
+        );
+        let mut warm = series(0, &[20.0, 40.0, 60.0, 80.0]);
+        warm.iter_mut().for_each(|p| p.warmup = true);
+        assert_eq!(not_sustained(&rec, &warm), None);
+    }
+}
