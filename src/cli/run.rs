@@ -87,7 +87,7 @@ impl RunArgs {
 
 pub fn run(args: RunArgs) -> crate::Result<i32> {
     let outcome = run::run(&args.config()?)?;
-    print!("{outcome}");
+    crate::out!("{outcome}");
     Ok(outcome.exit_code())
 }
 

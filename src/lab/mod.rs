@@ -202,7 +202,7 @@ pub fn up(spec: &StackSpec, opts: &LabOptions) -> Result<StackInfo> {
     let mut held_by = Vec::new();
     if let Some(old) = state::read_state(&prefix, stack)? {
         if opts.progress {
-            eprintln!("{stack}: already up in {}, restarting it", prefix.display());
+            crate::eoutln!("{stack}: already up in {}, restarting it", prefix.display());
         }
         stop_parts(&old)?;
         state::remove_state(&prefix, stack)?;
@@ -282,7 +282,7 @@ fn ensure_db(
     let cfg = spec.resolve()?;
     process::check_port_free(cfg.port, &format!("lab up {stack}: mariadb"))?;
     if opts.progress {
-        eprintln!(
+        crate::eoutln!(
             "{stack}: starting mariadb on 127.0.0.1:{} for db.php",
             cfg.port
         );

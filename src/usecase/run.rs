@@ -217,7 +217,7 @@ pub fn execute(
     crate::signals::install();
     let ctl = Control::new(cfg.threads);
     if !quiet {
-        eprintln!("{}", terminal::plan_line(cfg, urls));
+        crate::eoutln!("{}", terminal::plan_line(cfg, urls));
     }
     let mut progress = Progress::new(cfg, quiet);
     let outcome = engine::run(cfg, &ctl, |elapsed| progress.tick(&ctl, elapsed))?;
