@@ -126,21 +126,32 @@ pub fn execute(
         state.server = None;
         state.save(dir)?;
         let code = result?;
-        stopped?;
-        if code == 130 || exec.interrupted() {
+        let interrupted = code == 130 || exec.interrupted();
+        // The run is recorded before a failed teardown is reported: its folder is complete,
+        // and `--resume` must not set it aside and measure it again.
+        if !interrupted {
+            state.mark_done(RunState {
+                id: run.id.clone(),
+                config: c.name.clone(),
+                rep: run.rep,
+                exit_code: code,
+                started_unix_ms: started_ms,
+                finished_unix_ms: crate::clock::unix_ms(),
+                command: m.to_string(),
+            });
+            state.save(dir)?;
+        }
+        if let Err(e) = stopped {
+            return Err(crate::Error::runtime(format!(
+                "{}: stopping its server failed ({e}); the run's results are kept in {}",
+                run.id,
+                out.display()
+            )));
+        }
+        if interrupted {
             crate::outln!("\n{}: interrupted; `--resume` runs it again", run.id);
             return Ok(130);
         }
-        state.mark_done(RunState {
-            id: run.id.clone(),
-            config: c.name.clone(),
-            rep: run.rep,
-            exit_code: code,
-            started_unix_ms: started_ms,
-            finished_unix_ms: crate::clock::unix_ms(),
-            command: m.to_string(),
-        });
-        state.save(dir)?;
     }
     Ok(0)
 }
