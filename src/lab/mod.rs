@@ -129,8 +129,8 @@ fn prepare_prefix(opts: &LabOptions) -> Result<(PathBuf, (u32, u32))> {
         ));
     }
     let www = state::www_data()?;
-    state::check_traversable(&prefix, www.0)?;
-    state::make_dir(&prefix, None)?;
+    state::check_traversable(&prefix, www)?;
+    state::make_prefix(&prefix, www.1)?;
     Ok((prefix, www))
 }
 
