@@ -246,8 +246,7 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
     let (summary, outcome) = execute(&cfg, &urls, rc.quiet)?;
     let server = observer.map(|h| {
         let samples = h.samples_between(from, crate::clock::unix_ms());
-        let warnings = h.warnings();
-        h.stop();
+        let warnings = h.stop();
         (crate::observe::summarize(&samples), warnings)
     });
     if let Some(p) = &rc.json {
