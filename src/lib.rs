@@ -6,6 +6,7 @@
 pub mod analysis;
 pub mod cli;
 pub mod clock;
+pub mod console;
 pub mod engine;
 pub mod error;
 pub mod experiment;

@@ -77,6 +77,87 @@ fn sigint_and_sigterm_end_the_run_with_its_summary() {
     let url = format!("{}/sleep?ms=100", t.url());
     interrupt_run(libc::SIGINT, &t, &url, &["--rate", "200"]);
     interrupt_run(libc::SIGTERM, &t, &url, &["--users", "10"]);
+    // A closed terminal (SIGHUP) keeps the results like SIGTERM does.
+    interrupt_run(libc::SIGHUP, &t, &url, &["--rate", "200"]);
+}
+
+#[test]
+fn sighup_ends_a_sweep_with_its_folder_marked_stopped() {
+    let t = serve();
+    let dir = scratch();
+    let out = dir.path().join("out");
+    let mut child = bin()
+        .args(["sweep", &format!("{}/", t.url()), "--rates", "100:1000:100"])
+        .args([
+            "--warmup", "0s", "--step", "1s", "--rest", "0s", "-q", "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let steps = out.join("steps.jsonl");
+    wait_until("a step on disk", Duration::from_secs(30), || {
+        std::fs::read_to_string(&steps).map_or(0, |s| s.lines().count()) >= 1
+    });
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGHUP) };
+    let status = common::wait_within(&mut child, Duration::from_secs(15))
+        .expect("the sweep ends after SIGHUP");
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let data = overload::store::load(&out).unwrap();
+    assert!(!data.info.complete);
+    let reason = data.info.stop_reason.unwrap_or_default();
+    assert!(reason.contains("interrupted"), "{reason}");
+}
+
+/// Runs `overload run` with its stdout (and maybe stderr) closed before it prints, as
+/// `overload run ... | head -1` does: the --json file is written, no panic, exit 0.
+fn run_with_closed_pipes(close_stderr: bool) {
+    let t = serve();
+    let dir = scratch();
+    let json = dir.path().join("run.json");
+    let mut child = bin()
+        .args([
+            "run",
+            &format!("{}/", t.url()),
+            "--requests",
+            "50",
+            "--users",
+            "2",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Close the read ends at once: every later write of the child gets EPIPE.
+    drop(child.stdout.take());
+    if close_stderr {
+        drop(child.stderr.take());
+    }
+    let status = common::wait_within(&mut child, Duration::from_secs(30)).expect("the run ends");
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // 101 is Rust's panic exit code; 0 is the documented one for a run that went well.
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("--json written")).unwrap();
+    assert_eq!(v["responses"].as_u64(), Some(50), "{v}");
+}
+
+#[test]
+fn a_closed_stdout_or_stderr_loses_nothing_and_does_not_panic() {
+    run_with_closed_pipes(false);
+    run_with_closed_pipes(true);
 }
 
 #[test]

@@ -51,6 +51,6 @@ impl From<CapacityArgs> for CapacityConfig {
 
 pub fn run(args: CapacityArgs) -> crate::Result<i32> {
     let outcome = capacity::run(&args.into(), &mut crate::runner::Engine)?;
-    print!("{outcome}");
+    crate::out!("{outcome}");
     Ok(outcome.exit_code())
 }

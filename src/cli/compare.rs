@@ -27,12 +27,12 @@ pub fn run(a: CompareArgs) -> crate::Result<i32> {
     let names = compare::names(&runs, a.names.as_deref())?;
     compare::check_modes(&runs, &names)?;
     export::write_file(&a.out, &compare::html(&runs, &names))?;
-    print!("{}", compare::table(&runs, &names));
+    crate::out!("{}", compare::table(&runs, &names));
     for (r, n) in runs.iter().zip(&names) {
         for note in &r.notes {
-            eprintln!("overload: note: {n}: {note}");
+            crate::eoutln!("overload: note: {n}: {note}");
         }
     }
-    println!("\n{}", a.out.display());
+    crate::outln!("\n{}", a.out.display());
     Ok(0)
 }

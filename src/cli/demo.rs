@@ -31,7 +31,7 @@ pub fn run(a: DemoArgs) -> crate::Result<i32> {
         out: a.out,
         quiet: a.quiet,
     };
-    let outcome = demo::run(&cfg, &mut crate::runner::Engine, |t| print!("{t}"))?;
-    print!("{outcome}");
+    let outcome = demo::run(&cfg, &mut crate::runner::Engine, |t| crate::out!("{t}"))?;
+    crate::out!("{outcome}");
     Ok(outcome.exit_code())
 }

@@ -48,13 +48,13 @@ pub fn run(a: ExperimentArgs) -> crate::Result<i32> {
         })?,
     };
     if a.dry_run {
-        print!("{}", plan::describe(&exp, &dir.display().to_string()));
+        crate::out!("{}", plan::describe(&exp, &dir.display().to_string()));
         return Ok(0);
     }
     let mut state = if a.resume {
         let s = resume::State::load(&dir)?;
         s.check(&exp, &dir)?;
-        println!(
+        crate::outln!(
             "resuming {}: {} of {} runs finished",
             dir.display(),
             s.runs.len(),
@@ -74,7 +74,7 @@ pub fn run(a: ExperimentArgs) -> crate::Result<i32> {
         s.save(&dir)?;
         s
     };
-    println!(
+    crate::outln!(
         "overload experiment '{}': {} runs ({} configurations × {}), at most {}; results in {}",
         exp.name,
         state.planned.len(),
@@ -93,9 +93,9 @@ pub fn run(a: ExperimentArgs) -> crate::Result<i32> {
     );
     // The report covers whatever finished, also after an error or an interruption.
     let path = report::write(&exp, &dir, &state)?;
-    print!("{}", report::table(&exp, &dir, &state));
-    println!("\nreport:  {}", path.display());
-    println!("results: {}", dir.display());
+    crate::out!("{}", report::table(&exp, &dir, &state));
+    crate::outln!("\nreport:  {}", path.display());
+    crate::outln!("results: {}", dir.display());
     let code = result?;
     if code == 0 && !state.complete {
         return Err(Error::runtime("the experiment ended with runs unfinished"));

@@ -142,7 +142,7 @@ pub fn run(args: LabArgs) -> Result<i32> {
         LabCommand::Down(a) => down_cmd(a, &opts),
         LabCommand::Status(a) => status_cmd(a, &opts),
         LabCommand::Url(a) => {
-            println!("{}", lab::url(a.stack, &opts)?);
+            crate::outln!("{}", lab::url(a.stack, &opts)?);
             Ok(0)
         }
     }
@@ -150,11 +150,11 @@ pub fn run(args: LabArgs) -> Result<i32> {
 
 fn doctor_cmd(a: DoctorArgs) -> Result<i32> {
     if a.install_script {
-        print!("{}", doctor::INSTALL_SCRIPT);
+        crate::out!("{}", doctor::INSTALL_SCRIPT);
         return Ok(0);
     }
     let r = doctor::check();
-    print!("{}", doctor::render(&r));
+    crate::out!("{}", doctor::render(&r));
     Ok(if r.ok() { 0 } else { 1 })
 }
 
@@ -188,7 +188,7 @@ fn up_cmd(a: UpArgs, mut opts: LabOptions, explicit_prefix: bool) -> Result<i32>
     if a.json {
         let text = serde_json::to_string_pretty(&info)
             .map_err(|e| Error::runtime(format!("json: {e}")))?;
-        println!("{text}");
+        crate::outln!("{text}");
     } else {
         let prefix_arg = if explicit_prefix {
             format!(
@@ -198,7 +198,7 @@ fn up_cmd(a: UpArgs, mut opts: LabOptions, explicit_prefix: bool) -> Result<i32>
         } else {
             String::new()
         };
-        print!("{}", summary(&info, &prefix_arg));
+        crate::out!("{}", summary(&info, &prefix_arg));
     }
     Ok(0)
 }
@@ -290,12 +290,12 @@ fn down_cmd(a: DownArgs, opts: &LabOptions) -> Result<i32> {
     };
     if stopped.is_empty() {
         match a.stack {
-            Some(s) if !a.all => println!("{s} was not up in {}", opts.prefix.display()),
-            _ => println!("nothing was up in {}", opts.prefix.display()),
+            Some(s) if !a.all => crate::outln!("{s} was not up in {}", opts.prefix.display()),
+            _ => crate::outln!("nothing was up in {}", opts.prefix.display()),
         }
     } else {
         let names: Vec<&str> = stopped.iter().map(|s| s.name()).collect();
-        println!("stopped: {}", names.join(", "));
+        crate::outln!("stopped: {}", names.join(", "));
     }
     Ok(0)
 }
@@ -305,14 +305,14 @@ fn status_cmd(a: StatusArgs, opts: &LabOptions) -> Result<i32> {
     if a.json {
         let text =
             serde_json::to_string_pretty(&all).map_err(|e| Error::runtime(format!("json: {e}")))?;
-        println!("{text}");
+        crate::outln!("{text}");
         return Ok(0);
     }
     if all.is_empty() {
-        println!("no stacks recorded in {}", opts.prefix.display());
+        crate::outln!("no stacks recorded in {}", opts.prefix.display());
         return Ok(0);
     }
-    println!("prefix {}", opts.prefix.display());
+    crate::outln!("prefix {}", opts.prefix.display());
     for st in &all {
         let i = &st.info;
         let health = match &st.health {
@@ -326,7 +326,7 @@ fn status_cmd(a: StatusArgs, opts: &LabOptions) -> Result<i32> {
             let users: Vec<&str> = i.held_by.iter().map(|s| s.name()).collect();
             extra = format!("  (started for {})", users.join(", "));
         }
-        println!(
+        crate::outln!(
             "{:<17}{:<8}{:<42} pids {:<14} {}{extra}",
             i.stack.name(),
             health,

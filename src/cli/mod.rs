@@ -67,7 +67,7 @@ pub fn main() -> i32 {
                 let _ = e.print();
                 return if e.use_stderr() { 2 } else { 0 };
             }
-            eprintln!("overload: {}", concise(&e));
+            crate::eoutln!("overload: {}", concise(&e));
             return 2;
         }
     };
@@ -86,7 +86,7 @@ pub fn main() -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("overload: {e}");
+            crate::eoutln!("overload: {e}");
             e.exit_code()
         }
     }

@@ -37,7 +37,7 @@ pub fn run(a: ReportArgs) -> crate::Result<i32> {
     };
     let paths = export::write(&r, format, a.out.as_deref())?;
     if !r.complete() {
-        eprintln!(
+        crate::eoutln!(
             "overload: note: '{}' is an incomplete run ({} step{} saved); the report says so",
             a.dir.display(),
             r.steps.len(),
@@ -45,10 +45,10 @@ pub fn run(a: ReportArgs) -> crate::Result<i32> {
         );
     }
     for n in &r.notes {
-        eprintln!("overload: note: {n}");
+        crate::eoutln!("overload: note: {n}");
     }
     for p in &paths {
-        println!("{}", p.display());
+        crate::outln!("{}", p.display());
     }
     if format == Format::Gnuplot {
         if let (Some(gp), Some(dir)) = (paths.last(), paths.last().and_then(|p| p.parent())) {
@@ -57,7 +57,7 @@ pub fn run(a: ReportArgs) -> crate::Result<i32> {
             } else {
                 dir.display().to_string()
             };
-            eprintln!(
+            crate::eoutln!(
                 "overload: draw the charts with: cd {dir} && gnuplot {}",
                 gp.file_name()
                     .map(|f| f.to_string_lossy())

@@ -87,9 +87,9 @@ impl RunArgs {
 
 pub fn run(args: RunArgs) -> crate::Result<i32> {
     let outcome = run::run(&args.config()?)?;
-    print!("{outcome}");
+    crate::out!("{outcome}");
     if let Some(line) = outcome.failure() {
-        eprintln!("overload: {line}");
+        crate::eoutln!("overload: {line}");
     }
     Ok(outcome.exit_code())
 }

@@ -82,6 +82,6 @@ impl SweepArgs {
 pub fn run(args: SweepArgs) -> crate::Result<i32> {
     let cfg = args.config()?;
     let outcome = sweep::run(&cfg, &mut crate::runner::Engine)?;
-    print!("{outcome}");
+    crate::out!("{outcome}");
     Ok(outcome.exit_code())
 }

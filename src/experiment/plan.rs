@@ -18,6 +18,23 @@ use std::time::Duration;
 /// One point of a configuration's matrix: the stack and one value per knob.
 pub type Point = (Stack, BTreeMap<String, toml::Value>);
 
+/// The most configurations an experiment may have, matrices and [[config]] tables together.
+/// Each one brings a server up and runs a load plan, so even this many takes days; a larger
+/// count is a typo (a knob list pasted twice), caught before the matrix is built in memory.
+pub const MAX_CONFIGS: usize = 1_000;
+
+/// How many points `matrix` would make, computed without building them (saturating, so a
+/// huge product cannot overflow).
+pub fn matrix_size(stacks: &[Stack], knobs: &BTreeMap<String, toml::Value>) -> usize {
+    knobs
+        .values()
+        .map(|v| match v {
+            toml::Value::Array(a) => a.len(),
+            _ => 1,
+        })
+        .fold(stacks.len(), usize::saturating_mul)
+}
+
 /// The cartesian product of the stacks and every list-valued knob (scalars are kept as they
 /// are). Order: stacks first, then knobs in name order, the last knob varying fastest.
 pub fn matrix(stacks: &[Stack], knobs: &BTreeMap<String, toml::Value>) -> Vec<Point> {

@@ -45,7 +45,7 @@ fn groups<'a>(exp: &'a Experiment, dir: &Path, state: &State) -> Vec<Group<'a>> 
             }
             match RunReport::load(&dir.join(&id)) {
                 Ok(r) => set.push(r),
-                Err(e) => eprintln!("overload: note: {id}: {e}"),
+                Err(e) => crate::eoutln!("overload: note: {id}: {e}"),
             }
         }
         if set.is_empty() {

@@ -35,7 +35,7 @@ fn warm_up(c: &Config, base: &str, exec: &mut dyn Executor) -> crate::Result<()>
     let (cfg, urls) = plan::warm_up(c, base).engine_config()?;
     let r = exec.run_step(&cfg, cfg.load, 0, &RunClock::now(), None, &mut |_, _| {})?;
     let s = &r.record.summary;
-    println!(
+    crate::outln!(
         "  warm-up: {} for {}: {:.1} responses/s, {} errors (not stored)",
         urls.first().map_or("", String::as_str),
         crate::units::fmt_duration(c.warmup),
@@ -50,12 +50,12 @@ fn measure(m: &Measure, exec: &mut dyn Executor) -> crate::Result<i32> {
     match m {
         Measure::Sweep(cfg) => {
             let o = crate::usecase::sweep::run(cfg, exec)?;
-            print!("{o}");
+            crate::out!("{o}");
             Ok(o.exit_code())
         }
         Measure::Capacity(cfg) => {
             let o = crate::usecase::capacity::run(cfg, exec)?;
-            print!("{o}");
+            crate::out!("{o}");
             Ok(o.exit_code())
         }
     }
@@ -70,7 +70,7 @@ fn set_aside(dir: &Path, id: &str) -> crate::Result<()> {
         std::fs::create_dir_all(&aside)?;
         let to = aside.join(format!("{id}-{}", crate::clock::unix_ms()));
         std::fs::rename(&p, &to)?;
-        println!("  {id}: an unfinished folder was moved to {}", to.display());
+        crate::outln!("  {id}: an unfinished folder was moved to {}", to.display());
     }
     Ok(())
 }
@@ -95,14 +95,14 @@ pub fn execute(
     let t0 = Instant::now();
     for (k, run) in runs.iter().enumerate() {
         if state.is_done(&run.id) {
-            println!("run {}/{total} {}: finished before, skipped", k + 1, run.id);
+            crate::outln!("run {}/{total} {}: finished before, skipped", k + 1, run.id);
             continue;
         }
         if exec.interrupted() {
             return Ok(130);
         }
         let c = &exp.configs[run.config];
-        println!(
+        crate::outln!(
             "\n=== run {}/{total}: {} ({}, repetition {}) · {:.0}s into the experiment",
             k + 1,
             run.id,
@@ -126,21 +126,32 @@ pub fn execute(
         state.server = None;
         state.save(dir)?;
         let code = result?;
-        stopped?;
-        if code == 130 || exec.interrupted() {
-            println!("\n{}: interrupted; `--resume` runs it again", run.id);
+        let interrupted = code == 130 || exec.interrupted();
+        // The run is recorded before a failed teardown is reported: its folder is complete,
+        // and `--resume` must not set it aside and measure it again.
+        if !interrupted {
+            state.mark_done(RunState {
+                id: run.id.clone(),
+                config: c.name.clone(),
+                rep: run.rep,
+                exit_code: code,
+                started_unix_ms: started_ms,
+                finished_unix_ms: crate::clock::unix_ms(),
+                command: m.to_string(),
+            });
+            state.save(dir)?;
+        }
+        if let Err(e) = stopped {
+            return Err(crate::Error::runtime(format!(
+                "{}: stopping its server failed ({e}); the run's results are kept in {}",
+                run.id,
+                out.display()
+            )));
+        }
+        if interrupted {
+            crate::outln!("\n{}: interrupted; `--resume` runs it again", run.id);
             return Ok(130);
         }
-        state.mark_done(RunState {
-            id: run.id.clone(),
-            config: c.name.clone(),
-            rep: run.rep,
-            exit_code: code,
-            started_unix_ms: started_ms,
-            finished_unix_ms: crate::clock::unix_ms(),
-            command: m.to_string(),
-        });
-        state.save(dir)?;
     }
     Ok(0)
 }

@@ -133,9 +133,11 @@ fn start(
                     return Err(e);
                 }
             };
-            println!(
+            crate::outln!(
                 "  server: lab {} up in {:.2}s at {}",
-                spec.stack, info.startup_secs, info.url
+                spec.stack,
+                info.startup_secs,
+                info.url
             );
             Ok(Started::Lab {
                 stack: spec.stack,
@@ -193,7 +195,7 @@ fn start(
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }
-            println!(
+            crate::outln!(
                 "  server: `{setup}` ready in {:.2}s at {url}",
                 t0.elapsed().as_secs_f64()
             );
@@ -287,9 +289,10 @@ fn stop_leftover(state: &mut State, dir: &Path) -> crate::Result<()> {
             logs: Vec::new(),
         };
         if alive || !process::group_members(&part).is_empty() {
-            println!(
+            crate::outln!(
                 "stopping the server of {} left by the interrupted experiment (pid {})",
-                s.run, s.pid
+                s.run,
+                s.pid
             );
             process::stop(&part, STOP_GRACE)?;
         }

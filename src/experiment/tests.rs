@@ -34,6 +34,8 @@ ready = "http://127.0.0.1:9/"
 #[derive(Default)]
 struct FakeServers {
     events: Vec<String>,
+    /// The run whose teardown fails, if any.
+    fail_stop: Option<String>,
 }
 
 impl Servers for FakeServers {
@@ -65,6 +67,9 @@ impl Servers for FakeServers {
 
     fn stop(&mut self, _c: &Config, run: &Run, _dir: &Path) -> crate::Result<()> {
         self.events.push(format!("stop {}", run.id));
+        if self.fail_stop.as_deref() == Some(run.id.as_str()) {
+            return Err(crate::Error::runtime("teardown exited with 1"));
+        }
         Ok(())
     }
 }
@@ -217,4 +222,30 @@ fn a_failing_run_stops_its_server_and_the_experiment() {
     assert_eq!(servers.events, ["start w4-r1", "stop w4-r1"]);
     let saved = State::load(dir).unwrap();
     assert!(saved.runs.is_empty() && saved.server.is_none());
+}
+
+#[test]
+fn a_failed_teardown_keeps_the_run_it_ended() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let exp = experiment();
+    let mut state = fresh(&exp, dir);
+    let mut exec = Scripted::new(fake::server(1e9));
+    let mut servers = FakeServers {
+        fail_stop: Some("w4-r1".into()),
+        ..FakeServers::default()
+    };
+    let e = execute(&exp, dir, &mut state, &QUIET, &mut exec, &mut servers).unwrap_err();
+    assert!(
+        e.to_string().contains("w4-r1: stopping its server failed"),
+        "{e}"
+    );
+    assert_eq!(
+        servers.events,
+        ["start w4-r1", "stop w4-r1"],
+        "no run after"
+    );
+    let saved = State::load(dir).unwrap();
+    assert!(saved.is_done("w4-r1"), "the measured run is recorded");
+    assert!(!saved.complete);
 }

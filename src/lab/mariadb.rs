@@ -96,7 +96,7 @@ pub fn launch(
     let fresh = !l.data.join(READY_MARK).exists();
     if fresh {
         if progress {
-            eprintln!(
+            crate::eoutln!(
                 "mariadb: first start in this prefix: initialising {} (a few seconds)",
                 l.data.display()
             );

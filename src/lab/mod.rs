@@ -129,8 +129,8 @@ fn prepare_prefix(opts: &LabOptions) -> Result<(PathBuf, (u32, u32))> {
         ));
     }
     let www = state::www_data()?;
-    state::check_traversable(&prefix, www.0)?;
-    state::make_dir(&prefix, None)?;
+    state::check_traversable(&prefix, www)?;
+    state::make_prefix(&prefix, www.1)?;
     Ok((prefix, www))
 }
 
@@ -202,7 +202,7 @@ pub fn up(spec: &StackSpec, opts: &LabOptions) -> Result<StackInfo> {
     let mut held_by = Vec::new();
     if let Some(old) = state::read_state(&prefix, stack)? {
         if opts.progress {
-            eprintln!("{stack}: already up in {}, restarting it", prefix.display());
+            crate::eoutln!("{stack}: already up in {}, restarting it", prefix.display());
         }
         stop_parts(&old)?;
         state::remove_state(&prefix, stack)?;
@@ -282,7 +282,7 @@ fn ensure_db(
     let cfg = spec.resolve()?;
     process::check_port_free(cfg.port, &format!("lab up {stack}: mariadb"))?;
     if opts.progress {
-        eprintln!(
+        crate::eoutln!(
             "{stack}: starting mariadb on 127.0.0.1:{} for db.php",
             cfg.port
         );

@@ -161,14 +161,17 @@ pub fn www_data() -> Result<(u32, u32)> {
 
 /// Every directory from / to `dir` must be searchable by www-data (o+x, or owned by
 /// it): a prefix under /root (mode 700) gives 403 / "File not found" from the workers.
-pub fn check_traversable(dir: &Path, www_uid: u32) -> Result<()> {
+pub fn check_traversable(dir: &Path, www: (u32, u32)) -> Result<()> {
+    let (www_uid, www_gid) = www;
     let mut p = PathBuf::new();
     for c in dir.components() {
         p.push(c);
         let Ok(m) = fs::metadata(&p) else {
             break; // not created yet: we create it 0755 below
         };
-        let ok = m.mode() & 0o001 != 0 || (m.uid() == www_uid && m.mode() & 0o100 != 0);
+        let ok = m.mode() & 0o001 != 0
+            || (m.uid() == www_uid && m.mode() & 0o100 != 0)
+            || (m.gid() == www_gid && m.mode() & 0o010 != 0);
         if !ok {
             return Err(Error::usage(format!(
                 "prefix {} is not traversable by www-data: {} has mode {:o}; choose another --prefix (e.g. under /tmp)",
@@ -181,6 +184,30 @@ pub fn check_traversable(dir: &Path, www_uid: u32) -> Result<()> {
     Ok(())
 }
 
+/// Creates the prefix (and parents) private to its user: mode 0710, group www-data, so the
+/// workers (www-data) can reach their stack's files through it but no other user can enter
+/// or list it (config files, logs and sessions live below). A prefix that exists and
+/// belongs to someone else is refused: its owner could swap the files `up` renders and the
+/// daemons run as root.
+pub fn make_prefix(dir: &Path, www_gid: u32) -> Result<()> {
+    fs::create_dir_all(dir)
+        .map_err(|e| Error::runtime(format!("cannot create {}: {e}", dir.display())))?;
+    let m = fs::metadata(dir).map_err(|e| Error::runtime(format!("{}: {e}", dir.display())))?;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if m.uid() != me {
+        return Err(Error::usage(format!(
+            "prefix {} belongs to uid {}, not to you (uid {me}); choose another --prefix",
+            dir.display(),
+            m.uid()
+        )));
+    }
+    std::os::unix::fs::chown(dir, None, Some(www_gid))
+        .map_err(|e| Error::runtime(format!("cannot chgrp {}: {e}", dir.display())))?;
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o710))
+        .map_err(|e| Error::runtime(format!("cannot chmod {}: {e}", dir.display())))
+}
+
 /// Creates `dir` (and parents) with mode 0755, optionally owned by `owner`.
 pub fn make_dir(dir: &Path, owner: Option<(u32, u32)>) -> Result<()> {
     fs::create_dir_all(dir)
@@ -191,4 +218,48 @@ pub fn make_dir(dir: &Path, owner: Option<(u32, u32)>) -> Result<()> {
             .map_err(|e| Error::runtime(format!("cannot chown {}: {e}", dir.display())))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prefix_is_private_and_traversable_by_its_group() {
+        let tmp = tempfile::tempdir().unwrap();
+        let prefix = tmp.path().join("lab");
+        // SAFETY: getegid cannot fail. Our own group stands in for www-data's (no root needed).
+        let gid = unsafe { libc::getegid() };
+        make_prefix(&prefix, gid).unwrap();
+        let m = fs::metadata(&prefix).unwrap();
+        assert_eq!(m.mode() & 0o777, 0o710);
+        assert_eq!(m.gid(), gid);
+        // Traversable by the group alone (www-data's uid is some other one here).
+        check_traversable(&prefix, (u32::MAX - 1, gid)).unwrap();
+        assert!(check_traversable(&prefix, (u32::MAX - 1, u32::MAX - 1)).is_err());
+    }
+
+    #[test]
+    fn a_prefix_owned_by_someone_else_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        // SAFETY: geteuid cannot fail.
+        let other = if unsafe { libc::geteuid() } == 0 {
+            let d = tmp.path().join("theirs");
+            fs::create_dir(&d).unwrap();
+            std::os::unix::fs::chown(&d, Some(65534), None).unwrap();
+            d
+        } else {
+            PathBuf::from("/") // root's
+        };
+        let before = fs::metadata(&other).unwrap().mode();
+        let e = make_prefix(&other, 0).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let s = e.to_string();
+        assert!(s.contains("belongs to uid") && !s.contains('\n'), "{s}");
+        assert_eq!(
+            fs::metadata(&other).unwrap().mode(),
+            before,
+            "left as it was"
+        );
+    }
 }

@@ -423,7 +423,7 @@ pub fn read_token(path: &std::path::Path) -> crate::Result<String> {
             std::os::unix::fs::PermissionsExt::mode(&m.permissions()),
         )
     }) {
-        eprintln!("overload: warning: {w}");
+        crate::eoutln!("overload: warning: {w}");
     }
     Ok(t)
 }

@@ -113,17 +113,19 @@ impl Observer {
             });
             let sh = Arc::clone(&shared);
             let every = cfg.every;
-            threads.push(spawn("observe-local", move || {
-                local_loop(sampler, every, &sh)
-            })?);
+            threads.push((
+                LOCAL.to_string(),
+                spawn("observe-local", move || local_loop(sampler, every, &sh))?,
+            ));
         }
         for spec in &cfg.agents {
             let client = AgentClient::new(spec.clone(), Duration::from_secs(2).max(cfg.every));
             let sh = Arc::clone(&shared);
             let every = cfg.every;
-            threads.push(spawn("observe-agent", move || {
-                agent_loop(client, every, &sh)
-            })?);
+            threads.push((
+                format!("agent {}", client.name()),
+                spawn("observe-agent", move || agent_loop(client, every, &sh))?,
+            ));
         }
         Ok(ObserverHandle { shared, threads })
     }
@@ -238,10 +240,17 @@ fn agent_loop(mut client: AgentClient, every: Duration, sh: &Shared) {
     }
 }
 
+/// How long `stop` waits for a sampling thread. An agent or FPM status page that never
+/// answers holds its thread for a whole request timeout (2 s or more, five times while
+/// probing the clock); the run's time bound must not stretch by that, so such a thread is
+/// left to end on its own (it holds only the shared buffer) and a warning says so.
+const STOP_GRACE: Duration = Duration::from_millis(500);
+
 /// A running observer. Dropping it stops the threads, as `stop` does.
 pub struct ObserverHandle {
     shared: Arc<Shared>,
-    threads: Vec<JoinHandle<()>>,
+    /// Each thread with what it samples (`local`, `agent NAME`), for the warning.
+    threads: Vec<(String, JoinHandle<()>)>,
 }
 
 impl ObserverHandle {
@@ -286,16 +295,29 @@ impl ObserverHandle {
         lock(&self.shared.warnings).clone()
     }
 
-    /// Stops sampling and waits for the threads (at most one agent request timeout).
-    pub fn stop(mut self) {
+    /// Stops sampling and waits for the threads, at most [`STOP_GRACE`]; returns every
+    /// warning, including one per source that was still busy (a hung agent).
+    pub fn stop(mut self) -> Vec<String> {
         self.shutdown();
+        self.warnings()
     }
 
     fn shutdown(&mut self) {
         *lock(&self.shared.stop) = true;
         self.shared.wake.notify_all();
-        for t in self.threads.drain(..) {
-            let _ = t.join();
+        let deadline = Instant::now() + STOP_GRACE;
+        while Instant::now() < deadline && self.threads.iter().any(|(_, t)| !t.is_finished()) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        for (what, t) in self.threads.drain(..) {
+            if t.is_finished() {
+                let _ = t.join();
+            } else {
+                // Dropping the handle detaches the thread; it sees `stop` after its request.
+                self.shared.warn(format!(
+                    "{what}: still waiting for an answer when the run ended; not waited for"
+                ));
+            }
         }
     }
 }
@@ -339,6 +361,38 @@ mod tests {
         assert!(d.iter().all(|s| s.unix_ms >= mid && s.unix_ms <= t1 + 100));
         assert!(h.samples_between(0, mid.saturating_sub(1)).is_empty());
         h.stop();
+    }
+
+    #[test]
+    fn a_hung_agent_does_not_delay_stop() {
+        // Accepts and never answers: every request waits for the client's whole timeout.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let held = std::thread::spawn(move || {
+            let c = listener.accept();
+            std::thread::sleep(Duration::from_secs(8));
+            drop(c);
+        });
+        let h = Observer::start(ObserveConfig {
+            // The request timeout is max(2 s, every): 5 s here.
+            every: Duration::from_secs(5),
+            agents: vec![AgentSpec::parse(&format!("web=http://{addr}"), "").unwrap()],
+            local: false,
+            ..ObserveConfig::default()
+        })
+        .unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        let t = Instant::now();
+        let warnings = h.stop();
+        // Far below the 5 s request timeout the old join waited for.
+        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("agent web") && w.contains("not waited for")),
+            "{warnings:?}"
+        );
+        drop(held);
     }
 
     #[test]

@@ -52,7 +52,7 @@ impl Progress {
 
     pub fn finish(&mut self) {
         if self.printed && self.tty && !self.quiet {
-            eprint!("\r\x1b[2K");
+            crate::eout!("\r\x1b[2K");
         }
     }
 }
@@ -107,7 +107,7 @@ impl SweepProgress {
             }
             None => String::new(),
         };
-        eprint!(
+        crate::eout!(
             "\r\x1b[2K[{bar}] step {}{of} {offered:.0} {} {}s | {done} responses, {errors} errors{eta}",
             index + 1,
             self.unit,
@@ -121,7 +121,7 @@ impl SweepProgress {
             return;
         }
         if self.tty {
-            eprint!("\r\x1b[2K");
+            crate::eout!("\r\x1b[2K");
         }
         let s = &rec.summary;
         let of = self.total.map_or(String::new(), |t| format!("/{t}"));
@@ -135,7 +135,7 @@ impl SweepProgress {
         } else {
             format!("  [{}]", rec.flags.join(", "))
         };
-        eprintln!(
+        crate::eoutln!(
             "step {:>3}{of}  {level:>12} → {:>9.1}/s  ok {:>5.1}%  p50 {:>8}  p99 {:>8}  lag p99 {:>7}  gen cpu {:>3.0}%{flags}",
             rec.step + 1,
             s.throughput,

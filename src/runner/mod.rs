@@ -143,11 +143,7 @@ impl<'a> Stepper<'a> {
     /// Stops the observer and returns its warnings (agents unreachable…).
     pub fn stop_observer(&mut self) -> Vec<String> {
         match self.observer.take() {
-            Some(o) => {
-                let w = o.warnings();
-                o.stop();
-                w
-            }
+            Some(o) => o.stop(),
             None => Vec::new(),
         }
     }

@@ -204,7 +204,7 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
     crate::signals::install();
     let dir = writer.dir().to_path_buf();
     if !out.quiet {
-        eprintln!(
+        crate::eoutln!(
             "overload capacity: SLO '{}', from {:.0} req/s, precision {:.0}%; results in {}",
             slo.text,
             cfg.start,

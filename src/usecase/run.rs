@@ -229,7 +229,7 @@ pub fn execute(
     crate::signals::install();
     let ctl = Control::new(cfg.threads);
     if !quiet {
-        eprintln!("{}", terminal::plan_line(cfg, urls));
+        crate::eoutln!("{}", terminal::plan_line(cfg, urls));
     }
     let mut progress = Progress::new(cfg, quiet);
     let outcome = engine::run(cfg, &ctl, |elapsed| progress.tick(&ctl, elapsed))?;
@@ -258,8 +258,7 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
     let (summary, outcome) = execute(&cfg, &urls, rc.quiet)?;
     let server = observer.map(|h| {
         let samples = h.samples_between(from, crate::clock::unix_ms());
-        let warnings = h.warnings();
-        h.stop();
+        let warnings = h.stop();
         (crate::observe::summarize(&samples), warnings)
     });
     if let Some(p) = &rc.json {

@@ -206,7 +206,7 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
     crate::signals::install();
     let dir = writer.dir().to_path_buf();
     if !out.quiet {
-        eprintln!(
+        crate::eoutln!(
             "overload sweep: {} steps of {} (+{} warm-up, {} rest), {mode} loop; results in {}",
             loads.len(),
             crate::units::fmt_duration(t.step),

@@ -340,6 +340,13 @@ fn validate(
         )?;
         let group = c.group.clone().unwrap_or_else(|| "main".into());
         for (cname, server) in servers(file, &label, c)? {
+            if configs.len() >= plan::MAX_CONFIGS {
+                return Err(err(
+                    file,
+                    &label,
+                    format!("more than {} configurations in all", plan::MAX_CONFIGS),
+                ));
+            }
             if let Some(o) = configs.iter().find(|o| o.name == cname) {
                 return Err(err(
                     file,
@@ -521,6 +528,8 @@ load = { users = "1:9:4", step = "2s" }
             (format!("{base}[[config]]\nstack = 'nginx-fpm'\nknobs = {{ colour = 1 }}\n"), "knobs.colour"),
             (format!("{base}[[config]]\nstack = 'apache-prefork'\nknobs = {{ pm = 'static' }}\n"), "config 'apache-prefork' knobs"),
             (format!("{base}{cfg}{cfg}"), "config 'a' name"),
+            // 10^12 points: refused before a single one is built.
+            (format!("{base}[[config]]\nstack = 'nginx-fpm'\nknobs = {{ workers = [{l}], max_clients = [{l}], keepalive = [{l}], pm_max_requests = [{l}] }}\n", l = (1..=1000).map(|i| i.to_string()).collect::<Vec<_>>().join(",")), "config[1] knobs"),
             (format!("{base}{cfg}[[config]]\nname = 'b'\nsetup = 'true'\nready = 'http://127.0.0.1:9/'\nload = {{ rates = 5 }}\n"), "mixes closed loop"),
         ];
         for (text, want) in cases {

@@ -138,6 +138,16 @@ fn lab_servers(
         parsed.push(st);
     }
     let knobs = c.knobs.clone().unwrap_or_default();
+    if plan::matrix_size(&parsed, &knobs) > plan::MAX_CONFIGS {
+        return Err(err(
+            file,
+            &key("knobs"),
+            format!(
+                "the matrix has more than {} configurations (stacks × knob values)",
+                plan::MAX_CONFIGS
+            ),
+        ));
+    }
     let points = plan::matrix(&parsed, &knobs);
     let axes = plan::axes(&parsed, &knobs);
     let mut out = Vec::new();
