@@ -15,13 +15,11 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 /// A fresh folder under cargo's scratch space for integration tests.
-fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("report-tests")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(d.parent().unwrap()).unwrap();
-    d
+/// A folder named `name` that does not exist yet, inside a scratch folder removed on drop.
+fn scratch(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let t = common::scratch();
+    let d = t.path().join(name);
+    (t, d)
 }
 
 /// Writes a results folder the way a sweep does: run.json, then step by step.
@@ -123,7 +121,7 @@ fn check_html(html: &str) -> (usize, usize) {
 
 #[test]
 fn html_report_of_a_finished_sweep() {
-    let dir = scratch("finished");
+    let (_dir_tmp, dir) = scratch("finished");
     write_run(&dir, "prefork", "open", &testdata::open_sweep(), true);
     let out = ok(&run(&["report", dir.to_str().unwrap()]));
     let page = dir.join("report.html");
@@ -164,7 +162,7 @@ const SERVER_TITLES: [&str; 6] = [
 
 #[test]
 fn html_report_without_observation_has_no_server_section() {
-    let dir = scratch("no-server");
+    let (_dir_tmp, dir) = scratch("no-server");
     write_run(&dir, "plain", "open", &testdata::open_sweep(), true);
     ok(&run(&["report", dir.to_str().unwrap()]));
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
@@ -179,7 +177,7 @@ fn html_report_without_observation_has_no_server_section() {
 
 #[test]
 fn html_report_with_server_data_has_server_charts_columns_and_findings() {
-    let dir = scratch("server");
+    let (_dir_tmp, dir) = scratch("server");
     write_run(&dir, "observed", "open", &testdata::server_sweep(), true);
     ok(&run(&["report", dir.to_str().unwrap()]));
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
@@ -215,7 +213,7 @@ fn html_report_with_server_data_has_server_charts_columns_and_findings() {
 
 #[test]
 fn interrupted_run_with_a_truncated_line_is_reported_as_incomplete() {
-    let dir = scratch("truncated");
+    let (_dir_tmp, dir) = scratch("truncated");
     let steps = testdata::open_sweep();
     write_run(&dir, "cut", "open", &steps[..3], false);
     // The writer was killed in the middle of the next step's line.
@@ -250,7 +248,7 @@ fn interrupted_run_with_a_truncated_line_is_reported_as_incomplete() {
 
 #[test]
 fn csv_json_and_gnuplot_exports() {
-    let dir = scratch("exports");
+    let (_dir_tmp, dir) = scratch("exports");
     write_run(&dir, "prefork", "open", &testdata::open_sweep(), true);
     let d = dir.to_str().unwrap();
     let out = ok(&run(&["report", d, "--format", "csv"]));
@@ -292,7 +290,7 @@ fn csv_json_and_gnuplot_exports() {
 
 #[test]
 fn closed_loop_report_has_the_usl_curve() {
-    let dir = scratch("closed");
+    let (_dir_tmp, dir) = scratch("closed");
     write_run(&dir, "workers8", "closed", &testdata::closed_sweep(), true);
     ok(&run(&["report", dir.to_str().unwrap()]));
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
@@ -303,7 +301,7 @@ fn closed_loop_report_has_the_usl_curve() {
 
 #[test]
 fn empty_folder_and_bad_input() {
-    let dir = scratch("empty");
+    let (_dir_tmp, dir) = scratch("empty");
     write_run(&dir, "nothing", "open", &[], false);
     ok(&run(&["report", dir.to_str().unwrap()]));
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
@@ -311,10 +309,10 @@ fn empty_folder_and_bad_input() {
     assert_eq!(svgs, 6);
     assert!(html.contains("no data"));
 
-    let missing = scratch("missing");
+    let (_missing_tmp, missing) = scratch("missing");
     let err = usage_error(&run(&["report", missing.to_str().unwrap()]));
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    let foreign = scratch("foreign");
+    let (_foreign_tmp, foreign) = scratch("foreign");
     std::fs::create_dir_all(&foreign).unwrap();
     let err = usage_error(&run(&["report", foreign.to_str().unwrap()]));
     assert!(err.contains("run.json"), "{err}");
@@ -330,8 +328,8 @@ fn empty_folder_and_bad_input() {
 
 #[test]
 fn compare_two_runs() {
-    let a = scratch("cmp-prefork");
-    let b = scratch("cmp-fpm");
+    let (_a_tmp, a) = scratch("cmp-prefork");
+    let (_b_tmp, b) = scratch("cmp-fpm");
     write_run(&a, "prefork", "open", &testdata::open_sweep(), true);
     let mut faster = testdata::open_sweep();
     for s in &mut faster {
@@ -339,7 +337,7 @@ fn compare_two_runs() {
         s.summary.response_time_ms.p99 /= 4.0;
     }
     write_run(&b, "fpm", "open", &faster, true);
-    let page = scratch("cmp-out").with_extension("html");
+    let (_page_tmp, page) = scratch("cmp-out.html");
     let out = ok(&run(&[
         "compare",
         a.to_str().unwrap(),
@@ -363,11 +361,11 @@ fn compare_two_runs() {
     );
 
     // Both runs observed: the server CPU overlay is added.
-    let sa = scratch("cmp-server-a");
-    let sb = scratch("cmp-server-b");
+    let (_sa_tmp, sa) = scratch("cmp-server-a");
+    let (_sb_tmp, sb) = scratch("cmp-server-b");
     write_run(&sa, "a", "open", &testdata::server_sweep(), true);
     write_run(&sb, "b", "open", &testdata::server_sweep()[..3], true);
-    let page2 = scratch("cmp-server-out").with_extension("html");
+    let (_page2_tmp, page2) = scratch("cmp-server-out.html");
     ok(&run(&[
         "compare",
         sa.to_str().unwrap(),
@@ -381,7 +379,7 @@ fn compare_two_runs() {
     assert!(html.contains("<title>Server CPU (busy, mean) vs load"));
 
     // Mixed open and closed loop: a one-line usage error.
-    let c = scratch("cmp-closed");
+    let (_c_tmp, c) = scratch("cmp-closed");
     write_run(&c, "closed", "closed", &testdata::closed_sweep(), true);
     let err = usage_error(&run(&["compare", a.to_str().unwrap(), c.to_str().unwrap()]));
     assert_eq!(err.trim().lines().count(), 1, "{err}");

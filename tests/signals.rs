@@ -15,7 +15,9 @@ fn serve() -> TargetHandle {
     .expect("target starts")
 }
 
-fn interrupt_run(signal: libc::c_int, t: &TargetHandle, url: &str, extra: &[&str]) {
+/// `seen`: how many requests must reach the target before the signal (more than the run's
+/// concurrency, so that some were answered).
+fn interrupt_run(signal: libc::c_int, t: &TargetHandle, url: &str, extra: &[&str], seen: u64) {
     let dir = scratch();
     let json = dir.path().join("run.json");
     let before = t.stats().requests;
@@ -27,15 +29,15 @@ fn interrupt_run(signal: libc::c_int, t: &TargetHandle, url: &str, extra: &[&str
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    // Signal once the run is under way: the target has answered it (it counts an answer just
-    // before writing it; 100 ms more lets the run read it). With a hanging URL beside, only
-    // a few answers ever come.
+    // Signal once the run has had answers: `seen` requests reached the target (10
+    // closed-loop users send an 11th only after an answer), then 300 ms more, so that the
+    // 100 ms answers of the first ones are in whatever the load.
     wait_until(
         "the target answers the run",
         Duration::from_secs(15),
-        || t.stats().requests > before,
+        || t.stats().requests >= before + seen,
     );
-    std::thread::sleep(Duration::from_millis(100));
+    std::thread::sleep(Duration::from_millis(300));
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as libc::pid_t, signal) };
     let sent = Instant::now();
@@ -75,10 +77,10 @@ fn interrupt_run(signal: libc::c_int, t: &TargetHandle, url: &str, extra: &[&str
 fn sigint_and_sigterm_end_the_run_with_its_summary() {
     let t = serve();
     let url = format!("{}/sleep?ms=100", t.url());
-    interrupt_run(libc::SIGINT, &t, &url, &["--rate", "200"]);
-    interrupt_run(libc::SIGTERM, &t, &url, &["--users", "10"]);
+    interrupt_run(libc::SIGINT, &t, &url, &["--rate", "200"], 11);
+    interrupt_run(libc::SIGTERM, &t, &url, &["--users", "10"], 11);
     // A closed terminal (SIGHUP) keeps the results like SIGTERM does.
-    interrupt_run(libc::SIGHUP, &t, &url, &["--rate", "200"]);
+    interrupt_run(libc::SIGHUP, &t, &url, &["--rate", "200"], 11);
 }
 
 #[test]
@@ -171,6 +173,8 @@ fn a_signal_ends_a_run_stuck_on_a_hanging_server() {
         &t,
         &good,
         &[&hang, "--users", "4", "--timeout", "60s", "-q"],
+        // The instant answers of `/` come before the users get stuck on the hanging URL.
+        1,
     );
 }
 
