@@ -2,7 +2,7 @@
 //! summary is printed, --json is written with `interrupted: true`, and the exit code is 130.
 //! The target runs in this process, so the test sees when the load has reached it.
 mod common;
-use common::{bin, scratch, wait_until};
+use common::{bin, scratch, wait_until, wait_within};
 use overload::target::{self, TargetConfig, TargetHandle};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -41,17 +41,8 @@ fn interrupt_run(signal: libc::c_int, t: &TargetHandle, url: &str, extra: &[&str
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as libc::pid_t, signal) };
     let sent = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if sent.elapsed() > Duration::from_secs(15) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("still running 15 s after signal {signal}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_within(&mut child, Duration::from_secs(15))
+        .unwrap_or_else(|| panic!("still running 15 s after signal {signal}"));
     let took = sent.elapsed();
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -215,17 +206,8 @@ fn a_signal_ends_an_experiments_readiness_wait_at_once() {
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     let sent = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if sent.elapsed() > Duration::from_secs(15) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("still waiting 15 s after SIGINT");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status =
+        wait_within(&mut child, Duration::from_secs(15)).expect("still waiting 15 s after SIGINT");
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     // The setup command's server is stopped with a grace period; far below the 60 s wait.
