@@ -8,6 +8,7 @@ pub mod capacity;
 pub mod compare;
 pub mod demo;
 pub mod experiment;
+pub mod generate;
 pub mod lab;
 pub mod load_args;
 pub mod observe_args;
@@ -50,6 +51,8 @@ pub enum Command {
     Agent(agent::AgentArgs),
     /// Run a matrix of server configurations from a TOML file and compare them in one report.
     Experiment(experiment::ExperimentArgs),
+    /// Write the manual pages or a shell's completions (for packagers and installs from source).
+    Generate(generate::GenerateArgs),
 }
 
 /// Parses the command line, runs it, and returns the process exit code.
@@ -82,6 +85,7 @@ pub fn main() -> i32 {
         Command::Compare(a) => compare::run(a),
         Command::Agent(a) => agent::run(a),
         Command::Experiment(a) => experiment::run(a),
+        Command::Generate(a) => generate::run(a),
     };
     match result {
         Ok(code) => code,
