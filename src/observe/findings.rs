@@ -88,6 +88,9 @@ fn opt(v: Option<u64>) -> String {
 
 type Steps<'a> = [(f64, &'a SourceObservation)];
 
+/// ListenOverflows counts every listening socket of the host. It is about this server only
+/// when its own port's accept queue reached its limit in one of those steps; otherwise it is
+/// shown as host-wide (another listener overflowed, e.g. a stack beside it).
 fn listen_overflow(c: &Ctx, steps: &Steps) -> Option<String> {
     let first = steps
         .iter()
@@ -99,8 +102,35 @@ fn listen_overflow(c: &Ctx, steps: &Steps) -> Option<String> {
         .sum();
     let (x, s) = steps[first];
     let t = s.tcp.as_ref()?;
+    // The port's own accept queue over the steps that overflowed: (peak, limit).
+    let full_at = steps[first..].iter().find_map(|(x, s)| {
+        let t = s.tcp.as_ref()?;
+        let (q, l) = (t.listen_queue?.max, t.listen_limit?);
+        (t.listen_overflows > 0 && l > 0 && q >= l as f64).then_some((*x, t))
+    });
+    let Some((x_full, tf)) = full_at else {
+        let peak = steps[first..]
+            .iter()
+            .filter_map(|(_, s)| s.tcp.as_ref()?.listen_queue)
+            .map(|q| q.max)
+            .reduce(f64::max);
+        let own = match peak {
+            Some(q) => format!(
+                "port {}'s accept queue peaked at {} of {}: not this server's",
+                t.port,
+                int(q as u64),
+                opt(t.listen_limit)
+            ),
+            None => format!("port {}'s accept queue was not observed", t.port),
+        };
+        return Some(format!(
+            "host-wide: listen queue overflowed {} times from {} (any port; {own})",
+            int(total),
+            c.load(x)
+        ));
+    };
     let somaxconn = s.kernel.and_then(|k| k.somaxconn);
-    let advice = match (t.listen_limit, somaxconn) {
+    let advice = match (tf.listen_limit, somaxconn) {
         (Some(l), Some(m)) if l >= m => format!(
             "raise net.core.somaxconn (= {m}, it caps the backlog) and the server's backlog"
         ),
@@ -115,13 +145,14 @@ fn listen_overflow(c: &Ctx, steps: &Steps) -> Option<String> {
         ),
     };
     Some(format!(
-        "listen queue overflowed {} times from {} (port {}, accept queue up to {} of {}): {advice}",
+        "listen queue overflowed {} times from {} (port {}, accept queue full at {} of {} from {}): {advice}",
         int(total),
         c.load(x),
-        t.port,
-        t.listen_queue
+        tf.port,
+        tf.listen_queue
             .map_or_else(|| "?".into(), |q| int(q.max as u64)),
-        opt(t.listen_limit),
+        opt(tf.listen_limit),
+        c.load(x_full),
     ))
 }
 
@@ -181,20 +212,49 @@ fn time_wait(c: &Ctx, steps: &Steps) -> Option<String> {
     ))
 }
 
+/// Host CPU near full. About the server only when its own processes (`--watch`) used most of
+/// the cores; otherwise host-wide, saying what the watched processes used.
 fn cpu_bound(c: &Ctx, steps: &Steps) -> Option<String> {
     steps.iter().find_map(|(x, s)| {
         let h = s.host.as_ref()?;
-        (h.cpu_busy_pct.max >= 95.0 && h.cpu_busy_pct.mean >= 85.0).then(|| {
+        if h.cpu_busy_pct.max < 95.0 || h.cpu_busy_pct.mean < 85.0 {
+            return None;
+        }
+        let host = format!(
+            "mean {:.0}% of {} cores: user {:.0}%, system {:.0}%, softirq {:.0}%, steal {:.0}%",
+            h.cpu_busy_pct.mean,
+            h.cores,
+            h.cpu_user_pct.mean,
+            h.cpu_system_pct.mean,
+            h.cpu_softirq_pct.mean,
+            h.cpu_steal_pct.mean
+        );
+        if s.groups.is_empty() {
+            return Some(format!(
+                "host-wide: CPU ≥ 95% busy from {} ({host}); the server's own share is \
+                 unknown: --watch its processes to tell whether it was CPU-bound",
+                c.load(*x)
+            ));
+        }
+        // Percent of one core, summed over the watched groups.
+        let own: f64 = s.groups.iter().map(|g| g.cpu_pct.mean).sum();
+        let names: Vec<&str> = s.groups.iter().map(|g| g.name.as_str()).collect();
+        let cores = h.cores.max(1) as f64 * 100.0;
+        Some(if own >= 0.85 * cores {
             format!(
-                "server CPU ≥ 95% from {} (mean {:.0}% of {} cores: user {:.0}%, system {:.0}%, \
-                 softirq {:.0}%, steal {:.0}%): CPU-bound",
+                "server CPU-bound from {}: its processes ({}) used {:.0}% of {} cores ({host})",
                 c.load(*x),
-                h.cpu_busy_pct.mean,
-                h.cores,
-                h.cpu_user_pct.mean,
-                h.cpu_system_pct.mean,
-                h.cpu_softirq_pct.mean,
-                h.cpu_steal_pct.mean
+                names.join(", "),
+                own,
+                h.cores
+            )
+        } else {
+            format!(
+                "host-wide: CPU ≥ 95% busy from {} ({host}), but the server's processes ({}) \
+                 used {:.0}% of a core: something else on the host took the CPU",
+                c.load(*x),
+                names.join(", "),
+                own
             )
         })
     })
@@ -212,8 +272,8 @@ fn load_avg(c: &Ctx, steps: &Steps) -> Option<String> {
     let cores = h.cores.max(1) as f64;
     (h.load1.max > 2.0 * cores).then(|| {
         format!(
-            "load average {:.1} on {} cores at {}: more runnable tasks than cores (too many \
-             workers for the CPU?)",
+            "host-wide: load average {:.1} on {} cores at {}: more runnable tasks than cores \
+             (any process of the host)",
             h.load1.max,
             h.cores,
             c.load(*x)
@@ -268,8 +328,8 @@ fn retrans(c: &Ctx, steps: &Steps) -> Option<String> {
         .filter_map(|(_, s)| s.tcp.as_ref())
         .fold((0, 0), |(a, b), t| (a + t.retrans_segs, b + t.tcp_timeouts));
     Some(format!(
-        "TCP retransmitted {} segments ({} timeouts) from {}: dropped SYNs or packets \
-         (host-wide counters)",
+        "host-wide: TCP retransmitted {} segments ({} timeouts) from {}: dropped SYNs or \
+         packets (any connection of the host)",
         int(segs),
         int(tos),
         c.load(steps[first].0)
@@ -390,6 +450,8 @@ mod tests {
                 groups: vec![GroupObservation {
                     name: "php".into(),
                     processes: st(procs, procs),
+                    // The server's processes take most of what the host's 2 cores did.
+                    cpu_pct: st(busy * 1.8, busy * 1.9),
                     ..Default::default()
                 }],
                 fpm: vec![FpmObservation {
@@ -435,8 +497,16 @@ mod tests {
             all.contains("TIME_WAIT reached 28,000 at 2,400 req/s: use keep-alive"),
             "{all}"
         );
-        assert!(all.contains("server CPU ≥ 95% from 2,400 req/s"), "{all}");
-        assert!(all.contains("load average 9.3 on 2 cores"), "{all}");
+        assert!(
+            all.contains(
+                "server CPU-bound from 2,400 req/s: its processes (php) used 173% of 2 cores"
+            ),
+            "{all}"
+        );
+        assert!(
+            all.contains("host-wide: load average 9.3 on 2 cores"),
+            "{all}"
+        );
         assert!(all.contains("php processes grew from 5 to 50"), "{all}");
         assert!(!all.contains("generator"), "{all}");
         assert!(f.iter().all(|l| !l.contains('\n')));
@@ -460,6 +530,47 @@ mod tests {
             "{f:?}"
         );
         assert!(findings(&[], "open").is_empty());
+    }
+
+    /// The issue's busy host: other work keeps both cores busy and overflows some other
+    /// listener 4,927 times, while this server's processes idle at 6% and its own accept queue
+    /// never holds a connection. Nothing blames the server: the counters are shown host-wide.
+    #[test]
+    fn a_busy_host_is_not_blamed_on_the_server() {
+        let mut o = obs(97.0, 10.0, 4_927, 2.0, 5.0);
+        let src = &mut o.sources[0];
+        src.groups[0].cpu_pct = st(6.0, 9.0);
+        src.fpm.clear();
+        let tcp = src.tcp.as_mut().unwrap();
+        tcp.listen_queue = Some(st(0.0, 0.0));
+        tcp.listen_limit = Some(1024);
+        tcp.retrans_segs = 300;
+        let f = findings(&[(400.0, &o)], "open");
+        let all = f.join("\n");
+        assert!(!all.contains("CPU-bound"), "{all}");
+        assert!(
+            all.contains(
+                "host-wide: listen queue overflowed 4,927 times from 400 req/s (any port; port \
+                 8080's accept queue peaked at 0 of 1,024: not this server's)"
+            ),
+            "{all}"
+        );
+        assert!(
+            all.contains("but the server's processes (php) used 6% of a core"),
+            "{all}"
+        );
+        assert!(all.contains("host-wide: TCP retransmitted 300"), "{all}");
+        assert!(
+            f.iter()
+                .filter(|l| l.contains("listen") || l.contains("CPU") || l.contains("load average"))
+                .all(|l| l.starts_with("host-wide: ")),
+            "{all}"
+        );
+        // Without --watch the server's share is unknown, and said to be.
+        o.sources[0].groups.clear();
+        let all = findings(&[(400.0, &o)], "open").join("\n");
+        assert!(all.contains("the server's own share is unknown"), "{all}");
+        assert!(!all.contains("CPU-bound from"), "{all}");
     }
 
     #[test]
