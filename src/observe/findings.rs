@@ -26,9 +26,10 @@ pub fn findings(steps: &[(f64, &StepObservation)], mode: &str) -> Vec<String> {
             String::new()
         };
         let ctx = Ctx { mode };
+        // The server's own signals first; host-wide counters after them.
         for f in [
-            listen_overflow(&ctx, &per),
             fpm_busy(&ctx, &per),
+            listen_overflow(&ctx, &per),
             time_wait(&ctx, &per),
             cpu_bound(&ctx, &per),
             load_avg(&ctx, &per),
@@ -156,31 +157,46 @@ fn listen_overflow(c: &Ctx, steps: &Steps) -> Option<String> {
     ))
 }
 
+/// A worker pool (PHP-FPM's, or the embedded target's `/pool-status`) with every worker busy
+/// and requests queueing for one: the server's own signal of its limit.
 fn fpm_busy(c: &Ctx, steps: &Steps) -> Option<String> {
-    steps.iter().find_map(|(x, s)| {
-        s.fpm.iter().find_map(|f| {
-            let total = f.total.max.round() as u64;
-            let saturated = total > 0
-                && f.active.max >= f.total.max
-                && (f.max_children_reached > 0 || f.listen_queue.max > 0.0);
-            saturated.then(|| {
-                format!(
-                    "all {} fpm workers{} busy from {} (listen queue up to {}, max children \
-                     reached {} times): requests wait for a worker — raise pm.max_children if \
-                     CPU and memory allow",
-                    int(total),
-                    if f.pool.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" of pool {}", f.pool)
-                    },
-                    c.load(*x),
-                    int(f.listen_queue.max as u64),
-                    int(f.max_children_reached),
-                )
+    let (i, f) = steps.iter().enumerate().find_map(|(i, (_, s))| {
+        s.fpm
+            .iter()
+            .find(|f| {
+                f.total.max >= 1.0
+                    && f.active.max >= f.total.max
+                    && (f.max_children_reached > 0 || f.listen_queue.max > 0.0)
             })
-        })
-    })
+            .map(|f| (i, f))
+    })?;
+    let pool = |g: &super::summary::FpmObservation| g.url == f.url && g.pool == f.pool;
+    // The queue before the pool filled (the first step's) and its peak over the steps after.
+    let q0 = steps
+        .first()
+        .and_then(|(_, s)| s.fpm.iter().find(|g| pool(g)))
+        .map_or(0.0, |g| g.listen_queue.max);
+    let (q1, reached) = steps[i..]
+        .iter()
+        .flat_map(|(_, s)| s.fpm.iter().filter(|g| pool(g)))
+        .fold((0.0f64, 0), |(q, r), g| {
+            (q.max(g.listen_queue.max), r + g.max_children_reached)
+        });
+    Some(format!(
+        "all {} workers{} busy from {}, queue grew {} → {} (every worker busy for {} \
+         arrivals): requests wait for a worker — raise the pool's size (pm.max_children, \
+         --workers) if CPU and memory allow",
+        int(f.total.max.round() as u64),
+        if f.pool.is_empty() {
+            String::new()
+        } else {
+            format!(" of pool {}", f.pool)
+        },
+        c.load(steps[i].0),
+        int(q0 as u64),
+        int(q1 as u64),
+        int(reached),
+    ))
 }
 
 /// TIME_WAIT worth a word: a tenth of the local port range (2,823 by default).
@@ -480,7 +496,8 @@ mod tests {
 
     #[test]
     fn finds_the_studies_symptoms() {
-        let a = obs(40.0, 100.0, 0, 5.0, 5.0);
+        let mut a = obs(40.0, 100.0, 0, 5.0, 5.0);
+        a.sources[0].fpm[0].listen_queue = st(0.0, 0.0);
         let b = obs(96.0, 28_000.0, 1234, 20.0, 50.0);
         let f = findings(&[(1200.0, &a), (2400.0, &b)], "open");
         let all = f.join("\n");
@@ -490,7 +507,7 @@ mod tests {
         );
         assert!(all.contains("somaxconn = 4,096"), "{all}");
         assert!(
-            all.contains("all 20 fpm workers of pool www busy from 2,400 req/s"),
+            all.contains("all 20 workers of pool www busy from 2,400 req/s, queue grew 0 → 12"),
             "{all}"
         );
         assert!(
@@ -533,20 +550,43 @@ mod tests {
     }
 
     /// The issue's busy host: other work keeps both cores busy and overflows some other
-    /// listener 4,927 times, while this server's processes idle at 6% and its own accept queue
-    /// never holds a connection. Nothing blames the server: the counters are shown host-wide.
+    /// listener 4,927 times, while this server's processes idle at 6%, its own accept queue
+    /// never holds a connection, and its 8 workers (the embedded target's pool) are all busy
+    /// with a queue behind them. The findings name the pool; the host's counters are shown
+    /// host-wide and blame nothing on the server.
     #[test]
     fn a_busy_host_is_not_blamed_on_the_server() {
+        let mut early = obs(30.0, 10.0, 0, 3.0, 5.0);
+        early.sources[0].fpm[0] = FpmObservation {
+            pool: "overload-target".into(),
+            active: st(3.0, 5.0),
+            total: st(8.0, 8.0),
+            ..Default::default()
+        };
         let mut o = obs(97.0, 10.0, 4_927, 2.0, 5.0);
         let src = &mut o.sources[0];
         src.groups[0].cpu_pct = st(6.0, 9.0);
-        src.fpm.clear();
+        src.fpm[0] = FpmObservation {
+            pool: "overload-target".into(),
+            active: st(7.5, 8.0),
+            total: st(8.0, 8.0),
+            listen_queue: st(30.0, 57.0),
+            max_children_reached: 900,
+            ..Default::default()
+        };
         let tcp = src.tcp.as_mut().unwrap();
         tcp.listen_queue = Some(st(0.0, 0.0));
         tcp.listen_limit = Some(1024);
         tcp.retrans_segs = 300;
-        let f = findings(&[(400.0, &o)], "open");
+        let f = findings(&[(160.0, &early), (400.0, &o)], "open");
         let all = f.join("\n");
+        assert!(
+            f[0].starts_with(
+                "all 8 workers of pool overload-target busy from 400 req/s, queue grew 0 → 57 \
+                 (every worker busy for 900 arrivals)"
+            ),
+            "the pool first: {all}"
+        );
         assert!(!all.contains("CPU-bound"), "{all}");
         assert!(
             all.contains(
@@ -561,7 +601,8 @@ mod tests {
         );
         assert!(all.contains("host-wide: TCP retransmitted 300"), "{all}");
         assert!(
-            f.iter()
+            f[1..]
+                .iter()
                 .filter(|l| l.contains("listen") || l.contains("CPU") || l.contains("load average"))
                 .all(|l| l.starts_with("host-wide: ")),
             "{all}"

@@ -198,9 +198,14 @@ pub fn run(
         rest: REST,
     };
     let mut stepper = Stepper::new(&base, "open", None, &mut writer, progress, exec);
-    // Watch the target's port and this process (the target runs in it) beside the load.
+    // Watch the target's port, this process (the target runs in it) and the target's own
+    // worker pool (its FPM-style status page) beside the load: the findings then name the
+    // busy workers and their queue, the limit this demo is built around.
+    let pool = crate::observe::FpmSource::parse(&format!("{}/pool-status", handle.url()))
+        .map_err(crate::Error::runtime)?;
     let observe_cfg = crate::observe::ObserveConfig {
         port: Some(handle.addr.port()),
+        fpm: vec![pool],
         groups: vec![crate::observe::GroupSpec::parse(&format!(
             "target=pid:{}",
             std::process::id()
