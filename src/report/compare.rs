@@ -600,6 +600,37 @@ mod tests {
         assert!(c[4].title.starts_with("Server CPU"));
     }
 
+    /// A run whose every step met the SLO has a capacity of "≥ X": never a plain value and
+    /// never the base of a ratio; its own ratio against an exact base is a lower bound too.
+    #[test]
+    fn a_capacity_that_never_failed_is_a_lower_bound() {
+        let exact = run("prefork", "open", testdata::open_sweep());
+        let bound = run("fpm", "open", testdata::open_sweep()[..2].to_vec());
+        let (ce, cb) = (
+            exact.analysis.capacity.unwrap(),
+            bound.analysis.capacity.unwrap(),
+        );
+        assert!(!exact.analysis.capacity_lower_bound);
+        assert!(bound.analysis.capacity_lower_bound);
+        let names = vec!["prefork".to_string(), "fpm".to_string()];
+        let rows = summary_rows(&[exact.clone(), bound.clone()], &names);
+        assert_eq!(rows[0][3], "capacity");
+        assert_eq!(rows[1][3], exact.load_text(ce));
+        assert_eq!(
+            rows[2][3],
+            format!("≥ {} (≥ {:.2}×)", bound.load_text(cb), cb / ce)
+        );
+        let rows = summary_rows(&[bound.clone(), exact.clone()], &names);
+        assert_eq!(rows[1][3], format!("≥ {}", bound.load_text(cb)));
+        assert_eq!(rows[2][3], format!("{} (n/a×)", exact.load_text(ce)));
+        let page = html(&[bound.clone(), exact], &names);
+        assert!(page.contains(&format!("≥ {}", bound.load_text(cb))));
+        let json = serde_json::to_value(&bound.analysis).unwrap();
+        assert_eq!(json["capacity_lower_bound"], true);
+        let report = super::super::html::render(&bound);
+        assert!(report.contains(&format!("≥ {}", esc(&bound.load_text(cb)))));
+    }
+
     #[test]
     fn mixed_modes_and_bad_names_are_usage_errors() {
         let runs = vec![

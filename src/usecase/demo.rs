@@ -218,7 +218,16 @@ pub fn run(
     handle.stop();
     let done = stepper.finish(&result, String::clone)?;
     result?;
-    let analysis = analysis::analyze("open", &done.steps, None);
+    let mut analysis = analysis::analyze("open", &done.steps, None);
+    // What the target's side showed (its pool, the host), as the report says it.
+    let observed: Vec<(f64, &crate::observe::StepObservation)> = done
+        .steps
+        .iter()
+        .filter_map(|s| s.server.as_ref().map(|o| (s.offered, o)))
+        .collect();
+    analysis
+        .findings
+        .extend(crate::observe::findings(&observed, "open"));
     let report = results::write_report(&dir)?;
     Ok(DemoOutcome {
         capacity,
