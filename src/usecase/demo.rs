@@ -100,12 +100,12 @@ impl fmt::Display for DemoOutcome {
             )?,
         }
         f.write_str(&results::analysis_text(&self.analysis, &self.notes))?;
-        writeln!(f, "report:  {}", self.report.display())?;
+        writeln!(f, "report:  {}", crate::fsutil::shown(&self.report))?;
         writeln!(
             f,
             "\nresults: {}  (overload report {} regenerates the report)",
-            self.dir.display(),
-            self.dir.display()
+            crate::fsutil::shown(&self.dir),
+            crate::fsutil::shown(&self.dir)
         )
     }
 }
