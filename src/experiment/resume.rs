@@ -109,7 +109,7 @@ impl State {
             return Err(Error::usage(format!(
                 "--resume: {} changed since the experiment in {} started (or --quick differs); start a new one with another --out",
                 crate::fsutil::shown(&exp.file),
-                crate::fsutil::shown(&dir)
+                crate::fsutil::shown(dir)
             )));
         }
         Ok(())

@@ -607,6 +607,14 @@ mod tests {
                 .all(|l| l.starts_with("host-wide: ")),
             "{all}"
         );
+        // overload took 2% of a core on that busy host: it did not fall behind, and no
+        // finding says it did.
+        o.generator = Some(GeneratorObservation {
+            cpu_pct: st(2.0, 3.0),
+            ..Default::default()
+        });
+        let all = findings(&[(160.0, &early), (400.0, &o)], "open").join("\n");
+        assert!(!all.contains("generator"), "{all}");
         // Without --watch the server's share is unknown, and said to be.
         o.sources[0].groups.clear();
         let all = findings(&[(400.0, &o)], "open").join("\n");
