@@ -394,3 +394,84 @@ fn compare_two_runs() {
     ]));
     assert!(err.contains("--names"), "{err}");
 }
+
+/// The control characters in `bytes` (ESC, BEL, C1 controls…), leaving out the tabs and line
+/// ends a format is made of; a stray newline inside a field shows as a broken line instead.
+fn raw_controls(bytes: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(bytes);
+    text.chars()
+        .filter(|c| c.is_control() && *c != '\n' && *c != '\t' && *c != '\r')
+        .map(|c| c as u32 as u8)
+        .collect()
+}
+
+/// A results folder whose name, run name, URL, command line and server group carry terminal
+/// escape sequences and a newline: neither `report` (HTML, CSV, JSON, gnuplot, and what it
+/// prints) nor `compare` lets one through raw.
+#[test]
+fn control_characters_from_a_results_folder_are_escaped() {
+    let evil = "run\u{1b}]0;pwned\u{7}\u{1b}[2J\nx";
+    let (_tmp, dir) = scratch(evil);
+    let mut steps = testdata::server_sweep();
+    for s in &mut steps {
+        if let Some(src) = s.server.as_mut().and_then(|o| o.sources.first_mut()) {
+            for g in &mut src.groups {
+                g.name = format!("php\u{1b}[31m\n{}", g.name);
+            }
+        }
+    }
+    let mut info = testdata::info(evil, "open", Some("p99<100ms"));
+    info.urls = vec![format!("GET http://127.0.0.1:8080/{evil}")];
+    info.command_line.push(evil.to_string());
+    let mut w = Writer::create(&dir, info).unwrap();
+    for s in &steps {
+        w.append_step(s, &testdata::series(s)).unwrap();
+    }
+    w.finish(true, "all steps done").unwrap();
+
+    let d = dir.to_str().unwrap();
+    for (format, file, paths) in [
+        ("html", "report.html", 1),
+        ("csv", "steps.csv", 1),
+        ("json", "report.json", 1),
+        ("gnuplot", "steps.dat", 2),
+    ] {
+        let o = run(&["report", d, "--format", format]);
+        let printed = ok(&o);
+        // One path per line: the newline of the folder's name is escaped too.
+        assert_eq!(
+            raw_controls(printed.as_bytes()),
+            b"",
+            "{format}: {printed:?}"
+        );
+        assert_eq!(raw_controls(&o.stderr), b"", "{format}");
+        assert_eq!(printed.lines().count(), paths, "{format}: {printed:?}");
+        let written = std::fs::read(dir.join(file)).unwrap();
+        assert_eq!(raw_controls(&written), b"", "{file}");
+        assert!(
+            !String::from_utf8_lossy(&written).contains("pwned\u{7}"),
+            "{file}"
+        );
+    }
+    let gp = std::fs::read(dir.join("steps.gp")).unwrap();
+    assert_eq!(raw_controls(&gp), b"", "steps.gp");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("\\x1b[2J"), "escaped, not dropped");
+    check_html(&html);
+
+    let (_b_tmp, b) = scratch("plain");
+    write_run(&b, "plain", "open", &testdata::server_sweep(), true);
+    let (_page_tmp, page) = scratch("cmp-evil.html");
+    let o = run(&[
+        "compare",
+        d,
+        b.to_str().unwrap(),
+        "--out",
+        page.to_str().unwrap(),
+    ]);
+    let printed = ok(&o);
+    assert_eq!(raw_controls(printed.as_bytes()), b"", "{printed:?}");
+    assert_eq!(raw_controls(&o.stderr), b"");
+    let page = std::fs::read(&page).unwrap();
+    assert_eq!(raw_controls(&page), b"");
+}

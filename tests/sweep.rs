@@ -379,6 +379,11 @@ fn demo_finds_the_targets_capacity() {
         (300.0..=460.0).contains(&found),
         "demo saturation {found} not within -25%/+15% of 400:\n{stdout}"
     );
+    // The limit is named from the target's own side: its pool, full, with a queue behind it.
+    assert!(
+        stdout.contains("all 8 workers of pool overload-target busy from"),
+        "{stdout}"
+    );
     let data = overload::store::load(&dir).unwrap();
     assert!(data.info.complete);
 }

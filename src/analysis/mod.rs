@@ -63,6 +63,10 @@ pub struct Analysis {
     pub saturation: Option<Saturation>,
     /// Highest offered load whose step met the SLO, below the first step that failed it.
     pub capacity: Option<f64>,
+    /// No step failed the SLO: the capacity is only a lower bound ("≥ X"), never a value to
+    /// take a ratio against.
+    #[serde(default)]
+    pub capacity_lower_bound: bool,
     pub peak_throughput: f64,
     pub littles_law: Vec<LittleCheck>,
     pub usl: Option<UslFit>,
@@ -160,22 +164,77 @@ pub fn littles_law(s: &StepRecord) -> Option<LittleCheck> {
     })
 }
 
-/// Whether the generator may have been the bottleneck of this step, and why.
+/// Send lag (p99) from which a generator with connections to spare fell behind its schedule…
+pub const GENERATOR_LAG_MS: f64 = 10.0;
+/// …provided the lag is also this share of the response time p99: lag much shorter than the
+/// server's own delay (a busy host's scheduler hiccups under a growing queue) changes nothing
+/// the step measured.
+pub const GENERATOR_LAG_SHARE: f64 = 0.25;
+/// Arrivals never sent, with connections to spare, as a share of those sent, from which the
+/// generator did not deliver the offered load.
+pub const GENERATOR_UNSENT_SHARE: f64 = 0.01;
+
+/// Whether the generator itself fell behind in this step, with the evidence: its CPU near
+/// its threads' capacity, or (open loop, no arrival ever waited for a connection) send lag
+/// that matters beside the response time, or arrivals it never sent. Lag from arrivals that
+/// waited for a busy connection is the server's queue, not the generator's doing.
 pub fn generator_bound(mode: &str, s: &StepRecord) -> Option<String> {
     let g = &s.generator;
+    let sum = &s.summary;
+    let lag = sum.send_lag_ms.p99;
     if g.cpu_pct >= GENERATOR_CPU {
         return Some(format!(
-            "generator CPU at {:.0}% of its {} thread(s)",
+            "generator CPU at {:.0}% of its {} thread(s), send lag p99 {lag:.1} ms",
             g.cpu_pct, g.threads
         ));
     }
-    if mode == "open" && g.pool_waits == 0 && s.summary.send_lag_ms.p99 > 10.0 {
+    if mode != "open" || g.pool_waits > 0 {
+        return None;
+    }
+    let rt = sum.response_time_ms.p99;
+    if lag > GENERATOR_LAG_MS && lag > GENERATOR_LAG_SHARE * rt {
         return Some(format!(
-            "send lag p99 {:.1} ms with connections to spare: the generator fell behind its schedule",
-            s.summary.send_lag_ms.p99
+            "send lag p99 {lag:.1} ms against a response time p99 of {rt:.1} ms, with              connections to spare (no arrival waited for one) and generator CPU at {:.0}%:              overload fell behind its schedule",
+            g.cpu_pct
         ));
     }
-    None
+    let sent = sum.sent.max(1) as f64;
+    (sum.unsent as f64 > GENERATOR_UNSENT_SHARE * sent).then(|| {
+        format!(
+            "{} arrivals never sent ({:.1}% of those sent) with connections to spare and              generator CPU at {:.0}%: overload did not deliver the offered load",
+            sum.unsent,
+            sum.unsent as f64 / sent * 100.0,
+            g.cpu_pct
+        )
+    })
+}
+
+/// The highest load (steps in order of load) at which every run met the SLO and was sustained,
+/// below the first load where one did not; and whether no load failed (the capacity is then a
+/// lower bound). A run that failed while flagged generator-bound measured overload, not the
+/// server, and does not count against its load when another run there met the SLO.
+pub fn capacity_of(steps: &[StepRecord], slo: &Slo) -> (Option<f64>, bool) {
+    let meets =
+        |s: &StepRecord| slo.holds(&s.summary) && !s.flags.iter().any(|f| f == "not-sustained");
+    let mut best = None;
+    let mut i = 0;
+    while i < steps.len() {
+        let rate = steps[i].offered;
+        let runs: Vec<&StepRecord> = steps[i..]
+            .iter()
+            .take_while(|s| s.offered == rate)
+            .collect();
+        i += runs.len();
+        let counted: Vec<&&StepRecord> = runs
+            .iter()
+            .filter(|s| meets(s) || !s.flags.iter().any(|f| f == "generator-bound"))
+            .collect();
+        if counted.is_empty() || !counted.iter().all(|s| meets(s)) {
+            return (best, false);
+        }
+        best = Some(rate);
+    }
+    (best, best.is_some())
 }
 
 /// The flags of a finished step, given the steps before it (used when the step ends).
@@ -225,24 +284,18 @@ pub fn analyze(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> Analysis 
         )),
         None => {}
     }
-    let capacity = slo.and_then(|slo| {
-        let mut best = None;
-        for s in steps {
-            if slo.holds(&s.summary) {
-                best = Some(s.offered);
-            } else {
-                break;
-            }
-        }
-        best
-    });
-    if let (Some(slo), Some(c)) = (slo, capacity) {
-        findings.push(format!(
+    let (capacity, capacity_lower_bound) = slo.map_or((None, false), |slo| capacity_of(steps, slo));
+    match (slo, capacity) {
+        (Some(slo), Some(c)) if capacity_lower_bound => findings.push(format!(
+            "capacity under SLO '{}': at least {c:.0} {unit} (every step met it: the highest load tried)",
+            slo.text
+        )),
+        (Some(slo), Some(c)) => findings.push(format!(
             "capacity under SLO '{}': {c:.0} {unit} (highest step that met it)",
             slo.text
-        ));
-    } else if let Some(slo) = slo {
-        findings.push(format!("no step met the SLO '{}'", slo.text));
+        )),
+        (Some(slo), None) => findings.push(format!("no step met the SLO '{}'", slo.text)),
+        (None, _) => {}
     }
     let littles_law: Vec<LittleCheck> = steps.iter().filter_map(littles_law).collect();
     for c in littles_law.iter().filter(|c| c.off) {
@@ -297,6 +350,7 @@ pub fn analyze(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> Analysis 
         mode: mode.to_string(),
         saturation,
         capacity,
+        capacity_lower_bound,
         peak_throughput,
         littles_law,
         usl,
@@ -445,7 +499,52 @@ pub(crate) mod tests {
             .collect();
         let a = analyze("open", &steps, Some(&slo));
         assert_eq!(a.capacity, Some(200.0));
+        assert!(!a.capacity_lower_bound);
         assert_eq!(a.saturation.unwrap().step, 2);
+    }
+
+    /// Every step met the SLO: the capacity is a lower bound, and says so.
+    #[test]
+    fn capacity_that_never_failed_is_a_lower_bound() {
+        let slo = slo::parse("p99<100ms").unwrap();
+        let steps: Vec<StepRecord> = [100.0, 200.0]
+            .iter()
+            .enumerate()
+            .map(|(i, &o)| step(i, o, summary(o, o, 10.0, 0)))
+            .collect();
+        let a = analyze("open", &steps, Some(&slo));
+        assert_eq!((a.capacity, a.capacity_lower_bound), (Some(200.0), true));
+        assert!(
+            a.findings.iter().any(|f| f.contains("at least 200")),
+            "{:?}",
+            a.findings
+        );
+    }
+
+    /// Probes repeated at one load (steps sorted by load): the load counts only if every run
+    /// met the SLO and kept up; a generator-bound failure that was run again does not count.
+    #[test]
+    fn capacity_counts_a_load_only_if_every_run_met_the_slo() {
+        let slo = slo::parse("p99<100ms").unwrap();
+        let run = |i, o: f64, ms: f64, flag: Option<&str>| {
+            let mut s = step(i, o, summary(o, o, ms, 0));
+            s.flags.extend(flag.map(String::from));
+            s
+        };
+        let steps = vec![
+            run(0, 100.0, 10.0, None),
+            run(1, 200.0, 10.0, None),
+            run(2, 200.0, 150.0, None),
+            run(3, 300.0, 150.0, None),
+        ];
+        assert_eq!(capacity_of(&steps, &slo), (Some(100.0), false));
+        let steps = vec![
+            run(0, 100.0, 10.0, None),
+            run(1, 200.0, 150.0, Some("generator-bound")),
+            run(2, 200.0, 10.0, None),
+            run(3, 300.0, 10.0, Some("not-sustained")),
+        ];
+        assert_eq!(capacity_of(&steps, &slo), (Some(200.0), false));
     }
 
     #[test]
@@ -486,5 +585,43 @@ pub(crate) mod tests {
         );
         let a = analyze("open", &[s], None);
         assert!(a.generator_bound.is_empty());
+    }
+
+    /// The case: 2% generator CPU, a server queue behind 8 busy workers: every
+    /// connection busy and arrivals waiting for one, so send lag grows — the server's doing.
+    /// Nor does a busy host's 15 ms scheduler hiccup under a 900 ms response time count. A
+    /// saturated generator does, with its evidence; so do arrivals it never sent.
+    #[test]
+    fn generator_self_check_fires_only_on_evidence_it_fell_behind() {
+        let mut s = step(0, 600.0, summary(600.0, 400.0, 900.0, 0));
+        s.generator.cpu_pct = 2.0;
+        s.summary.send_lag_ms.p99 = 700.0;
+        s.generator.pool_waits = 5_000;
+        assert_eq!(generator_bound("open", &s), None);
+        assert!(!step_flags("open", &[s.clone()], 0, None).contains(&"generator-bound".into()));
+        s.generator.pool_waits = 0;
+        s.summary.send_lag_ms.p99 = 15.0;
+        assert_eq!(
+            generator_bound("open", &s),
+            None,
+            "lag small beside the response time"
+        );
+
+        s.generator.cpu_pct = 96.0;
+        let why = generator_bound("open", &s).expect("saturated CPU");
+        assert!(why.contains("CPU at 96% of its 1 thread(s)"), "{why}");
+        assert!(why.contains("send lag p99 15.0 ms"), "{why}");
+        assert!(step_flags("open", &[s.clone()], 0, None).contains(&"generator-bound".into()));
+
+        s.generator.cpu_pct = 30.0;
+        s.summary.unsent = s.summary.sent / 10;
+        let why = generator_bound("open", &s).expect("unsent arrivals");
+        assert!(why.contains("never sent (10.0% of those sent)"), "{why}");
+        s.generator.pool_waits = 1;
+        assert_eq!(
+            generator_bound("open", &s),
+            None,
+            "they waited for a busy connection"
+        );
     }
 }

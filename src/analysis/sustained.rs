@@ -4,14 +4,15 @@
 use super::THROUGHPUT_SHARE;
 use crate::store::{SeriesPoint, StepRecord};
 
-/// Response time may rise over the step by this share of its early level before the trend
+/// Response time (or send lag) may rise over the step by this share of its early level before the trend
 /// counts as a growing queue…
 pub const RT_RISE_SHARE: f64 = 0.5;
 /// …and by at least this many milliseconds (jitter around a few ms is no queue).
 pub const RT_RISE_MIN_MS: f64 = 10.0;
 
 /// Why the server did not keep up during this open-loop step, or None when it did: throughput
-/// below 95% of the offered rate, or response time trending up over the step's seconds.
+/// below 95% of the offered rate, or response time or send lag trending up over the step's
+/// seconds.
 pub fn not_sustained(rec: &StepRecord, series: &[SeriesPoint]) -> Option<String> {
     let x = rec.summary.throughput;
     if x < THROUGHPUT_SHARE * rec.offered {
@@ -21,17 +22,35 @@ pub fn not_sustained(rec: &StepRecord, series: &[SeriesPoint]) -> Option<String>
             rec.offered
         ));
     }
-    let pts: Vec<(f64, f64)> = series
+    let seconds: Vec<&SeriesPoint> = series
         .iter()
         .filter(|p| p.step == rec.step && !p.warmup && p.responses > 0)
-        .map(|p| (p.t, p.response_time_mean_ms))
         .collect();
-    let (rise, early) = rise_over(&pts)?;
-    (rise > (RT_RISE_SHARE * early).max(RT_RISE_MIN_MS)).then(|| {
-        format!(
+    if let Some((rise, early)) = growing(&seconds, |p| p.response_time_mean_ms) {
+        return Some(format!(
             "not sustained: response time rose by {rise:.1} ms over the step (from about {early:.1} ms): the queue was growing"
-        )
-    })
+        ));
+    }
+    // Send lag rises when arrivals wait: for a connection (the queue moved into the
+    // generator's pool) or for a generator that fell behind its schedule. Either way the
+    // offered rate was not being served as offered.
+    let (rise, early) = growing(&seconds, |p| p.send_lag_mean_ms)?;
+    let waiting = if rec.generator.pool_waits > 0 {
+        "arrivals waited for a busy connection"
+    } else {
+        "the generator fell behind its schedule"
+    };
+    Some(format!(
+        "not sustained: send lag rose by {rise:.1} ms over the step (from about {early:.1} ms): {waiting}"
+    ))
+}
+
+/// The rise of `y` over the seconds and its early level, when it trends up by more than
+/// [`RT_RISE_SHARE`] of that level and at least [`RT_RISE_MIN_MS`].
+fn growing(seconds: &[&SeriesPoint], y: impl Fn(&SeriesPoint) -> f64) -> Option<(f64, f64)> {
+    let pts: Vec<(f64, f64)> = seconds.iter().map(|p| (p.t, y(p))).collect();
+    let (rise, early) = rise_over(&pts)?;
+    (rise > (RT_RISE_SHARE * early.max(0.0)).max(RT_RISE_MIN_MS)).then_some((rise, early))
 }
 
 /// The least-squares rise of `(t, y)` over its span, and the fitted value at its start; None
@@ -61,6 +80,7 @@ mod tests {
         rt.iter()
             .enumerate()
             .map(|(i, &ms)| SeriesPoint {
+                send_lag_mean_ms: 0.5,
                 t: i as f64,
                 step,
                 offered: 200.0,
@@ -111,5 +131,29 @@ mod tests {
         let mut warm = series(0, &[20.0, 40.0, 60.0, 80.0]);
         warm.iter_mut().for_each(|p| p.warmup = true);
         assert_eq!(not_sustained(&rec, &warm), None);
+    }
+
+    /// Response time flat (the server answers each request as fast as ever) while arrivals wait
+    /// longer and longer to be sent: the offered rate was not served as offered.
+    #[test]
+    fn send_lag_trending_up_is_not_sustained() {
+        let mut rec = step(0, 200.0, summary(200.0, 198.0, 20.0, 0));
+        let mut lagging = series(0, &[20.0, 21.0, 20.0, 19.0, 20.0]);
+        for (p, lag) in lagging.iter_mut().zip([1.0, 30.0, 60.0, 90.0, 120.0]) {
+            p.send_lag_mean_ms = lag;
+        }
+        let why = not_sustained(&rec, &lagging).expect("send lag rising");
+        assert!(why.contains("send lag rose by 1"), "{why}");
+        assert!(why.contains("generator fell behind"), "{why}");
+        rec.generator.pool_waits = 40;
+        let why = not_sustained(&rec, &lagging).expect("send lag rising");
+        assert!(why.contains("busy connection"), "{why}");
+        // A few ms of jitter in the lag, or a steady high lag, is no trend.
+        for (p, lag) in lagging.iter_mut().zip([1.0, 4.0, 0.5, 6.0, 2.0]) {
+            p.send_lag_mean_ms = lag;
+        }
+        assert_eq!(not_sustained(&rec, &lagging), None);
+        lagging.iter_mut().for_each(|p| p.send_lag_mean_ms = 80.0);
+        assert_eq!(not_sustained(&rec, &lagging), None);
     }
 }

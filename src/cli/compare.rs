@@ -33,6 +33,6 @@ pub fn run(a: CompareArgs) -> crate::Result<i32> {
             crate::eoutln!("overload: note: {n}: {note}");
         }
     }
-    crate::outln!("\n{}", a.out.display());
+    crate::outln!("\n{}", crate::fsutil::shown(&a.out));
     Ok(0)
 }

@@ -48,7 +48,7 @@ pub fn run(a: ExperimentArgs) -> crate::Result<i32> {
         })?,
     };
     if a.dry_run {
-        crate::out!("{}", plan::describe(&exp, &dir.display().to_string()));
+        crate::out!("{}", plan::describe(&exp, &crate::fsutil::shown(&dir)));
         return Ok(0);
     }
     let mut state = if a.resume {
@@ -56,7 +56,7 @@ pub fn run(a: ExperimentArgs) -> crate::Result<i32> {
         s.check(&exp, &dir)?;
         crate::outln!(
             "resuming {}: {} of {} runs finished",
-            dir.display(),
+            crate::fsutil::shown(&dir),
             s.runs.len(),
             s.planned.len()
         );
@@ -65,11 +65,15 @@ pub fn run(a: ExperimentArgs) -> crate::Result<i32> {
         if resume::State::path(&dir).exists() {
             return Err(Error::usage(format!(
                 "--out: {} already holds an experiment; add --resume to go on with it",
-                dir.display()
+                crate::fsutil::shown(&dir)
             )));
         }
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| Error::usage(format!("--out: cannot create '{}': {e}", dir.display())))?;
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            Error::usage(format!(
+                "--out: cannot create '{}': {e}",
+                crate::fsutil::shown(&dir)
+            ))
+        })?;
         let s = resume::State::new(&exp);
         s.save(&dir)?;
         s
@@ -81,7 +85,7 @@ pub fn run(a: ExperimentArgs) -> crate::Result<i32> {
         exp.configs.len(),
         exp.repetitions,
         plan::fmt_long(plan::total_duration(&exp)),
-        dir.display()
+        crate::fsutil::shown(&dir)
     );
     let result = runner::execute(
         &exp,
@@ -94,8 +98,8 @@ pub fn run(a: ExperimentArgs) -> crate::Result<i32> {
     // The report covers whatever finished, also after an error or an interruption.
     let path = report::write(&exp, &dir, &state)?;
     crate::out!("{}", report::table(&exp, &dir, &state));
-    crate::outln!("\nreport:  {}", path.display());
-    crate::outln!("results: {}", dir.display());
+    crate::outln!("\nreport:  {}", crate::fsutil::shown(&path));
+    crate::outln!("results: {}", crate::fsutil::shown(&dir));
     let code = result?;
     if code == 0 && !state.complete {
         return Err(Error::runtime("the experiment ended with runs unfinished"));

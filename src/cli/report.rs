@@ -39,7 +39,7 @@ pub fn run(a: ReportArgs) -> crate::Result<i32> {
     if !r.complete() {
         crate::eoutln!(
             "overload: note: '{}' is an incomplete run ({} step{} saved); the report says so",
-            a.dir.display(),
+            crate::fsutil::shown(&a.dir),
             r.steps.len(),
             if r.steps.len() == 1 { "" } else { "s" }
         );
@@ -48,19 +48,19 @@ pub fn run(a: ReportArgs) -> crate::Result<i32> {
         crate::eoutln!("overload: note: {n}");
     }
     for p in &paths {
-        crate::outln!("{}", p.display());
+        crate::outln!("{}", crate::fsutil::shown(p));
     }
     if format == Format::Gnuplot {
         if let (Some(gp), Some(dir)) = (paths.last(), paths.last().and_then(|p| p.parent())) {
             let dir = if dir.as_os_str().is_empty() {
                 ".".into()
             } else {
-                dir.display().to_string()
+                crate::fsutil::shown(dir)
             };
             crate::eoutln!(
                 "overload: draw the charts with: cd {dir} && gnuplot {}",
                 gp.file_name()
-                    .map(|f| f.to_string_lossy())
+                    .map(|f| crate::units::escape_controls(&f.to_string_lossy()).into_owned())
                     .unwrap_or_default()
             );
         }

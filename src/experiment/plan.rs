@@ -426,7 +426,7 @@ pub fn describe(exp: &Experiment, dir: &str) -> String {
         o,
         "experiment '{}' from {}{}",
         exp.name,
-        exp.file.display(),
+        crate::fsutil::shown(&exp.file),
         if exp.quick { " (--quick)" } else { "" }
     );
     if !exp.description.is_empty() {

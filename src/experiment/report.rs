@@ -286,7 +286,7 @@ pub fn write(exp: &Experiment, dir: &Path, state: &State) -> crate::Result<PathB
         o,
         "<header>\n<h1>{}</h1>\n<p class=\"sub\">experiment {} · {} of {} runs finished · {} configuration(s) × {} repetition(s){}</p>",
         esc(&exp.name),
-        esc(&exp.file.display().to_string()),
+        esc(&crate::fsutil::shown(&exp.file)),
         state.runs.len(),
         state.planned.len(),
         exp.configs.len(),
@@ -301,7 +301,7 @@ pub fn write(exp: &Experiment, dir: &Path, state: &State) -> crate::Result<PathB
             o,
             "<div class=\"banner incomplete\"><strong>Incomplete experiment</strong> — {} run(s) not finished; `overload experiment {} --resume` goes on.</div>",
             state.planned.len() - state.runs.len(),
-            esc(&exp.file.display().to_string())
+            esc(&crate::fsutil::shown(&exp.file))
         );
     }
     o.push_str("</header>\n");

@@ -76,15 +76,19 @@ impl State {
         let text = std::fs::read_to_string(&p).map_err(|e| {
             Error::usage(format!(
                 "--resume: cannot read {}: {e} (no experiment started there?)",
-                p.display()
+                crate::fsutil::shown(&p)
             ))
         })?;
-        let s: State = serde_json::from_str(&text)
-            .map_err(|e| Error::usage(format!("--resume: {} is damaged: {e}", p.display())))?;
+        let s: State = serde_json::from_str(&text).map_err(|e| {
+            Error::usage(format!(
+                "--resume: {} is damaged: {e}",
+                crate::fsutil::shown(&p)
+            ))
+        })?;
         if s.format_version != FORMAT_VERSION {
             return Err(Error::usage(format!(
                 "--resume: {} has format version {}, this overload reads {FORMAT_VERSION}",
-                p.display(),
+                crate::fsutil::shown(&p),
                 s.format_version
             )));
         }
@@ -104,8 +108,8 @@ impl State {
         if self.fingerprint != exp.fingerprint || self.quick != exp.quick {
             return Err(Error::usage(format!(
                 "--resume: {} changed since the experiment in {} started (or --quick differs); start a new one with another --out",
-                exp.file.display(),
-                dir.display()
+                crate::fsutil::shown(&exp.file),
+                crate::fsutil::shown(dir)
             )));
         }
         Ok(())

@@ -70,7 +70,10 @@ fn set_aside(dir: &Path, id: &str) -> crate::Result<()> {
         std::fs::create_dir_all(&aside)?;
         let to = aside.join(format!("{id}-{}", crate::clock::unix_ms()));
         std::fs::rename(&p, &to)?;
-        crate::outln!("  {id}: an unfinished folder was moved to {}", to.display());
+        crate::outln!(
+            "  {id}: an unfinished folder was moved to {}",
+            crate::fsutil::shown(&to)
+        );
     }
     Ok(())
 }
@@ -145,7 +148,7 @@ pub fn execute(
             return Err(crate::Error::runtime(format!(
                 "{}: stopping its server failed ({e}); the run's results are kept in {}",
                 run.id,
-                out.display()
+                crate::fsutil::shown(&out)
             )));
         }
         if interrupted {

@@ -55,7 +55,7 @@ fn spawn_shell(cmd: &str, log: &Path, run_dir: &Path) -> crate::Result<(Child, P
         .create(true)
         .append(true)
         .open(log)
-        .map_err(|e| Error::runtime(format!("cannot open {}: {e}", log.display())))?;
+        .map_err(|e| Error::runtime(format!("cannot open {}: {e}", crate::fsutil::shown(log))))?;
     let err = out.try_clone()?;
     let mut c = Command::new("sh");
     c.arg("-c")

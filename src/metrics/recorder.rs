@@ -19,6 +19,10 @@ pub struct SecondBucket {
     pub bytes_in: u64,
     pub response_time_sum_us: u64,
     pub response_time_max_us: u64,
+    /// Send lag of the responses counted here (a trend within a step is a queue growing
+    /// in front of the server or a generator falling behind).
+    #[serde(default)]
+    pub send_lag_sum_us: u64,
 }
 
 impl SecondBucket {
@@ -29,6 +33,7 @@ impl SecondBucket {
         self.bytes_in += o.bytes_in;
         self.response_time_sum_us += o.response_time_sum_us;
         self.response_time_max_us = self.response_time_max_us.max(o.response_time_max_us);
+        self.send_lag_sum_us += o.send_lag_sum_us;
     }
 }
 
@@ -145,9 +150,8 @@ impl Recorder {
         let _ = self
             .service_time
             .record(us(done.saturating_duration_since(written)).max(1));
-        let _ = self
-            .send_lag
-            .record(us(started.saturating_duration_since(intended)));
+        let lag = us(started.saturating_duration_since(intended));
+        let _ = self.send_lag.record(lag);
         self.responses += 1;
         let ok = (200..400).contains(&status);
         if ok {
@@ -168,6 +172,7 @@ impl Recorder {
         b.bytes_in += bytes;
         b.response_time_sum_us += rt;
         b.response_time_max_us = b.response_time_max_us.max(rt);
+        b.send_lag_sum_us += lag;
     }
 
     /// A counted request that ended in a transport error.

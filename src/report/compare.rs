@@ -95,6 +95,45 @@ fn with_ratio(text: String, v: Option<f64>, base: Option<f64>, first: bool) -> S
     }
 }
 
+/// A run's capacity beside the base run's. A capacity that never failed is a lower bound,
+/// shown "≥ X". Its ratio against an exact base is a lower bound too ("≥ 1.20×"); against a
+/// base that is itself a lower bound no ratio is shown ("n/a"): the quotient is bounded only
+/// from above, and "≤ r×" would read as a regression when the base run simply stopped short.
+fn capacity_cell(r: &RunReport, base: &RunReport, first: bool) -> String {
+    let (a, b) = (&r.analysis, &base.analysis);
+    let Some(c) = a.capacity else {
+        let none = if r.data.info.slo.is_some() {
+            "none"
+        } else {
+            "no SLO"
+        };
+        return none.to_string();
+    };
+    let text = capacity_text(r);
+    match b.capacity {
+        Some(bc) if !first && bc > 0.0 && c.is_finite() && bc.is_finite() => {
+            if b.capacity_lower_bound {
+                format!("{text} (n/a×)")
+            } else if a.capacity_lower_bound {
+                format!("{text} (≥ {:.2}×)", c / bc)
+            } else {
+                format!("{text} ({:.2}×)", c / bc)
+            }
+        }
+        _ => text,
+    }
+}
+
+/// "400 req/s", or "≥ 400 req/s" when no step failed the SLO.
+pub fn capacity_text(r: &RunReport) -> String {
+    let a = &r.analysis;
+    match a.capacity {
+        Some(c) if a.capacity_lower_bound => format!("≥ {}", r.load_text(c)),
+        Some(c) => r.load_text(c),
+        None => "–".to_string(),
+    }
+}
+
 /// Rows of cells aligned in columns (first column left, others left too: they hold units).
 pub fn align(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
@@ -150,20 +189,7 @@ pub fn summary_rows(runs: &[RunReport], names: &[String]) -> Vec<Vec<String>> {
                 bsat,
                 i == 0,
             ),
-            with_ratio(
-                a.capacity.map_or(
-                    if r.data.info.slo.is_some() {
-                        "none"
-                    } else {
-                        "no SLO"
-                    }
-                    .to_string(),
-                    |v| r.load_text(v),
-                ),
-                a.capacity,
-                base.analysis.capacity,
-                i == 0,
-            ),
+            capacity_cell(r, base, i == 0),
             with_ratio(
                 format!("{}/s", fmt_num(a.peak_throughput)),
                 Some(a.peak_throughput),
@@ -283,7 +309,13 @@ pub fn spread_rows(sets: &[Vec<RunReport>], names: &[String]) -> Vec<Vec<String>
             n.clone(),
             set.len().to_string(),
             median_spread(sat, &load),
-            median_spread(cap, &load),
+            // A lower bound in any run makes the median one too (the median only rises when a
+            // value does).
+            if set.iter().any(|r| r.analysis.capacity_lower_bound) {
+                format!("≥ {}", median_spread(cap, &load))
+            } else {
+                median_spread(cap, &load)
+            },
             median_spread(peak, &|v| format!("{}/s", fmt_num(v))),
         ]);
     }
@@ -497,7 +529,7 @@ pub fn html(runs: &[RunReport], names: &[String]) -> String {
             o,
             "<dt>{}</dt><dd><code>{}</code><br/><code>{}</code> · started {}</dd>",
             esc(n),
-            esc(&r.data.dir.display().to_string()),
+            esc(&r.dir_shown()),
             esc(&crate::units::shell_join(&r.data.info.command_line)),
             esc(&crate::units::fmt_unix_ms(r.data.info.started_unix_ms))
         );
@@ -566,6 +598,37 @@ mod tests {
         assert_eq!(c.len(), 5);
         assert_eq!(c[4].series.len(), 2);
         assert!(c[4].title.starts_with("Server CPU"));
+    }
+
+    /// A run whose every step met the SLO has a capacity of "≥ X": never a plain value and
+    /// never the base of a ratio; its own ratio against an exact base is a lower bound too.
+    #[test]
+    fn a_capacity_that_never_failed_is_a_lower_bound() {
+        let exact = run("prefork", "open", testdata::open_sweep());
+        let bound = run("fpm", "open", testdata::open_sweep()[..2].to_vec());
+        let (ce, cb) = (
+            exact.analysis.capacity.unwrap(),
+            bound.analysis.capacity.unwrap(),
+        );
+        assert!(!exact.analysis.capacity_lower_bound);
+        assert!(bound.analysis.capacity_lower_bound);
+        let names = vec!["prefork".to_string(), "fpm".to_string()];
+        let rows = summary_rows(&[exact.clone(), bound.clone()], &names);
+        assert_eq!(rows[0][3], "capacity");
+        assert_eq!(rows[1][3], exact.load_text(ce));
+        assert_eq!(
+            rows[2][3],
+            format!("≥ {} (≥ {:.2}×)", bound.load_text(cb), cb / ce)
+        );
+        let rows = summary_rows(&[bound.clone(), exact.clone()], &names);
+        assert_eq!(rows[1][3], format!("≥ {}", bound.load_text(cb)));
+        assert_eq!(rows[2][3], format!("{} (n/a×)", exact.load_text(ce)));
+        let page = html(&[bound.clone(), exact], &names);
+        assert!(page.contains(&format!("≥ {}", bound.load_text(cb))));
+        let json = serde_json::to_value(&bound.analysis).unwrap();
+        assert_eq!(json["capacity_lower_bound"], true);
+        let report = super::super::html::render(&bound);
+        assert!(report.contains(&format!("≥ {}", esc(&bound.load_text(cb)))));
     }
 
     #[test]

@@ -54,14 +54,14 @@ pub fn check_parent(p: &Path) -> crate::Result<()> {
     if !dir.is_dir() {
         return Err(Error::usage(format!(
             "--out {}: directory '{}' does not exist",
-            p.display(),
-            dir.display()
+            crate::fsutil::shown(p),
+            crate::fsutil::shown(dir)
         )));
     }
     if p.is_dir() {
         return Err(Error::usage(format!(
             "--out {}: is a directory; give a file name",
-            p.display()
+            crate::fsutil::shown(p)
         )));
     }
     Ok(())

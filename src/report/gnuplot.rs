@@ -208,7 +208,15 @@ pub fn script(r: &RunReport, dat: &str) -> String {
             o,
             "set arrow {n} from {x}, graph 0 to {x}, graph 1 nohead dt 2 lw 1.5 lc rgb \"{CAPACITY_COLOR}\"\n\
              set label {n} {} at {x}, graph 0.91 offset 0.5,0 tc rgb \"{CAPACITY_COLOR}\"",
-            q(&format!("capacity {}", fmt_num(c))),
+            q(&format!(
+                "capacity {}{}",
+                if r.analysis.capacity_lower_bound {
+                    "at least "
+                } else {
+                    ""
+                },
+                fmt_num(c)
+            )),
             x = num(c)
         );
     }

@@ -30,15 +30,15 @@ pub fn check_writable(p: &Path) -> crate::Result<()> {
     if !dir.is_dir() {
         return Err(crate::Error::usage(format!(
             "--json {}: directory '{}' does not exist",
-            p.display(),
-            dir.display()
+            crate::fsutil::shown(p),
+            crate::fsutil::shown(dir)
         )));
     }
     // Found out now, not after the run, whose result would then be lost.
     if p.is_dir() {
         return Err(crate::Error::usage(format!(
             "--json {}: is a directory (expected a file name)",
-            p.display()
+            crate::fsutil::shown(p)
         )));
     }
     // Can a file be created there (permissions, read-only file system)? Try one.
@@ -53,7 +53,7 @@ pub fn check_writable(p: &Path) -> crate::Result<()> {
     if !created || !replaceable {
         return Err(crate::Error::usage(format!(
             "--json {}: cannot write there",
-            p.display()
+            crate::fsutil::shown(p)
         )));
     }
     Ok(())

@@ -24,7 +24,11 @@ impl RunReport {
         Ok(RunReport::from_data(store::load(dir)?))
     }
 
-    pub fn from_data(data: RunData) -> RunReport {
+    pub fn from_data(mut data: RunData) -> RunReport {
+        // Escaped once here, where the folder is read back: every format and every terminal
+        // line below is written from these fields, never from the raw file.
+        escape_strings(&mut data.info);
+        data.steps.iter_mut().for_each(escape_strings);
         let mut notes: Vec<String> = data.skipped.clone();
         let slo = match data.info.slo.as_deref() {
             Some(text) => match analysis::slo::parse(text) {
@@ -73,8 +77,13 @@ impl RunReport {
         self.data
             .dir
             .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
+            .map(|f| crate::units::escape_controls(&f.to_string_lossy()).into_owned())
             .unwrap_or_else(|| "run".to_string())
+    }
+
+    /// The results folder, for humans (control characters escaped).
+    pub fn dir_shown(&self) -> String {
+        crate::fsutil::shown(&self.data.dir)
     }
 
     pub fn is_open(&self) -> bool {
@@ -108,4 +117,47 @@ pub trait Exporter {
     /// The file(s) to write for the output path `out`, with their bytes: one for most
     /// formats; gnuplot writes its data and, beside it, the script that plots it.
     fn serialize(&self, r: &RunReport, out: &Path) -> crate::Result<Vec<(PathBuf, Vec<u8>)>>;
+}
+
+/// Escapes control characters in every string of `v` (names, URLs, the command line, server
+/// headers and pool names, map keys too): a results folder is input like any other, and what
+/// it holds reaches terminals and data files. Left as is when nothing needs escaping.
+fn escape_strings<T: serde::Serialize + serde::de::DeserializeOwned>(v: &mut T) {
+    let Ok(mut json) = serde_json::to_value(&*v) else {
+        return;
+    };
+    if escape_value(&mut json) {
+        if let Ok(back) = serde_json::from_value(json) {
+            *v = back;
+        }
+    }
+}
+
+/// Escapes the strings of `v` in place; true when one changed.
+fn escape_value(v: &mut serde_json::Value) -> bool {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => match crate::units::escape_controls(s) {
+            std::borrow::Cow::Owned(e) => {
+                *s = e;
+                true
+            }
+            std::borrow::Cow::Borrowed(_) => false,
+        },
+        Value::Array(a) => a.iter_mut().fold(false, |ch, x| escape_value(x) | ch),
+        Value::Object(m) => {
+            let mut changed = m.values_mut().fold(false, |ch, x| escape_value(x) | ch);
+            if m.keys()
+                .any(|k| crate::units::escape_controls(k) != k.as_str())
+            {
+                let old = std::mem::take(m);
+                for (k, x) in old {
+                    m.insert(crate::units::escape_controls(&k).into_owned(), x);
+                }
+                changed = true;
+            }
+            changed
+        }
+        _ => false,
+    }
 }

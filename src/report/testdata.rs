@@ -144,6 +144,7 @@ pub fn series(s: &StepRecord) -> Vec<SeriesPoint> {
                 bytes_in: 0,
                 response_time_mean_ms: s.summary.response_time_ms.mean,
                 response_time_max_ms: s.summary.response_time_ms.max,
+                send_lag_mean_ms: 0.0,
                 server: s.server.as_ref().and_then(|o| second_of(o, k)),
             }
         })

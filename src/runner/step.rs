@@ -105,6 +105,11 @@ pub fn run_step(
                 0.0
             },
             response_time_max_ms: b.response_time_max_us as f64 / 1e3,
+            send_lag_mean_ms: if b.responses > 0 {
+                b.send_lag_sum_us as f64 / b.responses as f64 / 1e3
+            } else {
+                0.0
+            },
             server: None,
         })
         .collect();

@@ -116,6 +116,9 @@ pub struct SeriesPoint {
     pub bytes_in: u64,
     pub response_time_mean_ms: f64,
     pub response_time_max_ms: f64,
+    /// Mean send lag of the responses of that second (0 in results from before it was kept).
+    #[serde(default)]
+    pub send_lag_mean_ms: f64,
     /// The server's state in that second (sampled beside the load, same clock).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::observe::SecondObservation>,

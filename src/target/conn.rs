@@ -221,11 +221,12 @@ impl Conn {
     /// Answers one request (its body already skipped), holding a worker permit throughout.
     async fn respond(&mut self, head: &Head) -> io::Result<Next> {
         let fault = self.shared.fault;
-        let limited = self.shared.gate.is_limited();
         let route = match fault {
             None | Some(Fault::CloseIdle) => head.route,
             Some(f) => Route::Fault(f),
         };
+        // The pool's status page answers while every worker is busy: it takes no permit.
+        let limited = self.shared.gate.is_limited() && route != Route::PoolStatus;
         let slow = matches!(route, Route::Sleep { .. } | Route::Cpu { .. });
         if slow || limited {
             // Earlier pipelined answers must not wait behind this one.
@@ -270,6 +271,14 @@ impl Conn {
                 self.small(200, OK_BODY, conn, head.is_head);
             }
             Route::Status(code) => write_status_response(&mut self.wbuf, code, conn, head.is_head),
+            Route::PoolStatus => match self.shared.gate.status() {
+                Some(s) => {
+                    let body = routes::pool_status_json(&s);
+                    self.small(200, body.as_bytes(), conn, head.is_head);
+                }
+                // No --workers: no pool to show.
+                None => write_status_response(&mut self.wbuf, 404, conn, head.is_head),
+            },
             Route::NotFound => write_status_response(&mut self.wbuf, 404, conn, head.is_head),
             Route::BadParam => write_status_response(&mut self.wbuf, 400, conn, head.is_head),
             Route::Fault(f) => next = faults::answer(f, self, head).await?,

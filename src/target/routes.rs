@@ -34,6 +34,8 @@ pub(crate) enum Route {
         us: u64,
     },
     Status(u16),
+    /// `/pool-status`: the `--workers` pool in PHP-FPM's status JSON (see workers.rs).
+    PoolStatus,
     Fault(Fault),
     NotFound,
     /// A known route with an unusable parameter: 400, connection kept.
@@ -64,6 +66,7 @@ impl Route {
             return mode.parse().map_or(Route::NotFound, Route::Fault);
         }
         match path {
+            "/pool-status" => Route::PoolStatus,
             "/sleep" => {
                 let (Some(ms), Some(jitter)) = (
                     param(query, "ms", DEFAULT_SLEEP_MS),
@@ -188,6 +191,20 @@ pub(crate) fn write_status_response(
     }
 }
 
+/// The pool's name on its status page (what the findings name).
+pub(crate) const POOL_NAME: &str = "overload-target";
+
+/// The body of `/pool-status`: the keys PHP-FPM's `?json` status uses, so one sampler
+/// (observe/fpm.rs, `--fpm-status`) reads both.
+pub(crate) fn pool_status_json(s: &super::workers::PoolStatus) -> String {
+    format!(
+        "{{\"pool\":\"{POOL_NAME}\",\"process manager\":\"static\",\"active processes\":{},\
+         \"idle processes\":{},\"total processes\":{},\
+         \"listen queue\":{},\"max listen queue\":{},\"max children reached\":{}}}\n",
+        s.busy, s.idle, s.total, s.waiting, s.max_waiting, s.waited
+    )
+}
+
 /// Appends the decimal form of `n` (no allocation).
 pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];
@@ -268,7 +285,29 @@ mod tests {
         assert_eq!(Route::parse("/fault/reset"), Route::Fault(Fault::Reset));
         assert_eq!(Route::parse("/fault/nope"), Route::NotFound);
         assert_eq!(Route::parse("/nope"), Route::NotFound);
+        assert_eq!(Route::parse("/pool-status?json"), Route::PoolStatus);
         assert_eq!(Route::parse("*"), Route::NotFound);
+    }
+
+    /// FPM's keys, as observe/fpm.rs reads them.
+    #[test]
+    fn pool_status_is_fpm_json() {
+        let s = super::super::workers::PoolStatus {
+            busy: 8,
+            idle: 0,
+            total: 8,
+            waiting: 57,
+            max_waiting: 60,
+            waited: 1234,
+        };
+        let v: serde_json::Value = serde_json::from_str(&pool_status_json(&s)).unwrap();
+        assert_eq!(v["pool"], POOL_NAME);
+        assert_eq!(v["active processes"], 8);
+        assert_eq!(v["idle processes"], 0);
+        assert_eq!(v["total processes"], 8);
+        assert_eq!(v["listen queue"], 57);
+        assert_eq!(v["max listen queue"], 60);
+        assert_eq!(v["max children reached"], 1234);
     }
 
     #[test]

@@ -161,8 +161,8 @@ impl fmt::Display for CapacityOutcome {
             )?,
         }
         f.write_str(&results::analysis_text(&self.analysis, &self.notes))?;
-        writeln!(f, "report:  {}", self.report.display())?;
-        writeln!(f, "\nresults: {}", self.dir.display())
+        writeln!(f, "report:  {}", crate::fsutil::shown(&self.report))?;
+        writeln!(f, "\nresults: {}", crate::fsutil::shown(&self.dir))
     }
 }
 
@@ -209,7 +209,7 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
             slo.text,
             cfg.start,
             cfg.precision * 100.0,
-            dir.display()
+            crate::fsutil::shown(&dir)
         );
     }
     let started = Instant::now();

@@ -100,12 +100,12 @@ impl fmt::Display for DemoOutcome {
             )?,
         }
         f.write_str(&results::analysis_text(&self.analysis, &self.notes))?;
-        writeln!(f, "report:  {}", self.report.display())?;
+        writeln!(f, "report:  {}", crate::fsutil::shown(&self.report))?;
         writeln!(
             f,
             "\nresults: {}  (overload report {} regenerates the report)",
-            self.dir.display(),
-            self.dir.display()
+            crate::fsutil::shown(&self.dir),
+            crate::fsutil::shown(&self.dir)
         )
     }
 }
@@ -198,9 +198,14 @@ pub fn run(
         rest: REST,
     };
     let mut stepper = Stepper::new(&base, "open", None, &mut writer, progress, exec);
-    // Watch the target's port and this process (the target runs in it) beside the load.
+    // Watch the target's port, this process (the target runs in it) and the target's own
+    // worker pool (its FPM-style status page) beside the load: the findings then name the
+    // busy workers and their queue, the limit this demo is built around.
+    let pool = crate::observe::FpmSource::parse(&format!("{}/pool-status", handle.url()))
+        .map_err(crate::Error::runtime)?;
     let observe_cfg = crate::observe::ObserveConfig {
         port: Some(handle.addr.port()),
+        fpm: vec![pool],
         groups: vec![crate::observe::GroupSpec::parse(&format!(
             "target=pid:{}",
             std::process::id()
@@ -213,7 +218,16 @@ pub fn run(
     handle.stop();
     let done = stepper.finish(&result, String::clone)?;
     result?;
-    let analysis = analysis::analyze("open", &done.steps, None);
+    let mut analysis = analysis::analyze("open", &done.steps, None);
+    // What the target's side showed (its pool, the host), as the report says it.
+    let observed: Vec<(f64, &crate::observe::StepObservation)> = done
+        .steps
+        .iter()
+        .filter_map(|s| s.server.as_ref().map(|o| (s.offered, o)))
+        .collect();
+    analysis
+        .findings
+        .extend(crate::observe::findings(&observed, "open"));
     let report = results::write_report(&dir)?;
     Ok(DemoOutcome {
         capacity,

@@ -58,6 +58,13 @@ pub fn open(
     config: serde_json::Value,
     slo: Option<&Slo>,
 ) -> crate::Result<Writer> {
+    if let Some(n) = name.filter(|n| n.chars().any(char::is_control)) {
+        // The name becomes part of the folder's name and is printed with it.
+        return Err(crate::Error::usage(format!(
+            "--name '{}': control characters are not allowed",
+            crate::units::escape_controls(n)
+        )));
+    }
     let name = name
         .map(str::to_string)
         .unwrap_or_else(|| name_from_url(urls.first().map_or("run", |s| s.as_str())));
@@ -120,5 +127,28 @@ mod tests {
             "127.0.0.1-8080-sleep"
         );
         assert_eq!(name_from_url("http://h/"), "h");
+    }
+
+    /// A `--name` with an escape sequence or a newline would end up raw in the folder's name
+    /// and in every line that prints it: refused, escaped in the message, nothing created.
+    #[test]
+    fn control_characters_in_a_name_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("run");
+        let urls = ["GET http://127.0.0.1:9/".to_string()];
+        let Err(e) = open(
+            Some(&out),
+            Some("a\u{1b}[2J\nb"),
+            "sweep",
+            "open",
+            &urls,
+            serde_json::Value::Null,
+            None,
+        ) else {
+            panic!("accepted a name with control characters");
+        };
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("'a\\x1b[2J\\x0ab'"), "{e}");
+        assert!(!out.exists());
     }
 }

@@ -152,8 +152,8 @@ impl fmt::Display for SweepOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "sweep ended: {}", self.reason)?;
         f.write_str(&results::analysis_text(&self.analysis, &self.notes))?;
-        writeln!(f, "report:  {}", self.report.display())?;
-        writeln!(f, "\nresults: {}", self.dir.display())
+        writeln!(f, "report:  {}", crate::fsutil::shown(&self.report))?;
+        writeln!(f, "\nresults: {}", crate::fsutil::shown(&self.dir))
     }
 }
 
@@ -212,7 +212,7 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
             crate::units::fmt_duration(t.step),
             crate::units::fmt_duration(t.warmup),
             crate::units::fmt_duration(t.rest),
-            dir.display()
+            crate::fsutil::shown(&dir)
         );
     }
     let progress = SweepProgress::new(Some(loads.len()), t.warmup, t.step, t.rest, unit, out.quiet);

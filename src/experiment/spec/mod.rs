@@ -243,7 +243,10 @@ fn validate(
             return Err(err(
                 file,
                 "name",
-                format!("'{n}' must be letters, digits, '-', '_' or '.'"),
+                format!(
+                    "'{}' must be letters, digits, '-', '_' or '.'",
+                    crate::units::escape_controls(n)
+                ),
             ))
         }
         Some(n) => n.clone(),

@@ -72,7 +72,10 @@ pub(super) fn servers(
                 return Err(err(
                     file,
                     &key("name"),
-                    format!("'{name}' must be letters, digits, '-', '_' or '.'"),
+                    format!(
+                        "'{}' must be letters, digits, '-', '_' or '.'",
+                        crate::units::escape_controls(&name)
+                    ),
                 ));
             }
             let ready = c
@@ -157,7 +160,10 @@ fn lab_servers(
             return Err(err(
                 file,
                 &key("name"),
-                format!("'{name}' must be letters, digits, '-', '_' or '.' (placeholders: {{stack}} and the knobs)"),
+                format!(
+                    "'{}' must be letters, digits, '-', '_' or '.' (placeholders: {{stack}} and the knobs)",
+                    crate::units::escape_controls(&name)
+                ),
             ));
         }
         let (k, db) = knobs_of(file, &format!("config '{name}'"), stack, &values)?;
