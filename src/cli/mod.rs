@@ -13,6 +13,7 @@ pub mod load_args;
 pub mod observe_args;
 pub mod report;
 pub mod run;
+pub mod segment_args;
 pub mod sweep;
 pub mod target;
 
