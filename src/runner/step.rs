@@ -4,7 +4,7 @@ use crate::analysis::{self, Slo};
 use crate::clock::unix_ms;
 use crate::engine::{self, Control, EngineConfig, Load};
 use crate::metrics::{histo, Summary};
-use crate::store::{GeneratorStats, SeriesPoint, StepRecord};
+use crate::store::{GeneratorStats, SeriesPoint, StepHists, StepRecord};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -135,6 +135,11 @@ pub fn run_step(
         summary,
         generator,
         response_time_hist: histo::encode(&rec.response_time),
+        hists: Some(StepHists {
+            service_time: histo::encode(&rec.service_time),
+            send_lag: histo::encode(&rec.send_lag),
+            connect_time: histo::encode(&rec.connect_time),
+        }),
         flags: Vec::new(),
         slo_ok: slo.map(|_| true),
         server: None,
