@@ -305,8 +305,10 @@ fn empty_folder_and_bad_input() {
     write_run(&dir, "nothing", "open", &[], false);
     ok(&run(&["report", dir.to_str().unwrap()]));
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    // Nothing to draw: each chart is a line of text saying so, not an empty frame.
     let (svgs, _) = check_html(&html);
-    assert_eq!(svgs, 6);
+    assert_eq!(svgs, 0);
+    assert_eq!(html.matches("<p class=\"empty-chart\">").count(), 6, "{html}");
     assert!(html.contains("no data"));
 
     let (_missing_tmp, missing) = scratch("missing");

@@ -8,6 +8,7 @@ pub mod capacity;
 pub mod compare;
 pub mod demo;
 pub mod experiment;
+pub mod generate;
 pub mod lab;
 pub mod load_args;
 pub mod merge;
@@ -54,6 +55,8 @@ pub enum Command {
     Agent(agent::AgentArgs),
     /// Run a matrix of server configurations from a TOML file and compare them in one report.
     Experiment(experiment::ExperimentArgs),
+    /// Write the manual pages or a shell's completions (for packagers and installs from source).
+    Generate(generate::GenerateArgs),
 }
 
 /// Parses the command line, runs it, and returns the process exit code.
@@ -87,6 +90,7 @@ pub fn main() -> i32 {
         Command::Merge(a) => merge::run(a),
         Command::Agent(a) => agent::run(a),
         Command::Experiment(a) => experiment::run(a),
+        Command::Generate(a) => generate::run(a),
     };
     match result {
         Ok(code) => code,

@@ -98,7 +98,7 @@ pub fn server_text(c: &Config) -> String {
 fn processes_chart(g: &Group) -> Option<Chart> {
     let mut c = Chart::new(
         "Server processes over time (the --watch groups, per second)",
-        Axis::fitted("seconds since the run started"),
+        Axis::fitted("seconds since the run started").with_unit("s"),
         Axis::linear("processes"),
     );
     let mut any = false;
@@ -135,7 +135,7 @@ fn response_time_chart(g: &Group) -> Option<Chart> {
     }
     let mut c = Chart::new(
         "Mean response time per second",
-        Axis::fitted("seconds since the run started"),
+        Axis::fitted("seconds since the run started").with_unit("s"),
         Axis::log("response time (ms, log scale)"),
     );
     for (i, (cfg, set)) in g.configs.iter().zip(&g.sets).enumerate() {

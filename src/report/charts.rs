@@ -198,7 +198,14 @@ pub fn latency_chart(r: &RunReport) -> Chart {
             }
         }
     };
-    let ramp = ["#93c5fd", "#3b82f6", "#1d4ed8", "#1e3a8a"];
+    // Four hues that stay apart for colour-blind readers too (not four blues), and a dash
+    // pattern per line so they part in greyscale prints as well.
+    let styles = [
+        (PALETTE[2], Line::Solid),
+        (PALETTE[0], Line::Solid),
+        (PALETTE[1], Line::Dashed),
+        (PALETTE[3], Line::Dotted),
+    ];
     type Pick = fn(&StepRecord) -> f64;
     let pcts: [(&str, Pick); 4] = [
         ("p50", |s| s.summary.response_time_ms.p50),
@@ -206,8 +213,8 @@ pub fn latency_chart(r: &RunReport) -> Chart {
         ("p99", |s| s.summary.response_time_ms.p99),
         ("p99.9", |s| s.summary.response_time_ms.p999),
     ];
-    for ((name, f), color) in pcts.into_iter().zip(ramp) {
-        c.add(Series::new(name, color, points(steps, lat(f))));
+    for ((name, f), (color, line)) in pcts.into_iter().zip(styles) {
+        c.add(Series::new(name, color, points(steps, lat(f))).line(line));
     }
     c.add(
         Series::new(
@@ -231,7 +238,7 @@ pub fn time_split_chart(r: &RunReport) -> Chart {
     let mut c = Chart::new(
         "Response time, service time and send lag (p99)",
         load_axis(r.is_open(), &offered),
-        Axis::log("ms, log scale"),
+        Axis::log("ms, log scale").with_unit("ms"),
     );
     let answered = |v: f64, s: &StepRecord| if s.summary.responses > 0 { v } else { f64::NAN };
     c.add(Series::new(
@@ -263,7 +270,7 @@ pub fn errors_chart(r: &RunReport) -> Chart {
     let mut c = Chart::new(
         "Errors and non-2xx/3xx responses vs load",
         load_axis(r.is_open(), &offered),
-        Axis::linear("per second"),
+        Axis::linear("per second").with_unit("/s"),
     );
     c.empty_note = if steps.is_empty() {
         "no data".to_string()
@@ -329,7 +336,7 @@ pub fn step_bands(r: &RunReport) -> Vec<Band> {
     ids.sort_unstable();
     ids.dedup();
     let mut out = Vec::new();
-    for (n, id) in ids.into_iter().enumerate() {
+    for id in ids {
         let pts: Vec<_> = r.data.series.iter().filter(|p| p.step == id).collect();
         let rec = r.steps.iter().find(|s| s.step == id);
         let (x0, x1, offered) = if !pts.is_empty() {
@@ -352,7 +359,8 @@ pub fn step_bands(r: &RunReport) -> Vec<Band> {
             x0,
             x1,
             label: Some(format!("{}{unit}", fmt_num(offered))),
-            fill: if n % 2 == 0 { "#f1f5f9" } else { "#ffffff" }.to_string(),
+            // One shade for every step (alternating with white read as gaps between steps).
+            fill: "#eef2f7".to_string(),
         });
         let warm: Vec<f64> = pts.iter().filter(|p| p.warmup).map(|p| p.t).collect();
         if let (Some(a), Some(b)) = (
@@ -486,6 +494,40 @@ mod tests {
         let t = timeline_charts(&r);
         assert_eq!(t[0].bands.len(), 10, "5 steps + 5 warm-ups");
         assert_eq!(sweep_charts(&r).len(), 6);
+    }
+
+    #[test]
+    fn percentile_lines_are_told_apart_by_hue_and_dash() {
+        let r = report("open", testdata::open_sweep());
+        let c = latency_chart(&r);
+        let styles: Vec<(&str, Line)> = c
+            .series
+            .iter()
+            .map(|s| (s.color.as_str(), s.line))
+            .collect();
+        assert_eq!(styles.len(), 5, "p50, p90, p99, p99.9, max");
+        let mut colors: Vec<&str> = styles.iter().map(|s| s.0).collect();
+        colors.sort();
+        colors.dedup();
+        assert_eq!(colors.len(), 5, "each line its own colour: {styles:?}");
+        // Not a ramp of one hue: at most one of them is a blue (hue 190°–250°).
+        let blue = |c: &&&str| {
+            let v = u32::from_str_radix(c.trim_start_matches('#'), 16).unwrap_or(0);
+            let [r, g, b] = [v >> 16, (v >> 8) & 0xff, v & 0xff].map(|x| x as f64 / 255.0);
+            let (max, min) = (r.max(g).max(b), r.min(g).min(b));
+            if max - min < 0.15 {
+                return false; // grey
+            }
+            let h = if max == b {
+                240.0 + 60.0 * (r - g) / (max - min)
+            } else if max == g {
+                120.0 + 60.0 * (b - r) / (max - min)
+            } else {
+                (60.0 * (g - b) / (max - min)).rem_euclid(360.0)
+            };
+            (190.0..=250.0).contains(&h)
+        };
+        assert!(colors.iter().filter(blue).count() <= 1, "{colors:?}");
     }
 
     #[test]

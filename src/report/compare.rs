@@ -376,7 +376,7 @@ pub fn compare_charts(runs: &[RunReport], names: &[String]) -> Vec<Chart> {
     let mut err = Chart::new(
         "Failed requests vs load",
         x(),
-        Axis::linear("% of requests (errors and 4xx/5xx)"),
+        Axis::linear("% of requests (errors and 4xx/5xx)").with_unit("% of requests"),
     );
     for (i, (r, n)) in runs.iter().zip(names).enumerate() {
         thr.add(Series::new(
@@ -437,7 +437,7 @@ pub fn compare_charts(runs: &[RunReport], names: &[String]) -> Vec<Chart> {
             x(),
             Axis {
                 max: Some(100.0),
-                ..Axis::linear("CPU, % of all cores")
+                ..Axis::linear("CPU, % of all cores").with_unit("% of all cores")
             },
         );
         for (i, (r, n)) in runs.iter().zip(names).enumerate() {

@@ -42,7 +42,13 @@ h2 { font-size: 19px; margin: 44px 0 14px; letter-spacing: -0.01em; }
 .card .k { font-size: 12px; text-transform: uppercase; letter-spacing: 0.07em; color: var(--muted); font-weight: 600; }
 .card .v { font-size: 28px; font-weight: 650; letter-spacing: -0.02em; font-variant-numeric: tabular-nums; margin-top: 2px; }
 .card .d { font-size: 13px; color: var(--muted); margin-top: 2px; }
-.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(540px, 1fr)); gap: 16px; }
+.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(540px, 100%), 1fr)); gap: 16px; }
+.charts > figure { min-width: 0; }
+/* A timeline squeezed to a phone's width is unreadable: it keeps 720 px and scrolls instead. */
+figure.wide { overflow-x: auto; }
+figure.wide svg.chart { min-width: 720px; }
+p.empty-chart { color: var(--muted); margin: 10px 0 0; }
+p.empty-chart strong { color: var(--ink); font-weight: 600; }
 figure.wide { grid-column: 1 / -1; }
 figure { margin: 0; background: var(--card); border: 1px solid var(--line); border-radius: 12px; padding: 6px 8px 2px; }
 svg.chart { width: 100%; height: auto; display: block; }
@@ -79,6 +85,9 @@ dl.info dd { margin: 0; word-break: break-word; }
 code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; font-size: 12.5px; }
 pre { background: #f3f4f6; padding: 10px 12px; border-radius: 8px; margin: 0; white-space: pre-wrap; word-break: break-all; }
 footer { margin-top: 48px; color: var(--muted); font-size: 12px; }
+td.flags { white-space: normal; min-width: 9em; }
+@media (max-width: 640px) { main { padding: 20px 12px 40px; } h1 { font-size: 23px; }
+  dl.info { grid-template-columns: 1fr; gap: 2px; } dl.info dd { margin-bottom: 8px; } }
 @media print { body { background: #ffffff; } figure, .card, .tablewrap, dl.info { break-inside: avoid; } }
 "#;
 
@@ -101,10 +110,21 @@ pub fn page_end(footer: &str) -> String {
     )
 }
 
-/// Charts in a responsive grid; `prefix` keeps the SVG ids unique on the page.
+/// Charts in a responsive grid; `prefix` keeps the SVG ids unique on the page. A chart with
+/// nothing to draw is one line of text under the grid, not an empty frame.
 pub fn chart_grid(charts: &[Chart], prefix: &str) -> String {
     let mut o = String::from("<div class=\"charts\">\n");
+    let mut empty = String::new();
     for (i, c) in charts.iter().enumerate() {
+        if !c.has_data() {
+            let _ = writeln!(
+                empty,
+                "<p class=\"empty-chart\"><strong>{}</strong>: {}</p>",
+                esc(&c.title),
+                esc(&c.empty_note)
+            );
+            continue;
+        }
         // Wide charts (timelines) take a whole row.
         let class = if c.width > 900.0 {
             " class=\"wide\""
@@ -118,6 +138,7 @@ pub fn chart_grid(charts: &[Chart], prefix: &str) -> String {
         );
     }
     o.push_str("</div>\n");
+    o.push_str(&empty);
     o
 }
 
@@ -431,7 +452,7 @@ fn steps_table(o: &mut String, r: &RunReport) {
         let _ = writeln!(
             o,
             "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{err_class}>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{server_cells}<td class=\"l\">{flags}</td></tr>",
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{server_cells}<td class=\"l flags\">{flags}</td></tr>",
             if sat == Some(s.offered) { " class=\"sat\"" } else { "" },
             s.step + 1,
             fmt_num(s.offered),
@@ -576,6 +597,7 @@ fn capitalized(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::svg::{Axis, Series};
     use super::super::testdata;
     use super::*;
     use crate::store::RunData;
@@ -611,6 +633,19 @@ mod tests {
         assert!(!html.contains("src="));
         // The run's URL appears as text only.
         assert!(!html.contains("href="));
+    }
+
+    #[test]
+    fn a_chart_without_data_is_one_line_not_an_empty_frame() {
+        let mut empty = Chart::new("Errors vs load", Axis::linear("x"), Axis::linear("y"));
+        empty.empty_note = "no transport errors".into();
+        let mut full = Chart::new("Throughput", Axis::linear("x"), Axis::linear("y"));
+        full.add(Series::new("a", "#000", vec![(1.0, 2.0)]));
+        let html = chart_grid(&[empty, full], "t");
+        assert_eq!(html.matches("<svg").count(), 1, "{html}");
+        assert!(html.contains(
+            "<p class=\"empty-chart\"><strong>Errors vs load</strong>: no transport errors</p>"
+        ));
     }
 
     #[test]

@@ -100,7 +100,7 @@ pub fn cpu_chart(r: &RunReport) -> Option<Chart> {
         format!("Server CPU vs load ({label})"),
         Axis {
             max: Some(100.0),
-            ..Axis::linear("CPU, % of all cores")
+            ..Axis::linear("CPU, % of all cores").with_unit("% of all cores")
         },
     );
     let host = |s: &StepRecord| server_of(s).and_then(|o| o.host);
@@ -179,7 +179,11 @@ pub fn cpu_per_response_chart(r: &RunReport) -> Option<Chart> {
             groups.join(", ")
         )
     };
-    let mut c = load_chart(r, title, Axis::linear("ms of CPU per response"));
+    let mut c = load_chart(
+        r,
+        title,
+        Axis::linear("ms of CPU per response").with_unit("ms of CPU"),
+    );
     for (i, name) in groups.iter().enumerate() {
         c.add(Series::new(
             format!("watched {name}"),
@@ -230,7 +234,7 @@ pub fn listen_overflow_chart(r: &RunReport) -> Option<Chart> {
     let mut c = load_chart(
         r,
         "Listen queue overflows and drops per step (host-wide)",
-        Axis::linear("count in the step"),
+        Axis::linear("count in the step").with_unit(""),
     );
     let overflows = per_step(r, |s| tcp(s).map(|t| t.listen_overflows as f64));
     let drops = per_step(r, |s| tcp(s).map(|t| t.listen_drops as f64));
@@ -384,7 +388,7 @@ pub fn tcp_timeline(r: &RunReport) -> Option<Chart> {
     // On loopback both ends of a connection match the port: say so where it matters.
     let mut c = timeline(r, title, "sockets (both ends when on loopback)");
     if log {
-        c.y = Axis::log("sockets, log scale (both ends when on loopback)");
+        c.y = Axis::log("sockets, log scale (both ends when on loopback)").with_unit("sockets");
     }
     for (name, color, pts, always) in lines {
         if always || pts.iter().any(|p| p.1 > 0.0) {

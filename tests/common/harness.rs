@@ -17,6 +17,8 @@ pub enum Need {
     LabPackages,
     /// `unshare --net` works: a private network namespace whose sysctls the test may change.
     NetNamespace,
+    /// Headless Chromium (`apt-get install chromium`), for the reports' layout check.
+    Chromium,
 }
 
 impl Need {
@@ -25,10 +27,12 @@ impl Need {
         static ROOT: OnceLock<Option<String>> = OnceLock::new();
         static LAB: OnceLock<Option<String>> = OnceLock::new();
         static NETNS: OnceLock<Option<String>> = OnceLock::new();
+        static CHROMIUM: OnceLock<Option<String>> = OnceLock::new();
         match self {
             Need::Root => ROOT.get_or_init(probe_root),
             Need::LabPackages => LAB.get_or_init(probe_lab),
             Need::NetNamespace => NETNS.get_or_init(probe_netns),
+            Need::Chromium => CHROMIUM.get_or_init(probe_chromium),
         }
         .clone()
     }
@@ -60,6 +64,14 @@ fn probe_netns() -> Option<String> {
         .output()
         .is_ok_and(|o| o.status.success());
     (!ok).then(|| "unshare --net is not permitted here (needs root or user namespaces)".into())
+}
+
+fn probe_chromium() -> Option<String> {
+    let ok = std::process::Command::new("chromium")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    (!ok).then(|| "no chromium on PATH (apt-get install chromium)".into())
 }
 
 /// A test that runs only where every one of `needs` is met; elsewhere it is ignored with the

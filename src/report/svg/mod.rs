@@ -166,7 +166,8 @@ impl Chart {
         self
     }
 
-    fn has_data(&self) -> bool {
+    /// Whether any point can be drawn; a page shows a chart without one as a line of text.
+    pub fn has_data(&self) -> bool {
         self.series.iter().any(|s| {
             s.points.iter().any(|&(x, y)| {
                 x.is_finite()
@@ -212,7 +213,13 @@ impl Chart {
         let (left, right, bottom) = (64.0, 20.0, 48.0);
         let (items, rows) = self.legend_layout(w - left - right);
         let legend_top = 38.0;
-        let top = legend_top + rows as f64 * 18.0 + 10.0;
+        // Step labels get a strip of their own above the plot, so no line crosses them.
+        let strip = if self.bands.iter().any(|b| b.label.is_some()) {
+            14.0
+        } else {
+            0.0
+        };
+        let top = legend_top + rows as f64 * 18.0 + 10.0 + strip;
         let (pw, ph) = (w - left - right, h - top - bottom);
         if !self.has_data() {
             let _ = writeln!(
@@ -240,6 +247,17 @@ impl Chart {
             .collect();
         let dom = |a: &Axis, v: &[f64], headroom: bool| {
             let (mut lo, mut hi) = domain(v, a.log, a.zero, headroom).unwrap_or((1.0, 10.0));
+            if !a.log && !a.zero {
+                // A fitted axis (time) ends where the data ends: a timeline's axis stops with
+                // the run rather than at the next round number.
+                let finite = v.iter().copied().filter(|x| x.is_finite());
+                let (a0, a1) = finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| {
+                    (l.min(x), h.max(x))
+                });
+                if a1 - a0 > 1e-9 {
+                    (lo, hi) = (a0, a1);
+                }
+            }
             if let Some(m) = a.min.filter(|m| m.is_finite() && (!a.log || *m > 0.0)) {
                 lo = m;
             }
@@ -304,7 +322,8 @@ impl Chart {
                 let (a, c) = (a.min(c), a.max(c));
                 let _ = writeln!(
                     o,
-                    "<rect x=\"{a:.1}\" y=\"{top}\" width=\"{:.1}\" height=\"{ph}\" fill=\"{}\"/>",
+                    // The white edge parts neighbouring steps of the same shade.
+                    "<rect x=\"{a:.1}\" y=\"{top}\" width=\"{:.1}\" height=\"{ph}\" fill=\"{}\" stroke=\"#ffffff\" stroke-width=\"2\"/>",
                     c - a,
                     esc(&b.fill)
                 );
@@ -314,7 +333,7 @@ impl Chart {
                             o,
                             "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\" fill=\"{MUTED}\">{}</text>",
                             (a + c) / 2.0,
-                            top + 12.0,
+                            top - 4.0,
                             esc(l)
                         );
                     }
@@ -435,10 +454,8 @@ impl Chart {
                         // A hover tooltip with the values: no script needed.
                         let _ = writeln!(
                             o,
-                            "<g>{m}<title>{}: {} at {}</title></g>",
-                            esc(&s.name),
-                            fmt_val(y),
-                            fmt_val(x)
+                            "<g>{m}<title>{}</title></g>",
+                            esc(&tooltip(&s.name, (x, &self.x), (y, &self.y)))
                         );
                     }
                 }
@@ -486,6 +503,19 @@ fn marker_svg(m: Marker, color: &str, x: f64, y: f64) -> String {
         ),
         Marker::None => String::new(),
     }
+}
+
+/// A point's hover text with the axes' units: "p99: 132 ms at 200 requests/s".
+fn tooltip(name: &str, (x, xa): (f64, &Axis), (y, ya): (f64, &Axis)) -> String {
+    let with = |v: f64, a: &Axis| {
+        let u = a.unit();
+        match u {
+            "" => fmt_val(v),
+            u if u.starts_with('%') || u.starts_with('/') => format!("{}{u}", fmt_val(v)),
+            u => format!("{} {u}", fmt_val(v)),
+        }
+    };
+    format!("{name}: {} at {}", with(y, ya), with(x, xa))
 }
 
 /// A value for tooltips: a few significant digits.
@@ -542,5 +572,65 @@ mod tests {
             z.to_svg("t3")
         };
         assert!(!only_zero.contains("NaN"), "{only_zero}");
+    }
+
+    #[test]
+    fn tooltips_carry_the_axes_units() {
+        let mut c = Chart::new(
+            "t",
+            Axis::linear("offered load (requests/s)"),
+            Axis::log("response time (ms, log scale)"),
+        );
+        c.add(Series::new("p99", "#000", vec![(200.0, 132.0)]));
+        let svg = c.to_svg("u");
+        assert!(
+            svg.contains("<title>p99: 132 ms at 200 requests/s</title>"),
+            "{svg}"
+        );
+        let mut c = Chart::new(
+            "t",
+            Axis::linear("time (s)"),
+            Axis::linear("CPU, % of all cores").with_unit("%"),
+        );
+        c.add(Series::new("busy", "#000", vec![(3.0, 42.0)]));
+        assert!(c.to_svg("v").contains("<title>busy: 42% at 3 s</title>"));
+    }
+
+    /// y of every `<text>` whose content is `label`, and of the first band's rectangle.
+    fn text_y(svg: &str, label: &str) -> Vec<f64> {
+        svg.lines()
+            .filter(|l| l.contains(&format!(">{label}</text>")))
+            .filter_map(|l| l.split("y=\"").nth(1)?.split('"').next()?.parse().ok())
+            .collect()
+    }
+
+    #[test]
+    fn a_timeline_ends_with_the_run_and_its_step_labels_sit_above_the_lines() {
+        let mut c = Chart::new("t", Axis::fitted("time (s)"), Axis::linear("responses/s"));
+        c.width = 1280.0;
+        let pts: Vec<(f64, f64)> = (0..=21).map(|i| (i as f64 * 0.5, 100.0)).collect();
+        c.add(Series::new("responses/s", "#000", pts));
+        c.band(Band {
+            x0: 0.0,
+            x1: 10.5,
+            label: Some("160/s".into()),
+            fill: "#eee".into(),
+        });
+        let svg = c.to_svg("w");
+        // The run ended at 10.5 s: the axis stops there, no tick at 11 or 12.
+        assert!(!text_y(&svg, "10").is_empty(), "{svg}");
+        assert!(text_y(&svg, "11").is_empty() && text_y(&svg, "12").is_empty());
+        // The step's label is above the plot area (whose top is the band's rectangle), where
+        // no series line can cross it.
+        let label_y = text_y(&svg, "160/s")[0];
+        let band_top: f64 = svg
+            .lines()
+            .find(|l| l.starts_with("<rect") && l.contains("fill=\"#eee\""))
+            .and_then(|l| l.split("y=\"").nth(1)?.split('"').next()?.parse().ok())
+            .unwrap();
+        assert!(
+            label_y < band_top,
+            "label at {label_y}, plot from {band_top}"
+        );
     }
 }

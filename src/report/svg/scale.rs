@@ -41,8 +41,9 @@ pub fn linear_ticks(min: f64, max: f64, target: usize) -> Vec<f64> {
     out
 }
 
-/// Ticks of a log axis over [min, max] (both > 0): 1-2-5 per decade when few decades are
-/// shown, powers of ten otherwise (every other one past six decades).
+/// Ticks of a log axis over [min, max] (both > 0): 1-2-5 per decade up to four decades (a
+/// reader interpolates between labelled ticks on a log scale only with them), powers of ten
+/// otherwise (every other one past six decades).
 pub fn log_ticks(min: f64, max: f64) -> Vec<f64> {
     if !(min > 0.0 && max >= min && max.is_finite()) {
         return Vec::new();
@@ -50,7 +51,7 @@ pub fn log_ticks(min: f64, max: f64) -> Vec<f64> {
     let lo = min.log10().floor() as i32;
     let hi = max.log10().ceil() as i32;
     let decades = hi - lo;
-    let mults: &[f64] = if decades <= 2 {
+    let mults: &[f64] = if decades <= 4 {
         &[1.0, 2.0, 5.0]
     } else {
         &[1.0]
@@ -173,7 +174,7 @@ pub fn domain(vals: &[f64], log: bool, zero: bool, headroom: bool) -> Option<(f6
                 .unwrap_or(10.0 * m)
         };
         // Over many decades only powers of ten are labelled: end on them.
-        if hi / lo > 100.0 {
+        if hi / lo > 1e4 {
             return Some((
                 10f64.powf(lo.log10().floor()),
                 10f64.powf(hi.log10().ceil()),
@@ -211,6 +212,8 @@ pub struct Axis {
     /// Fixed bounds instead of the data's.
     pub min: Option<f64>,
     pub max: Option<f64>,
+    /// The unit tooltips put after a value; None: read it from the label (see [`Axis::unit`]).
+    pub unit: Option<String>,
 }
 
 impl Axis {
@@ -221,6 +224,7 @@ impl Axis {
             zero: true,
             min: None,
             max: None,
+            unit: None,
         }
     }
     pub fn log(label: impl Into<String>) -> Axis {
@@ -228,6 +232,25 @@ impl Axis {
             log: true,
             zero: false,
             ..Axis::linear(label)
+        }
+    }
+    /// Names the unit for tooltips when the label does not carry it in parentheses.
+    pub fn with_unit(mut self, unit: impl Into<String>) -> Axis {
+        self.unit = Some(unit.into());
+        self
+    }
+    /// The unit of a value on this axis: the one given, else what the label says in
+    /// parentheses before any comma ("response time (ms, log scale)" → "ms"), else the label
+    /// itself ("responses/s").
+    pub fn unit(&self) -> &str {
+        if let Some(u) = &self.unit {
+            return u;
+        }
+        match (self.label.rfind('('), self.label.rfind(')')) {
+            (Some(a), Some(b)) if a < b => {
+                self.label[a + 1..b].split(',').next().unwrap_or("").trim()
+            }
+            _ => self.label.trim(),
         }
     }
     /// A linear axis fitted to the data rather than starting at zero (time).
@@ -273,7 +296,13 @@ mod tests {
             log_ticks(1.0, 100.0),
             vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
         );
-        assert_eq!(log_ticks(0.1, 1000.0), vec![0.1, 1.0, 10.0, 100.0, 1000.0]);
+        // 1-2-5 up to four decades, so a reader can place 300 ms between 200 and 500.
+        assert_eq!(log_ticks(0.1, 1000.0).len(), 13);
+        assert!(log_ticks(1.0, 1000.0).contains(&200.0));
+        assert_eq!(
+            log_ticks(1.0, 1e5),
+            vec![1.0, 10.0, 100.0, 1000.0, 1e4, 1e5]
+        );
         assert_eq!(log_ticks(1.0, 1e8).len(), 5, "{:?}", log_ticks(1.0, 1e8));
         assert!(log_ticks(0.0, 10.0).is_empty());
         assert!(log_ticks(-1.0, 10.0).is_empty());
@@ -295,9 +324,14 @@ mod tests {
             Some((0.0, 500.0))
         );
         assert_eq!(domain(&[3.0, 7.0], true, false, false), Some((2.0, 10.0)));
+        // Up to four decades the ends are 1-2-5 values (all labelled); past that, powers of ten.
         assert_eq!(
             domain(&[0.2, 1500.0], true, false, false),
-            Some((0.1, 10_000.0))
+            Some((0.2, 2000.0))
+        );
+        assert_eq!(
+            domain(&[0.2, 15_000.0], true, false, false),
+            Some((0.1, 100_000.0))
         );
         // Non-positive values are dropped on a log axis; one value gets a span around it.
         assert_eq!(
