@@ -428,6 +428,7 @@ pub(crate) mod tests {
                 pool_waits: 0,
             },
             response_time_hist: String::new(),
+            hists: None,
             flags: vec![],
             slo_ok: None,
             server: None,

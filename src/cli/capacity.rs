@@ -1,6 +1,7 @@
 //! `overload capacity`: arguments into a `CapacityConfig`, then `usecase::capacity`.
 use super::load_args::{parse_share_arg, ConnArgs, OpenLoopArgs, RequestArgs, Share, StepArgs};
 use super::observe_args::ObserveFlags;
+use super::segment_args::SegmentArgs;
 use crate::units::parse_rate;
 use crate::usecase::capacity::{self, CapacityConfig};
 use clap::Args;
@@ -29,6 +30,8 @@ pub struct CapacityArgs {
     pub conn: ConnArgs,
     #[command(flatten)]
     pub observe: ObserveFlags,
+    #[command(flatten)]
+    pub segment: SegmentArgs,
 }
 
 impl From<CapacityArgs> for CapacityConfig {
@@ -45,6 +48,7 @@ impl From<CapacityArgs> for CapacityConfig {
             request: a.request.into(),
             conn: a.conn.into(),
             observe: a.observe.into(),
+            segment: a.segment.into(),
         }
     }
 }

@@ -11,9 +11,11 @@ pub mod experiment;
 pub mod generate;
 pub mod lab;
 pub mod load_args;
+pub mod merge;
 pub mod observe_args;
 pub mod report;
 pub mod run;
+pub mod segment_args;
 pub mod sweep;
 pub mod target;
 
@@ -47,6 +49,8 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Overlay several runs' curves in one HTML page and compare them in a table.
     Compare(compare::CompareArgs),
+    /// Add the results folders of a split plan's segments (--segment I/N) into one, exactly.
+    Merge(merge::MergeArgs),
     /// Sample this host (CPU, processes, TCP) and serve it to a remote controller.
     Agent(agent::AgentArgs),
     /// Run a matrix of server configurations from a TOML file and compare them in one report.
@@ -83,6 +87,7 @@ pub fn main() -> i32 {
         Command::Lab(a) => lab::run(a),
         Command::Report(a) => report::run(a),
         Command::Compare(a) => compare::run(a),
+        Command::Merge(a) => merge::run(a),
         Command::Agent(a) => agent::run(a),
         Command::Experiment(a) => experiment::run(a),
         Command::Generate(a) => generate::run(a),

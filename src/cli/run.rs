@@ -1,6 +1,7 @@
 //! `overload run`: arguments into a `RunConfig`, then `usecase::run`.
 use super::load_args::{parse_dur, parse_think, ConnArgs, Dur, OpenLoopArgs, RequestArgs};
 use super::observe_args::ObserveFlags;
+use super::segment_args::SegmentArgs;
 use crate::units::{parse_duration, parse_rate};
 use crate::usecase::run::{self, RunConfig, RunLoad, DEFAULT_DURATION, DEFAULT_USERS};
 use crate::Error;
@@ -36,6 +37,8 @@ pub struct RunArgs {
     pub conn: ConnArgs,
     #[command(flatten)]
     pub observe: ObserveFlags,
+    #[command(flatten)]
+    pub segment: SegmentArgs,
     /// Service-level objective, e.g. 'p99<500ms,errors<1%'; exit code 3 when it fails.
     #[arg(long)]
     pub slo: Option<String>,
@@ -81,6 +84,7 @@ impl RunArgs {
             request: self.request.into(),
             conn: self.conn.into(),
             observe: self.observe.into(),
+            segment: self.segment.into(),
         })
     }
 }

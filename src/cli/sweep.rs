@@ -2,6 +2,7 @@
 use super::load_args::{parse_share_arg, parse_think, ConnArgs, OpenLoopArgs, RequestArgs};
 use super::load_args::{Share, StepArgs};
 use super::observe_args::ObserveFlags;
+use super::segment_args::SegmentArgs;
 use crate::plan::steps::{parse_levels, parse_users};
 use crate::units::parse_duration;
 use crate::usecase::sweep::{self, Levels, SweepConfig};
@@ -39,6 +40,8 @@ pub struct SweepArgs {
     pub conn: ConnArgs,
     #[command(flatten)]
     pub observe: ObserveFlags,
+    #[command(flatten)]
+    pub segment: SegmentArgs,
 }
 
 impl SweepArgs {
@@ -75,6 +78,7 @@ impl SweepArgs {
             request: self.request.into(),
             conn: self.conn.into(),
             observe: self.observe.into(),
+            segment: self.segment.into(),
         })
     }
 }

@@ -228,3 +228,47 @@ load = { kind = "capacity", slo = "p99<100ms", start = 100, max = 800, precision
         }
     }
 }
+
+/// `--segment` and `--start-at` survive the equivalent command line of every command that
+/// sends load, and bad values are usage errors naming the flag.
+#[test]
+fn segments_parse_back_from_their_display() {
+    use crate::plan::Segment;
+    use crate::usecase::SegmentConfig;
+    let segment = SegmentConfig {
+        segment: Segment { index: 2, count: 3 },
+        start_at_ms: Some(1_767_225_600_250),
+    };
+    let sweep = SweepConfig {
+        request: request(),
+        levels: Levels::Rates(vec![100.0]),
+        segment,
+        ..SweepConfig::default()
+    };
+    assert!(sweep
+        .to_string()
+        .contains("--segment 2/3 --start-at 1767225600.250"));
+    assert_eq!(sweep_back(&sweep), sweep);
+    let cap = CapacityConfig {
+        request: request(),
+        slo: Some("p99<100ms".into()),
+        segment,
+        ..CapacityConfig::default()
+    };
+    assert_eq!(capacity_back(&cap), cap);
+    let run = RunConfig {
+        request: request(),
+        segment,
+        ..RunConfig::default()
+    };
+    match parse(&run.to_string()) {
+        Command::Run(a) => assert_eq!(a.config().unwrap(), run),
+        _ => panic!("not a run: {run}"),
+    }
+    for bad in ["--segment=3/3", "--segment=x", "--start-at=yesterday"] {
+        let e = Cli::try_parse_from(["overload", "run", "http://127.0.0.1:1/", bad]).unwrap_err();
+        let flag = bad.split('=').next().unwrap();
+        assert!(e.to_string().contains(flag), "{bad}: {e}");
+        assert_eq!(e.exit_code(), 2);
+    }
+}

@@ -12,6 +12,7 @@ pub mod sys;
 pub mod transport;
 mod worker;
 
+pub use crate::plan::segment::Segment;
 pub use pacing::Arrival;
 
 use crate::metrics::Recorder;
@@ -88,14 +89,47 @@ pub struct EngineConfig {
     /// wake-up (zero: one per arrival). Response times forgive at most this much lag (the
     /// generator's own choice); send lag is reported raw, so nothing is hidden.
     pub pacing_slack: Duration,
+    /// The part of the plan this generator sends (scale-out); the load above is the whole
+    /// plan's, cut in [`run`] (see [`EngineConfig::segment_part`]).
+    pub segment: Segment,
 }
 
 impl EngineConfig {
     /// The offered load: the rate in open loop, the users in closed loop.
+    /// This generator's segment's share of it: the segments' offered loads add up to the plan's.
     pub fn offered(&self) -> (Option<f64>, Option<u64>) {
         match self.load {
-            Load::Open { rate, .. } => (Some(rate), None),
-            Load::Closed { users, .. } => (None, Some(users as u64)),
+            Load::Open { rate, .. } => (Some(rate / f64::from(self.segment.count)), None),
+            Load::Closed { users, .. } => (None, Some(self.segment.share(users as u64))),
+        }
+    }
+
+    /// The configuration the workers run for this segment: its share of the users, of the
+    /// connections and of `--requests`. The open loop's rate stays the plan's: the workers'
+    /// schedules stride through the one global schedule (`pacing`).
+    pub fn segment_part(&self) -> EngineConfig {
+        let seg = self.segment;
+        let share = |n: usize| seg.share(n as u64) as usize;
+        let load = match self.load {
+            Load::Open {
+                rate,
+                arrival,
+                max_connections,
+            } => Load::Open {
+                rate,
+                arrival,
+                // At least one: a segment with arrivals must be able to send them.
+                max_connections: share(max_connections).max(1),
+            },
+            Load::Closed { users, think } => Load::Closed {
+                users: share(users),
+                think,
+            },
+        };
+        EngineConfig {
+            load,
+            max_requests: self.max_requests.map(|n| seg.share(n)),
+            ..self.clone()
         }
     }
 
@@ -166,7 +200,7 @@ impl Outcome {
         planned_window(
             self.interrupted,
             cfg.duration,
-            cfg.max_requests,
+            cfg.max_requests.map(|n| cfg.segment.share(n)),
             self.recorder.requests,
         )
     }
@@ -205,6 +239,8 @@ pub fn run(
     if cfg.duration.is_none() && cfg.max_requests.is_none() {
         return Err(crate::Error::usage("a run needs --duration or --requests"));
     }
+    let part = cfg.segment_part();
+    let cfg = &part;
     let fd_limit = sys::raise_fd_limit();
     // No thread without work: a thread with no user (or no connection) would idle to the end.
     let work = match cfg.load {
@@ -282,8 +318,71 @@ pub fn run(
 
 #[cfg(test)]
 mod tests {
-    use super::planned_window;
-    use std::time::Duration;
+    use super::*;
+
+    fn config(load: Load, segment: Segment) -> EngineConfig {
+        EngineConfig {
+            addrs: Vec::new(),
+            requests: Vec::new(),
+            pick: Pick::Sequence,
+            load,
+            duration: None,
+            max_requests: Some(1001),
+            warmup: Duration::ZERO,
+            threads: 2,
+            keep_alive: true,
+            calls_per_connection: None,
+            timeout: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(1),
+            seed: 1,
+            pacing_slack: Duration::ZERO,
+            segment,
+        }
+    }
+
+    /// The parts of a split plan add up to the plan: users, connections, request count and
+    /// the offered load; the open loop's rate stays the plan's (its schedule is strided).
+    #[test]
+    fn segment_parts_add_up_to_the_plan() {
+        let closed = Load::Closed {
+            users: 10,
+            think: (Duration::ZERO, Duration::ZERO),
+        };
+        let open = Load::Open {
+            rate: 1000.0,
+            arrival: Arrival::Poisson,
+            max_connections: 7,
+        };
+        let (mut users, mut conns, mut requests, mut rate) = (0, 0, 0, 0.0);
+        for index in 0..3 {
+            let seg = Segment { index, count: 3 };
+            let c = config(closed, seg);
+            let part = c.segment_part();
+            if let Load::Closed { users: u, .. } = part.load {
+                users += u;
+                assert_eq!(c.offered(), (None, Some(u as u64)));
+            }
+            requests += part.max_requests.unwrap();
+            let o = config(open, seg);
+            match o.segment_part().load {
+                Load::Open {
+                    rate: r,
+                    max_connections,
+                    ..
+                } => {
+                    assert_eq!(r, 1000.0);
+                    conns += max_connections;
+                }
+                Load::Closed { .. } => unreachable!(),
+            }
+            rate += o.offered().0.unwrap();
+        }
+        assert_eq!((users, conns, requests), (10, 7, 1001));
+        assert!((rate - 1000.0).abs() < 1e-9, "{rate}");
+        // The whole plan is its own part.
+        let whole = config(closed, Segment::WHOLE);
+        assert_eq!(whole.segment_part().load, closed);
+    }
 
     #[test]
     fn the_planned_duration_applies_only_to_a_run_that_went_its_course() {

@@ -1,8 +1,16 @@
 //! Pacing: the open-loop arrival schedule and a timer precise below a millisecond.
 //!
-//! The schedule is ONE global schedule (not per connection, unlike wrk2): with T threads,
-//! thread k owns arrivals k, k+T, k+2T… of the constant schedule, or an independent Poisson
-//! stream of rate R/T (the superposition of T such streams is a Poisson stream of rate R).
+//! The schedule is ONE global schedule (not per connection, unlike wrk2), a function of the
+//! plan alone (rate, arrival process, seed): arrival n of a constant schedule is due at n/R,
+//! arrival n of a Poisson schedule after the first n+1 gaps of one exponential stream drawn
+//! from the seed. Whoever sends it (thread k of T, on generator i of N: see
+//! `plan::segment::Lane`) owns a lane of indices `offset + j × stride`, so threads and hosts
+//! splitting a plan send together exactly the schedule one thread would have sent.
+//!
+//! Poisson lanes draw every gap of the global stream and keep their own: R draws a second
+//! per thread whatever the split (a few ms of CPU a second at 100k/s), the price of an exact
+//! split. Gaps are whole nanoseconds added as integers, so every lane sums them identically.
+use crate::plan::segment::Lane;
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use std::os::fd::RawFd;
@@ -14,54 +22,54 @@ pub enum Arrival {
     Poisson,
 }
 
-/// One thread's share of the global arrival schedule.
+/// One lane of the global arrival schedule.
 #[derive(Debug)]
 pub struct Schedule {
     origin: Instant,
     rate: f64,
     arrival: Arrival,
-    /// Constant: global index of the next arrival. Poisson: unused.
+    /// Global index of the next arrival of this lane.
     index: u64,
     stride: u64,
     next: Instant,
+    /// Poisson: the global stream's generator, the index of the last gap drawn (or None
+    /// before the first) and the time of that arrival since the origin, in ns.
     rng: fastrand::Rng,
+    drawn: Option<u64>,
+    at_ns: u64,
 }
 
 impl Schedule {
-    pub fn new(
-        origin: Instant,
-        rate: f64,
-        arrival: Arrival,
-        thread: usize,
-        threads: usize,
-        seed: u64,
-    ) -> Schedule {
+    pub fn new(origin: Instant, rate: f64, arrival: Arrival, lane: Lane, seed: u64) -> Schedule {
         let mut s = Schedule {
             origin,
             rate,
             arrival,
-            index: thread as u64,
-            stride: threads as u64,
+            index: lane.offset,
+            stride: lane.stride.max(1),
             next: origin,
-            rng: fastrand::Rng::with_seed(
-                seed ^ (thread as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-            ),
+            rng: fastrand::Rng::with_seed(seed),
+            drawn: None,
+            at_ns: 0,
         };
-        s.next = match arrival {
-            Arrival::Constant => s.at_index(s.index),
-            Arrival::Poisson => origin + s.exp_gap(),
-        };
+        s.next = s.due(s.index);
         s
     }
 
-    fn at_index(&self, i: u64) -> Instant {
-        self.origin + Duration::from_secs_f64(i as f64 / self.rate)
-    }
-
-    fn exp_gap(&mut self) -> Duration {
-        // Thread rate is R/T; 1 - U avoids ln(0).
-        let per_thread = self.rate / self.stride as f64;
-        Duration::from_secs_f64(-(1.0 - self.rng.f64()).ln() / per_thread)
+    /// When global arrival `i` is due; Poisson lanes only ever move forward.
+    fn due(&mut self, i: u64) -> Instant {
+        match self.arrival {
+            Arrival::Constant => self.origin + Duration::from_secs_f64(i as f64 / self.rate),
+            Arrival::Poisson => {
+                while self.drawn.is_none_or(|d| d < i) {
+                    // 1 - U avoids ln(0); the gap is rounded to whole ns once, here.
+                    let gap = -(1.0 - self.rng.f64()).ln() / self.rate * 1e9;
+                    self.at_ns = self.at_ns.saturating_add(gap.round() as u64);
+                    self.drawn = Some(self.drawn.map_or(0, |d| d + 1));
+                }
+                self.origin + Duration::from_nanos(self.at_ns)
+            }
+        }
     }
 
     /// The intended time of the next arrival.
@@ -72,16 +80,8 @@ impl Schedule {
 
     #[inline]
     pub fn advance(&mut self) {
-        match self.arrival {
-            Arrival::Constant => {
-                self.index += self.stride;
-                self.next = self.at_index(self.index);
-            }
-            Arrival::Poisson => {
-                let gap = self.exp_gap();
-                self.next += gap;
-            }
-        }
+        self.index += self.stride;
+        self.next = self.due(self.index);
     }
 }
 
@@ -151,32 +151,89 @@ impl Drop for TimerFd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::segment::Segment;
 
-    #[test]
-    fn constant_threads_interleave_into_one_schedule() {
-        let t0 = Instant::now();
-        let mut all = Vec::new();
-        for k in 0..3 {
-            let mut s = Schedule::new(t0, 1000.0, Arrival::Constant, k, 3, 1);
-            for _ in 0..10 {
-                all.push(s.next().duration_since(t0));
+    /// The first `n` arrivals of a lane, as offsets from the origin.
+    fn take(s: &mut Schedule, t0: Instant, n: usize) -> Vec<Duration> {
+        (0..n)
+            .map(|_| {
+                let d = s.next().duration_since(t0);
                 s.advance();
+                d
+            })
+            .collect()
+    }
+
+    /// Segments of N hosts, each with its own thread count, reassemble into the schedule one
+    /// thread sends alone: the same arrivals at the same nanoseconds, none lost or doubled.
+    #[test]
+    fn segments_reassemble_into_the_whole_schedule() {
+        let t0 = Instant::now();
+        for arrival in [Arrival::Constant, Arrival::Poisson] {
+            let whole = Segment::WHOLE.lane(0, 1);
+            let reference = take(&mut Schedule::new(t0, 1500.0, arrival, whole, 42), t0, 6000);
+            for threads in [vec![1usize, 1], vec![3, 2, 1], vec![2, 2, 2, 2]] {
+                let count = threads.len() as u32;
+                let mut all = Vec::new();
+                for (index, &t) in threads.iter().enumerate() {
+                    let seg = Segment {
+                        index: index as u32,
+                        count,
+                    };
+                    for k in 0..t {
+                        // Each lane holds 6000 / stride arrivals of the first 6000.
+                        let lane = seg.lane(k, t);
+                        let n = (6000 - lane.offset).div_ceil(lane.stride) as usize;
+                        let mut s = Schedule::new(t0, 1500.0, arrival, lane, 42);
+                        all.extend(take(&mut s, t0, n));
+                    }
+                }
+                all.sort();
+                assert_eq!(all, reference, "{arrival:?} over {threads:?}");
             }
         }
-        all.sort();
+    }
+
+    #[test]
+    fn constant_is_evenly_spaced() {
+        let t0 = Instant::now();
+        let all = take(
+            &mut Schedule::new(t0, 1000.0, Arrival::Constant, Segment::WHOLE.lane(0, 1), 1),
+            t0,
+            30,
+        );
         for (i, d) in all.iter().enumerate() {
             assert_eq!(d.as_micros(), i as u128 * 1000);
         }
     }
 
     #[test]
-    fn poisson_mean_rate() {
+    fn another_seed_is_another_poisson_schedule() {
         let t0 = Instant::now();
-        let mut s = Schedule::new(t0, 2000.0, Arrival::Poisson, 0, 2, 7);
+        let lane = Segment::WHOLE.lane(0, 1);
+        let a = take(
+            &mut Schedule::new(t0, 1000.0, Arrival::Poisson, lane, 1),
+            t0,
+            50,
+        );
+        let b = take(
+            &mut Schedule::new(t0, 1000.0, Arrival::Poisson, lane, 2),
+            t0,
+            50,
+        );
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn poisson_mean_rate_of_a_lane() {
+        let t0 = Instant::now();
+        // Half of a 2,000/s schedule: 20,000 arrivals of a 1,000/s lane take ~20 s (mean
+        // within 3%).
+        let lane = Segment { index: 1, count: 2 }.lane(0, 1);
+        let mut s = Schedule::new(t0, 2000.0, Arrival::Poisson, lane, 7);
         for _ in 0..20_000 {
             s.advance();
         }
-        // 20,000 arrivals of a 1,000/s stream take ~20 s; the mean is within 3%.
         let secs = s.next().duration_since(t0).as_secs_f64();
         assert!((secs - 20.0).abs() < 0.6, "{secs}");
     }

@@ -343,6 +343,8 @@ pub fn measure(c: &Config, base: &str, out: &Path, name: &str, quiet: bool) -> M
             timing,
             slo: l.slo.clone(),
             conn: conn_config(c),
+            // An experiment runs on one generator host.
+            segment: Default::default(),
             observe: observe_args(c, base),
             output,
         }),
@@ -371,6 +373,7 @@ pub fn measure(c: &Config, base: &str, out: &Path, name: &str, quiet: bool) -> M
                 timing,
                 slo: l.slo.clone(),
                 conn: conn_config(c),
+                segment: Default::default(),
                 observe: observe_args(c, base),
                 output,
             })

@@ -1,8 +1,10 @@
 //! The plan: what to send (the request mix) and when (the load model).
 pub mod capacity;
 pub mod request;
+pub mod segment;
 pub mod steps;
 pub mod urls_file;
 
 pub use request::{parse_header, parse_headers, parse_method, RequestSpec, Url};
+pub use segment::Segment;
 pub use urls_file::read_urls_file;

@@ -30,6 +30,7 @@ pub fn render(r: &RunReport) -> crate::Result<String> {
             let mut v = serde_json::to_value(s)?;
             if let Some(o) = v.as_object_mut() {
                 o.remove("response_time_hist");
+                o.remove("hists");
             }
             Ok(v)
         })

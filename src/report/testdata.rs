@@ -122,6 +122,7 @@ pub fn step(
             pool_waits: 0,
         },
         response_time_hist: "HISTFAKE".to_string(),
+        hists: None,
         flags: vec![],
         slo_ok: None,
         server: None,

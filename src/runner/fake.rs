@@ -198,6 +198,7 @@ pub fn record(index: usize, load: &Load, s: Shape, secs: f64) -> StepRecord {
             pool_waits: 0,
         },
         response_time_hist: String::new(),
+        hists: None,
         flags: Vec::new(),
         slo_ok: None,
         server: None,
@@ -221,6 +222,7 @@ pub fn base(load: Load) -> EngineConfig {
         connect_timeout: Duration::from_secs(1),
         seed: 1,
         pacing_slack: Duration::ZERO,
+        segment: crate::plan::Segment::WHOLE,
     }
 }
 

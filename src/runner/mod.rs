@@ -43,6 +43,9 @@ pub struct Stepper<'a> {
     /// Capacity probes: flag a step `not-sustained` when the server did not keep up over it
     /// (analysis::sustained), judged on its per-second series before it is stored.
     pub check_sustained: bool,
+    /// `--start-at`: step k starts at `clock.start + k × grid` (warm-up + step + rest), so
+    /// the steps of generators sharing a plan line up; a step's drain eats into its rest.
+    pub grid: Option<Duration>,
 }
 
 impl<'a> Stepper<'a> {
@@ -67,6 +70,7 @@ impl<'a> Stepper<'a> {
             observer: None,
             exec,
             check_sustained: false,
+            grid: None,
         }
     }
 
@@ -150,7 +154,25 @@ impl<'a> Stepper<'a> {
 
     /// Rests between steps (the server drains); cut short by SIGINT.
     pub fn rest(&mut self, d: Duration) {
-        self.exec.rest(d);
+        match self.grid {
+            Some(grid) => {
+                let k = self.steps.len() as u32;
+                let due = self.clock.start + grid * k;
+                let now = std::time::Instant::now();
+                let late = now.saturating_duration_since(due);
+                // A few ms late is scheduling noise; more means this generator's steps no
+                // longer line up with the others' (its drain outlasted the rest).
+                if late > Duration::from_millis(100) {
+                    self.notes.push(format!(
+                        "step {} started {:.1} s after its --start-at slot: the previous step drained past the rest",
+                        k + 1,
+                        late.as_secs_f64()
+                    ));
+                }
+                self.exec.rest(due.saturating_duration_since(now));
+            }
+            None => self.exec.rest(d),
+        }
     }
 
     /// An interruption was asked for (before or during a step).

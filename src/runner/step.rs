@@ -4,7 +4,7 @@ use crate::analysis::{self, Slo};
 use crate::clock::unix_ms;
 use crate::engine::{self, Control, EngineConfig, Load};
 use crate::metrics::{histo, Summary};
-use crate::store::{GeneratorStats, SeriesPoint, StepRecord};
+use crate::store::{GeneratorStats, SeriesPoint, StepHists, StepRecord};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,6 +19,21 @@ impl RunClock {
         RunClock {
             start: Instant::now(),
             start_unix_ms: unix_ms(),
+        }
+    }
+    /// The clock of a run that starts at Unix time `at_ms` (`--start-at`), whether that is
+    /// a moment ago or still ahead: every generator of a split plan counts from it.
+    pub fn at(at_ms: u64) -> RunClock {
+        let (now, now_ms) = (Instant::now(), unix_ms());
+        let start = if at_ms >= now_ms {
+            now + Duration::from_millis(at_ms - now_ms)
+        } else {
+            now.checked_sub(Duration::from_millis(now_ms - at_ms))
+                .unwrap_or(now)
+        };
+        RunClock {
+            start,
+            start_unix_ms: at_ms,
         }
     }
     fn secs(&self, t: Instant) -> f64 {
@@ -63,6 +78,8 @@ pub fn run_step(
     let (rate, users) = cfg.offered();
     let summary =
         Summary::from_recorder(&outcome.recorder, rate, users, outcome.planned_window(&cfg));
+    // This generator's share of the level (the whole level unless the plan is split).
+    let offered = rate.unwrap_or(users.unwrap_or(0) as f64);
     let rec = &outcome.recorder;
     let wall = outcome
         .finished
@@ -83,7 +100,6 @@ pub fn run_step(
         Load::Closed { think, .. } => (think.0 + think.1).as_secs_f64() * 500.0,
         Load::Open { .. } => 0.0,
     };
-    let offered = offered_of(&load);
     let start_s = clock.secs(outcome.started);
     let warm_secs = cfg.warmup.as_secs_f64();
     let series = rec
@@ -124,6 +140,11 @@ pub fn run_step(
         summary,
         generator,
         response_time_hist: histo::encode(&rec.response_time),
+        hists: Some(StepHists {
+            service_time: histo::encode(&rec.service_time),
+            send_lag: histo::encode(&rec.send_lag),
+            connect_time: histo::encode(&rec.connect_time),
+        }),
         flags: Vec::new(),
         slo_ok: slo.map(|_| true),
         server: None,

@@ -216,3 +216,61 @@ fn slo_failures_mark_the_step_without_stopping_the_sweep() {
     );
     assert!(done.steps[3].flags.iter().any(|f| f == "slo-failed"));
 }
+
+/// `--start-at`: the rests end on the grid counted from the common start, whatever the step
+/// took, so generators sharing a plan start each step together; a step that starts past its
+/// slot says so.
+#[test]
+fn steps_start_on_the_start_at_grid() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = plan(rates(&[100.0, 200.0, 300.0]));
+    let base = fake::base(p.loads[0]);
+    let mut writer = fake::writer(dir.path(), "open");
+    let progress = SweepProgress::new(
+        None,
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+        "",
+        true,
+    );
+    let mut exec = Scripted::new(fake::server(1e9));
+    let grid = Duration::from_secs(10);
+    let start = crate::clock::unix_ms() + 60_000;
+    let mut stepper = Stepper::new(&base, "open", None, &mut writer, progress, &mut exec);
+    stepper.clock = super::step::RunClock::at(start);
+    stepper.grid = Some(grid);
+    sweep(&mut stepper, &p).unwrap();
+    let notes = std::mem::take(&mut stepper.notes);
+    drop(stepper);
+    // Scripted steps take no time: step k waits until start + k × 10 s, 70 s then 80 s away
+    // (the 5 s rest of the plan is replaced by the grid).
+    assert_eq!(exec.rests.len(), 2);
+    for (k, r) in exec.rests.iter().enumerate() {
+        let want = 60.0 + 10.0 * (k + 1) as f64;
+        assert!((r.as_secs_f64() - want).abs() < 1.0, "rest {k}: {r:?}");
+    }
+    assert!(notes.is_empty(), "{notes:?}");
+
+    // A start 25 s ago: step 2's slot (10 s) and step 3's (20 s) are past; no wait, and a
+    // note for each.
+    let mut writer = fake::writer(&dir.path().join("late"), "open");
+    let progress = SweepProgress::new(
+        None,
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+        "",
+        true,
+    );
+    let mut exec = Scripted::new(fake::server(1e9));
+    let mut stepper = Stepper::new(&base, "open", None, &mut writer, progress, &mut exec);
+    stepper.clock = super::step::RunClock::at(crate::clock::unix_ms() - 25_000);
+    stepper.grid = Some(grid);
+    sweep(&mut stepper, &p).unwrap();
+    let notes = std::mem::take(&mut stepper.notes);
+    drop(stepper);
+    assert_eq!(exec.rests, vec![Duration::ZERO; 2]);
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(notes[0].starts_with("step 2 started 15."), "{notes:?}");
+}

@@ -91,6 +91,10 @@ pub struct StepRecord {
     pub generator: GeneratorStats,
     /// The response-time histogram (µs), HdrHistogram V2 deflate serialization, base64.
     pub response_time_hist: String,
+    /// The other latency histograms, encoded the same way, so `overload merge` can add the
+    /// steps of several generators exactly (absent from folders of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hists: Option<StepHists>,
     /// Flags raised when the step ended: `saturated`, `slo-failed`, `generator-bound`,
     /// `littles-law`, `interrupted`.
     pub flags: Vec<String>,
@@ -99,6 +103,15 @@ pub struct StepRecord {
     /// What was observed on the server (and the generator host) during the step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::observe::StepObservation>,
+}
+
+/// A step's service-time, send-lag and connect-time histograms (µs), as
+/// [`StepRecord::response_time_hist`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepHists {
+    pub service_time: String,
+    pub send_lag: String,
+    pub connect_time: String,
 }
 
 /// One line of `series.jsonl`: one second of load.

@@ -93,8 +93,18 @@ impl Writer {
 
     /// Marks the run finished (or not) and records why it stopped.
     pub fn finish(&mut self, complete: bool, stop_reason: &str) -> crate::Result<()> {
+        self.finish_at(complete, stop_reason, unix_ms())
+    }
+
+    /// As [`Writer::finish`], with the time it finished (a merged run: its last generator's).
+    pub fn finish_at(
+        &mut self,
+        complete: bool,
+        stop_reason: &str,
+        finished_unix_ms: u64,
+    ) -> crate::Result<()> {
         self.info.complete = complete;
-        self.info.finished_unix_ms = Some(unix_ms());
+        self.info.finished_unix_ms = Some(finished_unix_ms);
         self.info.stop_reason = Some(stop_reason.to_string());
         self.write_info()
     }

@@ -2,7 +2,7 @@
 //! (plan::capacity), each probe a full step.
 use super::command::{self, Argv};
 use super::config::{base_config, parse_slo, ConnConfig, OpenLoopConfig, Output};
-use super::config::{RequestConfig, StepTiming};
+use super::config::{RequestConfig, SegmentConfig, StepTiming};
 use super::results;
 use crate::analysis::{self, Analysis, Slo};
 use crate::observe::ObserveArgs;
@@ -32,6 +32,8 @@ pub struct CapacityConfig {
     /// The SLO the search is about (required).
     pub slo: Option<String>,
     pub conn: ConnConfig,
+    /// Scale-out: this generator's part of the plan and the common start.
+    pub segment: SegmentConfig,
     pub observe: ObserveArgs,
     pub output: Output,
 }
@@ -48,6 +50,7 @@ impl Default for CapacityConfig {
             timing: StepTiming::default(),
             slo: None,
             conn: ConnConfig::default(),
+            segment: SegmentConfig::default(),
             observe: ObserveArgs::default(),
             output: Output::default(),
         }
@@ -61,6 +64,7 @@ impl fmt::Display for CapacityConfig {
         command::request(&mut a, &self.request, &self.conn);
         command::open_loop(&mut a, &self.open);
         command::observe(&mut a, &self.observe);
+        command::segment(&mut a, &self.segment);
         a.opt("--start", self.start.to_string());
         a.opt("--max", self.max.to_string());
         a.opt("--precision", self.precision.to_string());
@@ -183,12 +187,15 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
     cfg.open.validate()?;
     let t = &cfg.timing;
     let first = cfg.open.load(cfg.start);
-    let (base, urls) = base_config(&cfg.request, &cfg.conn, first, Some(t.step), None, t.warmup)?;
+    let (mut base, urls) =
+        base_config(&cfg.request, &cfg.conn, first, Some(t.step), None, t.warmup)?;
+    cfg.segment.validate(t.step, &[first])?;
+    base.segment = cfg.segment.segment;
     let config = serde_json::json!({
         "start": cfg.start, "max": cfg.max, "precision": cfg.precision, "repeat": cfg.repeat,
         "warmup_s": t.warmup.as_secs_f64(), "step_s": t.step.as_secs_f64(),
         "rest_s": t.rest.as_secs_f64(), "keep_alive": base.keep_alive, "threads": base.threads,
-        "connections": cfg.open.connections,
+        "connections": cfg.open.connections, "segment": cfg.segment.record(),
     });
     let observe_cfg = cfg.observe.to_config(base.addrs[0].port())?;
     let out = &cfg.output;
@@ -214,7 +221,15 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
     }
     let started = Instant::now();
     let progress = SweepProgress::new(None, t.warmup, t.step, t.rest, "req/s", out.quiet);
+    if !cfg.segment.wait_for_start(out.quiet) {
+        writer.finish(false, "interrupted while waiting for --start-at")?;
+        return Err(Error::runtime("interrupted while waiting for --start-at"));
+    }
     let mut stepper = Stepper::new(&base, "open", Some(&slo), &mut writer, progress, exec);
+    if let Some(at) = cfg.segment.start_at_ms {
+        stepper.clock = crate::runner::step::RunClock::at(at);
+        stepper.grid = Some(t.warmup + t.step + t.rest);
+    }
     stepper.observer = Some(crate::observe::Observer::start(observe_cfg)?);
     let search = CapacitySearch::new(cfg.start, cfg.max, cfg.precision);
     let result = crate::runner::capacity::search(

@@ -1,7 +1,7 @@
 //! A configuration as the `overload …` command line that does the same (what an
 //! experiment's `--dry-run` and its state file show): the `Display` of each configuration is
 //! built here, with every value written so that it parses back to the same value.
-use super::config::{ConnConfig, OpenLoopConfig, Output, RequestConfig, StepTiming};
+use super::config::{ConnConfig, OpenLoopConfig, Output, RequestConfig, SegmentConfig, StepTiming};
 use crate::engine::{Arrival, Pick};
 use crate::observe::ObserveArgs;
 use std::fmt;
@@ -90,6 +90,16 @@ pub fn request(a: &mut Argv, r: &RequestConfig, c: &ConnConfig) {
     }
     if c.seed != d.seed {
         a.opt("--seed", c.seed.to_string());
+    }
+}
+
+/// `--segment` and `--start-at`, when the plan is split or synchronized.
+pub fn segment(a: &mut Argv, s: &SegmentConfig) {
+    if !s.segment.is_whole() {
+        a.opt("--segment", s.segment.to_string());
+    }
+    if let Some(ms) = s.start_at_ms {
+        a.opt("--start-at", format!("{}.{:03}", ms / 1000, ms % 1000));
     }
 }
 

@@ -7,7 +7,8 @@
 //! experiment validates its TOML keys before it builds these, with errors naming the key.
 use crate::engine::{Arrival, EngineConfig, Load, Pick, Prepared};
 use crate::fsutil::{read_capped, MAX_BODY_FILE};
-use crate::plan::{parse_headers, parse_method, read_urls_file, RequestSpec, Url};
+use crate::plan::segment::check_start_at;
+use crate::plan::{parse_headers, parse_method, read_urls_file, RequestSpec, Segment, Url};
 use crate::Error;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -144,6 +145,77 @@ pub struct Output {
     pub name: Option<String>,
     /// No progress bar and no per-step lines.
     pub quiet: bool,
+}
+
+/// Scale-out: the part of the plan this generator sends, and when all parts start.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SegmentConfig {
+    /// `--segment I/N`: arrivals I, I+N, … of the schedule, a share of users and connections.
+    pub segment: Segment,
+    /// `--start-at`: Unix time (ms) at which every segment starts; a stepped run's steps then
+    /// start on a grid from it (step k at k × (warm-up + step + rest)), so they line up.
+    pub start_at_ms: Option<u64>,
+}
+
+impl SegmentConfig {
+    /// Refuses a start more than `late` in the past or more than a day ahead, and a load
+    /// level that leaves this segment without a user (or connection) to send with.
+    pub fn validate(&self, late: Duration, loads: &[Load]) -> crate::Result<()> {
+        if let Some(at) = self.start_at_ms {
+            check_start_at(at, crate::clock::unix_ms(), late).map_err(Error::usage)?;
+        }
+        let seg = self.segment;
+        for load in loads {
+            let (n, what) = match *load {
+                Load::Closed { users, .. } => (users, "users"),
+                Load::Open {
+                    max_connections, ..
+                } => (max_connections, "connections"),
+            };
+            if seg.share(n as u64) == 0 {
+                return Err(Error::usage(format!(
+                    "--segment {seg}: {n} {what} leave this segment none; use at least {} {what}",
+                    seg.count
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for `--start-at` (cut short by SIGINT); false when interrupted.
+    pub fn wait_for_start(&self, quiet: bool) -> bool {
+        let Some(at) = self.start_at_ms else {
+            return true;
+        };
+        let now = crate::clock::unix_ms();
+        if at > now && !quiet {
+            crate::eoutln!(
+                "waiting {:.1} s for --start-at {}",
+                (at - now) as f64 / 1e3,
+                crate::units::fmt_unix_ms(at)
+            );
+        }
+        while crate::clock::unix_ms() < at {
+            if crate::signals::interrupted() {
+                return false;
+            }
+            let left = at.saturating_sub(crate::clock::unix_ms());
+            std::thread::sleep(Duration::from_millis(left.min(50)));
+        }
+        true
+    }
+
+    /// The results' record of the split (run.json's config): `None` for a whole plan.
+    pub fn record(&self) -> serde_json::Value {
+        if self.segment.is_whole() && self.start_at_ms.is_none() {
+            return serde_json::Value::Null;
+        }
+        serde_json::json!({
+            "index": self.segment.index,
+            "count": self.segment.count,
+            "start_at_unix_ms": self.start_at_ms,
+        })
+    }
 }
 
 /// Parses an SLO text into the analysis' type, as a usage error.
@@ -295,6 +367,7 @@ pub fn base_config(
         connect_timeout: conn.connect_timeout,
         seed: conn.seed,
         pacing_slack: conn.pacing_slack,
+        segment: Segment::WHOLE,
     };
     Ok((cfg, mix.urls))
 }

@@ -13,7 +13,7 @@ pub mod run;
 pub mod sweep;
 
 pub use capacity::CapacityConfig;
-pub use config::{ConnConfig, OpenLoopConfig, Output, RequestConfig, StepTiming};
+pub use config::{ConnConfig, OpenLoopConfig, Output, RequestConfig, SegmentConfig, StepTiming};
 pub use demo::DemoConfig;
 pub use run::{RunConfig, RunLoad};
 pub use sweep::{Levels, SweepConfig};

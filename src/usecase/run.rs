@@ -1,5 +1,6 @@
 //! Run once: one load level held for a duration (or a request count), then a summary.
 use super::command::{self, Argv};
+use super::config::SegmentConfig;
 use super::config::{base_config, parse_slo, ConnConfig, OpenLoopConfig, RequestConfig};
 use crate::analysis::Slo;
 use crate::engine::{self, Control, EngineConfig, Load, Outcome};
@@ -35,6 +36,8 @@ pub struct RunConfig {
     /// Load sent before measuring starts (not counted).
     pub warmup: Duration,
     pub conn: ConnConfig,
+    /// Scale-out: this generator's part of the plan and the common start.
+    pub segment: SegmentConfig,
     pub observe: ObserveArgs,
     pub slo: Option<String>,
     /// Write the summary as one JSON object here.
@@ -60,6 +63,7 @@ impl Default for RunConfig {
             requests: None,
             warmup: Duration::ZERO,
             conn: ConnConfig::default(),
+            segment: SegmentConfig::default(),
             observe: ObserveArgs::default(),
             slo: None,
             json: None,
@@ -95,14 +99,19 @@ impl RunConfig {
         if self.requests == Some(0) {
             return Err(Error::usage("--requests must be at least 1"));
         }
-        base_config(
+        // Late by at most the run's length: past that this segment would miss the others.
+        let late = self.duration.unwrap_or(Duration::from_secs(1)) + self.warmup;
+        self.segment.validate(late, &[load])?;
+        let (mut cfg, urls) = base_config(
             &self.request,
             &self.conn,
             load,
             self.duration,
             self.requests,
             self.warmup,
-        )
+        )?;
+        cfg.segment = self.segment.segment;
+        Ok((cfg, urls))
     }
 
     fn observing(&self) -> bool {
@@ -132,6 +141,7 @@ impl fmt::Display for RunConfig {
         if self.observing() {
             command::observe(&mut a, &self.observe);
         }
+        command::segment(&mut a, &self.segment);
         if let Some(d) = self.duration {
             a.opt("--duration", command::dur(d));
         }
@@ -254,6 +264,10 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
     } else {
         None
     };
+    crate::signals::install();
+    if !rc.segment.wait_for_start(rc.quiet) {
+        return Err(Error::runtime("interrupted while waiting for --start-at"));
+    }
     let from = crate::clock::unix_ms();
     let (summary, outcome) = execute(&cfg, &urls, rc.quiet)?;
     let server = observer.map(|h| {

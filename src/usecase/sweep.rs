@@ -2,7 +2,7 @@
 //! each stored when it ends; then the saturation point, capacity and findings.
 use super::command::{self, Argv};
 use super::config::{base_config, parse_slo, ConnConfig, OpenLoopConfig, Output};
-use super::config::{RequestConfig, StepTiming};
+use super::config::{RequestConfig, SegmentConfig, StepTiming};
 use super::results;
 use crate::analysis::{self, Analysis};
 use crate::engine::Load;
@@ -42,6 +42,8 @@ pub struct SweepConfig {
     /// Service-level objective, e.g. `p99<500ms,errors<1%`.
     pub slo: Option<String>,
     pub conn: ConnConfig,
+    /// Scale-out: this generator's part of the plan and the common start.
+    pub segment: SegmentConfig,
     pub observe: ObserveArgs,
     pub output: Output,
 }
@@ -58,6 +60,7 @@ impl Default for SweepConfig {
             timing: StepTiming::default(),
             slo: None,
             conn: ConnConfig::default(),
+            segment: SegmentConfig::default(),
             observe: ObserveArgs::default(),
             output: Output::default(),
         }
@@ -105,6 +108,7 @@ impl fmt::Display for SweepConfig {
             Levels::Rates(_) => command::open_loop(&mut a, &self.open),
         }
         command::observe(&mut a, &self.observe);
+        command::segment(&mut a, &self.segment);
         match &self.levels {
             Levels::Rates(r) => a.opt("--rates", join(r)),
             Levels::Users { users, .. } => a.opt("--users", join(users)),
@@ -174,7 +178,10 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
         .first()
         .ok_or_else(|| Error::usage("give --rates (open loop) or --users (closed loop)"))?;
     let t = &cfg.timing;
-    let (base, urls) = base_config(&cfg.request, &cfg.conn, first, Some(t.step), None, t.warmup)?;
+    let (mut base, urls) =
+        base_config(&cfg.request, &cfg.conn, first, Some(t.step), None, t.warmup)?;
+    cfg.segment.validate(t.step, &loads)?;
+    base.segment = cfg.segment.segment;
     let think = match &cfg.levels {
         Levels::Users { think, .. } => *think,
         Levels::Rates(_) => None,
@@ -191,6 +198,7 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
         "connections": cfg.open.connections,
         "past_saturation": cfg.past_saturation,
         "max_errors": cfg.max_errors,
+        "segment": cfg.segment.record(),
     });
     let observe_cfg = cfg.observe.to_config(base.addrs[0].port())?;
     let out = &cfg.output;
@@ -223,7 +231,15 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
         max_p99_ms: cfg.max_p99.map(|d| d.as_secs_f64() * 1e3),
         rest: t.rest,
     };
+    if !cfg.segment.wait_for_start(out.quiet) {
+        writer.finish(false, "interrupted while waiting for --start-at")?;
+        return Err(Error::runtime("interrupted while waiting for --start-at"));
+    }
     let mut stepper = Stepper::new(&base, mode, slo.as_ref(), &mut writer, progress, exec);
+    if let Some(at) = cfg.segment.start_at_ms {
+        stepper.clock = crate::runner::step::RunClock::at(at);
+        stepper.grid = Some(t.warmup + t.step + t.rest);
+    }
     stepper.observer = Some(crate::observe::Observer::start(observe_cfg)?);
     let result = crate::runner::sweep::sweep(&mut stepper, &plan);
     let done = stepper.finish(&result, String::clone)?;

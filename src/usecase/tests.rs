@@ -328,3 +328,52 @@ fn capacity_probe_is_repeated_and_carries_its_spread() {
         o.notes
     );
 }
+
+/// A split plan refuses what it cannot do before anything runs: a level that leaves a
+/// segment without users, and a start time far in the past or more than a day ahead.
+#[test]
+fn segments_refuse_empty_shares_and_start_times_out_of_range() {
+    use crate::plan::Segment;
+    use crate::usecase::SegmentConfig;
+    let tmp = tempfile::tempdir().unwrap();
+    let seg = |start_at_ms| SegmentConfig {
+        segment: Segment { index: 3, count: 4 },
+        start_at_ms,
+    };
+    let users = |segment| SweepConfig {
+        request: request(),
+        levels: Levels::Users {
+            users: vec![3, 8],
+            think: None,
+        },
+        segment,
+        output: output(tmp.path()),
+        ..SweepConfig::default()
+    };
+    let mut exec = Scripted::new(fake::server(1e9));
+    let e = crate::usecase::sweep::run(&users(seg(None)), &mut exec).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(
+        e.to_string()
+            .contains("--segment 3/4: 3 users leave this segment none"),
+        "{e}"
+    );
+    let now = crate::clock::unix_ms();
+    let rates = |start_at_ms| SweepConfig {
+        levels: Levels::Rates(vec![100.0]),
+        ..users(seg(Some(start_at_ms)))
+    };
+    for (at, why) in [
+        (now - 31_000 - 5_000, "in the past"),
+        (now + 86_400_000 + 60_000, "24 h ahead"),
+    ] {
+        let e = crate::usecase::sweep::run(&rates(at), &mut exec).unwrap_err();
+        assert!(e.to_string().contains(why), "{e}");
+        assert_eq!(e.exit_code(), 2);
+    }
+    assert!(exec.offered.is_empty(), "nothing ran");
+    assert!(
+        !tmp.path().join("run").exists(),
+        "no results folder for a refused plan"
+    );
+}

@@ -104,7 +104,8 @@ impl<'a, T: Transport> Worker<'a, T> {
                 max_connections,
             } => {
                 let cap = share(max_connections as u64).max(1) as usize;
-                let s = Schedule::new(origin, rate, arrival, id, threads, cfg.seed);
+                let lane = cfg.segment.lane(id, threads);
+                let s = Schedule::new(origin, rate, arrival, lane, cfg.seed);
                 (0, cap, Some(s), (Duration::ZERO, Duration::ZERO))
             }
             Load::Closed { users, think } => {

@@ -1,0 +1,549 @@
+//! Exact merge of the results folders of a split plan (`--segment I/N` on N generators) into
+//! one folder that report, compare and the analysis read as if one host had run the plan.
+//!
+//! Per step, the histograms are added (HdrHistogram addition loses nothing: the merged
+//! percentiles are those of all the segments' requests together) and the counters summed;
+//! rates are recomputed over the step's window. Per second, counts are summed, the mean is
+//! weighted by responses and the max is the max. Flags that judge a step against the others
+//! (saturated, slo-failed, littles-law) are judged again on the merged steps; those about one
+//! generator (generator-bound, interrupted, not-sustained) are kept when any segment raised
+//! them. The server's observation is the first segment's that has one: the generators watch
+//! the same server.
+//!
+//! Refused, with a one-line reason: folders that are not segments, segments of different
+//! plans (their run.json config differs beyond the segment's own index and thread count),
+//! missing or doubled segments, and steps that do not line up (another load, or a start more
+//! than [`max_skew_ms`] apart).
+use crate::analysis;
+use crate::metrics::histo;
+use crate::metrics::summary::LatencyStats;
+use crate::metrics::Summary;
+use crate::store::{GeneratorStats, RunData, RunInfo, SeriesPoint, StepHists, StepRecord};
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// One folder's results, as merged.
+pub struct Merged {
+    pub info: RunInfo,
+    /// Steps with their seconds, in step order.
+    pub steps: Vec<(StepRecord, Vec<SeriesPoint>)>,
+    /// What the user must know (segments that stopped at different steps…).
+    pub notes: Vec<String>,
+}
+
+/// How far apart the segments' starts of one step may be: a tenth of the step's window,
+/// within 100 ms to 1 s (clocks kept by NTP agree to a few ms; a skew beyond this means the
+/// generators did not send the step together).
+pub fn max_skew_ms(window_s: f64) -> u64 {
+    ((window_s * 100.0) as u64).clamp(100, 1000)
+}
+
+/// Merges the segments `runs` (any order) of one plan.
+pub fn merge(runs: &[RunData]) -> Result<Merged, String> {
+    let first = runs.first().ok_or("no results folder to merge")?;
+    let name = |r: &RunData| crate::fsutil::shown(&r.dir);
+    // Segment i at position i.
+    let mut by_index: Vec<Option<&RunData>> = Vec::new();
+    let mut count = None;
+    for r in runs {
+        let (index, n) = segment_of(&r.info).ok_or_else(|| {
+            format!(
+                "'{}' is not a segment of a split plan (run without --segment I/N)",
+                name(r)
+            )
+        })?;
+        match count {
+            None => {
+                count = Some(n);
+                by_index = vec![None; n as usize];
+            }
+            Some(c) if c != n => {
+                return Err(format!(
+                    "'{}' is segment {index}/{n}, '{}' one of {c}: different splits",
+                    name(r),
+                    name(first)
+                ))
+            }
+            Some(_) => {}
+        }
+        if let Some(other) = by_index[index as usize] {
+            return Err(format!(
+                "'{}' and '{}' are both segment {index}/{n}",
+                name(other),
+                name(r)
+            ));
+        }
+        by_index[index as usize] = Some(r);
+    }
+    let count = count.unwrap_or(1);
+    let missing: Vec<String> = (0..count)
+        .filter(|&i| by_index[i as usize].is_none())
+        .map(|i| format!("{i}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!("segment {} missing", missing.join(", ")));
+    }
+    let runs: Vec<&RunData> = by_index.into_iter().flatten().collect();
+    let base = runs[0];
+    for r in &runs[1..] {
+        if let Some(why) = plan_difference(&base.info, &r.info) {
+            return Err(format!(
+                "'{}' is from another plan than '{}': {why}",
+                name(r),
+                name(base)
+            ));
+        }
+    }
+    let slo = match &base.info.slo {
+        Some(text) => Some(analysis::slo::parse(text).map_err(|e| format!("run.json slo: {e}"))?),
+        None => None,
+    };
+    let mut notes = Vec::new();
+    let n_steps = runs.iter().map(|r| r.steps.len()).min().unwrap_or(0);
+    let most = runs.iter().map(|r| r.steps.len()).max().unwrap_or(0);
+    if most > n_steps {
+        notes.push(format!(
+            "the segments ran {n_steps} to {most} steps (each judged its stop rules on its own part): merged the {n_steps} steps all ran"
+        ));
+    }
+    let mode = base.info.mode.as_str();
+    let mut steps: Vec<StepRecord> = Vec::with_capacity(n_steps);
+    let mut seconds = Vec::with_capacity(n_steps);
+    for k in 0..n_steps {
+        let parts: Vec<(&RunData, &StepRecord)> =
+            runs.iter().map(|r| (*r, &r.steps[k])).collect::<Vec<_>>();
+        check_aligned(k, &parts, mode)?;
+        let mut rec = merge_step(k, &parts)?;
+        steps.push(rec.clone());
+        // Flags judged on the merged steps so far, as the runner does when a step ends.
+        let mut flags = analysis::step_flags(mode, &steps, k, slo.as_ref());
+        for kept in ["generator-bound", "interrupted", "not-sustained"] {
+            if !flags.iter().any(|f| f == kept)
+                && parts.iter().any(|(_, s)| s.flags.iter().any(|f| f == kept))
+            {
+                flags.push(kept.to_string());
+            }
+        }
+        rec.flags = flags;
+        rec.slo_ok = slo.as_ref().map(|s| s.holds(&rec.summary));
+        steps[k] = rec;
+        seconds.push(merge_series(k, &runs));
+    }
+    let complete = runs.iter().all(|r| r.info.complete) && most == n_steps;
+    let reasons: Vec<&str> = runs
+        .iter()
+        .filter_map(|r| r.info.stop_reason.as_deref())
+        .collect();
+    let reason = if reasons.windows(2).all(|w| w[0] == w[1]) {
+        reasons.first().map(|s| s.to_string())
+    } else {
+        Some(format!(
+            "the segments stopped differently: {}",
+            reasons.join("; ")
+        ))
+    };
+    let mut info = base.info.clone();
+    info.started_unix_ms = runs
+        .iter()
+        .map(|r| r.info.started_unix_ms)
+        .min()
+        .unwrap_or(0);
+    info.finished_unix_ms = runs.iter().filter_map(|r| r.info.finished_unix_ms).max();
+    info.complete = complete;
+    info.stop_reason = reason;
+    if let Some(cfg) = info.config.as_object_mut() {
+        let threads: usize = runs.iter().map(|r| threads_of(&r.info)).sum();
+        cfg.insert("threads".into(), threads.into());
+        cfg.insert(
+            "segment".into(),
+            serde_json::json!({
+                "count": count,
+                "merged": true,
+                "start_at_unix_ms": base.info.config["segment"]["start_at_unix_ms"],
+                "hosts": runs.iter().map(|r| r.info.host.hostname.clone()).collect::<Vec<_>>(),
+            }),
+        );
+    }
+    Ok(Merged {
+        info,
+        steps: steps.into_iter().zip(seconds).collect(),
+        notes,
+    })
+}
+
+/// (index, count) of a segment's run.json; None for a whole plan or a merged folder.
+fn segment_of(info: &RunInfo) -> Option<(u32, u32)> {
+    let s = info.config.get("segment")?;
+    let index = s.get("index")?.as_u64()?;
+    let count = s.get("count")?.as_u64()?;
+    (index < count && count <= u64::from(crate::plan::segment::MAX_SEGMENTS))
+        .then_some((index as u32, count as u32))
+}
+
+fn threads_of(info: &RunInfo) -> usize {
+    info.config["threads"].as_u64().unwrap_or(0) as usize
+}
+
+/// Why two segments' run.json describe different plans, naming the first field that differs;
+/// None when they are the same plan.
+fn plan_difference(a: &RunInfo, b: &RunInfo) -> Option<String> {
+    let same = |what: &str, x: &dyn std::fmt::Debug, y: &dyn std::fmt::Debug| {
+        let (x, y) = (format!("{x:?}"), format!("{y:?}"));
+        (x != y).then(|| format!("{what} differs ({x} vs {y})"))
+    };
+    if let Some(d) = same("kind", &a.kind, &b.kind)
+        .or_else(|| same("mode", &a.mode, &b.mode))
+        .or_else(|| same("urls", &a.urls, &b.urls))
+        .or_else(|| same("slo", &a.slo, &b.slo))
+    {
+        return Some(d);
+    }
+    // The config as given, less what is each generator's own: its index and its threads.
+    let strip = |c: &serde_json::Value| {
+        let mut c = c.clone();
+        if let Some(o) = c.as_object_mut() {
+            o.remove("threads");
+            if let Some(s) = o.get_mut("segment").and_then(|s| s.as_object_mut()) {
+                s.remove("index");
+            }
+        }
+        c
+    };
+    let (ca, cb) = (strip(&a.config), strip(&b.config));
+    if ca == cb {
+        return None;
+    }
+    let keys: std::collections::BTreeSet<&String> = ca
+        .as_object()
+        .into_iter()
+        .chain(cb.as_object())
+        .flat_map(|o| o.keys())
+        .collect();
+    let key = keys
+        .into_iter()
+        .find(|k| ca.get(k.as_str()) != cb.get(k.as_str()))
+        .map_or_else(|| "config".to_string(), |k| format!("config '{k}'"));
+    Some(format!("{key} differs"))
+}
+
+/// The parts of step `k` are the same step: the same load (each its share) started together.
+fn check_aligned(k: usize, parts: &[(&RunData, &StepRecord)], mode: &str) -> Result<(), String> {
+    let (r0, s0) = parts[0];
+    let shown = |r: &RunData| crate::fsutil::shown(&r.dir);
+    let skew = max_skew_ms(s0.summary.duration_s);
+    for &(r, s) in &parts[1..] {
+        // Open loop: every segment offers rate/N. Closed loop: shares differ by one user at most.
+        let same_load = if mode == "open" {
+            (s.offered - s0.offered).abs() <= 1e-9 * s0.offered.abs().max(1.0)
+        } else {
+            (s.offered - s0.offered).abs() <= 1.0
+        };
+        if !same_load {
+            return Err(format!(
+                "step {}: '{}' offered {} but '{}' {}: the segments did not run the same step",
+                k + 1,
+                shown(r),
+                s.offered,
+                shown(r0),
+                s0.offered
+            ));
+        }
+        let apart = s.start_unix_ms.abs_diff(s0.start_unix_ms);
+        if apart > skew {
+            return Err(format!(
+                "step {}: '{}' started {apart} ms apart from '{}' (at most {skew} ms): start the segments with the same --start-at",
+                k + 1,
+                shown(r),
+                shown(r0)
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn decode(text: &str, what: &str, k: usize, r: &RunData) -> Result<Histogram<u64>, String> {
+    histo::decode(text).ok_or_else(|| {
+        format!(
+            "step {} of '{}': no readable {what} histogram (written by an older overload?)",
+            k + 1,
+            crate::fsutil::shown(&r.dir)
+        )
+    })
+}
+
+/// Adds `parts`' histograms of one kind.
+fn added(
+    parts: &[(&RunData, &StepRecord)],
+    k: usize,
+    what: &str,
+    pick: impl Fn(&StepRecord) -> Option<&str>,
+) -> Result<Histogram<u64>, String> {
+    let mut sum: Option<Histogram<u64>> = None;
+    for &(r, s) in parts {
+        let h = decode(pick(s).unwrap_or(""), what, k, r)?;
+        match sum.as_mut() {
+            None => sum = Some(h),
+            Some(m) => m
+                .add(&h)
+                .map_err(|e| format!("step {}: cannot add {what} histograms: {e:?}", k + 1))?,
+        }
+    }
+    sum.ok_or_else(|| "no segment".to_string())
+}
+
+fn sum_maps(maps: impl Iterator<Item = BTreeMap<String, u64>>) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for m in maps {
+        for (k, v) in m {
+            *out.entry(k).or_insert(0) += v;
+        }
+    }
+    out
+}
+
+/// Step `k` of every segment, added into one step (flags and SLO verdict left to the caller).
+fn merge_step(k: usize, parts: &[(&RunData, &StepRecord)]) -> Result<StepRecord, String> {
+    fn hists(s: &StepRecord) -> Option<&StepHists> {
+        s.hists.as_ref()
+    }
+    let response = added(parts, k, "response-time", |s| {
+        Some(s.response_time_hist.as_str())
+    })?;
+    let service = added(parts, k, "service-time", |s| {
+        hists(s).map(|h| h.service_time.as_str())
+    })?;
+    let send_lag = added(parts, k, "send-lag", |s| {
+        hists(s).map(|h| h.send_lag.as_str())
+    })?;
+    let connect = added(parts, k, "connect-time", |s| {
+        hists(s).map(|h| h.connect_time.as_str())
+    })?;
+    let s0 = parts[0].1;
+    let sum = |f: &dyn Fn(&Summary) -> u64| parts.iter().map(|(_, s)| f(&s.summary)).sum::<u64>();
+    // The window: the segments' windows are the same plan; the longest is the honest one
+    // (a drain that ran over stretches it, as it would have on one host).
+    let duration_s = parts
+        .iter()
+        .map(|(_, s)| s.summary.duration_s)
+        .fold(0.0, f64::max);
+    let per_s = |n: u64| {
+        if duration_s > 0.0 {
+            n as f64 / duration_s
+        } else {
+            0.0
+        }
+    };
+    let requests = sum(&|s| s.requests);
+    let responses = sum(&|s| s.responses);
+    let errors = sum_maps(parts.iter().map(|(_, s)| s.summary.errors.clone()));
+    let error_count = sum(&|s| s.error_count);
+    let statuses = sum_maps(parts.iter().map(|(_, s)| s.summary.statuses.clone()));
+    let bytes_in = sum(&|s| s.bytes_in);
+    let offered = round_level(parts.iter().map(|(_, s)| s.offered).sum());
+    let open = s0.summary.offered_rate.is_some();
+    let mut summary = Summary {
+        mode: s0.summary.mode.clone(),
+        offered_rate: open.then_some(offered),
+        users: (!open).then(|| sum(&|s| s.users.unwrap_or(0))),
+        throughput: per_s(responses),
+        goodput: 0.0,
+        requests,
+        sent: sum(&|s| s.sent),
+        responses,
+        unsent: sum(&|s| s.unsent),
+        retries: sum(&|s| s.retries),
+        duration_s,
+        connections_opened: sum(&|s| s.connections_opened),
+        errors,
+        error_count,
+        error_ratio: if requests > 0 {
+            error_count as f64 / requests as f64
+        } else {
+            0.0
+        },
+        statuses,
+        bytes_in,
+        bytes_out: sum(&|s| s.bytes_out),
+        bytes_in_per_s: per_s(bytes_in),
+        response_time_ms: LatencyStats::from_hist(&response),
+        service_time_ms: LatencyStats::from_hist(&service),
+        send_lag_ms: LatencyStats::from_hist(&send_lag),
+        connect_time_ms: LatencyStats::from_hist(&connect),
+    };
+    summary.goodput = per_s(summary.ok_count());
+    let threads: usize = parts.iter().map(|(_, s)| s.generator.threads).sum();
+    let generator = GeneratorStats {
+        // Per thread, weighted by threads: the fleet's mean load per worker thread.
+        cpu_pct: parts
+            .iter()
+            .map(|(_, s)| s.generator.cpu_pct * s.generator.threads as f64)
+            .sum::<f64>()
+            / threads.max(1) as f64,
+        cpu_us_per_response: if responses > 0 {
+            parts
+                .iter()
+                .map(|(_, s)| s.generator.cpu_us_per_response * s.summary.responses as f64)
+                .sum::<f64>()
+                / responses as f64
+        } else {
+            0.0
+        },
+        threads,
+        pool_waits: parts.iter().map(|(_, s)| s.generator.pool_waits).sum(),
+    };
+    let min = |f: &dyn Fn(&StepRecord) -> f64| {
+        parts
+            .iter()
+            .map(|(_, s)| f(s))
+            .fold(f64::INFINITY, f64::min)
+    };
+    let max = |f: &dyn Fn(&StepRecord) -> f64| {
+        parts
+            .iter()
+            .map(|(_, s)| f(s))
+            .fold(f64::NEG_INFINITY, f64::max)
+    };
+    Ok(StepRecord {
+        step: k,
+        offered,
+        start_unix_ms: parts
+            .iter()
+            .map(|(_, s)| s.start_unix_ms)
+            .min()
+            .unwrap_or(0),
+        end_unix_ms: parts.iter().map(|(_, s)| s.end_unix_ms).max().unwrap_or(0),
+        start_s: min(&|s| s.start_s),
+        end_s: max(&|s| s.end_s),
+        think_ms: s0.think_ms,
+        summary,
+        generator,
+        response_time_hist: histo::encode(&response),
+        hists: Some(StepHists {
+            service_time: histo::encode(&service),
+            send_lag: histo::encode(&send_lag),
+            connect_time: histo::encode(&connect),
+        }),
+        flags: Vec::new(),
+        slo_ok: None,
+        server: parts.iter().find_map(|(_, s)| s.server.clone()),
+    })
+}
+
+/// The plan's level from its parts: N shares of rate/N add up to the rate up to rounding,
+/// which would show as 999.9999999 req/s; levels are never finer than a millionth.
+fn round_level(v: f64) -> f64 {
+    (v * 1e6).round() / 1e6
+}
+
+/// Second j of step `k` of every segment, added.
+fn merge_series(k: usize, runs: &[&RunData]) -> Vec<SeriesPoint> {
+    let per_run: Vec<Vec<&SeriesPoint>> = runs
+        .iter()
+        .map(|r| r.series.iter().filter(|p| p.step == k).collect())
+        .collect();
+    let len = per_run.iter().map(|v| v.len()).max().unwrap_or(0);
+    (0..len)
+        .map(|j| {
+            let ps: Vec<&SeriesPoint> = per_run.iter().filter_map(|v| v.get(j).copied()).collect();
+            let responses: u64 = ps.iter().map(|p| p.responses).sum();
+            let weighted: f64 = ps
+                .iter()
+                .map(|p| p.response_time_mean_ms * p.responses as f64)
+                .sum();
+            SeriesPoint {
+                t: ps.iter().map(|p| p.t).fold(f64::INFINITY, f64::min),
+                step: k,
+                offered: round_level(ps.iter().map(|p| p.offered).sum()),
+                warmup: ps.iter().any(|p| p.warmup),
+                responses,
+                ok: ps.iter().map(|p| p.ok).sum(),
+                errors: ps.iter().map(|p| p.errors).sum(),
+                bytes_in: ps.iter().map(|p| p.bytes_in).sum(),
+                response_time_mean_ms: if responses > 0 {
+                    weighted / responses as f64
+                } else {
+                    0.0
+                },
+                response_time_max_ms: ps
+                    .iter()
+                    .map(|p| p.response_time_max_ms)
+                    .fold(0.0, f64::max),
+                server: ps.iter().find_map(|p| p.server),
+            }
+        })
+        .collect()
+}
+
+/// Writes `m` as a results folder at `out` through the store's writer (fsutil: never through
+/// a planted link, never over a folder that already holds results).
+pub fn write(out: &Path, m: &Merged) -> crate::Result<()> {
+    let mut w = crate::store::Writer::create(out, m.info.clone())?;
+    for (rec, series) in &m.steps {
+        w.append_step(rec, series)?;
+    }
+    w.finish_at(
+        m.info.complete,
+        m.info.stop_reason.as_deref().unwrap_or("merged"),
+        m.info
+            .finished_unix_ms
+            .unwrap_or_else(crate::clock::unix_ms),
+    )
+}
+
+/// A merge, done.
+pub struct MergeOutcome {
+    pub dir: std::path::PathBuf,
+    pub report: std::path::PathBuf,
+    pub segments: usize,
+    pub steps: usize,
+    pub complete: bool,
+    pub notes: Vec<String>,
+}
+
+impl std::fmt::Display for MergeOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "merged {} segments: {} step(s){}",
+            self.segments,
+            self.steps,
+            if self.complete { "" } else { " (incomplete)" }
+        )?;
+        for n in &self.notes {
+            writeln!(f, "  ! {n}")?;
+        }
+        writeln!(f, "report:  {}", self.report.display())?;
+        writeln!(f, "\nresults: {}", self.dir.display())
+    }
+}
+
+/// `overload merge DIR… --out DIR`: reads the segments' folders, merges them, writes the
+/// merged folder and its HTML report. A refusal is a usage error (exit 2) in one line.
+pub fn run(dirs: &[std::path::PathBuf], out: &Path) -> crate::Result<MergeOutcome> {
+    let runs = dirs
+        .iter()
+        .map(|d| crate::store::load(d))
+        .collect::<crate::Result<Vec<_>>>()?;
+    let mut m = merge(&runs).map_err(|e| crate::Error::usage(format!("merge: {e}")))?;
+    for r in &runs {
+        m.notes.extend(r.skipped.iter().cloned());
+    }
+    write(out, &m)?;
+    let report = crate::report::RunReport::load(out)?;
+    let paths = crate::report::export::write(&report, crate::report::Format::Html, None)?;
+    Ok(MergeOutcome {
+        dir: out.to_path_buf(),
+        report: paths
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| out.join("report.html")),
+        segments: runs.len(),
+        steps: m.steps.len(),
+        complete: m.info.complete,
+        notes: m.notes,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,227 @@
+//! The merge on scripted segments: exactness of the added histograms and counters, and every
+//! refusal with its one-line reason.
+use super::*;
+use crate::analysis::tests::{step, summary};
+use crate::store::HostInfo;
+use std::path::PathBuf;
+
+fn hist(values: &[u64]) -> Histogram<u64> {
+    let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+    for &v in values {
+        h.record(v).unwrap();
+    }
+    h
+}
+
+/// Segment `index` of `count` of a 2-step open-loop sweep at 1000 then 2000 req/s; its
+/// requests' response times are `values[k]` in step k.
+fn segment(index: u32, count: u32, values: &[Vec<u64>; 2]) -> RunData {
+    let config = serde_json::json!({
+        "levels": [1000.0, 2000.0],
+        "threads": index + 1,
+        "segment": {"index": index, "count": count, "start_at_unix_ms": 5_000},
+    });
+    let steps = (0..2)
+        .map(|k| {
+            let share = [1000.0, 2000.0][k] / f64::from(count);
+            let n = values[k].len() as u64;
+            let mut s = summary(share, n as f64 / 10.0, 5.0, index as u64);
+            let h = hist(&values[k]);
+            s.response_time_ms = LatencyStats::from_hist(&h);
+            let mut rec = step(k, share, s);
+            rec.start_unix_ms = 5_000 + 12_000 * k as u64 + u64::from(index) * 7;
+            rec.response_time_hist = histo::encode(&h);
+            rec.hists = Some(StepHists {
+                service_time: histo::encode(&h),
+                send_lag: histo::encode(&hist(&[1, 2])),
+                connect_time: histo::encode(&hist(&[100])),
+            });
+            rec.generator.threads = index as usize + 1;
+            rec
+        })
+        .collect();
+    let series = (0..2)
+        .flat_map(|k| {
+            (0..3).map(move |j| SeriesPoint {
+                t: (k * 12 + j) as f64,
+                step: k,
+                offered: 1000.0 / f64::from(count),
+                warmup: false,
+                responses: 10 + u64::from(index),
+                ok: 10,
+                errors: u64::from(index),
+                bytes_in: 100,
+                response_time_mean_ms: 1.0 + f64::from(index),
+                response_time_max_ms: 3.0 * f64::from(index + 1),
+                server: None,
+            })
+        })
+        .collect();
+    RunData {
+        dir: PathBuf::from(format!("seg{index}")),
+        info: RunInfo {
+            format_version: crate::store::FORMAT_VERSION,
+            overload_version: "test".into(),
+            name: "t".into(),
+            kind: "sweep".into(),
+            command_line: Vec::new(),
+            mode: "open".into(),
+            urls: vec!["GET http://127.0.0.1:1/".into()],
+            config,
+            host: HostInfo {
+                hostname: format!("gen{index}"),
+                ..HostInfo::default()
+            },
+            started_unix_ms: 5_000 + u64::from(index),
+            finished_unix_ms: Some(30_000 + u64::from(index)),
+            complete: true,
+            stop_reason: Some("all planned steps done".into()),
+            slo: Some("p99<100ms".into()),
+        },
+        steps,
+        series,
+        skipped: Vec::new(),
+    }
+}
+
+/// Pseudo-random response times spread over four orders of magnitude, different per seed.
+fn values(seed: u64, n: usize) -> Vec<u64> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    (0..n)
+        .map(|_| 10u64.pow(rng.u32(1..6)) + rng.u64(0..1000))
+        .collect()
+}
+
+#[test]
+fn merged_histograms_are_those_of_all_requests_added() {
+    let parts: Vec<[Vec<u64>; 2]> = (0..3)
+        .map(|i| [values(i, 2000 + i as usize * 37), values(10 + i, 500)])
+        .collect();
+    // Given in another order than their indices: the merge sorts them.
+    let runs: Vec<RunData> = [2u32, 0, 1]
+        .iter()
+        .map(|&i| segment(i, 3, &parts[i as usize]))
+        .collect();
+    let m = merge(&runs).unwrap();
+    assert_eq!(m.steps.len(), 2);
+    for k in 0..2 {
+        let all: Vec<u64> = parts.iter().flat_map(|p| p[k].iter().copied()).collect();
+        let whole = hist(&all);
+        let (rec, series) = &m.steps[k];
+        let merged = histo::decode(&rec.response_time_hist).unwrap();
+        assert_eq!(merged.len(), all.len() as u64, "counts equal");
+        for q in 0..=1000 {
+            let q = f64::from(q) / 1000.0;
+            assert_eq!(
+                merged.value_at_quantile(q),
+                whole.value_at_quantile(q),
+                "q {q}"
+            );
+        }
+        assert_eq!(merged.max(), whole.max());
+        assert_eq!(merged.min(), whole.min());
+        assert_eq!(
+            rec.summary.response_time_ms,
+            LatencyStats::from_hist(&whole)
+        );
+        // Counters add up; the level is the plan's, not 999.9999….
+        assert_eq!(rec.offered, [1000.0, 2000.0][k]);
+        assert_eq!(rec.summary.offered_rate, Some(rec.offered));
+        assert_eq!(rec.summary.responses, all.len() as u64);
+        assert_eq!(rec.summary.error_count, 3, "0 + 1 + 2");
+        assert_eq!(rec.summary.errors["timeout"], 3);
+        assert_eq!(rec.summary.statuses["200"], all.len() as u64);
+        assert_eq!(rec.generator.threads, 6);
+        assert_eq!(rec.start_unix_ms, 5_000 + 12_000 * k as u64);
+        // Per second: counts summed, mean weighted by responses, max of maxes.
+        assert_eq!(series.len(), 3);
+        assert_eq!(series[0].responses, 10 + 11 + 12);
+        assert_eq!(series[0].errors, 3);
+        let mean = (10.0 * 1.0 + 11.0 * 2.0 + 12.0 * 3.0) / 33.0;
+        assert!((series[0].response_time_mean_ms - mean).abs() < 1e-12);
+        assert_eq!(series[0].response_time_max_ms, 9.0);
+        assert_eq!(series[0].offered, 1000.0);
+    }
+    // The SLO is judged on the merged step: p99 of all requests is far above 100 ms.
+    assert_eq!(m.steps[0].0.slo_ok, Some(false));
+    assert!(m.steps[0].0.flags.contains(&"slo-failed".to_string()));
+    assert!(m.info.complete);
+    assert_eq!(m.info.started_unix_ms, 5_000);
+    assert_eq!(m.info.finished_unix_ms, Some(30_002));
+    assert_eq!(m.info.config["segment"]["count"], 3);
+    assert_eq!(m.info.config["segment"]["hosts"][1], "gen1");
+    assert!(
+        segment_of(&m.info).is_none(),
+        "a merged folder is not a segment"
+    );
+}
+
+#[test]
+fn refuses_what_is_not_one_split_plan() {
+    let v = [values(1, 50), values(2, 50)];
+    let e = |runs: &[RunData]| merge(runs).err().expect("refused");
+    let (a, b) = (segment(0, 2, &v), segment(1, 2, &v));
+
+    let mut whole = segment(0, 2, &v);
+    whole.info.config.as_object_mut().unwrap().remove("segment");
+    assert!(e(&[whole, b.clone()]).contains("'seg0' is not a segment"));
+
+    assert!(e(std::slice::from_ref(&a)).contains("segment 1/2 missing"));
+    assert!(e(&[a.clone(), a.clone()]).contains("'seg0' and 'seg0' are both segment 0/2"));
+    assert!(e(&[a.clone(), segment(1, 3, &v)]).contains("different splits"));
+
+    let mut other = b.clone();
+    other.info.config["levels"] = serde_json::json!([1000.0, 3000.0]);
+    let why = e(&[a.clone(), other]);
+    assert!(
+        why.contains("another plan") && why.contains("config 'levels' differs"),
+        "{why}"
+    );
+    let mut other = b.clone();
+    other.info.config["segment"]["start_at_unix_ms"] = 6_000.into();
+    assert!(e(&[a.clone(), other]).contains("config 'segment' differs"));
+    let mut other = b.clone();
+    other.info.urls = vec!["GET http://127.0.0.1:2/".into()];
+    assert!(e(&[a.clone(), other]).contains("urls differs"));
+
+    let mut late = b.clone();
+    late.steps[1].start_unix_ms += 1_500;
+    let why = e(&[a.clone(), late]);
+    assert!(
+        why.starts_with("step 2: 'seg1' started 1507 ms apart"),
+        "{why}"
+    );
+    let mut other_load = b.clone();
+    other_load.steps[0].offered = 250.0;
+    assert!(e(&[a.clone(), other_load]).contains("did not run the same step"));
+
+    let mut old = b.clone();
+    old.steps[0].hists = None;
+    assert!(e(&[a.clone(), old]).contains("no readable service-time histogram"));
+
+    for why in [e(std::slice::from_ref(&a)), e(&[])] {
+        assert!(!why.contains('\n'), "{why}");
+    }
+}
+
+#[test]
+fn segments_that_stopped_apart_merge_the_steps_all_ran() {
+    let v = [values(1, 50), values(2, 50)];
+    let a = segment(0, 2, &v);
+    let mut b = segment(1, 2, &v);
+    b.steps.truncate(1);
+    b.info.stop_reason = Some("step 1 failed".into());
+    let m = merge(&[a, b]).unwrap();
+    assert_eq!(m.steps.len(), 1);
+    assert!(!m.info.complete);
+    assert!(
+        m.notes[0].contains("merged the 1 steps all ran"),
+        "{:?}",
+        m.notes
+    );
+    assert!(m
+        .info
+        .stop_reason
+        .unwrap()
+        .starts_with("the segments stopped differently"));
+}
