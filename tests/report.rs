@@ -308,7 +308,11 @@ fn empty_folder_and_bad_input() {
     // Nothing to draw: each chart is a line of text saying so, not an empty frame.
     let (svgs, _) = check_html(&html);
     assert_eq!(svgs, 0);
-    assert_eq!(html.matches("<p class=\"empty-chart\">").count(), 6, "{html}");
+    assert_eq!(
+        html.matches("<p class=\"empty-chart\">").count(),
+        6,
+        "{html}"
+    );
     assert!(html.contains("no data"));
 
     let (_missing_tmp, missing) = scratch("missing");

@@ -447,10 +447,13 @@ fn merge_series(k: usize, runs: &[&RunData]) -> Vec<SeriesPoint> {
         .map(|j| {
             let ps: Vec<&SeriesPoint> = per_run.iter().filter_map(|v| v.get(j).copied()).collect();
             let responses: u64 = ps.iter().map(|p| p.responses).sum();
-            let weighted: f64 = ps
-                .iter()
-                .map(|p| p.response_time_mean_ms * p.responses as f64)
-                .sum();
+            // Means of the parts, weighted by the responses each one averaged over.
+            let weighted = |f: fn(&SeriesPoint) -> f64| -> f64 {
+                if responses == 0 {
+                    return 0.0;
+                }
+                ps.iter().map(|p| f(p) * p.responses as f64).sum::<f64>() / responses as f64
+            };
             SeriesPoint {
                 t: ps.iter().map(|p| p.t).fold(f64::INFINITY, f64::min),
                 step: k,
@@ -460,11 +463,8 @@ fn merge_series(k: usize, runs: &[&RunData]) -> Vec<SeriesPoint> {
                 ok: ps.iter().map(|p| p.ok).sum(),
                 errors: ps.iter().map(|p| p.errors).sum(),
                 bytes_in: ps.iter().map(|p| p.bytes_in).sum(),
-                response_time_mean_ms: if responses > 0 {
-                    weighted / responses as f64
-                } else {
-                    0.0
-                },
+                response_time_mean_ms: weighted(|p| p.response_time_mean_ms),
+                send_lag_mean_ms: weighted(|p| p.send_lag_mean_ms),
                 response_time_max_ms: ps
                     .iter()
                     .map(|p| p.response_time_max_ms)

@@ -53,6 +53,7 @@ fn segment(index: u32, count: u32, values: &[Vec<u64>; 2]) -> RunData {
                 bytes_in: 100,
                 response_time_mean_ms: 1.0 + f64::from(index),
                 response_time_max_ms: 3.0 * f64::from(index + 1),
+                send_lag_mean_ms: 0.5 * f64::from(index),
                 server: None,
             })
         })
@@ -139,6 +140,8 @@ fn merged_histograms_are_those_of_all_requests_added() {
         assert_eq!(series[0].errors, 3);
         let mean = (10.0 * 1.0 + 11.0 * 2.0 + 12.0 * 3.0) / 33.0;
         assert!((series[0].response_time_mean_ms - mean).abs() < 1e-12);
+        let lag = (10.0 * 0.0 + 11.0 * 0.5 + 12.0 * 1.0) / 33.0;
+        assert!((series[0].send_lag_mean_ms - lag).abs() < 1e-12);
         assert_eq!(series[0].response_time_max_ms, 9.0);
         assert_eq!(series[0].offered, 1000.0);
     }
