@@ -200,7 +200,10 @@ fn html_report_with_server_data_has_server_charts_columns_and_findings() {
     let findings = &findings[..findings.find("</ul>").unwrap()];
     assert!(findings.contains("listen queue overflowed"), "{findings}");
     assert!(findings.contains("TIME_WAIT reached"), "{findings}");
-    assert!(findings.contains("fpm workers"), "{findings}");
+    assert!(
+        findings.contains("all 16 workers of pool www busy from 500 req/s"),
+        "{findings}"
+    );
     assert!(
         findings.contains("saturation at 400 req/s offered (step 4)"),
         "{findings}"

@@ -194,14 +194,17 @@ pub fn generator_bound(mode: &str, s: &StepRecord) -> Option<String> {
     let rt = sum.response_time_ms.p99;
     if lag > GENERATOR_LAG_MS && lag > GENERATOR_LAG_SHARE * rt {
         return Some(format!(
-            "send lag p99 {lag:.1} ms against a response time p99 of {rt:.1} ms, with              connections to spare (no arrival waited for one) and generator CPU at {:.0}%:              overload fell behind its schedule",
+            "send lag p99 {lag:.1} ms against a response time p99 of {rt:.1} ms, with \
+             connections to spare (no arrival waited for one) and generator CPU at {:.0}%: \
+             overload fell behind its schedule",
             g.cpu_pct
         ));
     }
     let sent = sum.sent.max(1) as f64;
     (sum.unsent as f64 > GENERATOR_UNSENT_SHARE * sent).then(|| {
         format!(
-            "{} arrivals never sent ({:.1}% of those sent) with connections to spare and              generator CPU at {:.0}%: overload did not deliver the offered load",
+            "{} arrivals never sent ({:.1}% of those sent) with connections to spare and \
+             generator CPU at {:.0}%: overload did not deliver the offered load",
             sum.unsent,
             sum.unsent as f64 / sent * 100.0,
             g.cpu_pct
@@ -618,6 +621,7 @@ pub(crate) mod tests {
         s.summary.unsent = s.summary.sent / 10;
         let why = generator_bound("open", &s).expect("unsent arrivals");
         assert!(why.contains("never sent (10.0% of those sent)"), "{why}");
+        assert!(!why.contains("  "), "one line, single spaces: {why}");
         s.generator.pool_waits = 1;
         assert_eq!(
             generator_bound("open", &s),
