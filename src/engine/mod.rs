@@ -3,12 +3,13 @@
 //!
 //! Layout: `worker/` is the event loop (poller, timers, pools, metrics; `open.rs` and
 //! `closed.rs` its two load models), `conn.rs` one connection's exchange as a state machine,
-//! `transport.rs` the byte-stream seam it runs over (plain TCP today), `http.rs` the response
-//! parser, `pacing.rs` the arrival schedule and timer.
+//! `transport.rs` the byte-stream seam it runs over (plain TCP), `tls.rs` TLS over it,
+//! `http.rs` the response parser, `pacing.rs` the arrival schedule and timer.
 mod conn;
 pub mod http;
 pub mod pacing;
 pub mod sys;
+pub mod tls;
 pub mod transport;
 mod worker;
 
@@ -88,6 +89,8 @@ pub struct EngineConfig {
     /// wake-up (zero: one per arrival). Response times forgive at most this much lag (the
     /// generator's own choice); send lag is reported raw, so nothing is hidden.
     pub pacing_slack: Duration,
+    /// https:// URLs: the TLS client (None: plain TCP).
+    pub tls: Option<tls::TlsClient>,
 }
 
 impl EngineConfig {
@@ -232,9 +235,28 @@ pub fn run(
         let h = std::thread::Builder::new()
             .name(format!("overload-w{k}"))
             .spawn(move || {
-                let r =
-                    worker::Worker::<transport::Tcp>::new(&cfg, k, threads, started, &ctl, fds, ())
-                        .and_then(|mut w| w.run());
+                let r = match &cfg.tls {
+                    None => worker::Worker::<transport::Tcp>::new(
+                        &cfg,
+                        k,
+                        threads,
+                        started,
+                        &ctl,
+                        fds,
+                        (),
+                    )
+                    .and_then(|mut w| w.run()),
+                    Some(tls) => worker::Worker::<tls::Tls>::new(
+                        &cfg,
+                        k,
+                        threads,
+                        started,
+                        &ctl,
+                        fds,
+                        tls.for_thread(),
+                    )
+                    .and_then(|mut w| w.run()),
+                };
                 let _ = tx.send(());
                 r
             })
@@ -266,6 +288,9 @@ pub fn run(
             Some(m) => m.merge(&rec),
             None => merged = Some(rec),
         }
+    }
+    if cfg.tls.as_ref().is_some_and(|t| t.insecure()) {
+        notes.push("--insecure: the server's certificate was not verified".to_string());
     }
     notes.sort();
     notes.dedup();
