@@ -414,3 +414,7 @@ impl Transport for Tls {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "tls_tests.rs"]
+mod tests;
