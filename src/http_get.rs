@@ -45,6 +45,12 @@ pub fn get(
     timeout: Duration,
     max_bytes: usize,
 ) -> Result<Response, String> {
+    if url.scheme != crate::url::Scheme::Http {
+        return Err(format!(
+            "{}: only http:// is spoken here (https is for the load itself)",
+            url.origin()
+        ));
+    }
     let deadline = Instant::now() + timeout;
     let addr = url.resolve()?;
     let mut s = TcpStream::connect_timeout(&addr, timeout)

@@ -4,22 +4,30 @@
 //! grammar is small, and the usage errors (https, user:password@) say what to do instead.
 use std::net::{SocketAddr, ToSocketAddrs};
 
-/// The scheme of a URL. Only plain HTTP is spoken today; `https` is refused at parse time
-/// with a message that says so, and gets its variant when TLS arrives.
+/// The scheme of a URL: the engine speaks both; the blocking client (`http_get`) only HTTP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {
     Http,
+    Https,
 }
 
 impl Scheme {
     pub fn as_str(self) -> &'static str {
         match self {
             Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+
+    pub fn default_port(self) -> u16 {
+        match self {
+            Scheme::Http => 80,
+            Scheme::Https => 443,
         }
     }
 }
 
-/// An `http://` URL, split the way the engine (and every other HTTP client here) needs it.
+/// An `http://` or `https://` URL, split the way the engine (and every other HTTP client here) needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Url {
     pub scheme: Scheme,
@@ -27,7 +35,7 @@ pub struct Url {
     pub port: u16,
     /// Path and query, always starting with `/`.
     pub target: String,
-    /// The `Host` header value (host, plus port when not 80).
+    /// The `Host` header value (host, plus port when not the scheme's default).
     pub authority: String,
 }
 
@@ -40,19 +48,20 @@ impl Url {
                 crate::units::escape_controls(s)
             ));
         }
-        let rest = if let Some(r) = s.strip_prefix("http://") {
-            r
-        } else if s.starts_with("https://") {
-            return Err(format!(
-                "'{s}': https is not supported yet (overload speaks plain HTTP/1.1)"
-            ));
+        let (scheme, rest) = if let Some(r) = s.strip_prefix("http://") {
+            (Scheme::Http, r)
+        } else if let Some(r) = s.strip_prefix("https://") {
+            (Scheme::Https, r)
         } else if s.contains("://") {
-            return Err(format!("'{s}': only http:// URLs are supported"));
+            return Err(format!(
+                "'{s}': only http:// and https:// URLs are supported"
+            ));
         } else {
             return Err(format!(
                 "'{s}' is not a URL (expected http://host[:port]/path)"
             ));
         };
+        let default_port = scheme.default_port();
         let (auth, target) = match rest.find(['/', '?']) {
             Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
             Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
@@ -73,14 +82,14 @@ impl Url {
                 .ok_or_else(|| format!("'{s}': unterminated IPv6 address"))?;
             let port = match after.strip_prefix(':') {
                 Some(p) => parse_port(p, s)?,
-                None if after.is_empty() => 80,
+                None if after.is_empty() => default_port,
                 None => return Err(format!("'{s}': junk after the IPv6 address")),
             };
             (h.to_string(), port)
         } else {
             match auth.rsplit_once(':') {
                 Some((h, p)) => (h.to_string(), parse_port(p, s)?),
-                None => (auth.to_string(), 80),
+                None => (auth.to_string(), default_port),
             }
         };
         if host.is_empty() {
@@ -99,18 +108,29 @@ impl Url {
         } else {
             host.clone()
         };
-        let authority = if port == 80 {
+        let authority = if port == default_port {
             host_hdr
         } else {
             format!("{host_hdr}:{port}")
         };
         Ok(Url {
-            scheme: Scheme::Http,
+            scheme,
             host,
             port,
             target,
             authority,
         })
+    }
+
+    /// For the clients that speak only plain HTTP (observe's agent and PHP-FPM status).
+    pub fn http_only(self) -> Result<Url, String> {
+        match self.scheme {
+            Scheme::Http => Ok(self),
+            Scheme::Https => Err(format!(
+                "'{}': only http:// is supported here",
+                self.origin()
+            )),
+        }
     }
 
     /// `scheme://authority`, without path: the base that paths are appended to.
@@ -176,7 +196,7 @@ mod tests {
         for bad in [
             "127.0.0.1/x",
             "ftp://a/",
-            "https://a/",
+            "https://a:0/",
             "http://:80/",
             "http://a:0/",
             "http://a:x/",
@@ -185,7 +205,12 @@ mod tests {
         ] {
             assert!(Url::parse(bad).is_err(), "{bad}");
         }
-        assert!(Url::parse("https://a/").unwrap_err().contains("https"));
+        let u = Url::parse("https://example.com/x").unwrap();
+        assert_eq!((u.scheme, u.port), (Scheme::Https, 443));
+        assert_eq!(u.origin(), "https://example.com");
+        let u = Url::parse("https://[::1]:8443").unwrap();
+        assert_eq!((u.port, u.authority.as_str()), (8443, "[::1]:8443"));
+        assert_eq!(Url::parse("https://a:80/").unwrap().authority, "a:80");
         assert!(Url::parse("http://u:p@a/")
             .unwrap_err()
             .contains("Authorization"));

@@ -411,6 +411,8 @@ pub(crate) mod tests {
             service_time_ms: lat,
             send_lag_ms: LatencyStats::default(),
             connect_time_ms: LatencyStats::default(),
+            first_byte_ms: LatencyStats::default(),
+            tls: None,
         }
     }
 

@@ -2,9 +2,12 @@
 //! connection handling and timeouts, and the steps' timing. Each group turns into its part of
 //! the library's configuration (`usecase::config`); the defaults shown by `--help` come from
 //! those configurations' `Default`, so they exist once.
+use crate::engine::tls::TlsVersion;
 use crate::engine::{Arrival, Pick};
 use crate::units::{parse_duration, parse_duration_range, parse_share};
-use crate::usecase::config::{ConnConfig, OpenLoopConfig, Output, RequestConfig, StepTiming};
+use crate::usecase::config::{
+    ConnConfig, OpenLoopConfig, Output, RequestConfig, StepTiming, TlsConfig,
+};
 use clap::{Args, ValueEnum};
 use std::fmt;
 use std::path::PathBuf;
@@ -176,6 +179,63 @@ pub struct ConnArgs {
     /// Seed for random choices (arrivals, think times, URL picks), for repeatable plans.
     #[arg(long, default_value_t = ConnConfig::default().seed)]
     pub seed: u64,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TlsVersionArg {
+    #[value(name = "1.2")]
+    V12,
+    #[value(name = "1.3")]
+    V13,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+/// TLS options, for https:// URLs.
+#[derive(Args, Debug, Clone)]
+pub struct TlsArgs {
+    /// https: trust the CA certificate(s) of this PEM file instead of the system's roots.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// https: do not verify the server's certificate (the summary says so).
+    #[arg(long)]
+    pub insecure: bool,
+    /// https: client certificate chain (PEM) for servers that ask for one; needs --client-key.
+    #[arg(long, value_name = "FILE")]
+    pub client_cert: Option<PathBuf>,
+    /// https: the private key (PEM) of --client-cert.
+    #[arg(long, value_name = "FILE")]
+    pub client_key: Option<PathBuf>,
+    /// https: speak only this TLS version [default: 1.2 or 1.3, as the server prefers].
+    #[arg(long, value_enum, value_name = "VERSION")]
+    pub tls_version: Option<TlsVersionArg>,
+    /// https: resume TLS sessions on new connections (one session cache per thread, as
+    /// browsers keep); off: every new connection does a full handshake.
+    #[arg(long, value_enum, default_value = "on", value_name = "on|off")]
+    pub tls_resumption: OnOff,
+}
+
+impl From<TlsArgs> for TlsConfig {
+    fn from(a: TlsArgs) -> TlsConfig {
+        TlsConfig {
+            cacert: a.cacert,
+            insecure: a.insecure,
+            client_cert: a.client_cert,
+            client_key: a.client_key,
+            version: a.tls_version.map(|v| match v {
+                TlsVersionArg::V12 => TlsVersion::V12,
+                TlsVersionArg::V13 => TlsVersion::V13,
+            }),
+            resumption: a.tls_resumption == OnOff::On,
+            ..TlsConfig::default()
+        }
+    }
 }
 
 impl From<ConnArgs> for ConnConfig {
@@ -188,6 +248,7 @@ impl From<ConnArgs> for ConnConfig {
             threads: a.threads,
             pacing_slack: a.pacing_slack.0,
             seed: a.seed,
+            tls: a.tls.into(),
         }
     }
 }

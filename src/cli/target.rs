@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use clap::Args;
 
-use crate::target::{Fault, TargetConfig};
+use crate::target::{Fault, TargetConfig, TargetTls, TlsFault};
 use crate::units::parse_duration;
 
 // Values are taken as strings and checked here, so a bad one gives a one-line error naming
@@ -40,7 +40,29 @@ pub struct TargetArgs {
     /// Allow a non-loopback --listen address.
     #[arg(long)]
     pub allow_remote: bool,
+    /// Serve HTTPS. Without --cert/--key, a CA and a certificate it signs (for localhost,
+    /// 127.0.0.1 and ::1) are made at start; the CA is written to --ca-out for --cacert.
+    #[arg(long)]
+    pub tls: bool,
+    /// HTTPS: the server's certificate chain (PEM) instead of a generated one.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub cert: Option<std::path::PathBuf>,
+    /// HTTPS: the private key (PEM) of --cert.
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<std::path::PathBuf>,
+    /// HTTPS with a generated certificate: where to write its CA certificate [default:
+    /// overload-target-PORT-ca.pem in the temporary directory].
+    #[arg(long, value_name = "FILE")]
+    pub ca_out: Option<std::path::PathBuf>,
+    /// HTTPS: play a TLS fault on every connection: stall (never answer the ClientHello),
+    /// close (close after it), expired (an expired certificate), wrong-name (a certificate
+    /// for another name).
+    #[arg(long, value_name = "MODE")]
+    pub tls_fault: Option<String>,
 }
+
+/// PEM files are small; the cap keeps a wrong path from filling memory.
+const MAX_PEM_FILE: u64 = 1 << 20;
 
 impl TargetArgs {
     /// Checks the flags and turns them into the library's config.
@@ -72,6 +94,7 @@ impl TargetArgs {
                     .map_err(|e| usage(format!("--fault: {e}")))
             })
             .transpose()?;
+        let tls = self.tls_identity()?;
         Ok(TargetConfig {
             listen,
             workers,
@@ -79,7 +102,55 @@ impl TargetArgs {
             threads,
             backlog,
             fault,
+            tls,
         })
+    }
+
+    fn tls_identity(&self) -> crate::Result<Option<TargetTls>> {
+        let tls_only = self.cert.is_some() || self.ca_out.is_some() || self.tls_fault.is_some();
+        if !self.tls {
+            if tls_only {
+                return Err(usage(
+                    "--cert, --key, --ca-out and --tls-fault need --tls".into(),
+                ));
+            }
+            return Ok(None);
+        }
+        let fault = self
+            .tls_fault
+            .as_deref()
+            .map(|f| {
+                f.parse::<TlsFault>()
+                    .map_err(|e| usage(format!("--tls-fault: {e}")))
+            })
+            .transpose()?;
+        let (Some(cert), Some(key)) = (&self.cert, &self.key) else {
+            return TargetTls::generate(fault)
+                .map(Some)
+                .map_err(crate::Error::runtime);
+        };
+        if matches!(fault, Some(TlsFault::Expired | TlsFault::WrongName)) {
+            return Err(usage(
+                "--tls-fault expired/wrong-name make their own certificate; drop --cert/--key"
+                    .into(),
+            ));
+        }
+        let read = |p: &std::path::Path, what: &str| {
+            let bytes = crate::fsutil::read_capped(p, MAX_PEM_FILE, what).map_err(usage)?;
+            String::from_utf8(bytes).map_err(|_| {
+                usage(format!(
+                    "{what}: '{}' is not a PEM file",
+                    crate::fsutil::shown(p)
+                ))
+            })
+        };
+        let t = TargetTls {
+            cert_pem: read(cert, "--cert")?,
+            key_pem: read(key, "--key")?,
+            ca_pem: None,
+            fault,
+        };
+        Ok(Some(t))
     }
 }
 
@@ -138,11 +209,25 @@ pub fn run(args: TargetArgs) -> crate::Result<i32> {
     // Block the signals before the server's threads exist (they inherit the mask), so only
     // the sigwait below receives them and the server can be stopped cleanly.
     let signals = block_stop_signals()?;
+    let ca_pem = cfg.tls.as_ref().and_then(|t| t.ca_pem.clone());
     let handle = crate::target::start(cfg)?;
+    let ca_note = match ca_pem {
+        Some(pem) => {
+            let path = args.ca_out.clone().unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("overload-target-{}-ca.pem", handle.addr.port()))
+            });
+            crate::fsutil::write_atomic(&path, pem.as_bytes())?;
+            format!(
+                " (CA certificate: {}; pass it with --cacert)",
+                crate::fsutil::shown(&path)
+            )
+        }
+        None => String::new(),
+    };
     {
         let mut out = std::io::stdout().lock();
         // Scripts wait for this line; flush so a pipe sees it at once.
-        let _ = writeln!(out, "listening on http://{}", handle.addr);
+        let _ = writeln!(out, "listening on {}{ca_note}", handle.url());
         let _ = out.flush();
     }
     wait_for(&signals);

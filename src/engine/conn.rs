@@ -65,6 +65,8 @@ pub(super) struct Conn<T> {
     pub intended: Instant,
     pub started: Instant,
     pub written: Instant,
+    /// When the first byte of the response came.
+    pub first_byte: Instant,
     pub connect_start: Instant,
     pub deadline: Instant,
     pub counted: bool,
@@ -97,6 +99,7 @@ impl<T: Transport> Conn<T> {
             intended: now,
             started: now,
             written: now,
+            first_byte: now,
             connect_start: now,
             deadline: now,
             counted: false,
@@ -284,6 +287,9 @@ impl<T: Transport> Conn<T> {
                 Err(e) if e.kind() == IoKind::Interrupted => continue,
                 Err(e) => return Step::Failed(ErrorKind::from_io(&e, false)),
             };
+            if self.bytes == 0 {
+                self.first_byte = Instant::now();
+            }
             self.bytes += n as u64;
             match self.parser.feed(&buf[..n]) {
                 Ok((used, Some(resp))) => {

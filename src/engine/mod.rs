@@ -3,12 +3,13 @@
 //!
 //! Layout: `worker/` is the event loop (poller, timers, pools, metrics; `open.rs` and
 //! `closed.rs` its two load models), `conn.rs` one connection's exchange as a state machine,
-//! `transport.rs` the byte-stream seam it runs over (plain TCP today), `http.rs` the response
-//! parser, `pacing.rs` the arrival schedule and timer.
+//! `transport.rs` the byte-stream seam it runs over (plain TCP), `tls.rs` TLS over it,
+//! `http.rs` the response parser, `pacing.rs` the arrival schedule and timer.
 mod conn;
 pub mod http;
 pub mod pacing;
 pub mod sys;
+pub mod tls;
 pub mod transport;
 mod worker;
 
@@ -92,6 +93,8 @@ pub struct EngineConfig {
     /// The part of the plan this generator sends (scale-out); the load above is the whole
     /// plan's, cut in [`run`] (see [`EngineConfig::segment_part`]).
     pub segment: Segment,
+    /// https:// URLs: the TLS client (None: plain TCP).
+    pub tls: Option<tls::TlsClient>,
 }
 
 impl EngineConfig {
@@ -268,9 +271,28 @@ pub fn run(
         let h = std::thread::Builder::new()
             .name(format!("overload-w{k}"))
             .spawn(move || {
-                let r =
-                    worker::Worker::<transport::Tcp>::new(&cfg, k, threads, started, &ctl, fds, ())
-                        .and_then(|mut w| w.run());
+                let r = match &cfg.tls {
+                    None => worker::Worker::<transport::Tcp>::new(
+                        &cfg,
+                        k,
+                        threads,
+                        started,
+                        &ctl,
+                        fds,
+                        (),
+                    )
+                    .and_then(|mut w| w.run()),
+                    Some(tls) => worker::Worker::<tls::Tls>::new(
+                        &cfg,
+                        k,
+                        threads,
+                        started,
+                        &ctl,
+                        fds,
+                        tls.for_thread(),
+                    )
+                    .and_then(|mut w| w.run()),
+                };
                 let _ = tx.send(());
                 r
             })
@@ -302,6 +324,9 @@ pub fn run(
             Some(m) => m.merge(&rec),
             None => merged = Some(rec),
         }
+    }
+    if cfg.tls.as_ref().is_some_and(|t| t.insecure()) {
+        notes.push("--insecure: the server's certificate was not verified".to_string());
     }
     notes.sort();
     notes.dedup();
@@ -337,6 +362,7 @@ mod tests {
             seed: 1,
             pacing_slack: Duration::ZERO,
             segment,
+            tls: None,
         }
     }
 

@@ -1,16 +1,27 @@
 //! The seam between the event loop and the byte streams it drives (wrk's `struct sock`).
 //!
 //! The loop owns sockets' registration, timers and metrics; a [`Transport`] only moves bytes and
-//! says when it is ready to carry requests. Plain TCP implements it here; TLS is meant to
-//! implement it next: its handshake runs inside [`Transport::establish`] (called again on every
-//! readiness event until it says ready), and records it must send while reading (alerts, key
-//! updates) are written from inside its `read`, or kept for [`Transport::flush`] when the socket
-//! is full. The worker is generic over the transport (static dispatch, nothing per call).
-use crate::metrics::ErrorKind;
+//! says when it is ready to carry requests. Plain TCP implements it here; TLS in `tls.rs`:
+//! its handshake runs inside [`Transport::establish`] (called again on every readiness event
+//! until it says ready), and records it must send while reading (alerts, key updates) are
+//! written from inside its `read`, or kept for [`Transport::flush`] when the socket is full. The worker is generic over the transport (static dispatch, nothing per call).
+use crate::metrics::{ErrorKind, TlsReason};
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 use std::io::{self, ErrorKind as IoKind, Read, Write};
 use std::net::SocketAddr;
+use std::time::Instant;
+
+/// What a TLS transport tells the loop about its handshake, for the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Handshake {
+    /// When the TCP connect completed (the handshake started); None: still connecting.
+    pub tcp_connected: Option<Instant>,
+    /// The handshake resumed a session (no full key exchange).
+    pub resumed: bool,
+    /// Why the handshake failed, when it did.
+    pub failure: Option<TlsReason>,
+}
 
 /// A non-blocking byte stream to one server, driven by edge-triggered readiness events.
 ///
@@ -47,6 +58,40 @@ pub trait Transport: Sized {
 
     /// Writes what [`Transport::wants_write`] reported; `WouldBlock` keeps it for later.
     fn flush(&mut self) -> io::Result<()>;
+
+    /// The application protocol the server chose through ALPN, once established.
+    fn alpn(&self) -> Option<&[u8]> {
+        None
+    }
+
+    /// TLS transports: the handshake's timing, kind and failure. None for plain TCP.
+    fn handshake(&self) -> Option<Handshake> {
+        None
+    }
+}
+
+/// The TCP half of `establish`: Ok(true) once the non-blocking connect completed.
+pub(super) fn tcp_established(s: &TcpStream) -> Result<bool, ErrorKind> {
+    match s.take_error() {
+        Ok(Some(e)) | Err(e) => return Err(ErrorKind::from_io(&e, true)),
+        Ok(None) => {}
+    }
+    // A non-blocking connect is done once the socket has a peer (mio's documented check).
+    match s.peer_addr() {
+        // TCP self-connect: to a local port nobody listens on, in the ephemeral range, the
+        // kernel may pick that very port as ours and connect the socket to itself
+        // (simultaneous open). Nothing listens there: it is a refusal, and the request
+        // must not be "answered" by its own echo.
+        Ok(peer) if s.local_addr().is_ok_and(|local| local == peer) => {
+            Err(ErrorKind::ConnectRefused)
+        }
+        Ok(_) => {
+            let _ = s.set_nodelay(true);
+            Ok(true)
+        }
+        Err(e) if e.kind() == IoKind::NotConnected => Ok(false),
+        Err(e) => Err(ErrorKind::from_io(&e, true)),
+    }
 }
 
 /// Plain TCP over mio.
@@ -74,26 +119,7 @@ impl Transport for Tcp {
     }
 
     fn establish(&mut self) -> Result<bool, ErrorKind> {
-        match self.0.take_error() {
-            Ok(Some(e)) | Err(e) => return Err(ErrorKind::from_io(&e, true)),
-            Ok(None) => {}
-        }
-        // A non-blocking connect is done once the socket has a peer (mio's documented check).
-        match self.0.peer_addr() {
-            // TCP self-connect: to a local port nobody listens on, in the ephemeral range, the
-            // kernel may pick that very port as ours and connect the socket to itself
-            // (simultaneous open). Nothing listens there: it is a refusal, and the request
-            // must not be "answered" by its own echo.
-            Ok(peer) if self.0.local_addr().is_ok_and(|local| local == peer) => {
-                Err(ErrorKind::ConnectRefused)
-            }
-            Ok(_) => {
-                let _ = self.0.set_nodelay(true);
-                Ok(true)
-            }
-            Err(e) if e.kind() == IoKind::NotConnected => Ok(false),
-            Err(e) => Err(ErrorKind::from_io(&e, true)),
-        }
+        tcp_established(&self.0)
     }
 
     #[inline]

@@ -16,7 +16,7 @@
 //! than [`max_skew_ms`] apart).
 use crate::analysis;
 use crate::metrics::histo;
-use crate::metrics::summary::LatencyStats;
+use crate::metrics::summary::{LatencyStats, TlsSummary};
 use crate::metrics::Summary;
 use crate::store::{GeneratorStats, RunData, RunInfo, SeriesPoint, StepHists, StepRecord};
 use hdrhistogram::Histogram;
@@ -319,6 +319,38 @@ fn merge_step(k: usize, parts: &[(&RunData, &StepRecord)]) -> Result<StepRecord,
     let connect = added(parts, k, "connect-time", |s| {
         hists(s).map(|h| h.connect_time.as_str())
     })?;
+    let first_byte = added(parts, k, "first-byte", |s| {
+        hists(s).map(|h| h.first_byte.as_str())
+    })?;
+    // TLS: every part spoke it or none did (the same plan, the same URLs).
+    let tls = match parts
+        .iter()
+        .filter(|(_, s)| s.summary.tls.is_some())
+        .count()
+    {
+        0 => None,
+        n if n == parts.len() => {
+            let handshake = added(parts, k, "TLS-handshake", |s| {
+                hists(s).and_then(|h| h.tls_handshake.as_deref())
+            })?;
+            let t = |s: &StepRecord| s.summary.tls.clone().unwrap_or_default();
+            Some((
+                TlsSummary {
+                    handshakes_full: parts.iter().map(|(_, s)| t(s).handshakes_full).sum(),
+                    handshakes_resumed: parts.iter().map(|(_, s)| t(s).handshakes_resumed).sum(),
+                    handshake_time_ms: LatencyStats::from_hist(&handshake),
+                    failures: sum_maps(parts.iter().map(|(_, s)| t(s).failures)),
+                },
+                handshake,
+            ))
+        }
+        _ => {
+            return Err(format!(
+                "step {}: some parts spoke TLS and some did not",
+                k + 1
+            ))
+        }
+    };
     let s0 = parts[0].1;
     let sum = |f: &dyn Fn(&Summary) -> u64| parts.iter().map(|(_, s)| f(&s.summary)).sum::<u64>();
     // The window: the segments' windows are the same plan; the longest is the honest one
@@ -370,6 +402,8 @@ fn merge_step(k: usize, parts: &[(&RunData, &StepRecord)]) -> Result<StepRecord,
         service_time_ms: LatencyStats::from_hist(&service),
         send_lag_ms: LatencyStats::from_hist(&send_lag),
         connect_time_ms: LatencyStats::from_hist(&connect),
+        first_byte_ms: LatencyStats::from_hist(&first_byte),
+        tls: tls.as_ref().map(|(t, _)| t.clone()),
     };
     summary.goodput = per_s(summary.ok_count());
     let threads: usize = parts.iter().map(|(_, s)| s.generator.threads).sum();
@@ -423,6 +457,8 @@ fn merge_step(k: usize, parts: &[(&RunData, &StepRecord)]) -> Result<StepRecord,
             service_time: histo::encode(&service),
             send_lag: histo::encode(&send_lag),
             connect_time: histo::encode(&connect),
+            first_byte: histo::encode(&first_byte),
+            tls_handshake: tls.as_ref().map(|(_, h)| histo::encode(h)),
         }),
         flags: Vec::new(),
         slo_ok: None,

@@ -35,6 +35,8 @@ fn segment(index: u32, count: u32, values: &[Vec<u64>; 2]) -> RunData {
                 service_time: histo::encode(&h),
                 send_lag: histo::encode(&hist(&[1, 2])),
                 connect_time: histo::encode(&hist(&[100])),
+                first_byte: histo::encode(&hist(&[50 + u64::from(index)])),
+                tls_handshake: None,
             });
             rec.generator.threads = index as usize + 1;
             rec
@@ -133,6 +135,10 @@ fn merged_histograms_are_those_of_all_requests_added() {
         assert_eq!(rec.summary.errors["timeout"], 3);
         assert_eq!(rec.summary.statuses["200"], all.len() as u64);
         assert_eq!(rec.generator.threads, 6);
+        // First byte: one sample per part (50, 51, 52 µs), added like the others.
+        assert_eq!(rec.summary.first_byte_ms.count, 3);
+        assert!((rec.summary.first_byte_ms.max - 0.052).abs() < 0.001);
+        assert!(rec.summary.tls.is_none());
         assert_eq!(rec.start_unix_ms, 5_000 + 12_000 * k as u64);
         // Per second: counts summed, mean weighted by responses, max of maxes.
         assert_eq!(series.len(), 3);

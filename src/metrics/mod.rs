@@ -5,7 +5,7 @@ pub mod recorder;
 pub mod summary;
 
 pub use recorder::{Recorder, SecondBucket};
-pub use summary::{LatencyStats, Summary};
+pub use summary::{LatencyStats, Summary, TlsSummary};
 
 /// Transport-level failures. HTTP statuses (4xx, 5xx) are answers, counted apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -36,10 +36,17 @@ pub enum ErrorKind {
     AddrUnavail,
     /// Any other socket error (e.g. network unreachable).
     Other,
+    /// The TLS handshake failed for a reason other than the server's certificate: the server
+    /// sent an alert (no common version or cipher, a client certificate it wants), closed or
+    /// stalled mid-handshake. The reason is counted in `Recorder::tls_failures`.
+    TlsHandshake,
+    /// The server's certificate was refused (expired, unknown issuer, name mismatch, ...; the
+    /// reason is counted in `Recorder::tls_failures`).
+    TlsCertificate,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 9] = [
+    pub const ALL: [ErrorKind; 11] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
         ErrorKind::Reset,
@@ -49,6 +56,8 @@ impl ErrorKind {
         ErrorKind::FdUnavail,
         ErrorKind::AddrUnavail,
         ErrorKind::Other,
+        ErrorKind::TlsHandshake,
+        ErrorKind::TlsCertificate,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -64,6 +73,8 @@ impl ErrorKind {
             ErrorKind::FdUnavail => "fd-unavail",
             ErrorKind::AddrUnavail => "addr-unavail",
             ErrorKind::Other => "other",
+            ErrorKind::TlsHandshake => "tls-handshake",
+            ErrorKind::TlsCertificate => "tls-certificate",
         }
     }
 
@@ -116,6 +127,8 @@ impl ErrorKind {
             ErrorKind::FdUnavail => "no file descriptor left",
             ErrorKind::AddrUnavail => "no local port left",
             ErrorKind::Other => "other socket error",
+            ErrorKind::TlsHandshake => "TLS handshake failed",
+            ErrorKind::TlsCertificate => "server certificate refused",
         }
     }
 
@@ -130,7 +143,80 @@ impl ErrorKind {
                 "ran out of local ports: widen net.ipv4.ip_local_port_range, set \
                  net.ipv4.tcp_tw_reuse=1, or use keep-alive instead of --no-keep-alive",
             ),
+            ErrorKind::TlsCertificate => Some(
+                "the server's certificate was refused: pass its CA with --cacert FILE, or \
+                 --insecure to measure without verifying it",
+            ),
             _ => None,
+        }
+    }
+}
+
+/// Why a TLS handshake failed: the reason beside the `tls-handshake` and `tls-certificate`
+/// error kinds, counted per reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TlsReason {
+    Expired,
+    NotYetValid,
+    UnknownIssuer,
+    NameMismatch,
+    BadSignature,
+    Revoked,
+    /// Any other refusal of the server's certificate.
+    BadCertificate,
+    /// The server sent a fatal alert (no common version or cipher, wants a client certificate).
+    Alert,
+    /// The server closed or reset the connection mid-handshake.
+    Closed,
+    /// The handshake did not finish within the connect timeout (TCP had connected).
+    Timeout,
+    /// The server's handshake messages were malformed or unexpected.
+    Protocol,
+}
+
+impl TlsReason {
+    pub const ALL: [TlsReason; 11] = [
+        TlsReason::Expired,
+        TlsReason::NotYetValid,
+        TlsReason::UnknownIssuer,
+        TlsReason::NameMismatch,
+        TlsReason::BadSignature,
+        TlsReason::Revoked,
+        TlsReason::BadCertificate,
+        TlsReason::Alert,
+        TlsReason::Closed,
+        TlsReason::Timeout,
+        TlsReason::Protocol,
+    ];
+    pub const COUNT: usize = Self::ALL.len();
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TlsReason::Expired => "expired",
+            TlsReason::NotYetValid => "not-yet-valid",
+            TlsReason::UnknownIssuer => "unknown-issuer",
+            TlsReason::NameMismatch => "name-mismatch",
+            TlsReason::BadSignature => "bad-signature",
+            TlsReason::Revoked => "revoked",
+            TlsReason::BadCertificate => "bad-certificate",
+            TlsReason::Alert => "alert",
+            TlsReason::Closed => "closed",
+            TlsReason::Timeout => "timeout",
+            TlsReason::Protocol => "protocol",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The error kind this reason is counted under.
+    pub fn kind(self) -> ErrorKind {
+        match self {
+            TlsReason::Alert | TlsReason::Closed | TlsReason::Timeout | TlsReason::Protocol => {
+                ErrorKind::TlsHandshake
+            }
+            _ => ErrorKind::TlsCertificate,
         }
     }
 }
@@ -145,6 +231,11 @@ mod tests {
             assert_eq!(ErrorKind::from_name(k.name()), Some(k));
             assert_eq!(ErrorKind::ALL[k.index()], k);
         }
+        for r in TlsReason::ALL {
+            assert_eq!(TlsReason::ALL[r.index()], r);
+        }
+        assert_eq!(TlsReason::Expired.kind(), ErrorKind::TlsCertificate);
+        assert_eq!(TlsReason::Timeout.kind(), ErrorKind::TlsHandshake);
     }
 
     #[test]

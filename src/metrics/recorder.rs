@@ -1,6 +1,6 @@
 //! The per-thread recorder: histograms and counters filled by the engine's hot loop.
 //! Everything is allocated up front; recording a request touches no allocator.
-use super::ErrorKind;
+use super::{ErrorKind, TlsReason};
 use hdrhistogram::Histogram;
 use std::time::{Duration, Instant};
 
@@ -48,6 +48,17 @@ pub struct Recorder {
     pub send_lag: Histogram<u64>,
     /// TCP connect time of each new connection.
     pub connect_time: Histogram<u64>,
+    /// First byte of the response − write of the request.
+    pub first_byte: Histogram<u64>,
+    /// TLS only: handshake time of each new connection, after its TCP connect.
+    pub tls_handshake: Histogram<u64>,
+    /// The run spoke TLS (the summary then has its `tls` part, even with no handshake done).
+    pub tls: bool,
+    /// Handshakes that did the full key exchange, and those that resumed a session.
+    pub handshakes_full: u64,
+    pub handshakes_resumed: u64,
+    /// Why TLS handshakes failed, by [`TlsReason::index`].
+    pub tls_failures: [u64; TlsReason::COUNT],
     pub errors: [u64; ErrorKind::COUNT],
     pub statuses: Vec<u64>,
     /// Requests started and counted (outside warm-up), whatever their outcome.
@@ -97,6 +108,12 @@ impl Recorder {
             service_time: new_hist(),
             send_lag: new_hist(),
             connect_time: new_hist(),
+            first_byte: new_hist(),
+            tls_handshake: new_hist(),
+            tls: false,
+            handshakes_full: 0,
+            handshakes_resumed: 0,
+            tls_failures: [0; TlsReason::COUNT],
             errors: [0; ErrorKind::COUNT],
             statuses: vec![0; STATUS_SLOTS],
             requests: 0,
@@ -189,6 +206,29 @@ impl Recorder {
         let _ = self.connect_time.record(us(took).max(1));
     }
 
+    /// Time to first byte of a counted response.
+    #[inline]
+    pub fn first_byte(&mut self, took: Duration) {
+        let _ = self.first_byte.record(us(took).max(1));
+    }
+
+    /// A TLS handshake done on a counted request's new connection.
+    #[inline]
+    pub fn handshake(&mut self, took: Duration, resumed: bool) {
+        let _ = self.tls_handshake.record(us(took).max(1));
+        if resumed {
+            self.handshakes_resumed += 1;
+        } else {
+            self.handshakes_full += 1;
+        }
+    }
+
+    /// A counted request whose TLS handshake failed: the error and its reason.
+    pub fn tls_failure(&mut self, reason: TlsReason, at: Instant) {
+        self.tls_failures[reason.index()] += 1;
+        self.error(reason.kind(), at);
+    }
+
     pub fn error_count(&self) -> u64 {
         self.errors.iter().sum()
     }
@@ -199,6 +239,14 @@ impl Recorder {
         let _ = self.service_time.add(&o.service_time);
         let _ = self.send_lag.add(&o.send_lag);
         let _ = self.connect_time.add(&o.connect_time);
+        let _ = self.first_byte.add(&o.first_byte);
+        let _ = self.tls_handshake.add(&o.tls_handshake);
+        self.tls |= o.tls;
+        self.handshakes_full += o.handshakes_full;
+        self.handshakes_resumed += o.handshakes_resumed;
+        for (a, b) in self.tls_failures.iter_mut().zip(o.tls_failures.iter()) {
+            *a += b;
+        }
         for (a, b) in self.errors.iter_mut().zip(o.errors.iter()) {
             *a += b;
         }
@@ -289,6 +337,7 @@ mod tests {
         let t0 = Instant::now();
         let mut a = Recorder::new(t0, t0, 4);
         let mut b = Recorder::new(t0, t0, 4);
+        b.tls = true;
         let ms = Duration::from_millis;
         a.response(
             200,
@@ -301,7 +350,15 @@ mod tests {
         );
         b.response(503, t0, Duration::ZERO, t0, t0, t0 + ms(1500), 50);
         b.error(ErrorKind::Reset, t0 + ms(1600));
+        b.handshake(ms(3), false);
+        b.handshake(ms(1), true);
+        b.tls_failure(TlsReason::Expired, t0 + ms(1600));
         a.merge(&b);
+        assert!(a.tls);
+        assert_eq!((a.handshakes_full, a.handshakes_resumed), (1, 1));
+        assert_eq!(a.tls_handshake.len(), 2);
+        assert_eq!(a.tls_failures[TlsReason::Expired.index()], 1);
+        assert_eq!(a.errors[ErrorKind::TlsCertificate.index()], 1);
         assert_eq!(a.responses, 2);
         assert_eq!(a.ok, 1);
         assert_eq!(a.statuses[200], 1);
@@ -311,7 +368,7 @@ mod tests {
         assert_eq!(a.seconds.len(), 2);
         assert_eq!(a.seconds[0].responses, 1);
         assert_eq!(a.seconds[1].responses, 1);
-        assert_eq!(a.seconds[1].errors, 1);
+        assert_eq!(a.seconds[1].errors, 2);
         assert_eq!(a.response_time.len(), 2);
         // With 1 ms of pacing slack the first response's deliberate 1 ms of lag is forgiven.
         let mut c = Recorder::new(t0, t0, 4);

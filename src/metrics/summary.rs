@@ -1,6 +1,6 @@
 //! The summary of a run (or of one step of a sweep): the object `run --json` writes and the
 //! terminal report prints. Its fields are documented in docs/results.md.
-use super::{ErrorKind, Recorder};
+use super::{ErrorKind, Recorder, TlsReason};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -76,6 +76,39 @@ pub struct Summary {
     pub service_time_ms: LatencyStats,
     pub send_lag_ms: LatencyStats,
     pub connect_time_ms: LatencyStats,
+    /// From the write of the request to the first byte of its response.
+    #[serde(default)]
+    pub first_byte_ms: LatencyStats,
+    /// Present when the run spoke TLS (https:// URLs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSummary>,
+}
+
+/// What TLS cost and how it went: handshakes apart from the requests they carried.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TlsSummary {
+    /// Handshakes with the full key exchange, and those that resumed a session.
+    pub handshakes_full: u64,
+    pub handshakes_resumed: u64,
+    /// Handshake time of new connections, after the TCP connect.
+    pub handshake_time_ms: LatencyStats,
+    /// Why handshakes failed (`tls-handshake` and `tls-certificate` errors), by reason.
+    pub failures: BTreeMap<String, u64>,
+}
+
+impl TlsSummary {
+    fn from_recorder(r: &Recorder) -> Option<TlsSummary> {
+        r.tls.then(|| TlsSummary {
+            handshakes_full: r.handshakes_full,
+            handshakes_resumed: r.handshakes_resumed,
+            handshake_time_ms: LatencyStats::from_hist(&r.tls_handshake),
+            failures: TlsReason::ALL
+                .iter()
+                .filter(|k| r.tls_failures[k.index()] > 0)
+                .map(|k| (k.name().to_string(), r.tls_failures[k.index()]))
+                .collect(),
+        })
+    }
 }
 
 impl Summary {
@@ -139,6 +172,8 @@ impl Summary {
             service_time_ms: LatencyStats::from_hist(&r.service_time),
             send_lag_ms: LatencyStats::from_hist(&r.send_lag),
             connect_time_ms: LatencyStats::from_hist(&r.connect_time),
+            first_byte_ms: LatencyStats::from_hist(&r.first_byte),
+            tls: TlsSummary::from_recorder(r),
         }
     }
 

@@ -35,7 +35,7 @@ impl AgentSpec {
             Some((n, u)) if !n.contains('/') && !n.contains(':') => (Some(n.trim()), u.trim()),
             _ => (None, s),
         };
-        let url = Url::parse(url)?;
+        let url = Url::parse(url)?.http_only()?;
         let name = match name {
             Some("") => return Err(format!("'{s}': empty agent name")),
             Some(n) => n.to_string(),

@@ -17,7 +17,7 @@ pub struct FpmSource {
 
 impl FpmSource {
     pub fn parse(s: &str) -> Result<FpmSource, String> {
-        let url = Url::parse(s.trim())?;
+        let url = Url::parse(s.trim())?.http_only()?;
         Ok(FpmSource {
             url,
             raw: s.trim().to_string(),

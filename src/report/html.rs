@@ -314,6 +314,7 @@ pub fn render(r: &RunReport) -> String {
 
     o.push_str("<h2>Steps</h2>\n");
     steps_table(&mut o, r);
+    o.push_str(&super::tls::section(r));
 
     o.push_str("<h2>Findings</h2>\n<ul class=\"findings\">\n");
     if a.findings.is_empty() {

@@ -18,6 +18,7 @@ pub mod svg;
 pub mod terminal;
 #[cfg(test)]
 mod testdata;
+pub mod tls;
 
 pub use export::Format;
 pub use model::{Exporter, RunReport};

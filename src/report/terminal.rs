@@ -123,7 +123,12 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
     lat_row(&mut o, "response time", &s.response_time_ms);
     lat_row(&mut o, "service time", &s.service_time_ms);
     lat_row(&mut o, "send lag", &s.send_lag_ms);
+    lat_row(&mut o, "first byte", &s.first_byte_ms);
     lat_row(&mut o, "connect", &s.connect_time_ms);
+    if let Some(t) = &s.tls {
+        lat_row(&mut o, "TLS handshake", &t.handshake_time_ms);
+        o.push_str(&tls_line(t));
+    }
     let statuses: Vec<String> = s
         .statuses
         .iter()
@@ -143,6 +148,25 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
         let _ = writeln!(o, "  ! {w}");
     }
     o
+}
+
+/// Handshakes full and resumed, and why some failed: what TLS cost apart from the requests.
+pub fn tls_line(t: &crate::metrics::TlsSummary) -> String {
+    let failures: Vec<String> = t
+        .failures
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    format!(
+        "\n  TLS            {} full handshakes, {} resumed{}\n",
+        t.handshakes_full,
+        t.handshakes_resumed,
+        if failures.is_empty() {
+            String::new()
+        } else {
+            format!("; failed: {}", failures.join(", "))
+        }
+    )
 }
 
 /// The count line: transport errors and non-2xx/3xx answers side by side (as wrk does), so a

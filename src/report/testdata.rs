@@ -104,6 +104,8 @@ pub fn step(
             mean: 0.3,
             ..LatencyStats::default()
         },
+        first_byte_ms: LatencyStats::default(),
+        tls: None,
     };
     let start_s = i as f64 * 12.0;
     StepRecord {

@@ -190,6 +190,8 @@ pub fn record(index: usize, load: &Load, s: Shape, secs: f64) -> StepRecord {
             service_time_ms: lat(s.p99_ms),
             send_lag_ms: LatencyStats::default(),
             connect_time_ms: LatencyStats::default(),
+            first_byte_ms: LatencyStats::default(),
+            tls: None,
         },
         generator: GeneratorStats {
             cpu_pct: s.generator_cpu_pct,
@@ -223,6 +225,7 @@ pub fn base(load: Load) -> EngineConfig {
         seed: 1,
         pacing_slack: Duration::ZERO,
         segment: crate::plan::Segment::WHOLE,
+        tls: None,
     }
 }
 

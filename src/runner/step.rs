@@ -144,6 +144,8 @@ pub fn run_step(
             service_time: histo::encode(&rec.service_time),
             send_lag: histo::encode(&rec.send_lag),
             connect_time: histo::encode(&rec.connect_time),
+            first_byte: histo::encode(&rec.first_byte),
+            tls_handshake: rec.tls.then(|| histo::encode(&rec.tls_handshake)),
         }),
         flags: Vec::new(),
         slo_ok: slo.map(|_| true),

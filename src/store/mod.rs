@@ -105,13 +105,19 @@ pub struct StepRecord {
     pub server: Option<crate::observe::StepObservation>,
 }
 
-/// A step's service-time, send-lag and connect-time histograms (µs), as
-/// [`StepRecord::response_time_hist`].
+/// A step's other histograms (µs), encoded as [`StepRecord::response_time_hist`]: what
+/// `overload merge` adds to give the exact percentiles of several generators' steps.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepHists {
     pub service_time: String,
     pub send_lag: String,
     pub connect_time: String,
+    /// Time to the response's first byte (empty in folders from before it was kept).
+    #[serde(default)]
+    pub first_byte: String,
+    /// TLS handshakes of new connections (https runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_handshake: Option<String>,
 }
 
 /// One line of `series.jsonl`: one second of load.

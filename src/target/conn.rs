@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::faults::{self, Fault};
@@ -80,8 +80,26 @@ impl ReadBuf {
     }
 }
 
-pub(crate) struct Conn {
-    stream: TcpStream,
+/// What a connection is served over: TCP, or TLS over it. The TCP socket underneath is what
+/// faults act on (nodelay, RST). The h2 handler plugs in over the same streams after ALPN.
+pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send {
+    fn tcp(&self) -> &TcpStream;
+}
+
+impl Stream for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+}
+
+impl Stream for tokio_rustls::server::TlsStream<TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        self.get_ref().0
+    }
+}
+
+pub(crate) struct Conn<S = TcpStream> {
+    stream: S,
     rbuf: ReadBuf,
     /// Response bytes queued for the next write.
     pub(crate) wbuf: Vec<u8>,
@@ -90,12 +108,12 @@ pub(crate) struct Conn {
 
 /// Serves one accepted connection until it closes. Errors just end the connection: the
 /// client went away, or a fault made it go.
-pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>) {
+pub(crate) async fn serve<S: Stream>(stream: S, shared: Arc<Shared>) {
     // Small answers must leave at once, not wait for Nagle.
-    let _ = stream.set_nodelay(true);
+    let _ = stream.tcp().set_nodelay(true);
     match shared.fault {
         Some(Fault::Reset) => {
-            let _ = stream.set_zero_linger();
+            let _ = stream.tcp().set_zero_linger();
             return;
         }
         Some(Fault::Hang) => {
@@ -109,8 +127,8 @@ pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>) {
     let _ = conn.run().await;
 }
 
-impl Conn {
-    fn new(stream: TcpStream, shared: Arc<Shared>) -> Self {
+impl<S: Stream> Conn<S> {
+    fn new(stream: S, shared: Arc<Shared>) -> Self {
         Conn {
             stream,
             rbuf: ReadBuf {
@@ -374,7 +392,7 @@ impl Conn {
                 Ok(())
             }
             Next::Drop => Ok(()),
-            Next::Abort => self.stream.set_zero_linger(),
+            Next::Abort => self.stream.tcp().set_zero_linger(),
         }
     }
 }

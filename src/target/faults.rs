@@ -4,7 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use super::conn::{Conn, Next};
+use super::conn::{Conn, Next, Stream};
 use super::request::Head;
 use super::routes::{write_head, write_status_response, ConnHeader, FILL, OK_BODY};
 
@@ -110,7 +110,11 @@ const BAD_CHUNK: &[u8] =
     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n";
 
 /// Plays fault `f` as the answer to a request whose head (and body) was read.
-pub(crate) async fn answer(f: Fault, conn: &mut Conn, head: &Head) -> std::io::Result<Next> {
+pub(crate) async fn answer<S: Stream>(
+    f: Fault,
+    conn: &mut Conn<S>,
+    head: &Head,
+) -> std::io::Result<Next> {
     let keep = head.keep_alive;
     let conn_header = match (keep, head.http10) {
         (false, _) => ConnHeader::Close,

@@ -13,7 +13,8 @@
 //!
 //! Files: `server` (listener, accept loop), `conn` (one connection: keep-alive, pipelining),
 //! `request` (head and body framing), `routes` (the workloads), `workers` (the `--workers`
-//! gate), `stall` (the `--stall` freeze), `timer` (precise `/sleep`), `faults` (broken answers). See docs/target.md.
+//! gate), `stall` (the `--stall` freeze), `timer` (precise `/sleep`), `faults` (broken answers),
+//! `tls` (HTTPS: certificates, TLS faults). See docs/target.md.
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -29,9 +30,11 @@ mod routes;
 mod server;
 mod stall;
 mod timer;
+mod tls;
 mod workers;
 
 pub use faults::Fault;
+pub use tls::{TargetTls, TlsFault};
 
 /// How to run the target. `Default` listens on 127.0.0.1 on a free port, unlimited workers,
 /// no stall, no fault, one runtime thread per core, backlog 1024.
@@ -49,6 +52,8 @@ pub struct TargetConfig {
     pub backlog: u32,
     /// A fault played for every connection or request.
     pub fault: Option<Fault>,
+    /// Serve HTTPS with this identity (and TLS fault).
+    pub tls: Option<TargetTls>,
 }
 
 impl Default for TargetConfig {
@@ -60,6 +65,7 @@ impl Default for TargetConfig {
             threads: 0,
             backlog: 1024,
             fault: None,
+            tls: None,
         }
     }
 }
@@ -87,6 +93,8 @@ pub(crate) struct Shared {
     pub(crate) fault: Option<Fault>,
     /// Precise sleeps for `/sleep` (tokio's millisecond timer would stretch them).
     pub(crate) timer: timer::Timer,
+    /// HTTPS: the handshake's acceptor, and the TLS fault to play.
+    pub(crate) tls: Option<(tokio_rustls::TlsAcceptor, Option<TlsFault>)>,
 }
 
 /// A running target. Dropping it stops the server, as `stop` does.
@@ -114,6 +122,13 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 /// Starts the target on its own threads and returns once it is listening.
 pub fn start(cfg: TargetConfig) -> crate::Result<TargetHandle> {
     validate(&cfg)?;
+    let tls = match &cfg.tls {
+        Some(t) => Some((
+            tokio_rustls::TlsAcceptor::from(t.server_config().map_err(crate::Error::usage)?),
+            t.fault,
+        )),
+        None => None,
+    };
     let refuse = cfg.fault == Some(Fault::Refuse);
     let socket = server::bind(cfg.listen, cfg.backlog, !refuse).map_err(|e| {
         crate::Error::runtime(format!("target: cannot listen on {}: {e}", cfg.listen))
@@ -132,6 +147,7 @@ pub fn start(cfg: TargetConfig) -> crate::Result<TargetHandle> {
         fault: cfg.fault,
         timer: timer::Timer::start()
             .map_err(|e| crate::Error::runtime(format!("target: cannot spawn thread: {e}")))?,
+        tls,
     });
     if refuse {
         return Ok(TargetHandle {
@@ -201,9 +217,14 @@ fn validate(cfg: &TargetConfig) -> crate::Result<()> {
 }
 
 impl TargetHandle {
-    /// `http://ADDR`, for building request URLs.
+    /// `http://ADDR` (`https://` with TLS), for building request URLs.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.shared.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.addr)
     }
 
     pub fn stats(&self) -> TargetStats {

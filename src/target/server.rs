@@ -40,12 +40,37 @@ pub(crate) async fn accept_loop(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     shared.stats.connections.fetch_add(1, Ordering::Relaxed);
-                    tokio::spawn(conn::serve(stream, Arc::clone(&shared)));
+                    match &shared.tls {
+                        None => {
+                            tokio::spawn(conn::serve(stream, Arc::clone(&shared)));
+                        }
+                        Some((acceptor, fault)) => {
+                            let (acceptor, fault) = (acceptor.clone(), *fault);
+                            tokio::spawn(serve_tls(stream, acceptor, fault, Arc::clone(&shared)));
+                        }
+                    }
                 }
                 // Out of file descriptors and the like: back off briefly instead of spinning
                 // a core on an accept that keeps failing.
                 Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
             }
         }
+    }
+}
+
+/// One HTTPS connection: the TLS fault, or the handshake (bounded) and then the same handler.
+async fn serve_tls(
+    mut stream: tokio::net::TcpStream,
+    acceptor: tokio_rustls::TlsAcceptor,
+    fault: Option<super::TlsFault>,
+    shared: Arc<Shared>,
+) {
+    let _ = stream.set_nodelay(true);
+    if super::tls::play(fault, &mut stream).await {
+        return;
+    }
+    let handshake = tokio::time::timeout(super::tls::HANDSHAKE_TIMEOUT, acceptor.accept(stream));
+    if let Ok(Ok(tls)) = handshake.await {
+        conn::serve(tls, shared).await;
     }
 }

@@ -91,6 +91,29 @@ pub fn request(a: &mut Argv, r: &RequestConfig, c: &ConnConfig) {
     if c.seed != d.seed {
         a.opt("--seed", c.seed.to_string());
     }
+    let t = &c.tls;
+    for (flag, file) in [
+        ("--cacert", &t.cacert),
+        ("--client-cert", &t.client_cert),
+        ("--client-key", &t.client_key),
+    ] {
+        if let Some(f) = file {
+            a.opt(flag, f.display().to_string());
+        }
+    }
+    if t.insecure {
+        a.arg("--insecure");
+    }
+    if let Some(v) = t.version {
+        let v = match v {
+            crate::engine::tls::TlsVersion::V12 => "1.2",
+            crate::engine::tls::TlsVersion::V13 => "1.3",
+        };
+        a.opt("--tls-version", v.to_string());
+    }
+    if !t.resumption {
+        a.opt("--tls-resumption", "off".to_string());
+    }
 }
 
 /// `--segment` and `--start-at`, when the plan is split or synchronized.

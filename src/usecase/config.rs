@@ -5,10 +5,12 @@
 //!
 //! Errors name the command-line flag, since that is how users meet these options; the
 //! experiment validates its TOML keys before it builds these, with errors naming the key.
+use crate::engine::tls::{TlsClient, TlsClientOptions, TlsVersion};
 use crate::engine::{Arrival, EngineConfig, Load, Pick, Prepared};
 use crate::fsutil::{read_capped, MAX_BODY_FILE};
 use crate::plan::segment::check_start_at;
 use crate::plan::{parse_headers, parse_method, read_urls_file, RequestSpec, Segment, Url};
+use crate::url::Scheme;
 use crate::Error;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -53,6 +55,86 @@ pub struct ConnConfig {
     pub threads: Option<usize>,
     pub pacing_slack: Duration,
     pub seed: u64,
+    /// For https:// URLs.
+    pub tls: TlsConfig,
+}
+
+/// TLS options (https:// URLs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlsConfig {
+    /// Trust these PEM certificates instead of the system's roots.
+    pub cacert: Option<PathBuf>,
+    /// Do not verify the server's certificate.
+    pub insecure: bool,
+    pub client_cert: Option<PathBuf>,
+    pub client_key: Option<PathBuf>,
+    /// None: TLS 1.2 or 1.3, as the server prefers.
+    pub version: Option<TlsVersion>,
+    /// Resume TLS sessions on new connections (a session cache per worker thread).
+    pub resumption: bool,
+    /// ALPN protocols offered, most preferred first.
+    pub alpn: Vec<String>,
+}
+
+impl Default for TlsConfig {
+    fn default() -> Self {
+        TlsConfig {
+            cacert: None,
+            insecure: false,
+            client_cert: None,
+            client_key: None,
+            version: None,
+            resumption: true,
+            alpn: vec!["http/1.1".into()],
+        }
+    }
+}
+
+/// PEM files are small; a cap keeps a wrong path (a disk image, /dev/zero) from filling memory.
+const MAX_PEM_FILE: u64 = 1 << 20;
+
+impl TlsConfig {
+    /// Any option that only makes sense for https:// URLs was given.
+    fn any_set(&self) -> bool {
+        let d = TlsConfig::default();
+        self.cacert.is_some()
+            || self.insecure
+            || self.client_cert.is_some()
+            || self.client_key.is_some()
+            || self.version.is_some()
+            || self.resumption != d.resumption
+    }
+
+    pub fn validate(&self) -> crate::Result<()> {
+        match (&self.client_cert, &self.client_key) {
+            (Some(_), None) => Err(Error::usage("--client-cert needs --client-key")),
+            (None, Some(_)) => Err(Error::usage("--client-key needs --client-cert")),
+            _ if self.insecure && self.cacert.is_some() => Err(Error::usage(
+                "--insecure and --cacert contradict each other (nothing is verified)",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Reads the PEM files and builds the engine's client for these servers.
+    pub fn client(&self, servers: &[(SocketAddr, String)]) -> crate::Result<TlsClient> {
+        self.validate()?;
+        let read = |p: &Option<PathBuf>, what: &str| {
+            p.as_deref()
+                .map(|p| read_capped(p, MAX_PEM_FILE, what).map_err(Error::usage))
+                .transpose()
+        };
+        let opts = TlsClientOptions {
+            ca_pem: read(&self.cacert, "--cacert")?,
+            client_cert_pem: read(&self.client_cert, "--client-cert")?,
+            client_key_pem: read(&self.client_key, "--client-key")?,
+            insecure: self.insecure,
+            version: self.version,
+            resumption: self.resumption,
+            alpn: self.alpn.iter().map(|p| p.as_bytes().to_vec()).collect(),
+        };
+        TlsClient::new(&opts, servers).map_err(Error::usage)
+    }
 }
 
 impl Default for ConnConfig {
@@ -65,6 +147,7 @@ impl Default for ConnConfig {
             threads: None,
             pacing_slack: Duration::from_millis(1),
             seed: 1,
+            tls: TlsConfig::default(),
         }
     }
 }
@@ -232,6 +315,9 @@ pub struct Mix {
     pub pick: Pick,
     /// The URLs, for display and the results.
     pub urls: Vec<String>,
+    /// https:// URLs: each address with its host name (SNI, certificate check); empty for
+    /// http://. A mix is all one or all the other.
+    pub tls_servers: Vec<(SocketAddr, String)>,
 }
 
 impl RequestConfig {
@@ -277,36 +363,51 @@ impl RequestConfig {
         let mut addrs: Vec<SocketAddr> = Vec::new();
         let mut requests = Vec::new();
         let mut urls = Vec::new();
+        let mut tls_servers: Vec<(SocketAddr, String)> = Vec::new();
+        let scheme = specs[0].url.scheme;
         for s in &specs {
-            let addr = s.url.resolve().map_err(|e| {
-                Error::usage(format!(
-                    "URL 'http://{}{}': {e}",
-                    s.url.authority, s.url.target
-                ))
-            })?;
+            let shown = format!("{}{}", s.url.origin(), s.url.target);
+            if s.url.scheme != scheme {
+                return Err(Error::usage(format!(
+                    "URL '{shown}': a run's URLs are all http:// or all https://"
+                )));
+            }
+            let addr = s
+                .url
+                .resolve()
+                .map_err(|e| Error::usage(format!("URL '{shown}': {e}")))?;
             let idx = match addrs.iter().position(|a| *a == addr) {
                 Some(i) => i,
                 None => {
                     addrs.push(addr);
+                    if scheme == Scheme::Https {
+                        tls_servers.push((addr, s.url.host.clone()));
+                    }
                     addrs.len() - 1
                 }
             };
+            // The engine names a TLS server by its address: one host per address.
+            if scheme == Scheme::Https && tls_servers[idx].1 != s.url.host {
+                return Err(Error::usage(format!(
+                    "URL '{shown}': hosts '{}' and '{}' share the address {addr}; one https \
+                     host per address is supported",
+                    tls_servers[idx].1, s.url.host
+                )));
+            }
             requests.push(Prepared {
                 addr: idx,
                 keep_alive: s.render(false),
                 close: s.render(true),
                 head_only: s.method == "HEAD",
             });
-            urls.push(format!(
-                "{} http://{}{}",
-                s.method, s.url.authority, s.url.target
-            ));
+            urls.push(format!("{} {shown}", s.method));
         }
         Ok(Mix {
             addrs,
             requests,
             pick: self.pick,
             urls,
+            tls_servers,
         })
     }
 }
@@ -332,7 +433,7 @@ impl ConnConfig {
                 return Err(Error::usage(format!("--threads {t}: use 1 to 1024")));
             }
         }
-        Ok(())
+        self.tls.validate()
     }
 
     pub fn threads(&self) -> usize {
@@ -352,6 +453,16 @@ pub fn base_config(
 ) -> crate::Result<(EngineConfig, Vec<String>)> {
     conn.validate()?;
     let mix = request.mix()?;
+    let tls = if mix.tls_servers.is_empty() {
+        if conn.tls.any_set() {
+            return Err(Error::usage(
+                "TLS options (--cacert, --insecure, --client-cert, --tls-*) need https:// URLs",
+            ));
+        }
+        None
+    } else {
+        Some(conn.tls.client(&mix.tls_servers)?)
+    };
     let cfg = EngineConfig {
         addrs: mix.addrs,
         requests: mix.requests,
@@ -368,6 +479,7 @@ pub fn base_config(
         seed: conn.seed,
         pacing_slack: conn.pacing_slack,
         segment: Segment::WHOLE,
+        tls,
     };
     Ok((cfg, mix.urls))
 }

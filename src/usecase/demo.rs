@@ -168,6 +168,7 @@ pub fn run(
         seed: conn.seed,
         pacing_slack: conn.pacing_slack,
         segment: crate::plan::Segment::WHOLE,
+        tls: None,
     };
     let urls = [format!("GET {url}")];
     let config = serde_json::json!({ "demo": true, "workers": cfg.workers, "service_ms": cfg.service_ms, "capacity": capacity });

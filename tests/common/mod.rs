@@ -108,7 +108,7 @@ impl Target {
             .expect("read target banner");
         let url = line
             .split_whitespace()
-            .find(|w| w.starts_with("http://"))
+            .find(|w| w.starts_with("http://") || w.starts_with("https://"))
             .unwrap_or_else(|| panic!("no URL in target banner: {line:?}"))
             .trim_end_matches('/')
             .to_string();

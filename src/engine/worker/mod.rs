@@ -13,7 +13,7 @@ use super::conn::{Conn, Phase, Reuse, Step};
 use super::pacing::{Schedule, TimerFd};
 use super::transport::Transport;
 use super::{Control, EngineConfig, Load, Pick};
-use crate::metrics::{ErrorKind, Recorder};
+use crate::metrics::{ErrorKind, Recorder, TlsReason};
 use mio::{Events, Interest, Poll, Token};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -120,6 +120,8 @@ impl<'a, T: Transport> Worker<'a, T> {
             .min(86_400);
         let scan_every = (cfg.timeout.min(cfg.connect_timeout) / 20)
             .clamp(Duration::from_millis(5), Duration::from_millis(100));
+        let mut rec = Recorder::new(origin, warm_end, expected_secs);
+        rec.tls = cfg.tls.is_some();
         Ok(Worker {
             cfg,
             setup,
@@ -135,7 +137,7 @@ impl<'a, T: Transport> Worker<'a, T> {
             idle: vec![Vec::new(); cfg.addrs.len()],
             open: 0,
             max_conns,
-            rec: Recorder::new(origin, warm_end, expected_secs),
+            rec,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
             rng: fastrand::Rng::with_seed(cfg.seed.wrapping_add(id as u64 * 7919)),
             timer,
@@ -430,8 +432,15 @@ impl<'a, T: Transport> Worker<'a, T> {
                 let c = &mut self.conns[slot];
                 if c.counted {
                     self.rec.connections_opened += 1;
+                    // TLS: the TCP connect and the handshake after it, timed apart.
+                    let hs = c.stream.as_ref().and_then(T::handshake);
+                    let tcp_at = hs.and_then(|h| h.tcp_connected).unwrap_or(now);
                     self.rec
-                        .connected(now.saturating_duration_since(c.connect_start));
+                        .connected(tcp_at.saturating_duration_since(c.connect_start));
+                    if let Some(h) = hs {
+                        self.rec
+                            .handshake(now.saturating_duration_since(tcp_at), h.resumed);
+                    }
                 }
                 c.deadline = c.started + self.cfg.timeout;
                 self.send(slot, now);
@@ -498,6 +507,8 @@ impl<'a, T: Transport> Worker<'a, T> {
             self.rec.response(
                 status, c.intended, forgiven, c.started, c.written, now, c.bytes,
             );
+            self.rec
+                .first_byte(c.first_byte.saturating_duration_since(c.written));
         }
         self.after_request(slot, reusable, now);
     }
@@ -507,9 +518,24 @@ impl<'a, T: Transport> Worker<'a, T> {
             return;
         }
         if self.conns[slot].counted {
-            self.rec.error(kind, now);
+            match self.tls_failure(slot, kind) {
+                Some(reason) => self.rec.tls_failure(reason, now),
+                None => self.rec.error(kind, now),
+            }
         }
         self.after_request(slot, false, now);
+    }
+
+    /// A TLS handshake's failure, with its reason: one the transport reported, or a connect
+    /// timeout that struck after TCP had connected (the handshake stalled).
+    fn tls_failure(&self, slot: usize, kind: ErrorKind) -> Option<TlsReason> {
+        let c = &self.conns[slot];
+        let hs = c.stream.as_ref().and_then(T::handshake)?;
+        match kind {
+            ErrorKind::TlsHandshake | ErrorKind::TlsCertificate => hs.failure,
+            ErrorKind::ConnectTimeout if hs.tcp_connected.is_some() => Some(TlsReason::Timeout),
+            _ => None,
+        }
     }
 
     /// The keep-alive race (see [`Conn::stale_race`]): the request goes once more on a fresh

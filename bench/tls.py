@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""HTTPS: CPU per request and per full handshake of overload vs wrk, ab and oha.
+
+Same pinning as compare.py (nginx, one worker, on CPU 0; the generator on CPU 1 under
+/usr/bin/time); nginx serves 100 bytes over TLS on 127.0.0.1:18543 with a P-256 certificate
+made by openssl at start (self-signed: every generator runs without verifying it). Figures are medians over rounds of the generator's CPU (user + sys)
+per completed request; ratios are within one run.
+
+  python3 bench/tls.py [--rounds N] [--duration S] [--scenarios k,h,p]
+
+k: keep-alive, 50 connections, closed loop (overload --users 50, wrk -t1 -c50, oha -c 50).
+h: a full handshake per request (overload --no-keep-alive --tls-resumption off, ab -c 50
+   without -k, wrk -c50 with `Connection: close`): handshakes per second per generator core.
+p: plain HTTP/1.1, same as compare.py's scenario a, for the same nginx in the same run.
+Every run is bounded by `timeout`; all traffic goes to 127.0.0.1.
+"""
+import argparse, os, shutil, subprocess, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare  # noqa: E402
+
+URL = "https://127.0.0.1:18543/100b"
+PLAIN = "http://127.0.0.1:18180/100b"  # ports apart from compare.py, so both can run
+
+
+def start_nginx_tls():
+    for d in ("www", "logs", "tmp", "conf"):
+        os.makedirs(os.path.join(compare.RUN, d), exist_ok=True)
+    with open(os.path.join(compare.RUN, "www", "100b"), "w") as f:
+        f.write("a" * 100)
+    conf = os.path.join(compare.RUN, "conf")
+    shutil.copy(os.path.join(compare.HERE, "nginx-tls.conf"), os.path.join(conf, "nginx.conf"))
+    r = compare.sh(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
+                    os.path.join(conf, "key.pem"), "-out", os.path.join(conf, "cert.pem")])
+    if r.returncode != 0:
+        sys.exit(f"openssl failed: {r.stderr.strip()}")
+    r = compare.sh(["taskset", "-c", "0", "nginx", "-p", compare.RUN + "/", "-c",
+                    "conf/nginx.conf", "-e", "logs/error.log"])
+    if r.returncode != 0:
+        sys.exit(f"nginx failed: {r.stderr.strip()}")
+    compare.time.sleep(0.5)
+
+
+def tools(scenario, d):
+    j = os.path.join(compare.RUN, "o.json")
+    # --insecure: wrk, ab and oha do not verify either; the handshake's signature is still
+    # checked, so the cost compared is a real handshake's.
+    ov = [compare.OVERLOAD, "run", URL, "--duration", f"{d}s", "--threads", "1", "--insecure",
+          "-q", "--json", j]
+    done = lambda o: compare.overload_count(j)  # noqa: E731
+    if scenario == "k":
+        return {
+            "overload": (ov + ["--users", "50"], done),
+            "wrk": (["wrk", "-t1", "-c50", f"-d{d}s", URL], compare.wrk_count),
+            "oha": (["oha", "-z", f"{d}s", "-c", "50", "--insecure", "--no-tui",
+                     "--output-format", "json", URL], compare.oha_count),
+        }
+    if scenario == "h":
+        return {
+            "overload": (ov + ["--users", "50", "--no-keep-alive", "--tls-resumption", "off"],
+                         done),
+            "ab": (["ab", "-q", "-c", "50", "-t", str(d), "-n", "100000000", URL],
+                   compare.ab_count),
+            "wrk close": (["wrk", "-t1", "-c50", f"-d{d}s", "-H", "Connection: close", URL],
+                          compare.wrk_count),
+        }
+    return {
+        "overload": ([compare.OVERLOAD, "run", PLAIN, "--users", "50", "--duration",
+                      f"{d}s", "--threads", "1", "-q", "--json", j], done),
+        "wrk": (["wrk", "-t1", "-c50", f"-d{d}s", PLAIN], compare.wrk_count),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=5)
+    ap.add_argument("--scenarios", default="k,h,p")
+    a = ap.parse_args()
+    start_nginx_tls()
+    try:
+        for s in a.scenarios.split(","):
+            ts = tools(s, a.duration)
+            rows = compare.run_scenario(s, {k: (lambda c=c: c, n) for k, (c, n) in ts.items()},
+                                        a.rounds, a.duration + 20)
+            print(f"\nscenario {s}")
+            base = None
+            for tool, runs in rows.items():
+                per = [cpu * 1e6 / n for (n, wall, cpu, rss) in runs if n > 0]
+                rate = [n / cpu for (n, wall, cpu, rss) in runs if cpu > 0]
+                us = compare.med(per)
+                base = base or us
+                print(f"  {tool:10} {us:8.2f} µs CPU/request  {compare.med(rate):9.0f} requests "
+                      f"per CPU-second  ({tool}/overload = {us / base:.2f})  "
+                      f"completed {[r[0] for r in runs]}")
+    finally:
+        compare.stop_nginx()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,420 @@
+//! TLS over the engine's own event loop: a rustls `ClientConnection` (sans-I/O) over a mio
+//! `TcpStream`, implementing [`Transport`]. The handshake runs in `establish`; reads decrypt
+//! into the thread's shared buffer; TLS records produced while reading (alerts, key updates)
+//! go out from `read` or wait for `flush`.
+//!
+//! The client configuration is built once per run ([`TlsClient`]) and copied per worker thread
+//! ([`TlsClient::for_thread`]) so each thread has its own session cache: with resumption on,
+//! a thread's first handshake to a server is full and the later ones resume.
+use super::transport::{tcp_established, Handshake, Transport};
+use crate::metrics::{ErrorKind, TlsReason};
+use mio::net::TcpStream;
+use mio::{Interest, Registry, Token};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::Resumption;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{CertificateError, ClientConfig, ClientConnection, DigitallySignedStruct};
+use std::io::{self, ErrorKind as IoKind, Read, Write};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// TLS protocol versions the client may offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsVersion {
+    /// TLS 1.2 only.
+    V12,
+    /// TLS 1.3 only.
+    V13,
+}
+
+/// What the user chose about TLS, with the PEM files already read (the engine reads no file).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsClientOptions {
+    /// PEM certificates to trust instead of the system's roots (`--cacert`).
+    pub ca_pem: Option<Vec<u8>>,
+    /// PEM chain and key for client authentication (`--client-cert`, `--client-key`).
+    pub client_cert_pem: Option<Vec<u8>>,
+    pub client_key_pem: Option<Vec<u8>>,
+    /// Accept any certificate (`--insecure`); signatures of the handshake are still checked.
+    pub insecure: bool,
+    /// None: both 1.2 and 1.3.
+    pub version: Option<TlsVersion>,
+    /// Resume sessions (one cache per worker thread); off: every connection is a full handshake.
+    pub resumption: bool,
+    /// ALPN protocols offered, in order of preference (`http/1.1` today).
+    pub alpn: Vec<Vec<u8>>,
+}
+
+/// The run's TLS client: the configuration and the server name of each address.
+#[derive(Debug, Clone)]
+pub struct TlsClient {
+    config: Arc<ClientConfig>,
+    insecure: bool,
+    resumption: bool,
+    names: Vec<(SocketAddr, ServerName<'static>)>,
+}
+
+/// Sessions kept per thread: one per server is all a load run needs; a few spare for mixes.
+const SESSIONS_PER_THREAD: usize = 64;
+
+impl TlsClient {
+    /// Builds the client. `servers`: each address with the host name of its URL (an IP host
+    /// is verified against the certificate's IP names and sends no SNI).
+    pub fn new(opts: &TlsClientOptions, servers: &[(SocketAddr, String)]) -> Result<Self, String> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let versions: &[&rustls::SupportedProtocolVersion] = match opts.version {
+            None => rustls::DEFAULT_VERSIONS,
+            Some(TlsVersion::V12) => &[&rustls::version::TLS12],
+            Some(TlsVersion::V13) => &[&rustls::version::TLS13],
+        };
+        let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_protocol_versions(versions)
+            .map_err(|e| format!("TLS: {e}"))?;
+        let builder = if opts.insecure {
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
+        } else {
+            builder.with_root_certificates(roots(opts.ca_pem.as_deref())?)
+        };
+        let mut config = match (&opts.client_cert_pem, &opts.client_key_pem) {
+            (Some(cert), Some(key)) => {
+                let chain = certs(cert, "--client-cert")?;
+                let key = PrivateKeyDer::from_pem_slice(key)
+                    .map_err(|e| format!("--client-key: no usable private key ({e})"))?;
+                builder
+                    .with_client_auth_cert(chain, key)
+                    .map_err(|e| format!("--client-cert/--client-key: {e}"))?
+            }
+            (None, None) => builder.with_no_client_auth(),
+            _ => return Err("--client-cert and --client-key go together".into()),
+        };
+        config.alpn_protocols = opts.alpn.clone();
+        let names = servers
+            .iter()
+            .map(|(addr, host)| {
+                ServerName::try_from(host.clone())
+                    .map(|n| (*addr, n))
+                    .map_err(|_| format!("'{host}' is not a valid TLS server name"))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(TlsClient {
+            config: Arc::new(config),
+            insecure: opts.insecure,
+            resumption: opts.resumption,
+            names,
+        })
+    }
+
+    /// Certificates are not verified (`--insecure`).
+    pub fn insecure(&self) -> bool {
+        self.insecure
+    }
+
+    /// The setup of one worker thread: the same configuration with a session cache of its own.
+    pub fn for_thread(&self) -> TlsSetup {
+        let mut config = ClientConfig::clone(&self.config);
+        config.resumption = if self.resumption {
+            Resumption::in_memory_sessions(SESSIONS_PER_THREAD)
+        } else {
+            Resumption::disabled()
+        };
+        TlsSetup {
+            config: Arc::new(config),
+            names: self.names.clone(),
+        }
+    }
+}
+
+/// What [`Tls::connect`] needs: the thread's configuration and the server names.
+pub struct TlsSetup {
+    config: Arc<ClientConfig>,
+    names: Vec<(SocketAddr, ServerName<'static>)>,
+}
+
+fn certs(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{what}: not a PEM certificate file ({e})"))?;
+    if certs.is_empty() {
+        return Err(format!("{what}: no certificate in the file"));
+    }
+    Ok(certs)
+}
+
+/// The trust anchors: the `--cacert` file's, or the system's.
+fn roots(ca_pem: Option<&[u8]>) -> Result<rustls::RootCertStore, String> {
+    let mut store = rustls::RootCertStore::empty();
+    match ca_pem {
+        Some(pem) => {
+            for c in certs(pem, "--cacert")? {
+                store
+                    .add(c)
+                    .map_err(|e| format!("--cacert: unusable certificate ({e})"))?;
+            }
+        }
+        None => {
+            // Unreadable system certificates are skipped, as curl does; none at all is an error
+            // only when a handshake needs them (it then fails as unknown-issuer, counted).
+            let found = rustls_native_certs::load_native_certs();
+            store.add_parsable_certificates(found.certs);
+        }
+    }
+    Ok(store)
+}
+
+/// `--insecure`: any certificate is accepted, but the handshake's signatures are still
+/// verified (what curl -k does), so the cost measured is a real handshake's.
+#[derive(Debug)]
+struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAny {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Why rustls refused a handshake, as the metrics count it.
+pub fn reason(e: &rustls::Error) -> TlsReason {
+    use CertificateError as C;
+    match e {
+        rustls::Error::InvalidCertificate(c) => match c {
+            C::Expired | C::ExpiredContext { .. } => TlsReason::Expired,
+            C::NotValidYet | C::NotValidYetContext { .. } => TlsReason::NotYetValid,
+            C::UnknownIssuer => TlsReason::UnknownIssuer,
+            C::NotValidForName | C::NotValidForNameContext { .. } => TlsReason::NameMismatch,
+            C::BadSignature => TlsReason::BadSignature,
+            C::Revoked => TlsReason::Revoked,
+            _ => TlsReason::BadCertificate,
+        },
+        rustls::Error::AlertReceived(_) => TlsReason::Alert,
+        _ => TlsReason::Protocol,
+    }
+}
+
+/// One TLS connection.
+pub struct Tls {
+    tcp: TcpStream,
+    conn: ClientConnection,
+    tcp_connected: Option<Instant>,
+    failure: Option<TlsReason>,
+}
+
+impl Tls {
+    /// A handshake failure: remembered for the metrics, returned as its error kind.
+    fn failed(&mut self, reason: TlsReason) -> ErrorKind {
+        self.failure = Some(reason);
+        reason.kind()
+    }
+
+    /// Feeds received records to rustls; a fatal error still sends its alert (best effort).
+    fn process(&mut self) -> Result<(), rustls::Error> {
+        if let Err(e) = self.conn.process_new_packets() {
+            let _ = self.conn.write_tls(&mut self.tcp);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Writes pending TLS records until done or the socket is full.
+    fn write_pending(&mut self) -> io::Result<()> {
+        while self.conn.wants_write() {
+            match self.conn.write_tls(&mut self.tcp) {
+                Ok(_) => {}
+                Err(e) if e.kind() == IoKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Drives the handshake as far as the socket allows: Ok(true) when it is done.
+    fn handshake_step(&mut self) -> Result<bool, ErrorKind> {
+        loop {
+            match self.write_pending() {
+                Ok(()) => {}
+                Err(e) if e.kind() == IoKind::WouldBlock => return Ok(false),
+                Err(_) => return Err(self.failed(TlsReason::Closed)),
+            }
+            if !self.conn.is_handshaking() {
+                return Ok(true);
+            }
+            match self.conn.read_tls(&mut self.tcp) {
+                Ok(0) => return Err(self.failed(TlsReason::Closed)),
+                Ok(_) => {
+                    if let Err(e) = self.process() {
+                        return Err(self.failed(reason(&e)));
+                    }
+                }
+                Err(e) if e.kind() == IoKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == IoKind::Interrupted => {}
+                Err(_) => return Err(self.failed(TlsReason::Closed)),
+            }
+        }
+    }
+}
+
+impl Transport for Tls {
+    type Setup = TlsSetup;
+
+    fn connect(setup: &TlsSetup, addr: SocketAddr) -> io::Result<Tls> {
+        let name = setup
+            .names
+            .iter()
+            .find(|(a, _)| *a == addr)
+            .map(|(_, n)| n.clone())
+            .ok_or_else(|| io::Error::other("no TLS server name for this address"))?;
+        let conn = ClientConnection::new(Arc::clone(&setup.config), name)
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        Ok(Tls {
+            tcp: TcpStream::connect(addr)?,
+            conn,
+            tcp_connected: None,
+            failure: None,
+        })
+    }
+
+    fn register(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        interest: Interest,
+    ) -> io::Result<()> {
+        registry.register(&mut self.tcp, token, interest)
+    }
+
+    fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
+        registry.deregister(&mut self.tcp)
+    }
+
+    fn establish(&mut self) -> Result<bool, ErrorKind> {
+        if self.tcp_connected.is_none() {
+            if !tcp_established(&self.tcp)? {
+                return Ok(false);
+            }
+            self.tcp_connected = Some(Instant::now());
+        }
+        self.handshake_step()
+    }
+
+    /// Fills `buf` with plaintext until it is full or the socket has nothing more: a short
+    /// read means the socket is drained (the loop is edge-triggered and relies on that), not
+    /// merely that one record ended.
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let _ = self.write_pending(); // a record left over from an earlier read
+        let mut filled = 0;
+        loop {
+            match self.conn.reader().read(&mut buf[filled..]) {
+                Ok(0) => return Ok(filled), // close_notify (or buf full)
+                Ok(n) => {
+                    filled += n;
+                    if filled == buf.len() {
+                        return Ok(filled);
+                    }
+                    continue;
+                }
+                Err(e) if e.kind() == IoKind::WouldBlock => {}
+                // The TCP end came without close_notify: for HTTP/1.1 framing it is the same
+                // end of stream as on plain TCP (a truncated body still fails as `closed`).
+                Err(e) if e.kind() == IoKind::UnexpectedEof => return Ok(filled),
+                Err(e) => return Err(e),
+            }
+            match self.conn.read_tls(&mut self.tcp) {
+                Ok(_) => {
+                    // Ok(0) too: rustls notes the EOF, and the reader reports it next turn.
+                    self.process()
+                        .map_err(|e| io::Error::new(IoKind::InvalidData, e))?;
+                    let _ = self.write_pending();
+                }
+                Err(e) if e.kind() == IoKind::Interrupted => {}
+                Err(_) if filled > 0 => return Ok(filled),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Encrypts `buf` and writes the records; records the socket cannot take yet are kept
+    /// (wants_write) and go out on the next writable event.
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut pending = || match self.write_pending() {
+            Err(e) if e.kind() != IoKind::WouldBlock => Err(e),
+            _ => Ok(()),
+        };
+        pending()?; // room in rustls' buffer first
+        let n = self.conn.writer().write(buf)?;
+        match self.write_pending() {
+            Err(e) if e.kind() != IoKind::WouldBlock => return Err(e),
+            _ => {}
+        }
+        if n == 0 && !buf.is_empty() {
+            // rustls' own buffer is full: the socket must drain first.
+            return Err(IoKind::WouldBlock.into());
+        }
+        Ok(n)
+    }
+
+    fn wants_write(&self) -> bool {
+        self.conn.wants_write()
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.write_pending()
+    }
+
+    fn alpn(&self) -> Option<&[u8]> {
+        self.conn.alpn_protocol()
+    }
+
+    fn handshake(&self) -> Option<Handshake> {
+        Some(Handshake {
+            tcp_connected: self.tcp_connected,
+            resumed: self.conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+            failure: self.failure,
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "tls_tests.rs"]
+mod tests;
