@@ -63,7 +63,7 @@ fn sweep_back(c: &SweepConfig) -> SweepConfig {
 
 fn capacity_back(c: &CapacityConfig) -> CapacityConfig {
     match parse(&c.to_string()) {
-        Command::Capacity(a) => a.into(),
+        Command::Capacity(a) => a.config().unwrap(),
         _ => panic!("not a capacity search: {c}"),
     }
 }

@@ -387,7 +387,7 @@ fn steps_table(o: &mut String, r: &RunReport) {
     let _ = writeln!(
         o,
         "<tr><th>#</th><th>{load}</th><th>throughput /s</th>\
-         <th>goodput /s</th><th>errors</th><th>non-2xx</th><th>p50</th><th>p90</th><th>p99</th><th>max</th>\
+         <th>goodput /s</th><th>errors</th><th>non-2xx</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>max</th>\
          <th>send lag p99</th><th>gen CPU</th>{server_heads}<th class=\"l\">flags</th></tr></thead>\n<tbody>"
     );
     let sat = r.analysis.saturation.as_ref().map(|s| s.offered);
@@ -431,7 +431,7 @@ fn steps_table(o: &mut String, r: &RunReport) {
         let _ = writeln!(
             o,
             "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{err_class}>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{server_cells}<td class=\"l\">{flags}</td></tr>",
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{server_cells}<td class=\"l\">{flags}</td></tr>",
             if sat == Some(s.offered) { " class=\"sat\"" } else { "" },
             s.step + 1,
             fmt_num(s.offered),
@@ -441,6 +441,7 @@ fn steps_table(o: &mut String, r: &RunReport) {
             pct(non_ok, m.responses),
             lat(m.response_time_ms.p50),
             lat(m.response_time_ms.p90),
+            lat(m.response_time_ms.p95),
             lat(m.response_time_ms.p99),
             lat(m.response_time_ms.max),
             fmt_ms(m.send_lag_ms.p99),

@@ -14,6 +14,7 @@ pub mod jsonfmt;
 pub mod model;
 pub mod progress;
 pub mod server;
+pub mod style;
 pub mod svg;
 pub mod terminal;
 #[cfg(test)]

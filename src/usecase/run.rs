@@ -209,12 +209,7 @@ impl fmt::Display for RunOutcome {
             return Ok(());
         }
         if let Some(slo) = &self.slo {
-            let failures = slo.failures(&self.summary);
-            if failures.is_empty() {
-                writeln!(f, "\n  SLO '{}' met", slo.text)?;
-            } else {
-                writeln!(f, "\n  SLO '{}' FAILED: {}", slo.text, failures.join("; "))?;
-            }
+            f.write_str(&terminal::slo_lines(slo, &self.summary))?;
         }
         Ok(())
     }

@@ -17,6 +17,12 @@ pub enum Need {
     LabPackages,
     /// `unshare --net` works: a private network namespace whose sysctls the test may change.
     NetNamespace,
+    /// util-linux `script`: runs a command on a pseudo-terminal (colour, the live view).
+    Script,
+    /// tmux: a terminal whose screen a test can read (`capture-pane`) and type into.
+    Tmux,
+    /// Python with HdrHistogram's package (`pip install hdrhistogram`, imported as `hdrh`).
+    PythonHdrh,
 }
 
 impl Need {
@@ -25,13 +31,41 @@ impl Need {
         static ROOT: OnceLock<Option<String>> = OnceLock::new();
         static LAB: OnceLock<Option<String>> = OnceLock::new();
         static NETNS: OnceLock<Option<String>> = OnceLock::new();
+        static SCRIPT: OnceLock<Option<String>> = OnceLock::new();
+        static TMUX: OnceLock<Option<String>> = OnceLock::new();
+        static HDRH: OnceLock<Option<String>> = OnceLock::new();
         match self {
             Need::Root => ROOT.get_or_init(probe_root),
             Need::LabPackages => LAB.get_or_init(probe_lab),
             Need::NetNamespace => NETNS.get_or_init(probe_netns),
+            Need::Script => SCRIPT.get_or_init(|| {
+                probe_cmd(
+                    "script",
+                    &["-qec", "true", "/dev/null"],
+                    "util-linux `script`",
+                )
+            }),
+            Need::Tmux => TMUX.get_or_init(|| probe_cmd("tmux", &["-V"], "tmux")),
+            Need::PythonHdrh => HDRH.get_or_init(|| {
+                probe_cmd(
+                    "python3",
+                    &["-c", "import hdrh.log"],
+                    "python3 with hdrh (pip install hdrhistogram)",
+                )
+            }),
         }
         .clone()
     }
+}
+
+/// None when `prog args` runs and succeeds; else why `what` is missing.
+fn probe_cmd(prog: &str, args: &[&str], what: &str) -> Option<String> {
+    let ok = std::process::Command::new(prog)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    (!ok).then(|| format!("{what} is not installed"))
 }
 
 fn probe_root() -> Option<String> {
