@@ -53,6 +53,19 @@ pub struct RunArgs {
     /// No progress line while running.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Results folder, as sweep writes it (one step, per-second series) with report.html, so
+    /// `overload report DIR` can chart the run.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Write a results folder and its report.html [default folder: runs/<UTC time>-<name>].
+    #[arg(long)]
+    pub report: bool,
+    /// Name of the run in its results folder [default: from the URL].
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Print the response times' percentile distribution after the summary (wrk --latency).
+    #[arg(long)]
+    pub latency: bool,
 }
 
 impl RunArgs {
@@ -92,6 +105,9 @@ impl RunArgs {
             slo: self.slo,
             json: self.json,
             quiet: self.quiet,
+            out: self.out,
+            report: self.report,
+            name: self.name,
             request: self.request.config()?,
             conn: self.conn.into(),
             observe: self.observe.into(),
@@ -100,17 +116,24 @@ impl RunArgs {
 }
 
 pub fn run(args: RunArgs) -> crate::Result<i32> {
+    let latency = args.latency;
     let config = args.config()?;
     let outcome = run::run(&config)?;
+    let mut text = outcome.to_string();
+    let h = &outcome.outcome.recorder.response_time;
+    if latency && !h.is_empty() {
+        text.push_str("\n  Latency distribution (ms)\n\n");
+        text.push_str(&crate::report::hist::distribution_text(h));
+    }
     // With `--json -` standard output carries the JSON alone, for a pipe into jq.
     if config
         .json
         .as_deref()
         .is_some_and(crate::report::json::is_stdout)
     {
-        crate::eout!("{outcome}");
+        crate::eout!("{text}");
     } else {
-        crate::out!("{outcome}");
+        crate::out!("{text}");
     }
     if let Some(line) = outcome.failure() {
         crate::eoutln!("overload: {line}");

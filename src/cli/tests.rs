@@ -174,6 +174,9 @@ fn run_configs_parse_back_from_their_display() {
             slo: Some("p99<1s".into()),
             json: Some(PathBuf::from("/tmp/s.json")),
             quiet: true,
+            out: Some(PathBuf::from("/tmp/run-dir")),
+            report: true,
+            name: Some("ab".into()),
             ..RunConfig::default()
         },
     ] {

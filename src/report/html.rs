@@ -284,6 +284,9 @@ pub fn render(r: &RunReport) -> String {
         o.push_str(&chart_grid(&server, "s"));
     }
 
+    o.push_str("<h2>Latency distribution</h2>\n");
+    o.push_str(&chart_grid(&super::hist::charts(r), "d"));
+
     o.push_str("<h2>Steps</h2>\n");
     steps_table(&mut o, r);
 
@@ -604,7 +607,7 @@ mod tests {
         let words = r.analysis.saturation.as_ref().unwrap().describe("req/s");
         assert!(html.contains(&capitalized(&words)), "verdict");
         assert!(html.contains(&format!("<li>{words}")), "findings");
-        assert_eq!(html.matches("<svg").count(), 6);
+        assert_eq!(html.matches("<svg").count(), 8);
         assert!(html.contains("<table>"));
         assert!(html.contains("skipped truncated"), "notes shown");
         assert!(!html.contains("Incomplete run"));

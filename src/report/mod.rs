@@ -8,6 +8,7 @@ pub mod compare;
 pub mod csv;
 pub mod export;
 pub mod gnuplot;
+pub mod hist;
 pub mod html;
 pub mod json;
 pub mod jsonfmt;
