@@ -237,6 +237,10 @@ pub struct StepArgs {
     /// No progress bar and no per-step lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Serve the report on 127.0.0.1:PORT while the run goes on, reloaded every second, at a
+    /// secret path printed on the terminal (0: any free port).
+    #[arg(long, value_name = "PORT")]
+    pub live_port: Option<u16>,
 }
 
 impl StepArgs {
@@ -253,6 +257,7 @@ impl StepArgs {
             out: self.out.clone(),
             name: self.name.clone(),
             quiet: self.quiet,
+            live_port: self.live_port,
         }
     }
 }

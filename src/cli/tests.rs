@@ -131,6 +131,7 @@ fn sweep_configs_parse_back_from_their_display() {
             out: Some(PathBuf::from("runs/x y")),
             name: Some("x".into()),
             quiet: true,
+            live_port: Some(8099),
         },
         ..SweepConfig::default()
     };
