@@ -13,6 +13,7 @@ pub mod experiment;
 pub mod fsutil;
 pub mod http_get;
 pub mod lab;
+pub mod live;
 pub mod merge;
 pub mod metrics;
 pub mod observe;

@@ -56,13 +56,20 @@ pub fn parse_duration_range(s: &str) -> Result<(Duration, Duration), String> {
     }
 }
 
-/// Parses a positive rate in requests per second (`2000`, `1.5k`, `2500.5`).
+/// Splits a `k`/`M` suffix (thousands, millions) off a number: `1.5k` → ("1.5", 1e3).
+fn split_multiplier(t: &str) -> (&str, f64) {
+    if let Some(n) = t.strip_suffix(['k', 'K']) {
+        (n, 1e3)
+    } else if let Some(n) = t.strip_suffix('M') {
+        (n, 1e6)
+    } else {
+        (t, 1.0)
+    }
+}
+
+/// Parses a positive rate in requests per second (`2000`, `1.5k`, `2500.5`, `1M`).
 pub fn parse_rate(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let (num, mult) = match t.strip_suffix(['k', 'K']) {
-        Some(n) => (n, 1e3),
-        None => (t, 1.0),
-    };
+    let (num, mult) = split_multiplier(s.trim());
     let v: f64 = num
         .parse()
         .map_err(|_| format!("invalid rate '{s}' (expected requests per second, e.g. 2000)"))?;
@@ -74,6 +81,19 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
         return Err(format!("rate '{s}' is above the supported 10M req/s"));
     }
     Ok(v)
+}
+
+/// Parses a whole count (`1000`, `10k`, `1.5k`, `10M`): requests, users, connections.
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    let (num, mult) = split_multiplier(s.trim());
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid number '{s}' (expected e.g. 1000, 10k, 2M)"))?;
+    let v = v * mult;
+    if !v.is_finite() || !(0.0..=1e15).contains(&v) || v.fract() != 0.0 {
+        return Err(format!("'{s}' is not a whole number in range"));
+    }
+    Ok(v as u64)
 }
 
 /// Parses a share: `20%` or `0.2`, between 0 and 1.
@@ -230,6 +250,23 @@ mod tests {
         assert!(parse_rate("0").is_err());
         assert!(parse_rate("abc").unwrap_err().contains("abc"));
         assert!(parse_rate("nan").is_err());
+        assert_eq!(parse_rate("2M").unwrap(), 2e6);
+        assert!(parse_rate("20M").unwrap_err().contains("10M"));
+    }
+
+    #[test]
+    fn counts() {
+        assert_eq!(parse_count("1000").unwrap(), 1000);
+        assert_eq!(parse_count("10k").unwrap(), 10_000);
+        assert_eq!(parse_count("1.5k").unwrap(), 1500);
+        assert_eq!(parse_count("10M").unwrap(), 10_000_000);
+        assert!(parse_count("1.5").unwrap_err().contains("whole"));
+        assert!(parse_count("-3").is_err());
+        assert!(parse_count("ten").unwrap_err().contains("'ten'"));
+        assert!(
+            parse_count("10m").is_err(),
+            "m is minutes elsewhere: refused, not millions"
+        );
     }
 
     #[test]

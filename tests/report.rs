@@ -129,8 +129,8 @@ fn html_report_of_a_finished_sweep() {
     let html = std::fs::read_to_string(&page).unwrap();
     let (svgs, tables) = check_html(&html);
     assert_eq!(
-        svgs, 6,
-        "throughput, latency, errors, time split, 2 timelines"
+        svgs, 8,
+        "throughput, latency, errors, time split, 2 timelines, histogram, percentiles"
     );
     assert_eq!(tables, 1);
     assert!(html.contains("Saturation at 400 req/s offered (step"));
@@ -167,7 +167,7 @@ fn html_report_without_observation_has_no_server_section() {
     ok(&run(&["report", dir.to_str().unwrap()]));
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     let (svgs, _) = check_html(&html);
-    assert_eq!(svgs, 6);
+    assert_eq!(svgs, 8);
     for t in SERVER_TITLES {
         assert!(!html.contains(t), "{t}");
     }
@@ -182,7 +182,7 @@ fn html_report_with_server_data_has_server_charts_columns_and_findings() {
     ok(&run(&["report", dir.to_str().unwrap()]));
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     let (svgs, tables) = check_html(&html);
-    assert_eq!(svgs, 12, "6 load charts + 6 server charts");
+    assert_eq!(svgs, 14, "8 load charts + 6 server charts");
     assert_eq!(tables, 1);
     for t in SERVER_TITLES {
         assert!(html.contains(&format!("<title>{t}")), "{t}");
@@ -313,7 +313,7 @@ fn empty_folder_and_bad_input() {
     assert_eq!(svgs, 0);
     assert_eq!(
         html.matches("<p class=\"empty-chart\">").count(),
-        6,
+        8,
         "{html}"
     );
     assert!(html.contains("no data"));

@@ -375,6 +375,7 @@ pub(crate) mod tests {
             mean: latency_ms,
             p50: latency_ms,
             p90: latency_ms,
+            p95: latency_ms,
             p99: latency_ms,
             p999: latency_ms,
             max: latency_ms,

@@ -11,6 +11,7 @@ pub enum Metric {
     Mean,
     P50,
     P90,
+    P95,
     P99,
     P999,
     Max,
@@ -46,6 +47,7 @@ impl Metric {
             Metric::Mean => "mean",
             Metric::P50 => "p50",
             Metric::P90 => "p90",
+            Metric::P95 => "p95",
             Metric::P99 => "p99",
             Metric::P999 => "p999",
             Metric::Max => "max",
@@ -103,6 +105,7 @@ pub fn parse(s: &str) -> Result<Slo, String> {
             "mean" => Metric::Mean,
             "p50" | "median" => Metric::P50,
             "p90" => Metric::P90,
+            "p95" => Metric::P95,
             "p99" => Metric::P99,
             "p999" | "p99.9" => Metric::P999,
             "max" => Metric::Max,
@@ -110,7 +113,7 @@ pub fn parse(s: &str) -> Result<Slo, String> {
             "goodput" => Metric::Goodput,
             other => {
                 return Err(format!(
-                    "--slo: unknown metric '{other}' in '{part}' (use mean, p50, p90, p99, p999, max, errors, goodput)"
+                    "--slo: unknown metric '{other}' in '{part}' (use mean, p50, p90, p95, p99, p999, max, errors, goodput)"
                 ))
             }
         };
@@ -150,6 +153,7 @@ impl Slo {
             Metric::Mean => r.mean,
             Metric::P50 => r.p50,
             Metric::P90 => r.p90,
+            Metric::P95 => r.p95,
             Metric::P99 => r.p99,
             Metric::P999 => r.p999,
             Metric::Max => r.max,
@@ -170,29 +174,43 @@ impl Slo {
         }
     }
 
-    /// The conditions that failed, with the measured values; empty when the SLO holds.
-    pub fn failures(&self, s: &Summary) -> Vec<String> {
-        let mut out = Vec::new();
-        for c in &self.conds {
-            let v = Self::measure(c.metric, s);
-            let ok = match c.op {
-                Op::Lt => v < c.value,
-                Op::Le => v <= c.value,
-                Op::Gt => v > c.value,
-                Op::Ge => v >= c.value,
-            };
-            // A step with no answer at all cannot meet a latency objective.
-            let ok = ok && !(c.metric.is_latency() && s.responses == 0);
-            if !ok {
+    /// Each condition with whether it held and the measured value as shown (`3.20ms`,
+    /// `0.50%`): the ✓/✗ lines of the terminal summary.
+    pub fn check(&self, s: &Summary) -> Vec<(Cond, bool, String)> {
+        self.conds
+            .iter()
+            .map(|c| {
+                let v = Self::measure(c.metric, s);
+                let ok = match c.op {
+                    Op::Lt => v < c.value,
+                    Op::Le => v <= c.value,
+                    Op::Gt => v > c.value,
+                    Op::Ge => v >= c.value,
+                };
+                // A step with no answer at all cannot meet a latency objective.
+                let ok = ok && !(c.metric.is_latency() && s.responses == 0);
                 let measured = if c.metric.is_latency() {
                     crate::units::fmt_ms(v)
                 } else {
                     format!("{:.2}%", v * 100.0)
                 };
-                out.push(format!("{c} failed ({} = {measured})", c.metric.name()));
-            }
-        }
-        out
+                (*c, ok, measured)
+            })
+            .collect()
+    }
+
+    /// The conditions that failed, with the measured values; empty when the SLO holds.
+    pub fn failures(&self, s: &Summary) -> Vec<String> {
+        self.check(s)
+            .into_iter()
+            .filter(|(_, ok, _)| !ok)
+            .map(|(c, _, measured)| format!("{c} failed ({} = {measured})", c.metric.name()))
+            .collect()
+    }
+
+    /// The metric's name as the SLO text spells it (`p99`, `errors`).
+    pub fn metric_name(m: Metric) -> &'static str {
+        m.name()
     }
 
     pub fn holds(&self, s: &Summary) -> bool {

@@ -34,9 +34,11 @@ pub struct CapacityArgs {
     pub segment: SegmentArgs,
 }
 
-impl From<CapacityArgs> for CapacityConfig {
-    fn from(a: CapacityArgs) -> CapacityConfig {
-        CapacityConfig {
+impl CapacityArgs {
+    /// Checks the arguments into the library's configuration.
+    pub fn config(self) -> crate::Result<CapacityConfig> {
+        let a = self;
+        Ok(CapacityConfig {
             start: a.start,
             max: a.max,
             precision: a.precision.0,
@@ -45,16 +47,16 @@ impl From<CapacityArgs> for CapacityConfig {
             timing: a.steps.timing(),
             slo: a.steps.slo.clone(),
             output: a.steps.output(),
-            request: a.request.into(),
+            request: a.request.config()?,
             conn: a.conn.into(),
             observe: a.observe.into(),
             segment: a.segment.into(),
-        }
+        })
     }
 }
 
 pub fn run(args: CapacityArgs) -> crate::Result<i32> {
-    let outcome = capacity::run(&args.into(), &mut crate::runner::Engine)?;
+    let outcome = capacity::run(&args.config()?, &mut crate::runner::Engine)?;
     crate::out!("{outcome}");
     Ok(outcome.exit_code())
 }

@@ -109,9 +109,9 @@ pub struct RequestArgs {
     /// How each request chooses among several URLs.
     #[arg(long, value_enum, default_value_t = RequestConfig::default().pick.into())]
     pub pick: PickArg,
-    /// HTTP method for the URLs given on the command line.
-    #[arg(short = 'X', long = "method", default_value_t = RequestConfig::default().method)]
-    pub method: String,
+    /// HTTP method for the URLs given on the command line [default: GET] (hey: -m).
+    #[arg(short = 'X', long = "method", short_alias = 'm')]
+    pub method: Option<String>,
     /// Extra request header, 'Name: value' (repeatable).
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
@@ -120,17 +120,35 @@ pub struct RequestArgs {
     pub body: Option<String>,
 }
 
-impl From<RequestArgs> for RequestConfig {
-    fn from(a: RequestArgs) -> RequestConfig {
-        RequestConfig {
-            urls: a.urls,
-            urls_file: a.urls_file,
-            pick: a.pick.into(),
-            method: a.method,
-            headers: a.headers,
-            body: a.body,
+impl RequestArgs {
+    /// The request configuration; a URL without `http://` is refused with the suggestion,
+    /// and a body without `-X` is warned about (it stays a GET).
+    pub fn config(self) -> crate::Result<RequestConfig> {
+        super::hints::check_scheme(&self.urls)?;
+        let warning = super::hints::body_without_method(self.body.is_some(), self.method.is_some());
+        let config = RequestConfig {
+            urls: self.urls,
+            urls_file: self.urls_file,
+            pick: self.pick.into(),
+            method: self
+                .method
+                .unwrap_or_else(|| RequestConfig::default().method),
+            headers: self.headers,
+            body: self.body,
+        };
+        if let Some(w) = warning {
+            // A bad body or URL is reported alone: the error, not a warning and an error.
+            config.specs()?;
+            crate::eoutln!("overload: warning: {w}");
         }
+        Ok(config)
     }
+}
+
+/// A count argument (`1000`, `10k`, `1M`) that must fit a `usize`.
+pub fn parse_usize_count(s: &str) -> Result<usize, String> {
+    let n = crate::units::parse_count(s)?;
+    usize::try_from(n).map_err(|_| format!("'{s}' is too large"))
 }
 
 /// The open loop's arrivals and connection pool (sweep --rates, capacity).
@@ -140,7 +158,7 @@ pub struct OpenLoopArgs {
     #[arg(long, value_enum, default_value_t = OpenLoopConfig::default().arrival.into())]
     pub arrival: ArrivalArg,
     /// Open loop: most connections to open (opened as needed).
-    #[arg(long, default_value_t = OpenLoopConfig::default().connections)]
+    #[arg(long, default_value_t = OpenLoopConfig::default().connections, value_parser = parse_usize_count)]
     pub connections: usize,
 }
 
@@ -159,6 +177,9 @@ pub struct ConnArgs {
     /// A new connection for every request (ab without -k, httperf --num-calls 1).
     #[arg(long)]
     pub no_keep_alive: bool,
+    /// Keep connections alive: the default; accepted for ab's -k.
+    #[arg(short = 'k', long, conflicts_with = "no_keep_alive")]
+    pub keep_alive: bool,
     /// Close a kept-alive connection after K requests (httperf --num-calls K).
     #[arg(long, value_name = "K")]
     pub calls_per_connection: Option<u32>,
@@ -168,8 +189,8 @@ pub struct ConnArgs {
     /// Time allowed to establish a TCP connection.
     #[arg(long, default_value_t = Dur(ConnConfig::default().connect_timeout), value_parser = parse_dur)]
     pub connect_timeout: Dur,
-    /// Worker threads, each with its own event loop (default: number of cores).
-    #[arg(long)]
+    /// Worker threads, each with its own event loop (default: number of cores) (wrk: -t).
+    #[arg(long, short = 't')]
     pub threads: Option<usize>,
     /// Open loop: at most one wake-up per this period for arrivals, so that dense arrivals
     /// share one (wrk2's granularity is 1 ms). Response times forgive at most this much of the
@@ -277,6 +298,10 @@ pub struct StepArgs {
     /// No progress bar and no per-step lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Serve the report on 127.0.0.1:PORT while the run goes on, reloaded every second, at a
+    /// secret path printed on the terminal (0: any free port).
+    #[arg(long, value_name = "PORT")]
+    pub live_port: Option<u16>,
 }
 
 impl StepArgs {
@@ -293,6 +318,7 @@ impl StepArgs {
             out: self.out.clone(),
             name: self.name.clone(),
             quiet: self.quiet,
+            live_port: self.live_port,
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod compare;
 pub mod demo;
 pub mod experiment;
 pub mod generate;
+mod hints;
 pub mod lab;
 pub mod load_args;
 pub mod merge;
@@ -19,10 +20,18 @@ pub mod segment_args;
 pub mod sweep;
 pub mod target;
 
+/// `overload --version`: the version and the commit it was built from (build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("OVERLOAD_COMMIT"),
+    ")"
+);
+
 #[derive(Parser, Debug)]
 #[command(
     name = "overload",
-    version,
+    version = VERSION,
     about = "Load-test web stacks and analyse how they behave under overload",
     propagate_version = true
 )]
@@ -61,6 +70,12 @@ pub enum Command {
 
 /// Parses the command line, runs it, and returns the process exit code.
 pub fn main() -> i32 {
+    use std::io::IsTerminal;
+    crate::report::style::enable(crate::report::style::wanted(
+        std::io::stdout().is_terminal(),
+        std::env::var("NO_COLOR").ok().as_deref(),
+        std::env::var("TERM").ok().as_deref(),
+    ));
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -73,6 +88,16 @@ pub fn main() -> i32 {
             ) {
                 let _ = e.print();
                 return if e.use_stderr() { 2 } else { 0 };
+            }
+            // `overload URL`: what ab, wrk and hey users type first.
+            if e.kind() == K::InvalidSubcommand {
+                if let Some(hint) = std::env::args()
+                    .nth(1)
+                    .and_then(|a| hints::not_a_command(&a))
+                {
+                    crate::eoutln!("overload: {hint}");
+                    return 2;
+                }
             }
             crate::eoutln!("overload: {}", concise(&e));
             return 2;

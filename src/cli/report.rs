@@ -14,6 +14,12 @@ pub enum FormatArg {
     Json,
     /// S1's table and a gnuplot script (default: DIR/steps.dat and DIR/steps.gp).
     Gnuplot,
+    /// Response-time buckets per step, as vegeta's `report -type=hist` (default: standard output).
+    Hist,
+    /// The percentile distribution per step, as wrk2's `--latency` (default: standard output).
+    Percentiles,
+    /// HdrHistogram interval log, one interval per step (default: DIR/latency.hlog).
+    HdrLog,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -25,15 +31,47 @@ pub struct ReportArgs {
     /// Where to write [default: inside DIR]. For gnuplot: the .dat file (the .gp goes beside it).
     #[arg(long, value_name = "PATH")]
     pub out: Option<PathBuf>,
+    /// Bucket bounds for --format hist, e.g. '[0,1ms,10ms,100ms]' [default: 1-2-5 per decade].
+    #[arg(long, value_parser = parse_buckets)]
+    pub buckets: Option<Buckets>,
+    /// Write HdrHistogram's interval log to FILE (same as --format hdr-log --out FILE).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["format", "out"])]
+    pub hdr_log: Option<PathBuf>,
 }
 
-pub fn run(a: ReportArgs) -> crate::Result<i32> {
+/// `--buckets`' bounds in µs (one value for clap, not a list of values).
+#[derive(Debug, Clone)]
+pub struct Buckets(pub Vec<u64>);
+
+fn parse_buckets(s: &str) -> Result<Buckets, String> {
+    crate::report::hist::parse_buckets(s).map(Buckets)
+}
+
+pub fn run(mut a: ReportArgs) -> crate::Result<i32> {
+    if a.buckets.is_some() && a.format != FormatArg::Hist {
+        return Err(crate::Error::usage("--buckets applies to --format hist"));
+    }
+    if let Some(f) = a.hdr_log.take() {
+        a.format = FormatArg::HdrLog;
+        a.out = Some(f);
+    }
     let r = RunReport::load(&a.dir)?;
     let format = match a.format {
         FormatArg::Html => Format::Html,
         FormatArg::Csv => Format::Csv,
         FormatArg::Json => Format::Json,
         FormatArg::Gnuplot => Format::Gnuplot,
+        FormatArg::HdrLog => Format::HdrLog,
+        FormatArg::Hist => {
+            let text = crate::report::hist::hist_text(&r, a.buckets.as_ref().map(|b| &b.0[..]));
+            return text_out(&text, a.out.as_deref());
+        }
+        FormatArg::Percentiles => {
+            return text_out(
+                &crate::report::hist::distributions_text(&r),
+                a.out.as_deref(),
+            )
+        }
     };
     let paths = export::write(&r, format, a.out.as_deref())?;
     if !r.complete() {
@@ -64,6 +102,19 @@ pub fn run(a: ReportArgs) -> crate::Result<i32> {
                     .unwrap_or_default()
             );
         }
+    }
+    Ok(0)
+}
+
+/// The text tables go to standard output unless --out names a file (as vegeta and wrk2 print).
+fn text_out(text: &str, out: Option<&std::path::Path>) -> crate::Result<i32> {
+    match out {
+        Some(p) => {
+            export::check_parent(p)?;
+            export::write_file(p, text)?;
+            crate::outln!("{}", p.display());
+        }
+        None => crate::out!("{text}"),
     }
     Ok(0)
 }

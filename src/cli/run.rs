@@ -1,8 +1,9 @@
 //! `overload run`: arguments into a `RunConfig`, then `usecase::run`.
-use super::load_args::{parse_dur, parse_think, ConnArgs, Dur, OpenLoopArgs, RequestArgs};
+use super::load_args::RequestArgs;
+use super::load_args::{parse_dur, parse_think, parse_usize_count, ConnArgs, Dur, OpenLoopArgs};
 use super::observe_args::ObserveFlags;
 use super::segment_args::SegmentArgs;
-use crate::units::{parse_duration, parse_rate};
+use crate::units::{parse_count, parse_duration, parse_rate};
 use crate::usecase::run::{self, RunConfig, RunLoad, DEFAULT_DURATION, DEFAULT_USERS};
 use crate::Error;
 use clap::Args;
@@ -13,22 +14,28 @@ use std::time::Duration;
 pub struct RunArgs {
     #[command(flatten)]
     pub request: RequestArgs,
-    /// Open loop: requests per second on one global schedule (e.g. 2000, 1.5k).
-    #[arg(long, value_parser = parse_rate, conflicts_with = "users")]
+    /// Open loop: requests per second on one global schedule (e.g. 2000, 1.5k) (wrk2: -R).
+    #[arg(long, short = 'R', value_parser = parse_rate, conflicts_with = "users")]
     pub rate: Option<f64>,
     #[command(flatten)]
     pub open: OpenLoopArgs,
     /// Closed loop: users, each holding one connection and waiting for its answer [default: 10].
-    #[arg(long)]
+    #[arg(long, value_parser = parse_usize_count)]
     pub users: Option<usize>,
+    /// Concurrency as ab, hey and wrk mean it: the users of the closed loop; with --rate, the
+    /// most connections (wrk2's -c).
+    #[arg(short = 'c', long, value_parser = parse_usize_count, conflicts_with_all = ["users", "connections"])]
+    pub concurrency: Option<usize>,
     /// Closed loop: think time between a user's answer and its next request, `D` or `LO..HI`.
     #[arg(long, value_parser = parse_think, value_name = "DURATION[..DURATION]")]
     pub think: Option<(Duration, Duration)>,
-    /// Length of the measured run (after warm-up) [default: 10s unless --requests is given].
-    #[arg(long, value_parser = parse_duration)]
+    /// Length of the measured run (after warm-up) [default: 10s unless --requests is given]
+    /// (wrk: -d, hey: -z).
+    #[arg(long, short = 'd', short_alias = 'z', value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// Stop after this many counted requests (whichever of --duration/--requests ends first).
-    #[arg(long)]
+    /// Stop after this many counted requests, e.g. 1000 or 10k (whichever of
+    /// --duration/--requests ends first) (ab, hey: -n).
+    #[arg(long, short = 'n', value_parser = parse_count)]
     pub requests: Option<u64>,
     /// Load sent before measuring starts (not counted).
     #[arg(long, default_value_t = Dur(RunConfig::default().warmup), value_parser = parse_dur)]
@@ -42,17 +49,37 @@ pub struct RunArgs {
     /// Service-level objective, e.g. 'p99<500ms,errors<1%'; exit code 3 when it fails.
     #[arg(long)]
     pub slo: Option<String>,
-    /// Write the summary as one JSON object (format: docs/results.md).
+    /// Write the summary as one JSON object (format: docs/results.md); `-` for standard
+    /// output (the summary then goes to standard error).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// No progress line while running.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Results folder, as sweep writes it (one step, per-second series) with report.html, so
+    /// `overload report DIR` can chart the run.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Write a results folder and its report.html [default folder: runs/<UTC time>-<name>].
+    #[arg(long)]
+    pub report: bool,
+    /// Name of the run in its results folder [default: from the URL].
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Print the response times' percentile distribution after the summary (wrk --latency).
+    #[arg(long)]
+    pub latency: bool,
 }
 
 impl RunArgs {
     /// Checks the arguments into the library's configuration.
-    pub fn config(self) -> crate::Result<RunConfig> {
+    pub fn config(mut self) -> crate::Result<RunConfig> {
+        if let Some(c) = self.concurrency {
+            match self.rate {
+                Some(_) => self.open.connections = c,
+                None => self.users = Some(c),
+            }
+        }
         let load = match self.rate {
             Some(rate) => {
                 if self.think.is_some() {
@@ -81,7 +108,10 @@ impl RunArgs {
             slo: self.slo,
             json: self.json,
             quiet: self.quiet,
-            request: self.request.into(),
+            out: self.out,
+            report: self.report,
+            name: self.name,
+            request: self.request.config()?,
             conn: self.conn.into(),
             observe: self.observe.into(),
             segment: self.segment.into(),
@@ -90,8 +120,25 @@ impl RunArgs {
 }
 
 pub fn run(args: RunArgs) -> crate::Result<i32> {
-    let outcome = run::run(&args.config()?)?;
-    crate::out!("{outcome}");
+    let latency = args.latency;
+    let config = args.config()?;
+    let outcome = run::run(&config)?;
+    let mut text = outcome.to_string();
+    let h = &outcome.outcome.recorder.response_time;
+    if latency && !h.is_empty() {
+        text.push_str("\n  Latency distribution (ms)\n\n");
+        text.push_str(&crate::report::hist::distribution_text(h));
+    }
+    // With `--json -` standard output carries the JSON alone, for a pipe into jq.
+    if config
+        .json
+        .as_deref()
+        .is_some_and(crate::report::json::is_stdout)
+    {
+        crate::eout!("{text}");
+    } else {
+        crate::out!("{text}");
+    }
     if let Some(line) = outcome.failure() {
         crate::eoutln!("overload: {line}");
     }
@@ -133,5 +180,48 @@ mod tests {
                 ..RunConfig::default()
             }
         );
+    }
+
+    fn config(args: &[&str]) -> RunConfig {
+        let mut argv = vec!["x"];
+        argv.extend_from_slice(args);
+        W::try_parse_from(argv).unwrap().a.config().unwrap()
+    }
+
+    /// ab's and hey's `-n 1000 -c 10`, wrk's `-t2 -c100 -d30s`, wrk2's `-R`.
+    #[test]
+    fn other_tools_flags_mean_what_they_mean_there() {
+        let c = config(&["-n", "1000", "-c", "10", "http://127.0.0.1:1/"]);
+        assert_eq!(c.requests, Some(1000));
+        assert_eq!(c.duration, None, "-n alone runs until the count");
+        assert_eq!(
+            c.load,
+            RunLoad::Users {
+                users: 10,
+                think: None
+            }
+        );
+        let c = config(&["-t2", "-c100", "-d30s", "-k", "http://127.0.0.1:1/"]);
+        assert_eq!(c.conn.threads, Some(2));
+        assert!(c.conn.keep_alive);
+        assert_eq!(c.duration, Some(Duration::from_secs(30)));
+        assert_eq!(
+            c.load,
+            RunLoad::Users {
+                users: 100,
+                think: None
+            }
+        );
+        // With a rate, -c is wrk2's connection count.
+        let c = config(&["-R", "2k", "-c", "50", "-z", "5s", "http://127.0.0.1:1/"]);
+        assert_eq!(c.load, RunLoad::Rate(2000.0));
+        assert_eq!(c.open.connections, 50);
+        assert_eq!(c.duration, Some(Duration::from_secs(5)));
+        let c = config(&["-n", "10M", "-m", "POST", "http://127.0.0.1:1/"]);
+        assert_eq!(c.requests, Some(10_000_000));
+        assert_eq!(c.request.method, "POST");
+        // -c and --users say the same thing twice: refused rather than one silently winning.
+        assert!(W::try_parse_from(["x", "-c", "5", "--users", "6", "http://h/"]).is_err());
+        assert!(W::try_parse_from(["x", "-k", "--no-keep-alive", "http://h/"]).is_err());
     }
 }

@@ -75,7 +75,7 @@ impl SweepArgs {
             timing: self.steps.timing(),
             slo: self.steps.slo.clone(),
             output: self.steps.output(),
-            request: self.request.into(),
+            request: self.request.config()?,
             conn: self.conn.into(),
             observe: self.observe.into(),
             segment: self.segment.into(),

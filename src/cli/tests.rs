@@ -63,7 +63,7 @@ fn sweep_back(c: &SweepConfig) -> SweepConfig {
 
 fn capacity_back(c: &CapacityConfig) -> CapacityConfig {
     match parse(&c.to_string()) {
-        Command::Capacity(a) => a.into(),
+        Command::Capacity(a) => a.config().unwrap(),
         _ => panic!("not a capacity search: {c}"),
     }
 }
@@ -132,6 +132,7 @@ fn sweep_configs_parse_back_from_their_display() {
             out: Some(PathBuf::from("runs/x y")),
             name: Some("x".into()),
             quiet: true,
+            live_port: Some(8099),
         },
         ..SweepConfig::default()
     };
@@ -175,6 +176,9 @@ fn run_configs_parse_back_from_their_display() {
             slo: Some("p99<1s".into()),
             json: Some(PathBuf::from("/tmp/s.json")),
             quiet: true,
+            out: Some(PathBuf::from("/tmp/run-dir")),
+            report: true,
+            name: Some("ab".into()),
             ..RunConfig::default()
         },
     ] {

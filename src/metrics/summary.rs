@@ -12,6 +12,9 @@ pub struct LatencyStats {
     pub mean: f64,
     pub p50: f64,
     pub p90: f64,
+    /// Absent from results written before p95 was added: read as 0.
+    #[serde(default)]
+    pub p95: f64,
     pub p99: f64,
     pub p999: f64,
     pub max: f64,
@@ -29,6 +32,7 @@ impl LatencyStats {
             mean: h.mean() / 1000.0,
             p50: ms(h.value_at_quantile(0.50)),
             p90: ms(h.value_at_quantile(0.90)),
+            p95: ms(h.value_at_quantile(0.95)),
             p99: ms(h.value_at_quantile(0.99)),
             p999: ms(h.value_at_quantile(0.999)),
             max: ms(h.max()),

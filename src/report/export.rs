@@ -13,6 +13,10 @@ pub enum Format {
     Csv,
     Json,
     Gnuplot,
+    /// vegeta-like bucket table of each step's response times.
+    Hist,
+    /// HdrHistogram's interval log, one interval per step.
+    HdrLog,
 }
 
 impl Format {
@@ -22,6 +26,8 @@ impl Format {
             Format::Csv => &super::csv::CsvExporter,
             Format::Json => &super::jsonfmt::JsonExporter,
             Format::Gnuplot => &super::gnuplot::GnuplotExporter,
+            Format::Hist => &super::hist::HistExporter,
+            Format::HdrLog => &super::hist::HdrLogExporter,
         }
     }
 }

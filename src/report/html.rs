@@ -312,6 +312,9 @@ pub fn render(r: &RunReport) -> String {
         o.push_str(&chart_grid(&server, "s"));
     }
 
+    o.push_str("<h2>Latency distribution</h2>\n");
+    o.push_str(&chart_grid(&super::hist::charts(r), "d"));
+
     o.push_str("<h2>Steps</h2>\n");
     steps_table(&mut o, r);
     o.push_str(&super::tls::section(r));
@@ -420,7 +423,7 @@ fn steps_table(o: &mut String, r: &RunReport) {
     let _ = writeln!(
         o,
         "<tr><th>#</th><th>{load}</th><th>throughput /s</th>\
-         <th>goodput /s</th><th>errors</th><th>non-2xx</th><th>p50</th><th>p90</th><th>p99</th><th>max</th>\
+         <th>goodput /s</th><th>errors</th><th>non-2xx</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>max</th>\
          <th>send lag p99</th><th>gen CPU</th>{server_heads}<th class=\"l\">flags</th></tr></thead>\n<tbody>"
     );
     let sat = r.analysis.saturation.as_ref().map(|s| s.offered);
@@ -464,7 +467,7 @@ fn steps_table(o: &mut String, r: &RunReport) {
         let _ = writeln!(
             o,
             "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{err_class}>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{server_cells}<td class=\"l flags\">{flags}</td></tr>",
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{server_cells}<td class=\"l flags\">{flags}</td></tr>",
             if sat == Some(s.offered) { " class=\"sat\"" } else { "" },
             s.step + 1,
             fmt_num(s.offered),
@@ -474,6 +477,7 @@ fn steps_table(o: &mut String, r: &RunReport) {
             pct(non_ok, m.responses),
             lat(m.response_time_ms.p50),
             lat(m.response_time_ms.p90),
+            lat(m.response_time_ms.p95),
             lat(m.response_time_ms.p99),
             lat(m.response_time_ms.max),
             fmt_ms(m.send_lag_ms.p99),
@@ -634,7 +638,11 @@ mod tests {
         let words = r.analysis.saturation.as_ref().unwrap().describe("req/s");
         assert!(html.contains(&capitalized(&words)), "verdict");
         assert!(html.contains(&format!("<li>{words}")), "findings");
+        // Six charts of the sweep; the fixture stores no histogram, so the latency
+        // distribution's two charts are lines saying so.
         assert_eq!(html.matches("<svg").count(), 6);
+        assert_eq!(html.matches("<p class=\"empty-chart\">").count(), 2);
+        assert!(html.contains("no response-time histogram stored"));
         assert!(html.contains("<table>"));
         assert!(html.contains("skipped truncated"), "notes shown");
         assert!(!html.contains("Incomplete run"));

@@ -21,8 +21,16 @@ struct RunJson<'a> {
     server: Option<&'a crate::observe::StepObservation>,
 }
 
+/// `--json -`: the JSON goes to standard output (and the summary to standard error).
+pub fn is_stdout(p: &Path) -> bool {
+    p.as_os_str() == "-"
+}
+
 /// Fails early (before the load) when the output file cannot be created.
 pub fn check_writable(p: &Path) -> crate::Result<()> {
+    if is_stdout(p) {
+        return Ok(());
+    }
     let dir = p
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -78,5 +86,9 @@ pub fn write_run(
     };
     let text = serde_json::to_string_pretty(&doc)
         .map_err(|e| crate::Error::runtime(format!("JSON: {e}")))?;
+    if is_stdout(p) {
+        crate::outln!("{text}");
+        return Ok(());
+    }
     crate::fsutil::write_atomic(p, (text + "\n").as_bytes())
 }

@@ -8,12 +8,14 @@ pub mod compare;
 pub mod csv;
 pub mod export;
 pub mod gnuplot;
+pub mod hist;
 pub mod html;
 pub mod json;
 pub mod jsonfmt;
 pub mod model;
 pub mod progress;
 pub mod server;
+pub mod style;
 pub mod svg;
 pub mod terminal;
 #[cfg(test)]

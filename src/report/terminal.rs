@@ -1,4 +1,5 @@
 //! The terminal summary of a run.
+use super::style;
 use crate::engine::{EngineConfig, Load, Outcome};
 use crate::metrics::{ErrorKind, LatencyStats, Summary};
 use crate::units::{fmt_duration, fmt_ms, fmt_num};
@@ -76,10 +77,11 @@ fn lat_row(out: &mut String, name: &str, l: &LatencyStats) {
     }
     let _ = writeln!(
         out,
-        "  {name:<15}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}",
+        "  {name:<15}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}",
         fmt_ms(l.mean),
         fmt_ms(l.p50),
         fmt_ms(l.p90),
+        fmt_ms(l.p95),
         fmt_ms(l.p99),
         fmt_ms(l.p999),
         fmt_ms(l.max)
@@ -103,8 +105,9 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
     let _ = writeln!(o, "\n  {offered}, measured over {:.2}s", s.duration_s);
     let _ = writeln!(
         o,
-        "  throughput     {:.1} responses/s   goodput {:.1}/s (2xx/3xx)",
-        s.throughput, s.goodput
+        "  throughput     {}   goodput {:.1}/s (2xx/3xx)",
+        style::bold(&format!("{:.1} responses/s", s.throughput)),
+        s.goodput
     );
     o.push_str(&requests_line(s));
     let _ = writeln!(
@@ -117,12 +120,16 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
     );
     let _ = writeln!(
         o,
-        "\n  {:<15}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}",
-        "", "mean", "p50", "p90", "p99", "p99.9", "max"
+        "\n  {:<15}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}",
+        "", "mean", "p50", "p90", "p95", "p99", "p99.9", "max"
     );
     lat_row(&mut o, "response time", &s.response_time_ms);
     lat_row(&mut o, "service time", &s.service_time_ms);
-    lat_row(&mut o, "send lag", &s.send_lag_ms);
+    // Send lag is the open loop's lateness against its schedule; a closed loop has no
+    // schedule, so the row would only ever be empty.
+    if matches!(cfg.load, Load::Open { .. }) {
+        lat_row(&mut o, "send lag", &s.send_lag_ms);
+    }
     lat_row(&mut o, "first byte", &s.first_byte_ms);
     lat_row(&mut o, "connect", &s.connect_time_ms);
     if let Some(t) = &s.tls {
@@ -145,7 +152,7 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
     );
     o.push_str(&errors_lines(s));
     for w in warnings(s, outcome, cfg) {
-        let _ = writeln!(o, "  ! {w}");
+        let _ = writeln!(o, "  {} {w}", style::yellow("!"));
     }
     o
 }
@@ -208,15 +215,41 @@ pub fn requests_line(s: &Summary) -> String {
 /// value for this run.
 pub fn errors_lines(s: &Summary) -> String {
     let errors: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let failed = crate::analysis::Slo::measure(crate::analysis::slo::Metric::Errors, s);
+    let failed_text = format!("{:.2}%", failed * 100.0);
     format!(
-        "  transport      {}\n  failed         {:.2}% of requests got no 2xx/3xx answer (what an SLO's `errors` counts)\n",
+        "  transport      {}\n  failed         {} of requests got no 2xx/3xx answer (what an SLO's `errors` counts)\n",
         if errors.is_empty() {
             "no errors".into()
         } else {
-            errors.join(", ")
+            style::red(&errors.join(", "))
         },
-        crate::analysis::Slo::measure(crate::analysis::slo::Metric::Errors, s) * 100.0
+        if failed > 0.0 {
+            style::red(&failed_text)
+        } else {
+            failed_text
+        }
     )
+}
+
+/// The SLO verdict: a headline, then each condition with ✓ or ✗ and its measured value.
+pub fn slo_lines(slo: &crate::analysis::Slo, s: &Summary) -> String {
+    let checks = slo.check(s);
+    let mut o = if checks.iter().all(|c| c.1) {
+        format!("\n  SLO '{}' {}\n", slo.text, style::green("met"))
+    } else {
+        format!("\n  SLO '{}' {}\n", slo.text, style::red("FAILED"))
+    };
+    for (cond, ok, measured) in checks {
+        let name = crate::analysis::Slo::metric_name(cond.metric);
+        let _ = writeln!(
+            o,
+            "    {} {:<20} {name} = {measured}",
+            style::mark(ok),
+            cond.to_string()
+        );
+    }
+    o
 }
 
 /// Things the user must know to trust (or not) the figures.
@@ -337,6 +370,20 @@ mod tests {
             "{errs}"
         );
         assert!(!errs.contains("none"), "{errs}");
+    }
+
+    #[test]
+    fn slo_lines_mark_each_condition() {
+        let s = crate::analysis::tests::summary(100.0, 100.0, 5.0, 10);
+        let slo = crate::analysis::slo::parse("p99<10ms,errors<0.5%").unwrap();
+        let text = slo_lines(&slo, &s);
+        assert!(text.contains("SLO 'p99<10ms,errors<0.5%' FAILED"), "{text}");
+        assert!(text.contains("✓ p99<10.00ms"), "{text}");
+        assert!(text.contains("p99 = 5.00ms"), "{text}");
+        assert!(text.contains("✗ errors<0.5%"), "{text}");
+        assert!(text.contains("errors = 0.99%"), "{text}");
+        let met = slo_lines(&crate::analysis::slo::parse("p99<10ms").unwrap(), &s);
+        assert!(met.contains("' met") && !met.contains('✗'), "{met}");
     }
 
     #[test]

@@ -141,6 +141,7 @@ pub fn record(index: usize, load: &Load, s: Shape, secs: f64) -> StepRecord {
         mean: ms,
         p50: ms,
         p90: ms,
+        p95: ms,
         p99: ms,
         p999: ms,
         max: ms,

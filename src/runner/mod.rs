@@ -93,16 +93,7 @@ impl<'a> Stepper<'a> {
             &mut |ctl, elapsed| progress.tick(index, offered, ctl, elapsed),
         )?;
         if let Some(obs) = &self.observer {
-            // The server's side of the same window: per step, and per second of the series.
-            let r = &mut result.record;
-            let samples = obs.samples_between(r.start_unix_ms, r.end_unix_ms);
-            if !samples.is_empty() {
-                r.server = Some(crate::observe::summarize(&samples));
-            }
-            for p in result.series.iter_mut() {
-                let from = self.clock.start_unix_ms + (p.t * 1000.0) as u64;
-                p.server = crate::observe::second(&obs.samples_between(from, from + 999));
-            }
+            attach_server(obs, &self.clock, &mut result);
         }
         self.interrupted |= result.interrupted;
         self.notes.extend(result.notes);
@@ -178,6 +169,24 @@ impl<'a> Stepper<'a> {
     /// An interruption was asked for (before or during a step).
     pub fn stop_asked(&self) -> bool {
         self.interrupted || self.exec.interrupted()
+    }
+}
+
+/// The server's side of a step's window, sampled on the same clock: per step, and per second
+/// of its series.
+pub fn attach_server(
+    obs: &crate::observe::ObserverHandle,
+    clock: &RunClock,
+    result: &mut step::StepResult,
+) {
+    let r = &mut result.record;
+    let samples = obs.samples_between(r.start_unix_ms, r.end_unix_ms);
+    if !samples.is_empty() {
+        r.server = Some(crate::observe::summarize(&samples));
+    }
+    for p in result.series.iter_mut() {
+        let from = clock.start_unix_ms + (p.t * 1000.0) as u64;
+        p.server = crate::observe::second(&obs.samples_between(from, from + 999));
     }
 }
 

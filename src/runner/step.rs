@@ -75,9 +75,31 @@ pub fn run_step(
     let ctl2: Arc<Control> = Arc::clone(&ctl);
     let outcome = engine::run(&cfg, &ctl, |elapsed| on_tick(&ctl2, elapsed))?;
     let end_unix_ms = unix_ms();
+    Ok(record_of(
+        &cfg,
+        &outcome,
+        index,
+        clock,
+        slo,
+        (start_unix_ms, end_unix_ms),
+    ))
+}
+
+/// The stored form of a finished engine run: its [`StepRecord`] (summary, generator effort,
+/// histogram) and per-second series. `run_step` uses it for each step of a sweep, and a single
+/// `overload run --out` for its one step: one results format.
+pub fn record_of(
+    cfg: &EngineConfig,
+    outcome: &engine::Outcome,
+    index: usize,
+    clock: &RunClock,
+    slo: Option<&Slo>,
+    (start_unix_ms, end_unix_ms): (u64, u64),
+) -> StepResult {
+    let load = cfg.load;
     let (rate, users) = cfg.offered();
     let summary =
-        Summary::from_recorder(&outcome.recorder, rate, users, outcome.planned_window(&cfg));
+        Summary::from_recorder(&outcome.recorder, rate, users, outcome.planned_window(cfg));
     // This generator's share of the level (the whole level unless the plan is split).
     let offered = rate.unwrap_or(users.unwrap_or(0) as f64);
     let rec = &outcome.recorder;
@@ -157,12 +179,12 @@ pub fn run_step(
     if outcome.interrupted {
         record.flags.push("interrupted".to_string());
     }
-    Ok(StepResult {
+    StepResult {
         record,
         series,
         interrupted: outcome.interrupted,
-        notes: outcome.notes,
-    })
+        notes: outcome.notes.clone(),
+    }
 }
 
 /// Sets the flags of the last step of `steps`, judged against the steps before it.

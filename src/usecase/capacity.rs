@@ -210,6 +210,8 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
     )?;
     crate::signals::install();
     let dir = writer.dir().to_path_buf();
+    // Named, not `_`: the page lives until the function returns, after the last report.
+    let _live = super::results::live_page(cfg.output.live_port, &dir)?;
     if !out.quiet {
         crate::eoutln!(
             "overload capacity: SLO '{}', from {:.0} req/s, precision {:.0}%; results in {}",

@@ -169,6 +169,9 @@ pub fn timing(a: &mut Argv, t: &StepTiming, slo: Option<&str>, o: &Output) {
     if let Some(n) = &o.name {
         a.opt("--name", n.clone());
     }
+    if let Some(p) = o.live_port {
+        a.opt("--live-port", p.to_string());
+    }
     if o.quiet {
         a.arg("-q");
     }

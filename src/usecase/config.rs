@@ -228,6 +228,8 @@ pub struct Output {
     pub name: Option<String>,
     /// No progress bar and no per-step lines.
     pub quiet: bool,
+    /// Serve the report on 127.0.0.1:PORT while the run goes on (`live::LivePage`).
+    pub live_port: Option<u16>,
 }
 
 /// Scale-out: the part of the plan this generator sends, and when all parts start.

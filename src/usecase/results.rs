@@ -90,6 +90,15 @@ pub fn open(
     Writer::create(&dir, info)
 }
 
+/// `--live-port`: serves `dir`'s report while the run goes on and says where. The page stops
+/// when the returned value is dropped: callers keep it until their last report is written.
+pub fn live_page(port: Option<u16>, dir: &Path) -> crate::Result<Option<crate::live::LivePage>> {
+    let Some(port) = port else { return Ok(None) };
+    let page = crate::live::LivePage::start(port, dir)?;
+    crate::eoutln!("overload: live report at {}", page.url());
+    Ok(Some(page))
+}
+
 /// The analysis after a sweep or search: a blank line, the findings, the notes.
 pub fn analysis_text(a: &Analysis, notes: &[String]) -> String {
     let mut o = String::from("\n");

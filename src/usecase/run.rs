@@ -2,11 +2,13 @@
 use super::command::{self, Argv};
 use super::config::SegmentConfig;
 use super::config::{base_config, parse_slo, ConnConfig, OpenLoopConfig, RequestConfig};
+use super::results;
 use crate::analysis::Slo;
 use crate::engine::{self, Control, EngineConfig, Load, Outcome};
 use crate::metrics::Summary;
 use crate::observe::{ObserveArgs, StepObservation};
 use crate::report::{json, progress::Progress, terminal};
+use crate::runner::step::RunClock;
 use crate::Error;
 use std::fmt;
 use std::path::PathBuf;
@@ -43,6 +45,13 @@ pub struct RunConfig {
     /// Write the summary as one JSON object here.
     pub json: Option<PathBuf>,
     pub quiet: bool,
+    /// Results folder (the sweep's layout, one step); with `report` and no folder:
+    /// `runs/<UTC time>-<name>`.
+    pub out: Option<PathBuf>,
+    /// Write a results folder and its report.html even without `out`.
+    pub report: bool,
+    /// Name of the run in its results folder [default: from the URL].
+    pub name: Option<String>,
 }
 
 /// Users of the closed loop when neither a rate nor users are given.
@@ -68,6 +77,9 @@ impl Default for RunConfig {
             slo: None,
             json: None,
             quiet: false,
+            out: None,
+            report: false,
+            name: None,
         }
     }
 }
@@ -160,6 +172,15 @@ impl fmt::Display for RunConfig {
         if self.quiet {
             a.arg("-q");
         }
+        if let Some(o) = &self.out {
+            a.opt("--out", o.display().to_string());
+        }
+        if self.report {
+            a.arg("--report");
+        }
+        if let Some(n) = &self.name {
+            a.opt("--name", n.clone());
+        }
         a.fmt(f)
     }
 }
@@ -172,6 +193,8 @@ pub struct RunOutcome {
     /// The server's side and the observer's warnings, when observed.
     pub server: Option<(StepObservation, Vec<String>)>,
     pub slo: Option<Slo>,
+    /// The results folder and its report, when one was asked for (`--out`, `--report`).
+    pub stored: Option<(PathBuf, PathBuf)>,
 }
 
 impl RunOutcome {
@@ -215,16 +238,14 @@ impl fmt::Display for RunOutcome {
                 writeln!(f, "  ! {w}")?;
             }
         }
-        if self.outcome.interrupted {
-            return Ok(());
-        }
-        if let Some(slo) = &self.slo {
-            let failures = slo.failures(&self.summary);
-            if failures.is_empty() {
-                writeln!(f, "\n  SLO '{}' met", slo.text)?;
-            } else {
-                writeln!(f, "\n  SLO '{}' FAILED: {}", slo.text, failures.join("; "))?;
+        if !self.outcome.interrupted {
+            if let Some(slo) = &self.slo {
+                f.write_str(&terminal::slo_lines(slo, &self.summary))?;
             }
+        }
+        if let Some((dir, report)) = &self.stored {
+            writeln!(f, "\nreport:  {}", report.display())?;
+            writeln!(f, "results: {}", dir.display())?;
         }
         Ok(())
     }
@@ -268,10 +289,29 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
     if !rc.segment.wait_for_start(rc.quiet) {
         return Err(Error::runtime("interrupted while waiting for --start-at"));
     }
+    let mut writer = if rc.out.is_some() || rc.report {
+        Some(open_results(rc, &cfg, &urls, slo.as_ref())?)
+    } else {
+        None
+    };
+    let clock = RunClock::now();
     let from = crate::clock::unix_ms();
     let (summary, outcome) = execute(&cfg, &urls, rc.quiet)?;
+    let to = crate::clock::unix_ms();
+    let stored = match writer.as_mut() {
+        Some(w) => Some(store_run(
+            w,
+            &cfg,
+            &outcome,
+            &clock,
+            slo.as_ref(),
+            (from, to),
+            observer.as_ref(),
+        )?),
+        None => None,
+    };
     let server = observer.map(|h| {
-        let samples = h.samples_between(from, crate::clock::unix_ms());
+        let samples = h.samples_between(from, to);
         let warnings = h.stop();
         (crate::observe::summarize(&samples), warnings)
     });
@@ -291,5 +331,80 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
         outcome,
         server,
         slo,
+        stored,
     })
+}
+
+/// `open` or `closed`, as the results folder says it.
+fn mode_of(cfg: &EngineConfig) -> &'static str {
+    match cfg.load {
+        Load::Open { .. } => "open",
+        Load::Closed { .. } => "closed",
+    }
+}
+
+/// Opens the run's results folder (before the load, so a bad `--out` costs no run).
+fn open_results(
+    rc: &RunConfig,
+    cfg: &EngineConfig,
+    urls: &[String],
+    slo: Option<&Slo>,
+) -> crate::Result<crate::store::Writer> {
+    let think = match rc.load {
+        RunLoad::Users { think, .. } => think,
+        RunLoad::Rate(_) => None,
+    };
+    let config = serde_json::json!({
+        "levels": [crate::runner::step::offered_of(&cfg.load)],
+        "warmup_s": cfg.warmup.as_secs_f64(),
+        "duration_s": cfg.duration.map(|d| d.as_secs_f64()),
+        "requests": cfg.max_requests,
+        "keep_alive": cfg.keep_alive,
+        "threads": cfg.threads,
+        "timeout_s": cfg.timeout.as_secs_f64(),
+        "think_s": think.map(|t| [t.0.as_secs_f64(), t.1.as_secs_f64()]),
+        "connections": rc.open.connections,
+    });
+    let w = results::open(
+        rc.out.as_deref(),
+        rc.name.as_deref(),
+        "run",
+        mode_of(cfg),
+        urls,
+        config,
+        slo,
+    )?;
+    if !rc.quiet {
+        crate::eoutln!("overload: results in {}", w.dir().display());
+    }
+    Ok(w)
+}
+
+/// Stores the run as the one step of its results folder (the sweep's record and series,
+/// server side included), marks it finished and writes report.html beside it.
+fn store_run(
+    w: &mut crate::store::Writer,
+    cfg: &EngineConfig,
+    outcome: &Outcome,
+    clock: &RunClock,
+    slo: Option<&Slo>,
+    window: (u64, u64),
+    observer: Option<&crate::observe::ObserverHandle>,
+) -> crate::Result<(PathBuf, PathBuf)> {
+    let mut result = crate::runner::step::record_of(cfg, outcome, 0, clock, slo, window);
+    if let Some(obs) = observer {
+        crate::runner::attach_server(obs, clock, &mut result);
+    }
+    let mut steps = vec![result.record];
+    crate::runner::step::flag_last(mode_of(cfg), &mut steps, slo);
+    w.append_step(&steps[0], &result.series)?;
+    let reason = if outcome.interrupted {
+        "interrupted"
+    } else {
+        "run ended"
+    };
+    w.finish(!outcome.interrupted, reason)?;
+    let dir = w.dir().to_path_buf();
+    let report = results::write_report(&dir)?;
+    Ok((dir, report))
 }

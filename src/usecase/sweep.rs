@@ -213,6 +213,8 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
     )?;
     crate::signals::install();
     let dir = writer.dir().to_path_buf();
+    // Named, not `_`: the page lives until the function returns, after the last report.
+    let _live = results::live_page(out.live_port, &dir)?;
     if !out.quiet {
         crate::eoutln!(
             "overload sweep: {} steps of {} (+{} warm-up, {} rest), {mode} loop; results in {}",

@@ -19,6 +19,10 @@ pub enum Need {
     NetNamespace,
     /// Headless Chromium (`apt-get install chromium`), for the reports' layout check.
     Chromium,
+    /// util-linux `script`: runs a command on a pseudo-terminal (colour, the live view).
+    Script,
+    /// Python with HdrHistogram's package (`pip install hdrhistogram`, imported as `hdrh`).
+    PythonHdrh,
 }
 
 impl Need {
@@ -28,14 +32,40 @@ impl Need {
         static LAB: OnceLock<Option<String>> = OnceLock::new();
         static NETNS: OnceLock<Option<String>> = OnceLock::new();
         static CHROMIUM: OnceLock<Option<String>> = OnceLock::new();
+        static SCRIPT: OnceLock<Option<String>> = OnceLock::new();
+        static HDRH: OnceLock<Option<String>> = OnceLock::new();
         match self {
             Need::Root => ROOT.get_or_init(probe_root),
             Need::LabPackages => LAB.get_or_init(probe_lab),
             Need::NetNamespace => NETNS.get_or_init(probe_netns),
             Need::Chromium => CHROMIUM.get_or_init(probe_chromium),
+            Need::Script => SCRIPT.get_or_init(|| {
+                probe_cmd(
+                    "script",
+                    &["-qec", "true", "/dev/null"],
+                    "util-linux `script`",
+                )
+            }),
+            Need::PythonHdrh => HDRH.get_or_init(|| {
+                probe_cmd(
+                    "python3",
+                    &["-c", "import hdrh.log"],
+                    "python3 with hdrh (pip install hdrhistogram)",
+                )
+            }),
         }
         .clone()
     }
+}
+
+/// None when `prog args` runs and succeeds; else why `what` is missing.
+fn probe_cmd(prog: &str, args: &[&str], what: &str) -> Option<String> {
+    let ok = std::process::Command::new(prog)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    (!ok).then(|| format!("{what} is not installed"))
 }
 
 fn probe_root() -> Option<String> {

@@ -1,0 +1,8 @@
+//! Watching a run as it goes. `--live-port PORT` ([`LivePage`]): the results folder's HTML
+//! report served on loopback and reloaded by the browser every second, read from what the
+//! runner has already stored (one source of figures: the folder). Only a GET of the page, at
+//! a path holding a random token printed on the terminal, is answered, so another local user
+//! cannot read it.
+mod page;
+
+pub use page::LivePage;

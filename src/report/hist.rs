@@ -1,0 +1,401 @@
+//! The response-time histograms of a results folder, out in the forms users of other tools
+//! read: vegeta's `report -type=hist` buckets, the percentile distribution that wrk2's
+//! `--latency` and HdrHistogram print, and HdrHistogram's interval log (one interval per step,
+//! readable by HdrHistogram's own log processors). Values are recorded in µs.
+use super::charts::PALETTE;
+use super::model::{Exporter, RunReport};
+use super::svg::{Axis, Chart, Marker, Series};
+use crate::metrics::histo;
+use crate::store::StepRecord;
+use crate::units::{fmt_ms, parse_duration};
+use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
+use hdrhistogram::serialization::V2DeflateSerializer;
+use hdrhistogram::Histogram;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, UNIX_EPOCH};
+
+/// A step's response-time histogram (µs); None when the step stored none.
+pub fn of_step(s: &StepRecord) -> Option<Histogram<u64>> {
+    histo::decode(&s.response_time_hist)
+}
+
+/// Parses vegeta's bucket list, `[0,1ms,10ms,100ms]` (brackets optional), into µs bounds;
+/// they must increase.
+pub fn parse_buckets(s: &str) -> Result<Vec<u64>, String> {
+    let inner = s.trim().trim_start_matches('[').trim_end_matches(']');
+    let mut out: Vec<u64> = Vec::new();
+    for part in inner.split(',') {
+        let d = parse_duration(part).map_err(|e| format!("--buckets: {e}"))?;
+        let us = d.as_micros() as u64;
+        if out.last().is_some_and(|&last| us <= last) {
+            return Err(format!(
+                "--buckets '{s}': bounds must increase ('{}' does not)",
+                part.trim()
+            ));
+        }
+        out.push(us);
+    }
+    Ok(out)
+}
+
+/// Buckets for a histogram when none are given: 0, then 1-2-5 steps per decade up to its
+/// maximum, so every response falls into a bucket a reader can name.
+pub fn default_buckets(h: &Histogram<u64>) -> Vec<u64> {
+    let mut out = vec![0];
+    let max = h.max().max(1);
+    let mut decade = 1u64;
+    'outer: loop {
+        for m in [1, 2, 5] {
+            let b = decade * m;
+            if b > max {
+                break 'outer;
+            }
+            // A lowest bucket above the fastest response would leave [0, b) nearly empty:
+            // start where the responses start.
+            if b * 2 > h.min() || out.len() > 1 {
+                out.push(b);
+            }
+        }
+        decade = decade.saturating_mul(10);
+    }
+    out
+}
+
+/// Counts per bucket `[bounds[i], bounds[i+1])`, the last one open (`+Inf`).
+pub fn bucket_counts(h: &Histogram<u64>, bounds: &[u64]) -> Vec<u64> {
+    let mut counts = vec![0u64; bounds.len()];
+    for v in h.iter_recorded() {
+        // The histogram stores a range of equal values; its lowest value names the bucket.
+        let value = h.lowest_equivalent(v.value_iterated_to());
+        if let Some(i) = bounds.iter().rposition(|&b| value >= b) {
+            counts[i] += v.count_at_value();
+        }
+    }
+    counts
+}
+
+fn fmt_us(us: u64) -> String {
+    if us == 0 {
+        "0s".to_string()
+    } else {
+        fmt_ms(us as f64 / 1000.0)
+    }
+}
+
+/// vegeta's histogram table: bucket, count, share and a bar.
+pub fn buckets_text(h: &Histogram<u64>, bounds: &[u64]) -> String {
+    let counts = bucket_counts(h, bounds);
+    let total = h.len().max(1) as f64;
+    let labels: Vec<String> = bounds
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            let hi = bounds.get(i + 1).map_or("+Inf".to_string(), |&n| fmt_us(n));
+            format!("[{},  {hi}]", fmt_us(b))
+        })
+        .collect();
+    let width = labels.iter().map(|l| l.len()).max().unwrap_or(6).max(6);
+    let mut o = format!("{:<width$}  {:>10}  {:>7}  Histogram\n", "Bucket", "#", "%");
+    for (label, &n) in labels.iter().zip(&counts) {
+        let share = n as f64 / total;
+        let bar = "#".repeat((share * 50.0).round() as usize);
+        let _ = writeln!(
+            o,
+            "{label:<width$}  {n:>10}  {:>6.2}%  {bar}",
+            share * 100.0
+        );
+    }
+    o
+}
+
+/// The percentile distribution as HdrHistogram prints it (wrk2 `--latency`): value (ms),
+/// percentile, count up to it, and 1/(1-percentile), five lines per halving of the tail.
+pub fn distribution_text(h: &Histogram<u64>) -> String {
+    let mut o = format!(
+        "{:>12} {:>14} {:>10} {:>14}\n\n",
+        "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
+    );
+    let mut total = 0u64;
+    for v in h.iter_quantiles(5) {
+        total += v.count_since_last_iteration();
+        let q = v.quantile_iterated_to();
+        let value = h.highest_equivalent(v.value_iterated_to()) as f64 / 1000.0;
+        if q < 1.0 {
+            let _ = writeln!(
+                o,
+                "{value:>12.3} {q:>14.6} {total:>10} {:>14.2}",
+                1.0 / (1.0 - q)
+            );
+        } else {
+            let _ = writeln!(o, "{value:>12.3} {q:>14.6} {total:>10}");
+        }
+    }
+    let _ = writeln!(
+        o,
+        "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]",
+        h.mean() / 1000.0,
+        h.stdev() / 1000.0
+    );
+    let _ = writeln!(
+        o,
+        "#[Max     = {:>12.3}, Total count    = {:>12}]",
+        h.max() as f64 / 1000.0,
+        h.len()
+    );
+    o
+}
+
+/// The steps with a histogram, each with a heading when there are several.
+fn per_step(r: &RunReport, body: impl Fn(&Histogram<u64>) -> String) -> String {
+    let mut o = String::new();
+    let several = r.steps.len() > 1;
+    for s in &r.steps {
+        let Some(h) = of_step(s).filter(|h| !h.is_empty()) else {
+            if several {
+                let _ = writeln!(o, "# step {}: no responses\n", s.step + 1);
+            }
+            continue;
+        };
+        if several {
+            let _ = writeln!(o, "# step {} at {}", s.step + 1, r.load_text(s.offered));
+        }
+        o.push_str(&body(&h));
+        if several {
+            o.push('\n');
+        }
+    }
+    if o.is_empty() {
+        o.push_str("no responses were recorded\n");
+    }
+    o
+}
+
+/// `overload report --format hist`: the bucket table of every step.
+pub fn hist_text(r: &RunReport, bounds: Option<&[u64]>) -> String {
+    per_step(r, |h| match bounds {
+        Some(b) => buckets_text(h, b),
+        None => buckets_text(h, &default_buckets(h)),
+    })
+}
+
+/// The percentile distribution of every step.
+pub fn distributions_text(r: &RunReport) -> String {
+    per_step(r, distribution_text)
+}
+
+/// HdrHistogram's interval log: one interval per step (start and length in seconds since the
+/// run started, values in µs, shown in ms by the log's MaxValueDivisor), tagged `step-N`.
+pub fn hdr_log(r: &RunReport) -> crate::Result<Vec<u8>> {
+    let start = UNIX_EPOCH + Duration::from_millis(r.data.info.started_unix_ms);
+    let mut buf = Vec::new();
+    let mut ser = V2DeflateSerializer::new();
+    let fail = |e: String| crate::Error::runtime(format!("HdrHistogram log: {e}"));
+    {
+        let mut w = IntervalLogWriterBuilder::new()
+            .add_comment(&format!(
+                "overload {}: response times of '{}', one interval per step, in µs",
+                env!("CARGO_PKG_VERSION"),
+                r.name()
+            ))
+            .with_start_time(start)
+            .with_base_time(start)
+            .with_max_value_divisor(1000.0)
+            .begin_log_with(&mut buf, &mut ser)
+            .map_err(|e| fail(e.to_string()))?;
+        for s in &r.steps {
+            let Some(h) = of_step(s) else { continue };
+            let tag_text = format!("step-{}", s.step + 1);
+            let tag = hdrhistogram::serialization::interval_log::Tag::new(&tag_text);
+            w.write_histogram(
+                &h,
+                Duration::from_secs_f64(s.start_s.max(0.0)),
+                Duration::from_secs_f64((s.end_s - s.start_s).max(0.0)),
+                tag,
+            )
+            .map_err(|e| fail(e.to_string()))?;
+        }
+    }
+    Ok(buf)
+}
+
+/// The steps' histograms, labelled, for the charts (steps without responses left out).
+fn labelled(r: &RunReport) -> Vec<(String, Histogram<u64>)> {
+    r.steps
+        .iter()
+        .filter_map(|s| {
+            let h = of_step(s).filter(|h| !h.is_empty())?;
+            let name = if r.steps.len() == 1 {
+                "response time".to_string()
+            } else {
+                format!("step {}: {}", s.step + 1, r.load_text(s.offered))
+            };
+            Some((name, h))
+        })
+        .collect()
+}
+
+/// The report's latency-distribution charts: the share of responses per 1-2-5 bucket, and
+/// the percentile distribution (HdrHistogram's plot: response time against 1/(1-percentile)
+/// on log axes, so p90, p99 and p99.9 are evenly spaced). One line per step.
+pub fn charts(r: &RunReport) -> Vec<Chart> {
+    let mut histogram = Chart::new(
+        "Response-time histogram",
+        Axis::log("response time, bucket upper bound (ms, log scale)"),
+        Axis::linear("share of responses (%)"),
+    );
+    let mut dist = Chart::new(
+        "Percentile distribution",
+        Axis::log("1/(1−percentile): 10 = p90, 100 = p99, 1000 = p99.9 (log scale)"),
+        Axis::log("response time (ms, log scale)"),
+    );
+    histogram.empty_note = "no response-time histogram stored".to_string();
+    dist.empty_note = histogram.empty_note.clone();
+    let steps = labelled(r);
+    // One set of buckets for every step, so their bars compare.
+    let mut all: Option<Histogram<u64>> = None;
+    for (_, h) in &steps {
+        match &mut all {
+            Some(a) => {
+                let _ = a.add(h);
+            }
+            None => all = Some(h.clone()),
+        }
+    }
+    let Some(all) = all else {
+        return vec![histogram, dist];
+    };
+    let bounds = default_buckets(&all);
+    for (i, (name, h)) in steps.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        let total = h.len().max(1) as f64;
+        let counts = bucket_counts(h, &bounds);
+        let pts = counts
+            .iter()
+            .enumerate()
+            .map(|(b, &n)| {
+                let upper = bounds.get(b + 1).copied().unwrap_or(all.max().max(1));
+                (upper as f64 / 1000.0, n as f64 * 100.0 / total)
+            })
+            .collect();
+        histogram.add(Series::new(name.clone(), color, pts));
+        let pts = h
+            .iter_quantiles(5)
+            .filter(|v| v.quantile_iterated_to() < 1.0)
+            .map(|v| {
+                (
+                    1.0 / (1.0 - v.quantile_iterated_to()),
+                    h.highest_equivalent(v.value_iterated_to()) as f64 / 1000.0,
+                )
+            })
+            .collect();
+        dist.add(Series::new(name.clone(), color, pts).marker(Marker::None));
+    }
+    vec![histogram, dist]
+}
+
+/// `report --format hist`: the bucket table with the default buckets.
+pub struct HistExporter;
+
+impl Exporter for HistExporter {
+    fn default_name(&self) -> &'static str {
+        "latency-hist.txt"
+    }
+
+    fn serialize(&self, r: &RunReport, out: &Path) -> crate::Result<Vec<(PathBuf, Vec<u8>)>> {
+        Ok(vec![(out.to_path_buf(), hist_text(r, None).into_bytes())])
+    }
+}
+
+/// `report --format hdr-log` / `--hdr-log FILE`.
+pub struct HdrLogExporter;
+
+impl Exporter for HdrLogExporter {
+    fn default_name(&self) -> &'static str {
+        "latency.hlog"
+    }
+
+    fn serialize(&self, r: &RunReport, out: &Path) -> crate::Result<Vec<(PathBuf, Vec<u8>)>> {
+        Ok(vec![(out.to_path_buf(), hdr_log(r)?)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hist(values_us: &[(u64, u64)]) -> Histogram<u64> {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+        for &(v, n) in values_us {
+            h.record_n(v, n).unwrap();
+        }
+        h
+    }
+
+    #[test]
+    fn buckets_parse_like_vegeta() {
+        assert_eq!(
+            parse_buckets("[0,1ms,10ms,1s]").unwrap(),
+            vec![0, 1000, 10_000, 1_000_000]
+        );
+        assert_eq!(parse_buckets("500us, 2ms").unwrap(), vec![500, 2000]);
+        assert!(parse_buckets("[1ms,1ms]").unwrap_err().contains("increase"));
+        assert!(parse_buckets("[0,fast]").unwrap_err().contains("--buckets"));
+    }
+
+    #[test]
+    fn counts_fall_into_their_buckets_and_the_last_is_open() {
+        let h = hist(&[(300, 10), (1500, 5), (2_000_000, 1)]);
+        assert_eq!(bucket_counts(&h, &[0, 1000, 10_000]), vec![10, 5, 1]);
+        // Below the first bound: not in any bucket, as vegeta does.
+        assert_eq!(bucket_counts(&h, &[1000, 10_000]), vec![5, 1]);
+        let text = buckets_text(&h, &[0, 1000, 10_000]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("Bucket"), "{text}");
+        assert!(
+            lines[1].starts_with("[0s,  1.00ms]") && lines[1].contains("62.50%"),
+            "{text}"
+        );
+        assert!(
+            lines[3].starts_with("[10.00ms,  +Inf]") && lines[3].contains(" 1 "),
+            "{text}"
+        );
+        assert_eq!(lines[1].matches('#').count(), 31, "{text}");
+    }
+
+    #[test]
+    fn default_buckets_are_1_2_5_and_cover_every_response() {
+        let h = hist(&[(150, 1), (800, 1), (42_000, 1)]);
+        let b = default_buckets(&h);
+        assert_eq!(b, vec![0, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000]);
+        assert_eq!(bucket_counts(&h, &b).iter().sum::<u64>(), 3);
+    }
+
+    #[test]
+    fn distribution_ends_at_the_maximum_with_every_count() {
+        let h = hist(&[(1000, 90), (5000, 9), (20_000, 1)]);
+        let text = distribution_text(&h);
+        assert!(
+            text.starts_with("       Value     Percentile TotalCount 1/(1-Percentile)"),
+            "{text}"
+        );
+        let last = text
+            .lines()
+            .rfind(|l| !l.starts_with('#') && !l.is_empty())
+            .unwrap();
+        let cols: Vec<&str> = last.split_whitespace().collect();
+        assert_eq!(cols[1], "1.000000", "{last}");
+        assert_eq!(cols[2], "100", "{last}");
+        assert!(
+            (cols[0].parse::<f64>().unwrap() - 20.0).abs() < 0.05,
+            "{last}"
+        );
+        // The p90 line and its 1/(1-p) column.
+        assert!(
+            text.lines()
+                .any(|l| l.contains(" 0.900000 ") && l.ends_with("10.00")),
+            "{text}"
+        );
+        assert!(text.contains("Total count    =          100]"), "{text}");
+    }
+}
