@@ -6,6 +6,7 @@
 //! `transport.rs` the byte-stream seam it runs over (plain TCP today), `http.rs` the response
 //! parser, `pacing.rs` the arrival schedule and timer.
 mod conn;
+pub mod h2;
 pub mod http;
 pub mod pacing;
 pub mod sys;
