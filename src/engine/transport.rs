@@ -47,6 +47,11 @@ pub trait Transport: Sized {
 
     /// Writes what [`Transport::wants_write`] reported; `WouldBlock` keeps it for later.
     fn flush(&mut self) -> io::Result<()>;
+
+    /// The protocol ALPN negotiated (TLS), once established; None where there is none (TCP).
+    fn alpn(&self) -> Option<&[u8]> {
+        None
+    }
 }
 
 /// Plain TCP over mio.

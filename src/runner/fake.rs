@@ -221,6 +221,7 @@ pub fn base(load: Load) -> EngineConfig {
         connect_timeout: Duration::from_secs(1),
         seed: 1,
         pacing_slack: Duration::ZERO,
+        http2: None,
     }
 }
 

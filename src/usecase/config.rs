@@ -5,7 +5,8 @@
 //!
 //! Errors name the command-line flag, since that is how users meet these options; the
 //! experiment validates its TOML keys before it builds these, with errors naming the key.
-use crate::engine::{Arrival, EngineConfig, Load, Pick, Prepared};
+use crate::engine::h2::hpack::{encode_request, RequestParts};
+use crate::engine::{Arrival, EngineConfig, Http2, Load, Pick, Prepared};
 use crate::fsutil::{read_capped, MAX_BODY_FILE};
 use crate::plan::{parse_headers, parse_method, read_urls_file, RequestSpec, Url};
 use crate::Error;
@@ -41,9 +42,41 @@ impl Default for RequestConfig {
     }
 }
 
+/// Which HTTP version the connections speak (`--http`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpVersion {
+    V1,
+    /// HTTP/2: h2c with prior knowledge over cleartext (no upgrade dance).
+    V2,
+    /// What the server negotiates: over cleartext there is nothing to negotiate, so HTTP/1.1.
+    Auto,
+}
+
+impl HttpVersion {
+    pub fn parse(s: &str) -> Result<HttpVersion, String> {
+        match s {
+            "1.1" | "1" => Ok(HttpVersion::V1),
+            "2" | "2.0" => Ok(HttpVersion::V2),
+            "auto" => Ok(HttpVersion::Auto),
+            _ => Err(format!("'{s}': use 1.1, 2 or auto")),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HttpVersion::V1 => "1.1",
+            HttpVersion::V2 => "2",
+            HttpVersion::Auto => "auto",
+        }
+    }
+}
+
 /// How connections behave.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConnConfig {
+    pub http: HttpVersion,
+    /// HTTP/2: concurrent streams per connection.
+    pub streams: u32,
     pub keep_alive: bool,
     pub calls_per_connection: Option<u32>,
     pub timeout: Duration,
@@ -57,6 +90,8 @@ pub struct ConnConfig {
 impl Default for ConnConfig {
     fn default() -> Self {
         ConnConfig {
+            http: HttpVersion::Auto,
+            streams: 100,
             keep_alive: true,
             calls_per_connection: None,
             timeout: Duration::from_secs(10),
@@ -224,6 +259,15 @@ impl RequestConfig {
                 keep_alive: s.render(false),
                 close: s.render(true),
                 head_only: s.method == "HEAD",
+                h2_block: encode_request(&RequestParts {
+                    method: &s.method,
+                    scheme: s.url.scheme.as_str(),
+                    authority: &s.url.authority,
+                    path: &s.url.target,
+                    headers: &s.headers,
+                    body_len: s.body.as_ref().map(Vec::len),
+                }),
+                body: s.body.clone().unwrap_or_default(),
             });
             urls.push(format!(
                 "{} http://{}{}",
@@ -239,7 +283,18 @@ impl RequestConfig {
     }
 }
 
+/// Most `--streams`: beyond what servers allow (nginx 128, h2o 100, Go 250) by far.
+const MAX_STREAMS: u32 = 65_536;
+
 impl ConnConfig {
+    /// The engine's HTTP/2 settings, when the connections speak it. `auto` over cleartext is
+    /// HTTP/1.1: h2c is only used when asked for.
+    pub fn http2(&self) -> Option<Http2> {
+        (self.http == HttpVersion::V2).then_some(Http2 {
+            streams: self.streams,
+        })
+    }
+
     pub fn validate(&self) -> crate::Result<()> {
         if self.calls_per_connection == Some(0) {
             return Err(Error::usage("--calls-per-connection must be at least 1"));
@@ -247,6 +302,18 @@ impl ConnConfig {
         if !self.keep_alive && self.calls_per_connection.is_some_and(|k| k > 1) {
             return Err(Error::usage(
                 "--no-keep-alive and --calls-per-connection K > 1 contradict each other",
+            ));
+        }
+        if self.streams == 0 || self.streams > MAX_STREAMS {
+            return Err(Error::usage(format!(
+                "--streams {}: use 1 to {MAX_STREAMS}",
+                self.streams
+            )));
+        }
+        if self.http == HttpVersion::V2 && !self.keep_alive {
+            return Err(Error::usage(
+                "--http 2 and --no-keep-alive contradict each other (HTTP/2 multiplexes requests \
+                 on kept connections; use --calls-per-connection 1 for one request per connection)",
             ));
         }
         if self.timeout.is_zero() {
@@ -295,6 +362,7 @@ pub fn base_config(
         connect_timeout: conn.connect_timeout,
         seed: conn.seed,
         pacing_slack: conn.pacing_slack,
+        http2: conn.http2(),
     };
     Ok((cfg, mix.urls))
 }

@@ -154,6 +154,8 @@ pub fn run(
             keep_alive: spec.render(false),
             close: spec.render(true),
             head_only: false,
+            h2_block: Vec::new(),
+            body: Vec::new(),
         }],
         pick: RequestConfig::default().pick,
         load: loads[0],
@@ -167,6 +169,7 @@ pub fn run(
         connect_timeout: conn.connect_timeout,
         seed: conn.seed,
         pacing_slack: conn.pacing_slack,
+        http2: None,
     };
     let urls = [format!("GET {url}")];
     let config = serde_json::json!({ "demo": true, "workers": cfg.workers, "service_ms": cfg.service_ms, "capacity": capacity });

@@ -2,5 +2,6 @@
 //! codec), `hpack` (request blocks encoded once per URL, response blocks decoded with
 //! `loona-hpack`), `conn` (one connection's streams, settings and flow control over any
 //! [`Transport`](super::transport::Transport), so it runs unchanged over TLS).
+pub mod conn;
 pub mod frame;
 pub mod hpack;
