@@ -173,6 +173,7 @@ pub fn record(index: usize, load: &Load, s: Shape, secs: f64) -> StepRecord {
             responses,
             unsent: 0,
             retries: 0,
+            protocols: Default::default(),
             duration_s: secs,
             connections_opened: 1,
             errors,

@@ -93,6 +93,9 @@ pub(crate) struct Conn {
 pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>) {
     // Small answers must leave at once, not wait for Nagle.
     let _ = stream.set_nodelay(true);
+    if super::h2::has_preface(&stream).await {
+        return super::h2::serve(stream, shared).await;
+    }
     match shared.fault {
         Some(Fault::Reset) => {
             let _ = stream.set_zero_linger();
