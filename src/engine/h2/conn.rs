@@ -217,13 +217,19 @@ impl<T: Transport> H2Conn<T> {
             || (self.state == State::Draining && self.streams.is_empty() && self.waiting.is_empty())
     }
 
-    /// Queues the request of `slot`; it goes out at once if the connection can carry it.
+    /// Queues the request of `slot`; its frames are written at once if the connection can
+    /// carry it, sent by the next [`H2Conn::flush`] (the worker flushes once per turn of its
+    /// loop, so the requests started in one turn share one write).
     pub fn submit(&mut self, slot: usize, req: usize, requests: &[Prepared]) {
         self.waiting.push_back((slot, req));
         if self.state == State::Open {
             self.start_waiting(requests);
-            self.flush();
         }
+    }
+
+    /// Output waits for [`H2Conn::flush`].
+    pub fn unflushed(&self) -> bool {
+        self.out.len() > self.out_pos
     }
 
     /// Withdraws the slot's request (its deadline passed): RST_STREAM if it went out.

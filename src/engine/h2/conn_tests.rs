@@ -79,7 +79,7 @@ struct Rig {
     h: H2Conn<Script>,
     reqs: Vec<Prepared>,
     buf: Vec<u8>,
-    enc: loona_hpack::Encoder<'static>,
+    enc: httlib_hpack::Encoder<'static>,
     /// How far `out` was already decoded by [`Rig::sent`].
     seen: usize,
 }
@@ -100,7 +100,7 @@ impl Rig {
             h,
             reqs,
             buf: vec![0; 64 * 1024],
-            enc: loona_hpack::Encoder::new(),
+            enc: httlib_hpack::Encoder::default(),
             seen: 0,
         }
     }
@@ -115,6 +115,11 @@ impl Rig {
         r.server(|o| frame::put_settings(o, &[]));
         r.event();
         r
+    }
+
+    fn submit(&mut self, slot: usize) {
+        self.h.submit(slot, 0, &self.reqs);
+        self.h.flush();
     }
 
     fn event(&mut self) -> Step {
@@ -132,8 +137,10 @@ impl Rig {
     }
 
     fn headers(&mut self, stream: u32, status: &str, end: bool) {
-        let st: [(&[u8], &[u8]); 2] = [(b":status", status.as_bytes()), (b"server", b"test")];
-        let block = self.enc.encode(st.iter().copied());
+        let block = crate::engine::h2::hpack::tests::encode_with(
+            &mut self.enc,
+            &[(b":status", status.as_bytes()), (b"server", b"test")],
+        );
         self.server(|o| frame::put_headers(o, stream, &block, end, 16_384));
     }
 
@@ -164,8 +171,8 @@ fn done(slot: usize, status: u16) -> impl Fn(&Event) -> bool {
 #[test]
 fn requests_wait_for_the_connection_then_go_out_as_streams_and_complete_in_any_order() {
     let mut r = Rig::new(10, vec![request("GET", b"")]);
-    r.h.submit(7, 0, &r.reqs);
-    r.h.submit(8, 0, &r.reqs);
+    r.submit(7);
+    r.submit(8);
     assert!(
         r.events().is_empty(),
         "nothing goes out before the connection is up"
@@ -207,8 +214,8 @@ fn the_servers_stream_limit_holds_requests_back_until_a_stream_ends() {
     r.server(|o| frame::put_settings(o, &[(frame::SETTINGS_MAX_CONCURRENT_STREAMS, 1)]));
     r.event();
     r.events();
-    r.h.submit(1, 0, &r.reqs);
-    r.h.submit(2, 0, &r.reqs);
+    r.submit(1);
+    r.submit(2);
     assert!(!r.h.has_room());
     let ev = r.events();
     assert_eq!(ev.len(), 1, "one stream at a time: {ev:?}");
@@ -225,8 +232,8 @@ fn the_servers_stream_limit_holds_requests_back_until_a_stream_ends() {
 fn our_own_stream_cap_is_the_room_we_offer() {
     let mut r = Rig::open(2, vec![request("GET", b"")]);
     assert!(r.h.has_room());
-    r.h.submit(1, 0, &r.reqs);
-    r.h.submit(2, 0, &r.reqs);
+    r.submit(1);
+    r.submit(2);
     assert!(!r.h.has_room());
     assert_eq!(r.h.active(), 2);
 }
@@ -235,7 +242,7 @@ fn our_own_stream_cap_is_the_room_we_offer() {
 fn goaway_sends_the_streams_above_its_last_id_back_and_lets_the_others_finish() {
     let mut r = Rig::open(10, vec![request("GET", b"")]);
     for slot in 0..3 {
-        r.h.submit(slot, 0, &r.reqs);
+        r.submit(slot);
     }
     r.events();
     r.server(|o| frame::put_goaway(o, 1, frame::NO_ERROR));
@@ -258,7 +265,7 @@ fn goaway_sends_the_streams_above_its_last_id_back_and_lets_the_others_finish() 
 fn resets_fail_their_stream_only_and_refused_streams_may_go_again() {
     let mut r = Rig::open(10, vec![request("GET", b"")]);
     for slot in 0..3 {
-        r.h.submit(slot, 0, &r.reqs);
+        r.submit(slot);
     }
     r.events();
     r.server(|o| frame::put_rst_stream(o, 1, frame::CANCEL));
@@ -281,7 +288,7 @@ fn resets_fail_their_stream_only_and_refused_streams_may_go_again() {
 #[test]
 fn an_http1_answer_is_a_protocol_error_with_advice() {
     let mut r = Rig::new(10, vec![request("GET", b"")]);
-    r.h.submit(0, 0, &r.reqs);
+    r.submit(0);
     r.event();
     r.events();
     r.server(|o| o.extend_from_slice(b"HTTP/1.1 400 Bad Request\r\n\r\n"));
@@ -300,7 +307,7 @@ fn an_http1_answer_is_a_protocol_error_with_advice() {
 #[test]
 fn a_close_without_a_single_frame_is_not_http2_either() {
     let mut r = Rig::new(10, vec![request("GET", b"")]);
-    r.h.submit(0, 0, &r.reqs);
+    r.submit(0);
     r.event();
     r.events();
     r.h.stream.as_mut().unwrap().eof = true;
@@ -312,11 +319,11 @@ fn a_close_without_a_single_frame_is_not_http2_either() {
 #[test]
 fn an_eof_after_answers_leaves_the_unanswered_unprocessed() {
     let mut r = Rig::open(10, vec![request("GET", b"")]);
-    r.h.submit(0, 0, &r.reqs);
+    r.submit(0);
     r.headers(1, "200", true);
     r.event();
-    r.h.submit(1, 0, &r.reqs);
-    r.h.submit(2, 0, &r.reqs);
+    r.submit(1);
+    r.submit(2);
     r.headers(5, "200", false); // stream 5 (slot 2) started answering
     r.h.stream.as_mut().unwrap().eof = true;
     // The FIN comes with the data (EPOLLRDHUP): read on to it.
@@ -335,7 +342,7 @@ fn an_eof_after_answers_leaves_the_unanswered_unprocessed() {
 #[test]
 fn pings_are_answered_and_a_flood_of_them_ends_the_connection() {
     let mut r = Rig::open(10, vec![request("GET", b"")]);
-    r.h.submit(0, 0, &r.reqs);
+    r.submit(0);
     r.events();
     r.sent();
     r.server(|o| {
@@ -364,7 +371,7 @@ fn pings_are_answered_and_a_flood_of_them_ends_the_connection() {
 #[test]
 fn big_bodies_give_the_windows_back() {
     let mut r = Rig::open(10, vec![request("GET", b"")]);
-    r.h.submit(0, 0, &r.reqs);
+    r.submit(0);
     r.headers(1, "200", false);
     r.sent();
     let chunk = vec![0u8; 16_384];
@@ -386,13 +393,15 @@ fn big_bodies_give_the_windows_back() {
 #[test]
 fn huge_header_blocks_end_the_connection_and_oversized_lists_fail_their_stream() {
     let mut r = Rig::open(10, vec![request("GET", b"")]);
-    r.h.submit(0, 0, &r.reqs);
-    r.h.submit(1, 0, &r.reqs);
+    r.submit(0);
+    r.submit(1);
     r.events();
     // A header list over 64 KiB: that stream fails, the connection goes on.
     let big = vec![b'v'; 70_000];
-    let st: [(&[u8], &[u8]); 2] = [(b":status", b"200"), (b"x-big", &big)];
-    let block = r.enc.encode(st.iter().copied());
+    let block = crate::engine::h2::hpack::tests::encode_with(
+        &mut r.enc,
+        &[(b":status", b"200"), (b"x-big", &big)],
+    );
     r.server(|o| frame::put_headers(o, 1, &block, true, 16_384));
     r.event();
     assert_eq!(
@@ -428,7 +437,7 @@ fn request_bodies_wait_for_the_servers_window() {
     let body = vec![b'b'; 70_000];
     let mut r = Rig::open(10, vec![request("POST", &body)]);
     r.sent();
-    r.h.submit(0, 0, &r.reqs);
+    r.submit(0);
     let frames = r.sent();
     let data = frames.iter().filter(|f| f.0 == frame::DATA).count();
     // 65,535 bytes of window: four 16 KiB frames (the last one short), then nothing.
@@ -448,8 +457,8 @@ fn request_bodies_wait_for_the_servers_window() {
 #[test]
 fn a_cancelled_stream_is_reset_and_frees_its_place() {
     let mut r = Rig::open(1, vec![request("GET", b"")]);
-    r.h.submit(0, 0, &r.reqs);
-    r.h.submit(1, 0, &r.reqs);
+    r.submit(0);
+    r.submit(1);
     r.events();
     r.sent();
     r.h.cancel(0, &r.reqs);
@@ -468,7 +477,7 @@ fn a_cancelled_stream_is_reset_and_frees_its_place() {
 #[test]
 fn push_promises_are_refused_since_push_is_off() {
     let mut r = Rig::open(10, vec![request("GET", b"")]);
-    r.h.submit(0, 0, &r.reqs);
+    r.submit(0);
     r.events();
     r.server(|o| {
         frame::put_head(o, 4, frame::PUSH_PROMISE, frame::END_HEADERS, 1);

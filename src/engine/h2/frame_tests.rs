@@ -284,10 +284,7 @@ proptest! {
     fn header_blocks_never_panic(block in proptest::collection::vec(any::<u8>(), 0..500)) {
         let mut d = super::super::hpack::ResponseDecoder::new();
         let _ = d.decode(&block, 65_536);
-        let mut e = loona_hpack::Encoder::new();
-        let ok: [(&[u8], &[u8]); 1] = [(b":status", b"204")];
-        // After an error the table may be anything; a fresh block with indexed-only static
-        // fields still decodes on a fresh decoder.
-        prop_assert_eq!(super::super::hpack::ResponseDecoder::new().decode(&e.encode(ok.iter().copied()), 65_536), Ok(204));
+        // A good block still decodes on a fresh decoder (nothing global was harmed).
+        prop_assert_eq!(super::super::hpack::ResponseDecoder::new().decode(&[0x89], 65_536), Ok(204));
     }
 }

@@ -1,6 +1,6 @@
 //! Header blocks (RFC 7541). Requests are encoded here, once per URL before the run, as
 //! literals without indexing (no dynamic table state to keep in step with the server, and the
-//! hot path then only copies ready bytes). Responses are decoded with `loona-hpack`, which
+//! hot path then only copies ready bytes). Responses are decoded with `httlib-hpack`, which
 //! keeps the dynamic table the server's encoder drives; every block must go through it, even
 //! one we fail, or the table falls out of step for the rest of the connection.
 
@@ -129,7 +129,11 @@ pub enum BlockError {
 
 /// The response headers' decoder, one per connection.
 pub struct ResponseDecoder {
-    inner: loona_hpack::Decoder<'static>,
+    inner: httlib_hpack::Decoder<'static>,
+    /// The block being decoded (the crate consumes a `Vec`), reused.
+    scratch: Vec<u8>,
+    /// Decoded fields (name, value, flags), reused.
+    fields: Vec<(Vec<u8>, Vec<u8>, u8)>,
 }
 
 impl Default for ResponseDecoder {
@@ -146,30 +150,36 @@ impl std::fmt::Debug for ResponseDecoder {
 
 impl ResponseDecoder {
     pub fn new() -> ResponseDecoder {
-        let mut inner = loona_hpack::Decoder::new();
-        // A size update above what we advertised is a decoding error, not an allocation.
-        inner.set_max_allowed_table_size(TABLE_SIZE);
-        ResponseDecoder { inner }
+        ResponseDecoder {
+            // A size update above what we advertised is a decoding error, not an allocation.
+            inner: httlib_hpack::Decoder::with_dynamic_size(TABLE_SIZE as u32),
+            scratch: Vec::new(),
+            fields: Vec::new(),
+        }
     }
 
     /// Decodes one complete header block; returns the `:status` (0 for trailers, which have
-    /// none) and the header list's size as SETTINGS_MAX_HEADER_LIST_SIZE counts it.
-    /// `max_list`: a larger list is [`BlockError::TooLarge`] (after decoding it all, so the
-    /// table stays in step).
+    /// none). `max_list`: a header list larger than this, as SETTINGS_MAX_HEADER_LIST_SIZE
+    /// counts it, is [`BlockError::TooLarge`] (after decoding it all, so the table stays in
+    /// step).
     pub fn decode(&mut self, block: &[u8], max_list: usize) -> Result<u16, BlockError> {
+        self.scratch.clear();
+        self.scratch.extend_from_slice(block);
+        self.fields.clear();
+        self.inner
+            .decode(&mut self.scratch, &mut self.fields)
+            .map_err(|_| BlockError::Compression)?;
         let mut status: Option<Option<u16>> = None;
         let mut size = 0usize;
         let mut twice = false;
-        self.inner
-            .decode_with_cb(block, |name, value| {
-                size += name.len() + value.len() + 32;
-                if &*name == b":status" {
-                    twice |= status.is_some();
-                    let v = std::str::from_utf8(&value).ok().filter(|v| v.len() == 3);
-                    status = Some(v.and_then(|v| v.parse::<u16>().ok()).filter(|s| *s >= 100));
-                }
-            })
-            .map_err(|_| BlockError::Compression)?;
+        for (name, value, _) in &self.fields {
+            size += name.len() + value.len() + 32;
+            if name == b":status" {
+                twice |= status.is_some();
+                let v = std::str::from_utf8(value).ok().filter(|v| v.len() == 3);
+                status = Some(v.and_then(|v| v.parse::<u16>().ok()).filter(|s| *s >= 100));
+            }
+        }
         if size > max_list {
             return Err(BlockError::TooLarge);
         }
@@ -183,7 +193,7 @@ impl ResponseDecoder {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn parts<'a>(method: &'a str, headers: &'a [(String, String)]) -> RequestParts<'a> {
@@ -205,8 +215,7 @@ mod tests {
             ("Connection".to_string(), "close".to_string()),
         ];
         let block = encode_request(&parts("GET", &h));
-        let got = loona_hpack::Decoder::new().decode(&block).unwrap();
-        let got: Vec<(String, String)> = got
+        let got: Vec<(String, String)> = decode_all(&block)
             .into_iter()
             .map(|(n, v)| (String::from_utf8(n).unwrap(), String::from_utf8(v).unwrap()))
             .collect();
@@ -233,9 +242,7 @@ mod tests {
         let h = vec![("Host".to_string(), "example.test".to_string())];
         let mut p = parts("PUT", &h);
         p.body_len = Some(300);
-        let got = loona_hpack::Decoder::new()
-            .decode(&encode_request(&p))
-            .unwrap();
+        let got = decode_all(&encode_request(&p));
         assert!(got.contains(&(b":method".to_vec(), b"PUT".to_vec())));
         assert!(got.contains(&(b":authority".to_vec(), b"example.test".to_vec())));
         assert!(got.contains(&(b"content-length".to_vec(), b"300".to_vec())));
@@ -246,26 +253,51 @@ mod tests {
     fn long_values_use_multi_byte_lengths() {
         let long = "x".repeat(1000);
         let h = vec![("X-Long".to_string(), long.clone())];
-        let got = loona_hpack::Decoder::new()
-            .decode(&encode_request(&parts("GET", &h)))
-            .unwrap();
+        let got = decode_all(&encode_request(&parts("GET", &h)));
         assert!(got.contains(&(b"x-long".to_vec(), long.into_bytes())));
     }
 
+    /// An independent decoder's reading of a block: (name, value) pairs.
+    fn decode_all(block: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut fields = Vec::new();
+        httlib_hpack::Decoder::default()
+            .decode(&mut block.to_vec(), &mut fields)
+            .unwrap();
+        fields.into_iter().map(|(n, v, _)| (n, v)).collect()
+    }
+
+    /// Encodes with indexing and Huffman, as servers do.
+    pub(crate) fn encode_with(
+        e: &mut httlib_hpack::Encoder<'_>,
+        headers: &[(&[u8], &[u8])],
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (n, v) in headers {
+            let flags = httlib_hpack::Encoder::HUFFMAN_VALUE
+                | httlib_hpack::Encoder::WITH_INDEXING
+                | httlib_hpack::Encoder::BEST_FORMAT;
+            e.encode((n.to_vec(), v.to_vec(), flags), &mut out).unwrap();
+        }
+        out
+    }
+
     fn block(headers: &[(&[u8], &[u8])]) -> Vec<u8> {
-        let mut e = loona_hpack::Encoder::new();
-        e.encode(headers.iter().copied())
+        encode_with(&mut httlib_hpack::Encoder::default(), headers)
     }
 
     #[test]
     fn responses_yield_their_status_and_keep_the_dynamic_table_in_step() {
-        let mut e = loona_hpack::Encoder::new();
+        let mut e = httlib_hpack::Encoder::default();
         let mut d = ResponseDecoder::new();
         // The encoder indexes what it sends: the second block refers to the first's entries.
-        let h: [(&[u8], &[u8]); 2] = [(b":status", b"200"), (b"server", b"target")];
-        assert_eq!(d.decode(&e.encode(h.iter().copied()), 65536), Ok(200));
-        let h: [(&[u8], &[u8]); 2] = [(b":status", b"404"), (b"server", b"target")];
-        assert_eq!(d.decode(&e.encode(h.iter().copied()), 65536), Ok(404));
+        let first = encode_with(&mut e, &[(b":status", b"200"), (b"server", b"target")]);
+        assert_eq!(d.decode(&first, 65536), Ok(200));
+        let second = encode_with(&mut e, &[(b":status", b"404"), (b"server", b"target")]);
+        assert!(
+            second.len() < first.len(),
+            "the second block uses the table"
+        );
+        assert_eq!(d.decode(&second, 65536), Ok(404));
     }
 
     #[test]

@@ -223,6 +223,8 @@ impl<'a, T: Transport> Worker<'a, T> {
                 // epoll rounds up to whole milliseconds: wake a little early rather than late.
                 Some((wake - now).saturating_sub(Duration::from_micros(900)))
             };
+            // HTTP/2: the streams opened this turn go out, one write per connection.
+            self.h2_flush();
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() != IoKind::Interrupted {
                     return Err(crate::Error::runtime(format!("epoll_wait: {e}")));

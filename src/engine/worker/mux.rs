@@ -31,6 +31,8 @@ pub(super) struct Mux<T> {
     free: Vec<usize>,
     /// Swapped with a connection's event list while its events are applied.
     spare: Vec<Event>,
+    /// Connections with requests written but not flushed this turn, as (index, gen).
+    dirty: Vec<(usize, u32)>,
     streams: u32,
 }
 
@@ -41,6 +43,7 @@ impl<T> Mux<T> {
             gens: Vec::new(),
             free: Vec::new(),
             spare: Vec::with_capacity(streams as usize),
+            dirty: Vec::new(),
             streams,
         }
     }
@@ -106,7 +109,12 @@ impl<T: Transport> Worker<'_, T> {
         } else {
             c.phase = Phase::Writing;
         }
+        let was_dirty = h.unflushed();
         h.submit(slot, c.req, &self.cfg.requests);
+        if !was_dirty && h.unflushed() {
+            let gen = h.gen;
+            mux.dirty.push((ci, gen));
+        }
         self.h2_drain(ci, now);
     }
 
@@ -151,6 +159,27 @@ impl<T: Transport> Worker<'_, T> {
         ));
         self.open += 1;
         Ok(i)
+    }
+
+    /// Writes what this turn's requests left in the connections' buffers: one write per
+    /// connection per turn, however many streams it opened.
+    pub(super) fn h2_flush(&mut self) {
+        let Some(mux) = self.mux.as_mut() else { return };
+        if mux.dirty.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        let mut i = 0;
+        while let Some(&(ci, gen)) = self.mux.as_ref().and_then(|m| m.dirty.get(i)) {
+            i += 1;
+            if let Some(h) = self.mux.as_mut().and_then(|m| m.get(ci, gen)) {
+                h.flush();
+                self.h2_drain(ci, now);
+            }
+        }
+        if let Some(mux) = self.mux.as_mut() {
+            mux.dirty.clear();
+        }
     }
 
     /// A readiness event for connection `ci`.
