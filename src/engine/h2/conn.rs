@@ -206,6 +206,12 @@ impl<T: Transport> H2Conn<T> {
             && self.streams.len() + self.waiting.len() < self.limit()
     }
 
+    /// Streams opened so far: a connection's age, as servers that close after N requests
+    /// count it.
+    pub fn opened(&self) -> u32 {
+        self.next_id / 2
+    }
+
     /// Requests queued on it (over the limit, or while connecting).
     pub fn queued(&self) -> usize {
         self.waiting.len()

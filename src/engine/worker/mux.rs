@@ -75,10 +75,18 @@ impl<T: Transport> Worker<'_, T> {
         let Some(mux) = self.mux.as_ref() else { return };
         let usable =
             |h: &H2Conn<T>| h.addr == addr && matches!(h.state, State::Open | State::Connecting);
-        let mut found = mux
-            .conns
-            .iter()
-            .position(|h| h.as_ref().is_some_and(|h| usable(h) && h.has_room()));
+        let with_room = mux.conns.iter().enumerate().filter_map(|(i, h)| {
+            h.as_ref()
+                .filter(|h| usable(h) && h.has_room())
+                .map(|h| (i, h))
+        });
+        let mut found = if self.conns[slot].h2_retries > 0 {
+            // A retry after a GOAWAY goes to the youngest connection: the others of the run
+            // may be as close to the server's per-connection limit as the one that went away.
+            with_room.min_by_key(|(_, h)| h.opened()).map(|(i, _)| i)
+        } else {
+            with_room.map(|(i, _)| i).next()
+        };
         if found.is_none() && self.open >= self.max_conns {
             // At the cap (the server allows fewer streams than --streams): wait on the least
             // busy connection to the address. None to it (a URL mix filled the cap with other
