@@ -310,7 +310,7 @@ mod tests {
         let r = report(testdata::open_sweep(), true);
         let d = data(&r);
         let cols = columns();
-        assert_eq!(cols.len(), 10 + 9 + 5);
+        assert_eq!(cols.len(), 10 + crate::metrics::ErrorKind::COUNT + 5);
         assert!(d.contains("#   11 connect-refused"));
         let rows: Vec<Vec<&str>> = d
             .lines()

@@ -127,6 +127,56 @@ pub enum BlockError {
     TooLarge,
 }
 
+/// Reads an HPACK integer with an `n`-bit prefix at `b[i..]`: (value, end), or None when it
+/// is cut off or longer than 5 bytes (what the decoder accepts).
+fn int_at(b: &[u8], mut i: usize, n: u32) -> Option<(usize, usize)> {
+    let mask = (1usize << n) - 1;
+    let mut v = usize::from(*b.get(i)?) & mask;
+    i += 1;
+    if v < mask {
+        return Some((v, i));
+    }
+    for k in 0..4 {
+        let byte = *b.get(i)?;
+        i += 1;
+        v += usize::from(byte & 0x7f) << (7 * k);
+        if byte & 0x80 == 0 {
+            return Some((v, i));
+        }
+    }
+    None
+}
+
+/// Every representation of the block is complete: its integers and string lengths stay
+/// inside the block (RFC 7541 §6).
+fn well_formed(b: &[u8]) -> bool {
+    let mut i = 0;
+    while i < b.len() {
+        let first = b[i];
+        // (prefix bits, strings that follow: a new name and a value, or just a value)
+        let (prefix, strings) = match first {
+            f if f & 0x80 != 0 => (7, 0),
+            f if f & 0x40 != 0 => (6, if f & 0x3f == 0 { 2 } else { 1 }),
+            f if f & 0x20 != 0 => (5, 0),
+            f => (4, if f & 0x0f == 0 { 2 } else { 1 }),
+        };
+        let Some((_, next)) = int_at(b, i, prefix) else {
+            return false;
+        };
+        i = next;
+        for _ in 0..strings {
+            let Some((len, start)) = int_at(b, i, 7) else {
+                return false;
+            };
+            if len > b.len() - start {
+                return false;
+            }
+            i = start + len;
+        }
+    }
+    true
+}
+
 /// The response headers' decoder, one per connection.
 pub struct ResponseDecoder {
     inner: httlib_hpack::Decoder<'static>,
@@ -163,6 +213,10 @@ impl ResponseDecoder {
     /// counts it, is [`BlockError::TooLarge`] (after decoding it all, so the table stays in
     /// step).
     pub fn decode(&mut self, block: &[u8], max_list: usize) -> Result<u16, BlockError> {
+        // The crate indexes past the end of a truncated integer or string: checked here first.
+        if !well_formed(block) {
+            return Err(BlockError::Compression);
+        }
         self.scratch.clear();
         self.scratch.extend_from_slice(block);
         self.fields.clear();
@@ -323,5 +377,20 @@ pub(crate) mod tests {
         );
         // An index past both tables.
         assert_eq!(d.decode(&[0xff, 0x7f], 65536), Err(BlockError::Compression));
+        // Cut off: a multi-byte integer, a name that never comes, a value shorter than said
+        // (the crate would index past the end of these: refused before it sees them).
+        for cut in [
+            &[0xff, 0x80][..],
+            &[0x40],
+            &[0x40, 0x01],
+            &[0x04, 0x85, b'a'],
+            &[0x3f],
+        ] {
+            assert_eq!(
+                d.decode(cut, 65536),
+                Err(BlockError::Compression),
+                "{cut:?}"
+            );
+        }
     }
 }

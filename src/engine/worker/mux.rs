@@ -229,15 +229,15 @@ impl<T: Transport> Worker<'_, T> {
     fn h2_step(&mut self, ci: usize, gen: u32, step: Step, now: Instant) {
         match step {
             Step::Wait => {}
-            Step::Connected => {
-                if now >= self.warm_end {
-                    self.rec.connections_opened += 1;
-                }
+            // Counted as HTTP/1.1 counts them: outside the warm-up.
+            Step::Connected if now >= self.warm_end => {
+                self.rec.connections_opened += 1;
                 if let Some(h) = self.mux.as_mut().and_then(|m| m.get(ci, gen)) {
                     let took = now.saturating_duration_since(h.connect_start);
                     self.rec.connected(took);
                 }
             }
+            Step::Connected => {}
             Step::More => self.more.push((ci | H2_FLAG, gen)),
         }
         self.h2_drain(ci, now);
