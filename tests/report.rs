@@ -129,7 +129,10 @@ fn html_report_of_a_finished_sweep() {
     let html = std::fs::read_to_string(&page).unwrap();
     let (svgs, tables) = check_html(&html);
     // The fixture stores no histogram: the latency distribution's two charts are lines.
-    assert_eq!(svgs, 6, "throughput, latency, errors, time split, 2 timelines");
+    assert_eq!(
+        svgs, 6,
+        "throughput, latency, errors, time split, 2 timelines"
+    );
     assert_eq!(html.matches("no response-time histogram stored").count(), 2);
     assert_eq!(tables, 1);
     assert!(html.contains("Saturation at 400 req/s offered (step"));

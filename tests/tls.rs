@@ -227,3 +227,58 @@ fn bad_tls_input_is_a_usage_error() {
     assert_usage(&["target", "--cert", junk, "--key", junk], "--tls");
     assert_usage(&["target", "--tls", "--tls-fault", "nope"], "--tls-fault");
 }
+
+/// `--http auto` over https speaks what the server picks by ALPN (the target offers h2 first),
+/// `--http 1.1` keeps HTTP/1.1; both count the handshakes of their connections, and a
+/// refused certificate under HTTP/2 is counted with its reason as under HTTP/1.1.
+#[test]
+fn https_negotiates_h2_by_alpn_and_counts_handshakes_and_reasons_under_both() {
+    let t = tls_target(&[]);
+    let url = format!("{}/", t.target.url);
+    let ca = t.ca.to_str().unwrap();
+    for (http, proto) in [("auto", "2"), ("1.1", "1.1"), ("2", "2")] {
+        let (_, v) = run_json(&[
+            "run",
+            &url,
+            "--users",
+            "4",
+            "--threads",
+            "2",
+            "--requests",
+            "300",
+            "--cacert",
+            ca,
+            "--http",
+            http,
+        ]);
+        assert_eq!(u(&v, "error_count"), 0, "--http {http}: {v}");
+        assert_eq!(
+            v["protocols"][proto].as_u64(),
+            Some(300),
+            "--http {http}: {v}"
+        );
+        let hs = u(&v, "tls.handshakes_full") + u(&v, "tls.handshakes_resumed");
+        assert!(hs >= 1, "--http {http}: {v}");
+        assert_eq!(hs, u(&v, "connections_opened"), "--http {http}: {v}");
+        assert_eq!(u(&v, "first_byte_ms.count"), 300, "--http {http}: {v}");
+    }
+    let m = run_measured(
+        None,
+        &[
+            "run",
+            &url,
+            "--users",
+            "2",
+            "--threads",
+            "1",
+            "--requests",
+            "10",
+            "--http",
+            "2",
+        ],
+        true,
+        QUICK,
+    );
+    assert_eq!(m.errors("tls-certificate"), 10, "{}", m.v);
+    assert_eq!(u(&m.v, "tls.failures.unknown-issuer"), 10, "{}", m.v);
+}

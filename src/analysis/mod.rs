@@ -399,6 +399,7 @@ pub(crate) mod tests {
             responses,
             unsent: 0,
             retries: 0,
+            protocols: Default::default(),
             duration_s: 10.0,
             connections_opened: 1,
             errors: errs,

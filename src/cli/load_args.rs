@@ -6,7 +6,7 @@ use crate::engine::tls::TlsVersion;
 use crate::engine::{Arrival, Pick};
 use crate::units::{parse_duration, parse_duration_range, parse_share};
 use crate::usecase::config::{
-    ConnConfig, OpenLoopConfig, Output, RequestConfig, StepTiming, TlsConfig,
+    ConnConfig, HttpVersion, OpenLoopConfig, Output, RequestConfig, StepTiming, TlsConfig,
 };
 use clap::{Args, ValueEnum};
 use std::fmt;
@@ -174,6 +174,16 @@ impl From<OpenLoopArgs> for OpenLoopConfig {
 /// How connections behave.
 #[derive(Args, Debug, Clone)]
 pub struct ConnArgs {
+    /// HTTP version: 1.1, 2, or auto (what TLS negotiates; HTTP/1.1 over cleartext). `2` on
+    /// an http:// URL is h2c with prior knowledge.
+    #[arg(long, value_name = "VERSION", default_value = ConnConfig::default().http.as_str(),
+          value_parser = parse_http)]
+    pub http: HttpVersion,
+    /// HTTP/2: concurrent streams per connection (capped by the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS). Closed loop: each user takes one stream, so users
+    /// share ⌈users / streams⌉ connections.
+    #[arg(long, value_name = "N", default_value_t = ConnConfig::default().streams)]
+    pub streams: u32,
     /// A new connection for every request (ab without -k, httperf --num-calls 1).
     #[arg(long)]
     pub no_keep_alive: bool,
@@ -262,6 +272,8 @@ impl From<TlsArgs> for TlsConfig {
 impl From<ConnArgs> for ConnConfig {
     fn from(a: ConnArgs) -> ConnConfig {
         ConnConfig {
+            http: a.http,
+            streams: a.streams,
             keep_alive: !a.no_keep_alive,
             calls_per_connection: a.calls_per_connection,
             timeout: a.timeout.0,
@@ -272,6 +284,10 @@ impl From<ConnArgs> for ConnConfig {
             tls: a.tls.into(),
         }
     }
+}
+
+fn parse_http(s: &str) -> Result<HttpVersion, String> {
+    HttpVersion::parse(s)
 }
 
 /// Options of every stepped command (sweep, capacity): timing, SLO, output.

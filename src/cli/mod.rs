@@ -48,7 +48,8 @@ pub enum Command {
     Sweep(sweep::SweepArgs),
     /// Find the highest rate meeting an SLO (geometric growth, then bisection).
     Capacity(capacity::CapacityArgs),
-    /// Serve the embedded HTTP/1.1 target (workloads of the studies: sleep, cpu, bytes).
+    /// Serve the embedded HTTP/1.1 and HTTP/2 (h2c) target (workloads of the studies: sleep,
+    /// cpu, bytes).
     Target(target::TargetArgs),
     /// Sweep the embedded target past saturation and report: the tool in one command.
     Demo(demo::DemoArgs),

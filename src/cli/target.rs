@@ -34,7 +34,8 @@ pub struct TargetArgs {
     )]
     pub backlog: String,
     /// Play a fault for every request: refuse, reset, reset-body, hang, drip, bad-status,
-    /// bad-header, short-body, bad-chunk, huge-body, 503, close-after-read, close-idle.
+    /// bad-header, short-body, bad-chunk, huge-body, 503, close-after-read, close-idle; HTTP/2:
+    /// h2-reset, h2-goaway, settings-flood, huge-headers.
     #[arg(long, value_name = "MODE")]
     pub fault: Option<String>,
     /// Allow a non-loopback --listen address.

@@ -118,7 +118,7 @@ fn sweep_configs_parse_back_from_their_display() {
             threads: Some(3),
             pacing_slack: Duration::ZERO,
             seed: 42,
-            tls: Default::default(),
+            ..ConnConfig::default()
         },
         observe: crate::observe::ObserveArgs {
             watch: vec!["web=nginx".into()],

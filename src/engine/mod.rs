@@ -1,11 +1,14 @@
-//! The load engine: worker threads, one event loop each, connections, HTTP/1.1 codec, pacing.
+//! The load engine: worker threads, one event loop each, connections, HTTP/1.1 and HTTP/2
+//! codecs, pacing.
 //! It knows nothing about reports: it fills a [`Recorder`] per thread and returns them merged.
 //!
 //! Layout: `worker/` is the event loop (poller, timers, pools, metrics; `open.rs` and
 //! `closed.rs` its two load models), `conn.rs` one connection's exchange as a state machine,
 //! `transport.rs` the byte-stream seam it runs over (plain TCP), `tls.rs` TLS over it,
-//! `http.rs` the response parser, `pacing.rs` the arrival schedule and timer.
+//! `http.rs` the response parser, `h2/` HTTP/2 (frames, HPACK, one connection's streams),
+//! `pacing.rs` the arrival schedule and timer.
 mod conn;
+pub mod h2;
 pub mod http;
 pub mod pacing;
 pub mod sys;
@@ -31,6 +34,10 @@ pub struct Prepared {
     pub close: Vec<u8>,
     /// HEAD: the response has no body whatever its headers say.
     pub head_only: bool,
+    /// HTTP/2: the request's header block (HPACK, see [`h2::hpack::encode_request`]).
+    pub h2_block: Vec<u8>,
+    /// HTTP/2: the request body, sent in DATA frames.
+    pub body: Vec<u8>,
 }
 
 impl Prepared {
@@ -68,6 +75,14 @@ pub enum Load {
     },
 }
 
+/// HTTP/2 (`--http 2`): the connections multiplex requests on streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Http2 {
+    /// Concurrent streams per connection (`--streams`), capped by the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS.
+    pub streams: u32,
+}
+
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
     pub addrs: Vec<SocketAddr>,
@@ -95,6 +110,8 @@ pub struct EngineConfig {
     pub segment: Segment,
     /// https:// URLs: the TLS client (None: plain TCP).
     pub tls: Option<tls::TlsClient>,
+    /// Speak HTTP/2 (h2c with prior knowledge over TCP); None: HTTP/1.1.
+    pub http2: Option<Http2>,
 }
 
 impl EngineConfig {

@@ -18,6 +18,7 @@ use rustls::{CertificateError, ClientConfig, ClientConnection, DigitallySignedSt
 use std::io::{self, ErrorKind as IoKind, Read, Write};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use std::time::Instant;
 
 /// TLS protocol versions the client may offer.
@@ -106,6 +107,34 @@ impl TlsClient {
             resumption: opts.resumption,
             names,
         })
+    }
+
+    /// The application protocol the server at `addr` picks from the ALPN offer of this
+    /// client, by one blocking handshake before the load (`--http auto` over https: the
+    /// engine speaks one protocol per run, the one the server negotiates). Ok(None): the
+    /// server chose none.
+    pub fn negotiate(
+        &self,
+        addr: SocketAddr,
+        timeout: Duration,
+    ) -> Result<Option<Vec<u8>>, String> {
+        let name = self
+            .names
+            .iter()
+            .find(|(a, _)| *a == addr)
+            .map(|(_, n)| n.clone())
+            .ok_or_else(|| format!("{addr}: no TLS server name"))?;
+        let mut conn = rustls::ClientConnection::new(Arc::clone(&self.config), name)
+            .map_err(|e| format!("{addr}: {e}"))?;
+        let mut sock = std::net::TcpStream::connect_timeout(&addr, timeout)
+            .map_err(|e| format!("{addr}: {e}"))?;
+        let _ = sock.set_read_timeout(Some(timeout));
+        let _ = sock.set_write_timeout(Some(timeout));
+        while conn.is_handshaking() {
+            conn.complete_io(&mut sock)
+                .map_err(|e| format!("{addr}: TLS handshake: {e}"))?;
+        }
+        Ok(conn.alpn_protocol().map(<[u8]>::to_vec))
     }
 
     /// Certificates are not verified (`--insecure`).

@@ -403,6 +403,7 @@ fn merge_step(k: usize, parts: &[(&RunData, &StepRecord)]) -> Result<StepRecord,
         send_lag_ms: LatencyStats::from_hist(&send_lag),
         connect_time_ms: LatencyStats::from_hist(&connect),
         first_byte_ms: LatencyStats::from_hist(&first_byte),
+        protocols: sum_maps(parts.iter().map(|(_, s)| s.summary.protocols.clone())),
         tls: tls.as_ref().map(|(t, _)| t.clone()),
     };
     summary.goodput = per_s(summary.ok_count());

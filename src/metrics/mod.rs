@@ -24,7 +24,8 @@ pub enum ErrorKind {
     /// met this (or a reset) on a reused keep-alive connection before any byte is retried once
     /// first (idempotent methods; see `Recorder::retries`).
     Closed,
-    /// The response was not valid HTTP/1.1 (status line, headers, framing, head > 64 KiB), or
+    /// The response was not valid HTTP/1.1 or HTTP/2 (HTTP/2: a malformed frame or header
+    /// block, a server that does not speak it, a flood of control frames), (status line, headers, framing, head > 64 KiB), or
     /// the server sent bytes no request asked for: more than one answer in the same read (the
     /// request fails), or bytes on an idle connection (counted against the request it last
     /// carried, which was already answered; the connection is dropped either way).
@@ -43,10 +44,16 @@ pub enum ErrorKind {
     /// The server's certificate was refused (expired, unknown issuer, name mismatch, ...; the
     /// reason is counted in `Recorder::tls_failures`).
     TlsCertificate,
+    /// HTTP/2: the server reset the request's stream (RST_STREAM; REFUSED_STREAM is retried
+    /// once first when idempotent).
+    H2Reset,
+    /// HTTP/2: the server's GOAWAY left the request out (a stream above its last stream id)
+    /// and it could not be retried (not idempotent, or retried once already).
+    H2Goaway,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 11] = [
+    pub const ALL: [ErrorKind; 13] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
         ErrorKind::Reset,
@@ -58,6 +65,8 @@ impl ErrorKind {
         ErrorKind::Other,
         ErrorKind::TlsHandshake,
         ErrorKind::TlsCertificate,
+        ErrorKind::H2Reset,
+        ErrorKind::H2Goaway,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -75,6 +84,8 @@ impl ErrorKind {
             ErrorKind::Other => "other",
             ErrorKind::TlsHandshake => "tls-handshake",
             ErrorKind::TlsCertificate => "tls-certificate",
+            ErrorKind::H2Reset => "h2-reset",
+            ErrorKind::H2Goaway => "h2-goaway",
         }
     }
 
@@ -123,12 +134,14 @@ impl ErrorKind {
             ErrorKind::Reset => "connection reset by peer",
             ErrorKind::Timeout => "no answer within --timeout",
             ErrorKind::Closed => "connection closed before a complete answer",
-            ErrorKind::Protocol => "not a valid HTTP/1.1 answer",
+            ErrorKind::Protocol => "not a valid HTTP answer",
             ErrorKind::FdUnavail => "no file descriptor left",
             ErrorKind::AddrUnavail => "no local port left",
             ErrorKind::Other => "other socket error",
             ErrorKind::TlsHandshake => "TLS handshake failed",
             ErrorKind::TlsCertificate => "server certificate refused",
+            ErrorKind::H2Reset => "HTTP/2 stream reset by the server",
+            ErrorKind::H2Goaway => "left out by the server's HTTP/2 GOAWAY",
         }
     }
 

@@ -82,6 +82,8 @@ pub struct Recorder {
     pub retries: u64,
     /// Closed-loop users stopped because no file descriptor was left for their connection.
     pub users_stopped: u64,
+    /// Requests sent, by protocol: [HTTP/1.1, HTTP/2].
+    pub protocols: [u64; 2],
     /// Counted completions and errors, per second since `origin`.
     pub seconds: Vec<SecondBucket>,
     pub origin: Instant,
@@ -128,6 +130,7 @@ impl Recorder {
             pool_waits: 0,
             retries: 0,
             users_stopped: 0,
+            protocols: [0; 2],
             seconds: Vec::with_capacity(expected_secs + 2),
             origin,
             window_start,
@@ -264,6 +267,8 @@ impl Recorder {
         self.cpu += o.cpu;
         self.pool_waits += o.pool_waits;
         self.retries += o.retries;
+        self.protocols[0] += o.protocols[0];
+        self.protocols[1] += o.protocols[1];
         self.users_stopped += o.users_stopped;
         // Threads share one origin, so buckets line up by index.
         let shift = o.origin.saturating_duration_since(self.origin).as_secs() as usize;

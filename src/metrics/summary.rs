@@ -65,6 +65,9 @@ pub struct Summary {
     /// sent on was closed by the server before any byte of the answer (not errors).
     #[serde(default)]
     pub retries: u64,
+    /// Requests sent by HTTP version (`"1.1"`, `"2"`); versions not used are left out.
+    #[serde(default)]
+    pub protocols: BTreeMap<String, u64>,
     /// Length of the measured window in seconds.
     pub duration_s: f64,
     pub connections_opened: u64,
@@ -159,6 +162,12 @@ impl Summary {
             responses: r.responses,
             unsent: r.unsent,
             retries: r.retries,
+            protocols: ["1.1", "2"]
+                .iter()
+                .zip(r.protocols)
+                .filter(|(_, n)| *n > 0)
+                .map(|(v, n)| (v.to_string(), n))
+                .collect(),
             duration_s: secs,
             connections_opened: r.connections_opened,
             errors,

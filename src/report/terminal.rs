@@ -150,6 +150,14 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
             statuses.join(", ")
         }
     );
+    if !s.protocols.is_empty() {
+        let p: Vec<String> = s
+            .protocols
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        let _ = writeln!(o, "  protocol       {}", p.join(", "));
+    }
     o.push_str(&errors_lines(s));
     for w in warnings(s, outcome, cfg) {
         let _ = writeln!(o, "  {} {w}", style::yellow("!"));

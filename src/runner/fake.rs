@@ -174,6 +174,7 @@ pub fn record(index: usize, load: &Load, s: Shape, secs: f64) -> StepRecord {
             responses,
             unsent: 0,
             retries: 0,
+            protocols: Default::default(),
             duration_s: secs,
             connections_opened: 1,
             errors,
@@ -227,6 +228,7 @@ pub fn base(load: Load) -> EngineConfig {
         pacing_slack: Duration::ZERO,
         segment: crate::plan::Segment::WHOLE,
         tls: None,
+        http2: None,
     }
 }
 

@@ -82,19 +82,27 @@ impl ReadBuf {
 
 /// What a connection is served over: TCP, or TLS over it. The TCP socket underneath is what
 /// faults act on (nodelay, RST). The h2 handler plugs in over the same streams after ALPN.
-pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send {
+pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static {
     fn tcp(&self) -> &TcpStream;
+    /// Cleartext: where an h2c preface may arrive.
+    fn plain(&self) -> bool;
 }
 
 impl Stream for TcpStream {
     fn tcp(&self) -> &TcpStream {
         self
     }
+    fn plain(&self) -> bool {
+        true
+    }
 }
 
 impl Stream for tokio_rustls::server::TlsStream<TcpStream> {
     fn tcp(&self) -> &TcpStream {
         self.get_ref().0
+    }
+    fn plain(&self) -> bool {
+        false
     }
 }
 
@@ -111,6 +119,11 @@ pub(crate) struct Conn<S = TcpStream> {
 pub(crate) async fn serve<S: Stream>(stream: S, shared: Arc<Shared>) {
     // Small answers must leave at once, not wait for Nagle.
     let _ = stream.tcp().set_nodelay(true);
+    // h2c with prior knowledge on the plain port; over TLS, HTTP/2 is chosen by ALPN before
+    // this handler is reached (server.rs).
+    if stream.plain() && super::h2::has_preface(stream.tcp()).await {
+        return super::h2::serve(stream, shared).await;
+    }
     match shared.fault {
         Some(Fault::Reset) => {
             let _ = stream.tcp().set_zero_linger();

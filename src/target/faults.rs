@@ -36,10 +36,19 @@ pub enum Fault {
     CloseAfterRead,
     /// Answer normally as if keeping alive, then close the connection anyway.
     CloseIdle,
+    /// HTTP/2: RST_STREAM (INTERNAL_ERROR) instead of an answer.
+    H2Reset,
+    /// HTTP/2: the request is answered, then the connection says GOAWAY (server-wide: after
+    /// every 100 requests), leaving the streams the client sent meanwhile unprocessed.
+    H2Goaway,
+    /// HTTP/2, server-wide only: 5000 SETTINGS frames once the first request arrives.
+    SettingsFlood,
+    /// HTTP/2, server-wide only: a 320 KiB header block (HEADERS + CONTINUATIONs).
+    HugeHeaders,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 13] = [
+    pub const ALL: [Fault; 17] = [
         Fault::Refuse,
         Fault::Reset,
         Fault::ResetBody,
@@ -53,6 +62,10 @@ impl Fault {
         Fault::Status503,
         Fault::CloseAfterRead,
         Fault::CloseIdle,
+        Fault::H2Reset,
+        Fault::H2Goaway,
+        Fault::SettingsFlood,
+        Fault::HugeHeaders,
     ];
 
     /// The name used on the command line and in `/fault/NAME`.
@@ -71,6 +84,10 @@ impl Fault {
             Fault::Status503 => "503",
             Fault::CloseAfterRead => "close-after-read",
             Fault::CloseIdle => "close-idle",
+            Fault::H2Reset => "h2-reset",
+            Fault::H2Goaway => "h2-goaway",
+            Fault::SettingsFlood => "settings-flood",
+            Fault::HugeHeaders => "huge-headers",
         }
     }
 }
@@ -189,6 +206,11 @@ pub(crate) async fn answer<S: Stream>(
         }
         Fault::Status503 => {
             write_status_response(&mut conn.wbuf, 503, conn_header, head.is_head);
+            Ok(after)
+        }
+        // HTTP/2's faults have no HTTP/1.1 form: such a route does not exist here.
+        Fault::H2Reset | Fault::H2Goaway | Fault::SettingsFlood | Fault::HugeHeaders => {
+            write_status_response(&mut conn.wbuf, 404, conn_header, head.is_head);
             Ok(after)
         }
         Fault::CloseIdle => {

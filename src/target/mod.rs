@@ -14,7 +14,8 @@
 //! Files: `server` (listener, accept loop), `conn` (one connection: keep-alive, pipelining),
 //! `request` (head and body framing), `routes` (the workloads), `workers` (the `--workers`
 //! gate), `stall` (the `--stall` freeze), `timer` (precise `/sleep`), `faults` (broken answers),
-//! `tls` (HTTPS: certificates, TLS faults). See docs/target.md.
+//! `tls` (HTTPS: certificates, TLS faults), `h2` (HTTP/2: h2c with prior knowledge on the
+//! same port, h2 over TLS by ALPN; the `h2` crate's server). See docs/target.md.
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use tokio::sync::oneshot;
 
 mod conn;
 mod faults;
+mod h2;
 mod request;
 mod routes;
 mod server;

@@ -58,7 +58,8 @@ pub(crate) async fn accept_loop(
     }
 }
 
-/// One HTTPS connection: the TLS fault, or the handshake (bounded) and then the same handler.
+/// One HTTPS connection: the TLS fault, or the handshake (bounded) and then the same handler
+/// (HTTP/2 when ALPN chose `h2`).
 async fn serve_tls(
     mut stream: tokio::net::TcpStream,
     acceptor: tokio_rustls::TlsAcceptor,
@@ -71,6 +72,10 @@ async fn serve_tls(
     }
     let handshake = tokio::time::timeout(super::tls::HANDSHAKE_TIMEOUT, acceptor.accept(stream));
     if let Ok(Ok(tls)) = handshake.await {
-        conn::serve(tls, shared).await;
+        if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
+            super::h2::serve(tls, shared).await;
+        } else {
+            conn::serve(tls, shared).await;
+        }
     }
 }

@@ -142,7 +142,8 @@ impl TargetTls {
             .with_no_client_auth()
             .with_single_cert(chain, key)
             .map_err(|e| format!("--cert/--key: {e}"))?;
-        cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+        // Both protocols, HTTP/2 preferred as servers do: a client offering h2 gets it.
+        cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Arc::new(cfg))
     }
 }

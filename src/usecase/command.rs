@@ -74,6 +74,12 @@ pub fn request(a: &mut Argv, r: &RequestConfig, c: &ConnConfig) {
         a.opt("--body", b.clone());
     }
     let d = ConnConfig::default();
+    if c.http != d.http {
+        a.opt("--http", c.http.as_str().to_string());
+    }
+    if c.streams != d.streams {
+        a.opt("--streams", c.streams.to_string());
+    }
     if !c.keep_alive {
         a.arg("--no-keep-alive");
     }

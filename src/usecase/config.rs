@@ -5,8 +5,9 @@
 //!
 //! Errors name the command-line flag, since that is how users meet these options; the
 //! experiment validates its TOML keys before it builds these, with errors naming the key.
+use crate::engine::h2::hpack::{encode_request, RequestParts};
 use crate::engine::tls::{TlsClient, TlsClientOptions, TlsVersion};
-use crate::engine::{Arrival, EngineConfig, Load, Pick, Prepared};
+use crate::engine::{Arrival, EngineConfig, Http2, Load, Pick, Prepared};
 use crate::fsutil::{read_capped, MAX_BODY_FILE};
 use crate::plan::segment::check_start_at;
 use crate::plan::{parse_headers, parse_method, read_urls_file, RequestSpec, Segment, Url};
@@ -44,9 +45,41 @@ impl Default for RequestConfig {
     }
 }
 
+/// Which HTTP version the connections speak (`--http`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpVersion {
+    V1,
+    /// HTTP/2: h2c with prior knowledge over cleartext (no upgrade dance).
+    V2,
+    /// What the server negotiates: over cleartext there is nothing to negotiate, so HTTP/1.1.
+    Auto,
+}
+
+impl HttpVersion {
+    pub fn parse(s: &str) -> Result<HttpVersion, String> {
+        match s {
+            "1.1" | "1" => Ok(HttpVersion::V1),
+            "2" | "2.0" => Ok(HttpVersion::V2),
+            "auto" => Ok(HttpVersion::Auto),
+            _ => Err(format!("'{s}': use 1.1, 2 or auto")),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HttpVersion::V1 => "1.1",
+            HttpVersion::V2 => "2",
+            HttpVersion::Auto => "auto",
+        }
+    }
+}
+
 /// How connections behave.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConnConfig {
+    pub http: HttpVersion,
+    /// HTTP/2: concurrent streams per connection.
+    pub streams: u32,
     pub keep_alive: bool,
     pub calls_per_connection: Option<u32>,
     pub timeout: Duration,
@@ -140,6 +173,8 @@ impl TlsConfig {
 impl Default for ConnConfig {
     fn default() -> Self {
         ConnConfig {
+            http: HttpVersion::Auto,
+            streams: 100,
             keep_alive: true,
             calls_per_connection: None,
             timeout: Duration::from_secs(10),
@@ -401,6 +436,15 @@ impl RequestConfig {
                 keep_alive: s.render(false),
                 close: s.render(true),
                 head_only: s.method == "HEAD",
+                h2_block: encode_request(&RequestParts {
+                    method: &s.method,
+                    scheme: s.url.scheme.as_str(),
+                    authority: &s.url.authority,
+                    path: &s.url.target,
+                    headers: &s.headers,
+                    body_len: s.body.as_ref().map(Vec::len),
+                }),
+                body: s.body.clone().unwrap_or_default(),
             });
             urls.push(format!("{} {shown}", s.method));
         }
@@ -414,7 +458,18 @@ impl RequestConfig {
     }
 }
 
+/// Most `--streams`: beyond what servers allow (nginx 128, h2o 100, Go 250) by far.
+const MAX_STREAMS: u32 = 65_536;
+
 impl ConnConfig {
+    /// The engine's HTTP/2 settings, when the connections speak it. `auto` over cleartext is
+    /// HTTP/1.1: h2c is only used when asked for.
+    pub fn http2(&self) -> Option<Http2> {
+        (self.http == HttpVersion::V2).then_some(Http2 {
+            streams: self.streams,
+        })
+    }
+
     pub fn validate(&self) -> crate::Result<()> {
         if self.calls_per_connection == Some(0) {
             return Err(Error::usage("--calls-per-connection must be at least 1"));
@@ -422,6 +477,18 @@ impl ConnConfig {
         if !self.keep_alive && self.calls_per_connection.is_some_and(|k| k > 1) {
             return Err(Error::usage(
                 "--no-keep-alive and --calls-per-connection K > 1 contradict each other",
+            ));
+        }
+        if self.streams == 0 || self.streams > MAX_STREAMS {
+            return Err(Error::usage(format!(
+                "--streams {}: use 1 to {MAX_STREAMS}",
+                self.streams
+            )));
+        }
+        if self.http == HttpVersion::V2 && !self.keep_alive {
+            return Err(Error::usage(
+                "--http 2 and --no-keep-alive contradict each other (HTTP/2 multiplexes requests \
+                 on kept connections; use --calls-per-connection 1 for one request per connection)",
             ));
         }
         if self.timeout.is_zero() {
@@ -444,6 +511,37 @@ impl ConnConfig {
     }
 }
 
+/// https: the TLS client, offering by ALPN the protocol the run will speak, and the HTTP/2
+/// settings when it is h2. `--http auto` asks the first server once which it picks from
+/// both (the engine speaks one protocol per run); a server that cannot be asked gets HTTP/1.1
+/// and the run's errors say why.
+fn tls_and_protocol(
+    conn: &ConnConfig,
+    servers: &[(SocketAddr, String)],
+) -> crate::Result<(Option<TlsClient>, Option<Http2>)> {
+    let with_alpn = |alpn: &[&str]| {
+        let mut t = conn.tls.clone();
+        t.alpn = alpn.iter().map(|p| p.to_string()).collect();
+        t.client(servers)
+    };
+    let h2 = match conn.http {
+        HttpVersion::V2 => true,
+        HttpVersion::V1 => false,
+        HttpVersion::Auto => {
+            let probe = with_alpn(&["h2", "http/1.1"])?;
+            conn.keep_alive
+                && probe
+                    .negotiate(servers[0].0, conn.connect_timeout)
+                    .is_ok_and(|p| p.as_deref() == Some(b"h2".as_slice()))
+        }
+    };
+    let http2 = h2.then_some(Http2 {
+        streams: conn.streams,
+    });
+    let client = with_alpn(if h2 { &["h2"] } else { &["http/1.1"] })?;
+    Ok((Some(client), http2))
+}
+
 /// The engine configuration shared by run, sweep and capacity (the load itself aside).
 pub fn base_config(
     request: &RequestConfig,
@@ -455,15 +553,15 @@ pub fn base_config(
 ) -> crate::Result<(EngineConfig, Vec<String>)> {
     conn.validate()?;
     let mix = request.mix()?;
-    let tls = if mix.tls_servers.is_empty() {
+    let (tls, http2) = if mix.tls_servers.is_empty() {
         if conn.tls.any_set() {
             return Err(Error::usage(
                 "TLS options (--cacert, --insecure, --client-cert, --tls-*) need https:// URLs",
             ));
         }
-        None
+        (None, conn.http2())
     } else {
-        Some(conn.tls.client(&mix.tls_servers)?)
+        tls_and_protocol(conn, &mix.tls_servers)?
     };
     let cfg = EngineConfig {
         addrs: mix.addrs,
@@ -482,6 +580,7 @@ pub fn base_config(
         pacing_slack: conn.pacing_slack,
         segment: Segment::WHOLE,
         tls,
+        http2,
     };
     Ok((cfg, mix.urls))
 }

@@ -154,6 +154,8 @@ pub fn run(
             keep_alive: spec.render(false),
             close: spec.render(true),
             head_only: false,
+            h2_block: Vec::new(),
+            body: Vec::new(),
         }],
         pick: RequestConfig::default().pick,
         load: loads[0],
@@ -169,6 +171,7 @@ pub fn run(
         pacing_slack: conn.pacing_slack,
         segment: crate::plan::Segment::WHOLE,
         tls: None,
+        http2: None,
     };
     let urls = [format!("GET {url}")];
     let config = serde_json::json!({ "demo": true, "workers": cfg.workers, "service_ms": cfg.service_ms, "capacity": capacity });

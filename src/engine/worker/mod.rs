@@ -3,18 +3,22 @@
 //! [`Transport`], generic so the hot path is statically dispatched. The open loop's dispatch
 //! lives in `open.rs`, the closed loop's users in `closed.rs`.
 //!
+//! HTTP/2's multiplexing (`mux.rs`) puts the same slots on streams of shared connections.
+//!
 //! The hot path per request is: pop an idle connection (or connect), one `write` of the
 //! pre-rendered request, `read`s into the thread's shared buffer fed to the parser, three
 //! histogram records. Nothing on it allocates.
 mod closed;
+mod mux;
 mod open;
 
 use super::conn::{Conn, Phase, Reuse, Step};
 use super::pacing::{Schedule, TimerFd};
-use super::transport::Transport;
+use super::transport::{Handshake, Transport};
 use super::{Control, EngineConfig, Load, Pick};
 use crate::metrics::{ErrorKind, Recorder, TlsReason};
 use mio::{Events, Interest, Poll, Token};
+use mux::{Mux, H2_FLAG};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::ErrorKind as IoKind;
@@ -72,6 +76,11 @@ pub(super) struct Worker<'a, T: Transport> {
     /// as (slot, gen); `more_next` is the spare list swapped in while they are served.
     more: Vec<(usize, u32)>,
     more_next: Vec<(usize, u32)>,
+    /// HTTP/2 (`--http 2`): the multiplexed connections the slots' requests ride on.
+    mux: Option<Mux<T>>,
+    /// HTTP/2: the handshake of the connection whose failure is being applied to its
+    /// requests (their slots hold no stream of their own), for the failure's reason.
+    h2_handshake: Option<Handshake>,
 }
 
 /// The fds a worker needs besides its connections: its epoll and its timer. The engine opens
@@ -110,7 +119,11 @@ impl<'a, T: Transport> Worker<'a, T> {
             }
             Load::Closed { users, think } => {
                 let n = share(users as u64) as usize;
-                (n, n, None, think)
+                // HTTP/2: each user takes a stream; the thread's users share connections.
+                let conns = cfg
+                    .http2
+                    .map_or(n, |h| n.div_ceil(h.streams.max(1) as usize).max(1));
+                (n, conns, None, think)
             }
         };
         // Pre-sized for a day at most: a `--duration 1000000h` must not reserve gigabytes.
@@ -157,6 +170,8 @@ impl<'a, T: Transport> Worker<'a, T> {
             idempotent: cfg.requests.iter().map(|p| p.idempotent()).collect(),
             more: Vec::with_capacity(slots.max(16)),
             more_next: Vec::with_capacity(slots.max(16)),
+            mux: cfg.http2.map(|h| Mux::<T>::new(h.streams)),
+            h2_handshake: None,
         })
     }
 
@@ -215,6 +230,8 @@ impl<'a, T: Transport> Worker<'a, T> {
                 // epoll rounds up to whole milliseconds: wake a little early rather than late.
                 Some((wake - now).saturating_sub(Duration::from_micros(900)))
             };
+            // HTTP/2: the streams opened this turn go out, one write per connection.
+            self.h2_flush();
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() != IoKind::Interrupted {
                     return Err(crate::Error::runtime(format!("epoll_wait: {e}")));
@@ -227,6 +244,16 @@ impl<'a, T: Transport> Worker<'a, T> {
                 }
                 let idx = ev.token().0 & 0xFFFF_FFFF;
                 let gen = (ev.token().0 >> 32) as u32;
+                if idx & H2_FLAG != 0 {
+                    self.h2_event(
+                        idx & !H2_FLAG,
+                        gen,
+                        ev.is_readable() || ev.is_error(),
+                        ev.is_writable(),
+                        ev.is_read_closed(),
+                    );
+                    continue;
+                }
                 if idx >= self.conns.len() || self.conns[idx].gen != gen {
                     continue;
                 }
@@ -251,6 +278,9 @@ impl<'a, T: Transport> Worker<'a, T> {
                 self.next_scan = now + self.scan_every;
             }
         }
+        if self.mux.is_some() {
+            self.h2_close_all();
+        }
         self.publish();
         self.rec.cpu = crate::metrics::recorder::thread_cpu_time().saturating_sub(cpu_start);
         let rec = std::mem::replace(
@@ -265,6 +295,9 @@ impl<'a, T: Transport> Worker<'a, T> {
     }
 
     fn can_dispatch(&self) -> bool {
+        if self.mux.is_some() {
+            return self.h2_room(None);
+        }
         self.open < self.max_conns || self.idle.iter().any(|v| !v.is_empty())
     }
 
@@ -316,6 +349,10 @@ impl<'a, T: Transport> Worker<'a, T> {
         self.conns[slot].begin(req, intended, counted, now);
         if counted {
             self.rec.requests += 1;
+        }
+        if self.mux.is_some() {
+            self.h2_start(slot, now);
+            return;
         }
         let c = &self.conns[slot];
         if c.stream.is_some() && c.addr == addr && self.cfg.keep_alive {
@@ -452,6 +489,7 @@ impl<'a, T: Transport> Worker<'a, T> {
                     // Sent means its bytes reached the socket, once per request.
                     if c.deliveries == 1 {
                         self.rec.sent += 1;
+                        self.rec.protocols[usize::from(self.mux.is_some())] += 1;
                     }
                 }
             }
@@ -487,6 +525,10 @@ impl<'a, T: Transport> Worker<'a, T> {
         while i < self.more_next.len() {
             let (slot, gen) = self.more_next[i];
             i += 1;
+            if slot & H2_FLAG != 0 {
+                self.h2_read_more(slot & !H2_FLAG, gen, now);
+                continue;
+            }
             let c = &mut self.conns[slot];
             if c.gen == gen && matches!(c.phase, Phase::Writing | Phase::Reading) {
                 let step = c.receive(&mut self.buf, READS_PER_TURN, self.reuse);
@@ -514,6 +556,7 @@ impl<'a, T: Transport> Worker<'a, T> {
     }
 
     fn fail(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
+        self.h2_release(slot);
         if self.retry_stale(slot, kind, now) {
             return;
         }
@@ -530,7 +573,11 @@ impl<'a, T: Transport> Worker<'a, T> {
     /// timeout that struck after TCP had connected (the handshake stalled).
     fn tls_failure(&self, slot: usize, kind: ErrorKind) -> Option<TlsReason> {
         let c = &self.conns[slot];
-        let hs = c.stream.as_ref().and_then(T::handshake)?;
+        let hs = c
+            .stream
+            .as_ref()
+            .and_then(T::handshake)
+            .or(self.h2_handshake)?;
         match kind {
             ErrorKind::TlsHandshake | ErrorKind::TlsCertificate => hs.failure,
             ErrorKind::ConnectTimeout if hs.tcp_connected.is_some() => Some(TlsReason::Timeout),
@@ -583,6 +630,7 @@ impl<'a, T: Transport> Worker<'a, T> {
     }
 
     fn scan_timeouts(&mut self, now: Instant) {
+        self.h2_scan(now);
         for i in 0..self.conns.len() {
             if let Some(kind) = self.conns[i].expired(now) {
                 self.fail(i, kind, now);
@@ -598,8 +646,12 @@ impl<'a, T: Transport> Worker<'a, T> {
                     self.rec.requests -= 1;
                 }
                 self.close_socket(i);
+                self.conns[i].link = None;
                 self.conns[i].phase = Phase::Free;
             }
+        }
+        if self.mux.is_some() {
+            self.h2_close_all();
         }
     }
 }

@@ -27,24 +27,11 @@ impl<T: Transport> Worker<'_, T> {
                 }
             };
             let addr = self.cfg.requests[req].addr;
-            let slot = if self.cfg.keep_alive {
-                self.pop_idle(addr)
+            let slot = if self.mux.is_some() {
+                // HTTP/2: a slot per request, sent when a stream is free.
+                self.h2_room(Some(addr)).then(|| self.alloc_slot(now))
             } else {
-                None
-            };
-            let slot = match slot {
-                Some(s) => Some(s),
-                None if self.open < self.max_conns => Some(self.alloc_slot(now)),
-                None => {
-                    // Pool full: an idle connection to another address makes room.
-                    if let Some(other) = (0..self.idle.len()).find_map(|a| self.pop_idle(a)) {
-                        self.close_socket(other);
-                        self.free_slot(other);
-                        Some(self.alloc_slot(now))
-                    } else {
-                        None
-                    }
-                }
+                self.h1_slot(addr, now)
             };
             let Some(slot) = slot else {
                 self.rec.pool_waits += 1;
@@ -57,6 +44,29 @@ impl<T: Transport> Worker<'_, T> {
             self.last_dispatch = now;
         }
         self.schedule = Some(sched);
+    }
+
+    /// An idle kept-alive connection to `addr`, or a slot for a new one while the pool allows.
+    fn h1_slot(&mut self, addr: usize, now: Instant) -> Option<usize> {
+        let slot = if self.cfg.keep_alive {
+            self.pop_idle(addr)
+        } else {
+            None
+        };
+        match slot {
+            Some(s) => Some(s),
+            None if self.open < self.max_conns => Some(self.alloc_slot(now)),
+            None => {
+                // Pool full: an idle connection to another address makes room.
+                if let Some(other) = (0..self.idle.len()).find_map(|a| self.pop_idle(a)) {
+                    self.close_socket(other);
+                    self.free_slot(other);
+                    Some(self.alloc_slot(now))
+                } else {
+                    None
+                }
+            }
+        }
     }
 
     pub(super) fn pop_idle(&mut self, addr: usize) -> Option<usize> {

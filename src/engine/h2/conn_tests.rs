@@ -1,0 +1,488 @@
+//! The HTTP/2 connection driven by a scripted server: every frame it receives is written here,
+//! and what it sends is decoded back, so multiplexing, limits, flow control, resets, GOAWAY
+//! and floods are checked without a socket.
+use super::*;
+use crate::engine::h2::hpack::{encode_request, RequestParts};
+use mio::{Interest, Registry, Token};
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// A transport whose reads are the script (then WouldBlock, or EOF once `eof` is set) and
+/// whose writes are all kept.
+#[derive(Debug, Default)]
+struct Script {
+    reads: VecDeque<Vec<u8>>,
+    eof: bool,
+    out: Vec<u8>,
+}
+
+impl Transport for Script {
+    type Setup = ();
+    fn connect(_: &(), _: SocketAddr) -> io::Result<Script> {
+        Ok(Script::default())
+    }
+    fn register(&mut self, _: &Registry, _: Token, _: Interest) -> io::Result<()> {
+        Ok(())
+    }
+    fn deregister(&mut self, _: &Registry) -> io::Result<()> {
+        Ok(())
+    }
+    fn establish(&mut self) -> Result<bool, ErrorKind> {
+        Ok(true)
+    }
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.reads.pop_front() {
+            Some(mut d) => {
+                let n = d.len().min(buf.len());
+                buf[..n].copy_from_slice(&d[..n]);
+                if n < d.len() {
+                    self.reads.push_front(d.split_off(n));
+                }
+                Ok(n)
+            }
+            None if self.eof => Ok(0),
+            None => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn wants_write(&self) -> bool {
+        false
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn request(method: &str, body: &[u8]) -> Prepared {
+    Prepared {
+        addr: 0,
+        keep_alive: Vec::new(),
+        close: Vec::new(),
+        head_only: false,
+        h2_block: encode_request(&RequestParts {
+            method,
+            scheme: "http",
+            authority: "t",
+            path: "/",
+            headers: &[],
+            body_len: (!body.is_empty()).then_some(body.len()),
+        }),
+        body: body.to_vec(),
+    }
+}
+
+struct Rig {
+    h: H2Conn<Script>,
+    reqs: Vec<Prepared>,
+    buf: Vec<u8>,
+    enc: httlib_hpack::Encoder<'static>,
+    /// How far `out` was already decoded by [`Rig::sent`].
+    seen: usize,
+}
+
+impl Rig {
+    fn new(max_streams: u32, reqs: Vec<Prepared>) -> Rig {
+        let now = Instant::now();
+        let h = H2Conn::new(
+            Script::default(),
+            0,
+            1,
+            max_streams,
+            None,
+            now,
+            now + Duration::from_secs(1),
+        );
+        Rig {
+            h,
+            reqs,
+            buf: vec![0; 64 * 1024],
+            enc: httlib_hpack::Encoder::default(),
+            seen: 0,
+        }
+    }
+
+    /// Connects and reads the server's (empty) SETTINGS.
+    fn open(max_streams: u32, reqs: Vec<Prepared>) -> Rig {
+        let mut r = Rig::new(max_streams, reqs);
+        let step = r.event();
+        assert_eq!(step, Step::Connected);
+        assert!(r.h.stream.as_ref().unwrap().out.starts_with(frame::PREFACE));
+        r.seen = frame::PREFACE.len();
+        r.server(|o| frame::put_settings(o, &[]));
+        r.event();
+        r
+    }
+
+    fn submit(&mut self, slot: usize) {
+        self.h.submit(slot, 0, &self.reqs);
+        self.h.flush();
+    }
+
+    fn event(&mut self) -> Step {
+        self.h
+            .on_event(true, true, false, &self.reqs, &mut self.buf, 16)
+    }
+
+    fn server(&mut self, f: impl FnOnce(&mut Vec<u8>)) {
+        // One queued chunk: a short read means "drained" to the connection, as to epoll users.
+        let reads = &mut self.h.stream.as_mut().unwrap().reads;
+        if reads.is_empty() {
+            reads.push_back(Vec::new());
+        }
+        f(reads.back_mut().unwrap());
+    }
+
+    fn headers(&mut self, stream: u32, status: &str, end: bool) {
+        let block = crate::engine::h2::hpack::tests::encode_with(
+            &mut self.enc,
+            &[(b":status", status.as_bytes()), (b"server", b"test")],
+        );
+        self.server(|o| frame::put_headers(o, stream, &block, end, 16_384));
+    }
+
+    fn events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.h.events)
+    }
+
+    /// The frames the connection wrote since the last call, as (type, flags, stream).
+    fn sent(&mut self) -> Vec<(u8, u32)> {
+        let out = self.h.stream.as_ref().unwrap().out[self.seen..].to_vec();
+        self.seen += out.len();
+        let mut got = Vec::new();
+        let mut i = 0;
+        while i + frame::HEAD_LEN <= out.len() {
+            let len = u32::from_be_bytes([0, out[i], out[i + 1], out[i + 2]]) as usize;
+            let stream = u32::from_be_bytes([out[i + 5], out[i + 6], out[i + 7], out[i + 8]]);
+            got.push((out[i + 3], stream));
+            i += frame::HEAD_LEN + len;
+        }
+        got
+    }
+}
+
+fn done(slot: usize, status: u16) -> impl Fn(&Event) -> bool {
+    move |e| e.slot == slot && matches!(e.outcome, Outcome::Done { status: s, .. } if s == status)
+}
+
+#[test]
+fn requests_wait_for_the_connection_then_go_out_as_streams_and_complete_in_any_order() {
+    let mut r = Rig::new(10, vec![request("GET", b"")]);
+    r.submit(7);
+    r.submit(8);
+    assert!(
+        r.events().is_empty(),
+        "nothing goes out before the connection is up"
+    );
+    assert_eq!(r.event(), Step::Connected);
+    let ev = r.events();
+    assert_eq!(ev.len(), 2);
+    assert!(matches!(ev[0].outcome, Outcome::Sent { stream: 1, .. }) && ev[0].slot == 7);
+    assert!(matches!(ev[1].outcome, Outcome::Sent { stream: 3, .. }) && ev[1].slot == 8);
+    r.seen = frame::PREFACE.len();
+    assert_eq!(
+        r.sent(),
+        vec![
+            (frame::SETTINGS, 0),
+            (frame::WINDOW_UPDATE, 0),
+            (frame::HEADERS, 1),
+            (frame::HEADERS, 3)
+        ]
+    );
+    // The server's SETTINGS, then stream 3's answer before stream 1's, its body split.
+    r.server(|o| frame::put_settings(o, &[]));
+    r.headers(3, "404", true);
+    r.headers(1, "200", false);
+    r.server(|o| frame::put_data(o, 1, b"hel", false));
+    r.server(|o| frame::put_data(o, 1, b"lo", true));
+    r.event();
+    let ev = r.events();
+    assert!(ev.iter().any(done(8, 404)));
+    assert!(ev.iter().any(done(7, 200)));
+    let body = ev.iter().find(|e| e.slot == 7).unwrap();
+    assert!(matches!(body.outcome, Outcome::Done { bytes, .. } if bytes > 5));
+    assert_eq!(r.sent(), vec![(frame::SETTINGS, 0)], "the SETTINGS ACK");
+    assert_eq!(r.h.active(), 0);
+}
+
+#[test]
+fn the_servers_stream_limit_holds_requests_back_until_a_stream_ends() {
+    let mut r = Rig::open(100, vec![request("GET", b"")]);
+    r.server(|o| frame::put_settings(o, &[(frame::SETTINGS_MAX_CONCURRENT_STREAMS, 1)]));
+    r.event();
+    r.events();
+    r.submit(1);
+    r.submit(2);
+    assert!(!r.h.has_room());
+    let ev = r.events();
+    assert_eq!(ev.len(), 1, "one stream at a time: {ev:?}");
+    r.headers(1, "200", true);
+    r.event();
+    let ev = r.events();
+    assert!(ev.iter().any(done(1, 200)));
+    assert!(ev
+        .iter()
+        .any(|e| e.slot == 2 && matches!(e.outcome, Outcome::Sent { stream: 3, .. })));
+}
+
+#[test]
+fn our_own_stream_cap_is_the_room_we_offer() {
+    let mut r = Rig::open(2, vec![request("GET", b"")]);
+    assert!(r.h.has_room());
+    r.submit(1);
+    r.submit(2);
+    assert!(!r.h.has_room());
+    assert_eq!(r.h.active(), 2);
+}
+
+#[test]
+fn goaway_sends_the_streams_above_its_last_id_back_and_lets_the_others_finish() {
+    let mut r = Rig::open(10, vec![request("GET", b"")]);
+    for slot in 0..3 {
+        r.submit(slot);
+    }
+    r.events();
+    r.server(|o| frame::put_goaway(o, 1, frame::NO_ERROR));
+    r.headers(1, "200", true);
+    r.event();
+    let ev = r.events();
+    let unprocessed: Vec<usize> = ev
+        .iter()
+        .filter(|e| e.outcome == Outcome::Unprocessed(ErrorKind::H2Goaway))
+        .map(|e| e.slot)
+        .collect();
+    assert_eq!(unprocessed.len(), 2);
+    assert!(unprocessed.contains(&1) && unprocessed.contains(&2));
+    assert!(ev.iter().any(done(0, 200)));
+    assert!(!r.h.has_room());
+    assert!(r.h.finished());
+}
+
+#[test]
+fn resets_fail_their_stream_only_and_refused_streams_may_go_again() {
+    let mut r = Rig::open(10, vec![request("GET", b"")]);
+    for slot in 0..3 {
+        r.submit(slot);
+    }
+    r.events();
+    r.server(|o| frame::put_rst_stream(o, 1, frame::CANCEL));
+    r.server(|o| frame::put_rst_stream(o, 3, frame::REFUSED_STREAM));
+    r.headers(5, "200", true);
+    r.event();
+    let ev = r.events();
+    assert!(ev.contains(&Event {
+        slot: 0,
+        outcome: Outcome::Failed(ErrorKind::H2Reset)
+    }));
+    assert!(ev.contains(&Event {
+        slot: 1,
+        outcome: Outcome::Unprocessed(ErrorKind::H2Reset)
+    }));
+    assert!(ev.iter().any(done(2, 200)));
+    assert_eq!(r.h.state, State::Open);
+}
+
+#[test]
+fn an_http1_answer_is_a_protocol_error_with_advice() {
+    let mut r = Rig::new(10, vec![request("GET", b"")]);
+    r.submit(0);
+    r.event();
+    r.events();
+    r.server(|o| o.extend_from_slice(b"HTTP/1.1 400 Bad Request\r\n\r\n"));
+    r.event();
+    assert_eq!(
+        r.events(),
+        vec![Event {
+            slot: 0,
+            outcome: Outcome::Failed(ErrorKind::Protocol)
+        }]
+    );
+    assert_eq!(r.h.note, Some(NOT_H2C));
+    assert_eq!(r.h.state, State::Dead);
+}
+
+#[test]
+fn a_close_without_a_single_frame_is_not_http2_either() {
+    let mut r = Rig::new(10, vec![request("GET", b"")]);
+    r.submit(0);
+    r.event();
+    r.events();
+    r.h.stream.as_mut().unwrap().eof = true;
+    r.event();
+    assert_eq!(r.events()[0].outcome, Outcome::Failed(ErrorKind::Protocol));
+    assert_eq!(r.h.note, Some(NOT_H2C));
+}
+
+#[test]
+fn an_eof_after_answers_leaves_the_unanswered_unprocessed() {
+    let mut r = Rig::open(10, vec![request("GET", b"")]);
+    r.submit(0);
+    r.headers(1, "200", true);
+    r.event();
+    r.submit(1);
+    r.submit(2);
+    r.headers(5, "200", false); // stream 5 (slot 2) started answering
+    r.h.stream.as_mut().unwrap().eof = true;
+    // The FIN comes with the data (EPOLLRDHUP): read on to it.
+    r.h.on_event(true, false, true, &r.reqs, &mut r.buf, 16);
+    let ev = r.events();
+    assert!(ev.contains(&Event {
+        slot: 1,
+        outcome: Outcome::Unprocessed(ErrorKind::Closed)
+    }));
+    assert!(ev.contains(&Event {
+        slot: 2,
+        outcome: Outcome::Failed(ErrorKind::Closed)
+    }));
+}
+
+#[test]
+fn pings_are_answered_and_a_flood_of_them_ends_the_connection() {
+    let mut r = Rig::open(10, vec![request("GET", b"")]);
+    r.submit(0);
+    r.events();
+    r.sent();
+    r.server(|o| {
+        o.extend_from_slice(&[0, 0, 8, frame::PING, 0, 0, 0, 0, 0]);
+        o.extend_from_slice(&[9; 8]);
+    });
+    r.event();
+    assert_eq!(r.sent(), vec![(frame::PING, 0)]);
+    r.server(|o| {
+        for _ in 0..2000 {
+            frame::put_settings(o, &[]);
+        }
+    });
+    r.event();
+    assert_eq!(
+        r.events(),
+        vec![Event {
+            slot: 0,
+            outcome: Outcome::Failed(ErrorKind::Protocol)
+        }]
+    );
+    assert_eq!(r.h.note, Some(FLOOD));
+    assert_eq!(r.sent().last(), Some(&(frame::GOAWAY, 0)));
+}
+
+#[test]
+fn big_bodies_give_the_windows_back() {
+    let mut r = Rig::open(10, vec![request("GET", b"")]);
+    r.submit(0);
+    r.headers(1, "200", false);
+    r.sent();
+    let chunk = vec![0u8; 16_384];
+    let frames = (STREAM_WINDOW as usize / 2) / chunk.len() + 1;
+    r.server(|o| {
+        for _ in 0..frames {
+            frame::put_data(o, 1, &chunk, false);
+        }
+        frame::put_data(o, 1, b"", true);
+    });
+    while r.event() == Step::More {}
+    assert!(r.events().iter().any(done(0, 200)));
+    assert!(
+        r.sent().contains(&(frame::WINDOW_UPDATE, 1)),
+        "the stream's window was given back past half of it"
+    );
+}
+
+#[test]
+fn huge_header_blocks_end_the_connection_and_oversized_lists_fail_their_stream() {
+    let mut r = Rig::open(10, vec![request("GET", b"")]);
+    r.submit(0);
+    r.submit(1);
+    r.events();
+    // A header list over 64 KiB: that stream fails, the connection goes on.
+    let big = vec![b'v'; 70_000];
+    let block = crate::engine::h2::hpack::tests::encode_with(
+        &mut r.enc,
+        &[(b":status", b"200"), (b"x-big", &big)],
+    );
+    r.server(|o| frame::put_headers(o, 1, &block, true, 16_384));
+    r.event();
+    assert_eq!(
+        r.events(),
+        vec![Event {
+            slot: 0,
+            outcome: Outcome::Failed(ErrorKind::Protocol)
+        }]
+    );
+    assert_eq!(r.h.state, State::Open);
+    // CONTINUATIONs past 256 KiB: the block cannot be kept, nor the connection.
+    r.server(|o| {
+        frame::put_head(o, 16_384, frame::HEADERS, 0, 3);
+        o.extend_from_slice(&[0u8; 16_384]);
+        for _ in 0..20 {
+            frame::put_head(o, 16_384, frame::CONTINUATION, 0, 3);
+            o.extend_from_slice(&[0u8; 16_384]);
+        }
+    });
+    while r.event() == Step::More {}
+    assert_eq!(
+        r.events(),
+        vec![Event {
+            slot: 1,
+            outcome: Outcome::Failed(ErrorKind::Protocol)
+        }]
+    );
+    assert_eq!(r.h.state, State::Dead);
+}
+
+#[test]
+fn request_bodies_wait_for_the_servers_window() {
+    let body = vec![b'b'; 70_000];
+    let mut r = Rig::open(10, vec![request("POST", &body)]);
+    r.sent();
+    r.submit(0);
+    let frames = r.sent();
+    let data = frames.iter().filter(|f| f.0 == frame::DATA).count();
+    // 65,535 bytes of window: four 16 KiB frames (the last one short), then nothing.
+    assert_eq!(data, 4, "{frames:?}");
+    r.server(|o| {
+        frame::put_window_update(o, 0, 10_000);
+        frame::put_window_update(o, 1, 10_000);
+    });
+    r.event();
+    assert_eq!(
+        r.sent().iter().filter(|f| f.0 == frame::DATA).count(),
+        1,
+        "the rest once both windows grew"
+    );
+}
+
+#[test]
+fn a_cancelled_stream_is_reset_and_frees_its_place() {
+    let mut r = Rig::open(1, vec![request("GET", b"")]);
+    r.submit(0);
+    r.submit(1);
+    r.events();
+    r.sent();
+    r.h.cancel(0, &r.reqs);
+    assert_eq!(r.sent(), vec![(frame::RST_STREAM, 1), (frame::HEADERS, 3)]);
+    // Late frames for the cancelled stream are read and dropped.
+    r.headers(1, "200", true);
+    r.headers(3, "200", true);
+    r.event();
+    let ev = r.events();
+    assert!(ev.iter().any(done(1, 200)));
+    assert!(!ev
+        .iter()
+        .any(|e| e.slot == 0 && matches!(e.outcome, Outcome::Done { .. })));
+}
+
+#[test]
+fn push_promises_are_refused_since_push_is_off() {
+    let mut r = Rig::open(10, vec![request("GET", b"")]);
+    r.submit(0);
+    r.events();
+    r.server(|o| {
+        frame::put_head(o, 4, frame::PUSH_PROMISE, frame::END_HEADERS, 1);
+        o.extend_from_slice(&2u32.to_be_bytes());
+    });
+    r.event();
+    assert_eq!(r.events()[0].outcome, Outcome::Failed(ErrorKind::Protocol));
+}

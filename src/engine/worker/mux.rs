@@ -1,0 +1,383 @@
+//! HTTP/2's side of a worker (`--http 2`). Exchange slots (the `Conn`s, which keep each
+//! request's intended/started/written times, so recording stays one mechanism for both
+//! protocols) ride on streams of a few multiplexed connections ([`H2Conn`]). A slot is linked
+//! to its connection while its request waits for or holds a stream; the connection answers
+//! with events naming slots.
+//!
+//! Open loop: an arrival goes out only when a connection has a free stream (or one more
+//! connection may open), otherwise it stays queued and its wait shows as send lag. Closed
+//! loop: each user takes one stream; a thread's users share ⌈users / streams⌉ connections.
+use super::{token, Worker, READS_PER_TURN};
+use crate::engine::conn::{Phase, Step as ConnStep};
+use crate::engine::h2::conn::{Event, H2Conn, Outcome, State, Step};
+use crate::engine::transport::Transport;
+use crate::metrics::ErrorKind;
+use mio::Interest;
+use std::time::Instant;
+
+/// Sends of one request left unprocessed by the server (GOAWAY above its last stream,
+/// REFUSED_STREAM, the keep-alive race) that are retried, when idempotent. More than HTTP/1.1's
+/// one: servers close connections after a number of requests (nginx: 1000), all connections
+/// of a run at about the same time, so a retried request can meet the next GOAWAY too.
+const MAX_RETRIES: u8 = 3;
+
+/// Marks a token (and a `more` entry) as an HTTP/2 connection's rather than a slot's.
+pub(super) const H2_FLAG: usize = 1 << 31;
+
+pub(super) struct Mux<T> {
+    conns: Vec<Option<H2Conn<T>>>,
+    /// Generation per index, so a token outlives no connection.
+    gens: Vec<u32>,
+    free: Vec<usize>,
+    /// Swapped with a connection's event list while its events are applied.
+    spare: Vec<Event>,
+    /// Connections with requests written but not flushed this turn, as (index, gen).
+    dirty: Vec<(usize, u32)>,
+    streams: u32,
+}
+
+impl<T> Mux<T> {
+    pub(super) fn new(streams: u32) -> Mux<T> {
+        Mux {
+            conns: Vec::new(),
+            gens: Vec::new(),
+            free: Vec::new(),
+            spare: Vec::with_capacity(streams as usize),
+            dirty: Vec::new(),
+            streams,
+        }
+    }
+}
+
+impl<T: Transport> Mux<T> {
+    /// Connection `ci` if it is still generation `gen`.
+    fn get(&mut self, ci: usize, gen: u32) -> Option<&mut H2Conn<T>> {
+        self.conns.get_mut(ci)?.as_mut().filter(|h| h.gen == gen)
+    }
+}
+
+impl<T: Transport> Worker<'_, T> {
+    /// Could a request to `addr` get a stream now, or on a connection still allowed to open?
+    pub(super) fn h2_room(&self, addr: Option<usize>) -> bool {
+        let Some(mux) = &self.mux else { return false };
+        self.open < self.max_conns
+            || mux
+                .conns
+                .iter()
+                .flatten()
+                .any(|h| addr.is_none_or(|a| h.addr == a) && h.has_room())
+    }
+
+    /// Puts the slot's request (already begun) on a stream.
+    pub(super) fn h2_start(&mut self, slot: usize, now: Instant) {
+        let addr = self.cfg.requests[self.conns[slot].req].addr;
+        self.conns[slot].addr = addr;
+        let Some(mux) = self.mux.as_ref() else { return };
+        let usable =
+            |h: &H2Conn<T>| h.addr == addr && matches!(h.state, State::Open | State::Connecting);
+        let with_room = mux.conns.iter().enumerate().filter_map(|(i, h)| {
+            h.as_ref()
+                .filter(|h| usable(h) && h.has_room())
+                .map(|h| (i, h))
+        });
+        let mut found = if self.conns[slot].h2_retries > 0 {
+            // A retry after a GOAWAY goes to the youngest connection: the others of the run
+            // may be as close to the server's per-connection limit as the one that went away.
+            with_room.min_by_key(|(_, h)| h.opened()).map(|(i, _)| i)
+        } else {
+            with_room.map(|(i, _)| i).next()
+        };
+        if found.is_none() && self.open >= self.max_conns {
+            // At the cap (the server allows fewer streams than --streams): wait on the least
+            // busy connection to the address. None to it (a URL mix filled the cap with other
+            // addresses): one more connection, beyond the cap, rather than a request stuck.
+            found = mux
+                .conns
+                .iter()
+                .enumerate()
+                .filter_map(|(i, h)| h.as_ref().filter(|h| usable(h)).map(|h| (i, h)))
+                .min_by_key(|(_, h)| h.active() + h.queued())
+                .map(|(i, _)| i);
+        }
+        let ci = match found {
+            Some(i) => i,
+            None => match self.h2_connect(addr, now) {
+                Ok(i) => i,
+                Err(kind) => return self.connect_failed(slot, kind, now),
+            },
+        };
+        let mux = self.mux.as_mut().expect("HTTP/2 mode");
+        let h = mux.conns[ci].as_mut().expect("a live connection");
+        let c = &mut self.conns[slot];
+        c.link = Some((ci, h.gen));
+        c.deadline = c.started + self.cfg.timeout;
+        if h.state == State::Connecting {
+            c.phase = Phase::Connecting;
+            c.deadline = c.deadline.min(h.deadline);
+        } else {
+            c.phase = Phase::Writing;
+        }
+        let was_dirty = h.unflushed();
+        h.submit(slot, c.req, &self.cfg.requests);
+        if !was_dirty && h.unflushed() {
+            let gen = h.gen;
+            mux.dirty.push((ci, gen));
+        }
+        self.h2_drain(ci, now);
+    }
+
+    fn h2_connect(&mut self, addr: usize, now: Instant) -> Result<usize, ErrorKind> {
+        let mut stream = match T::connect(&self.setup, self.cfg.addrs[addr]) {
+            Ok(s) => s,
+            Err(e) => {
+                let kind = ErrorKind::from_io(&e, true);
+                if kind == ErrorKind::FdUnavail {
+                    self.on_fd_exhausted();
+                }
+                return Err(kind);
+            }
+        };
+        let mux = self.mux.as_mut().expect("HTTP/2 mode");
+        let i = match mux.free.pop() {
+            Some(i) => i,
+            None => {
+                mux.conns.push(None);
+                mux.gens.push(0);
+                mux.conns.len() - 1
+            }
+        };
+        mux.gens[i] = mux.gens[i].wrapping_add(1);
+        let gen = mux.gens[i];
+        if let Err(e) = stream.register(
+            self.poll.registry(),
+            token(i | H2_FLAG, gen),
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            mux.free.push(i);
+            return Err(ErrorKind::from_io(&e, true));
+        }
+        mux.conns[i] = Some(H2Conn::new(
+            stream,
+            addr,
+            gen,
+            mux.streams,
+            self.cfg.calls_per_connection,
+            now,
+            now + self.cfg.connect_timeout,
+        ));
+        self.open += 1;
+        Ok(i)
+    }
+
+    /// Writes what this turn's requests left in the connections' buffers: one write per
+    /// connection per turn, however many streams it opened.
+    pub(super) fn h2_flush(&mut self) {
+        let Some(mux) = self.mux.as_mut() else { return };
+        if mux.dirty.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        let mut i = 0;
+        while let Some(&(ci, gen)) = self.mux.as_ref().and_then(|m| m.dirty.get(i)) {
+            i += 1;
+            if let Some(h) = self.mux.as_mut().and_then(|m| m.get(ci, gen)) {
+                h.flush();
+                self.h2_drain(ci, now);
+            }
+        }
+        if let Some(mux) = self.mux.as_mut() {
+            mux.dirty.clear();
+        }
+    }
+
+    /// A readiness event for connection `ci`.
+    pub(super) fn h2_event(
+        &mut self,
+        ci: usize,
+        gen: u32,
+        readable: bool,
+        writable: bool,
+        read_closed: bool,
+    ) {
+        let now = Instant::now();
+        let Some(h) = self.mux.as_mut().and_then(|m| m.get(ci, gen)) else {
+            return;
+        };
+        let step = h.on_event(
+            readable,
+            writable,
+            read_closed,
+            &self.cfg.requests,
+            &mut self.buf,
+            READS_PER_TURN,
+        );
+        self.h2_step(ci, gen, step, now);
+    }
+
+    /// Resumes the reads connection `ci` left for this turn.
+    pub(super) fn h2_read_more(&mut self, ci: usize, gen: u32, now: Instant) {
+        let Some(h) = self.mux.as_mut().and_then(|m| m.get(ci, gen)) else {
+            return;
+        };
+        if h.state == State::Dead {
+            return;
+        }
+        let step = h.receive(&mut self.buf, READS_PER_TURN, &self.cfg.requests);
+        self.h2_step(ci, gen, step, now);
+    }
+
+    fn h2_step(&mut self, ci: usize, gen: u32, step: Step, now: Instant) {
+        match step {
+            Step::Wait => {}
+            // Counted as HTTP/1.1 counts them: outside the warm-up.
+            Step::Connected if now >= self.warm_end => {
+                self.rec.connections_opened += 1;
+                if let Some(h) = self.mux.as_mut().and_then(|m| m.get(ci, gen)) {
+                    // TLS: the TCP connect and the handshake after it, timed apart, as the
+                    // HTTP/1.1 path does.
+                    let hs = h.stream.as_ref().and_then(T::handshake);
+                    let tcp_at = hs.and_then(|x| x.tcp_connected).unwrap_or(now);
+                    let (connect_start, hs) = (h.connect_start, hs);
+                    self.rec
+                        .connected(tcp_at.saturating_duration_since(connect_start));
+                    if let Some(x) = hs {
+                        self.rec
+                            .handshake(now.saturating_duration_since(tcp_at), x.resumed);
+                    }
+                }
+            }
+            Step::Connected => {}
+            Step::More => self.more.push((ci | H2_FLAG, gen)),
+        }
+        self.h2_drain(ci, now);
+    }
+
+    /// Applies the connection's events, then closes it if it is done.
+    fn h2_drain(&mut self, ci: usize, now: Instant) {
+        loop {
+            let Some(mux) = self.mux.as_mut() else { return };
+            let Some(h) = mux.conns[ci].as_mut() else {
+                return;
+            };
+            if let Some(note) = h.note.take() {
+                if !self.notes.iter().any(|n| n == note) {
+                    self.notes.push(note.to_string());
+                }
+            }
+            if h.events.is_empty() {
+                if h.finished() {
+                    self.h2_close(ci);
+                }
+                return;
+            }
+            let gen = h.gen;
+            let mut evs = std::mem::take(&mut mux.spare);
+            std::mem::swap(&mut evs, &mut h.events);
+            for e in evs.drain(..) {
+                self.h2_apply(ci, gen, e, now);
+            }
+            if let Some(mux) = self.mux.as_mut() {
+                mux.spare = evs;
+            }
+        }
+    }
+
+    fn h2_apply(&mut self, ci: usize, gen: u32, e: Event, now: Instant) {
+        let slot = e.slot;
+        let c = &mut self.conns[slot];
+        if c.link != Some((ci, gen)) {
+            return; // the slot moved on (its request was withdrawn)
+        }
+        match e.outcome {
+            Outcome::Sent { len, .. } => {
+                // A request that waited for a stream on an open connection: the wait is send
+                // lag, as an HTTP/1.1 request's wait for a free connection is.
+                if c.phase == Phase::Writing {
+                    c.started = now;
+                }
+                c.phase = Phase::Reading;
+                c.written = now;
+                c.deliveries += 1;
+                self.apply(slot, ConnStep::Sent(len), now);
+            }
+            Outcome::Done { status, bytes } => {
+                c.link = None;
+                c.bytes = bytes;
+                self.complete(slot, status, false, now);
+            }
+            Outcome::Failed(kind) => {
+                c.link = None;
+                self.h2_handshake = self
+                    .mux
+                    .as_mut()
+                    .and_then(|m| m.get(ci, gen))
+                    .and_then(|h| h.stream.as_ref().and_then(T::handshake));
+                self.fail(slot, kind, now);
+                self.h2_handshake = None;
+            }
+            Outcome::Unprocessed(kind) => {
+                c.link = None;
+                if c.deliveries == 0 {
+                    // Never sent: it simply goes to another connection.
+                    self.h2_start(slot, now);
+                } else if self.idempotent[c.req] && c.h2_retries < MAX_RETRIES {
+                    c.h2_retries += 1;
+                    if c.counted {
+                        self.rec.retries += 1;
+                    }
+                    self.h2_start(slot, now);
+                } else {
+                    self.fail(slot, kind, now);
+                }
+            }
+        }
+    }
+
+    /// The slot's request ends without its connection's word (timeout): withdraw it.
+    pub(super) fn h2_release(&mut self, slot: usize) {
+        let Some((ci, gen)) = self.conns[slot].link.take() else {
+            return;
+        };
+        if let Some(h) = self.mux.as_mut().and_then(|m| m.get(ci, gen)) {
+            h.cancel(slot, &self.cfg.requests);
+            // Waiting requests it let through, or a write that failed.
+            self.h2_drain(ci, Instant::now());
+        }
+    }
+
+    fn h2_close(&mut self, ci: usize) {
+        let Some(mux) = self.mux.as_mut() else { return };
+        if let Some(mut h) = mux.conns[ci].take() {
+            if let Some(mut s) = h.stream.take() {
+                let _ = s.deregister(self.poll.registry());
+            }
+            mux.free.push(ci);
+            self.open -= 1;
+        }
+    }
+
+    /// Connections that did not connect in time fail their waiting requests.
+    pub(super) fn h2_scan(&mut self, now: Instant) {
+        let n = self.mux.as_ref().map_or(0, |m| m.conns.len());
+        for ci in 0..n {
+            let Some(h) = self.mux.as_mut().and_then(|m| m.conns[ci].as_mut()) else {
+                continue;
+            };
+            if h.connect_expired(now) {
+                h.fail_all(ErrorKind::ConnectTimeout);
+                self.h2_drain(ci, now);
+            }
+        }
+    }
+
+    /// The end of the run: every connection says GOAWAY and closes.
+    pub(super) fn h2_close_all(&mut self) {
+        let n = self.mux.as_ref().map_or(0, |m| m.conns.len());
+        for ci in 0..n {
+            if let Some(h) = self.mux.as_mut().and_then(|m| m.conns[ci].as_mut()) {
+                h.goodbye();
+                self.h2_close(ci);
+            }
+        }
+    }
+}
