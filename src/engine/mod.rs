@@ -380,6 +380,7 @@ mod tests {
             pacing_slack: Duration::ZERO,
             segment,
             tls: None,
+            http2: None,
         }
     }
 
