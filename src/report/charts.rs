@@ -64,7 +64,7 @@ pub fn mark_load(c: &mut Chart, r: &RunReport) {
     if let Some(cap) = r.analysis.capacity {
         c.vline(
             cap,
-            format!("capacity {}", super::compare::capacity_text(r)),
+            format!("capacity {}", r.capacity_text()),
             CAPACITY_COLOR,
         );
     }

@@ -109,7 +109,7 @@ fn capacity_cell(r: &RunReport, base: &RunReport, first: bool) -> String {
         };
         return none.to_string();
     };
-    let text = capacity_text(r);
+    let text = r.capacity_text();
     match b.capacity {
         Some(bc) if !first && bc > 0.0 && c.is_finite() && bc.is_finite() => {
             if b.capacity_lower_bound {
@@ -121,16 +121,6 @@ fn capacity_cell(r: &RunReport, base: &RunReport, first: bool) -> String {
             }
         }
         _ => text,
-    }
-}
-
-/// "400 req/s", or "≥ 400 req/s" when no step failed the SLO.
-pub fn capacity_text(r: &RunReport) -> String {
-    let a = &r.analysis;
-    match a.capacity {
-        Some(c) if a.capacity_lower_bound => format!("≥ {}", r.load_text(c)),
-        Some(c) => r.load_text(c),
-        None => "–".to_string(),
     }
 }
 

@@ -238,14 +238,14 @@ pub fn render(r: &RunReport) -> String {
             &mut o,
             "good",
             "Capacity",
-            &super::compare::capacity_text(r),
+            &r.capacity_text(),
             &format!("every step met the SLO {slo}: the highest load tried"),
         ),
         (Some(slo), Some(_)) => card(
             &mut o,
             "good",
             "Capacity",
-            &super::compare::capacity_text(r),
+            &r.capacity_text(),
             &format!("highest load meeting the SLO {slo}"),
         ),
         (Some(slo), None) => card(
@@ -377,11 +377,7 @@ pub fn verdict(r: &RunReport) -> String {
         ),
     };
     if a.capacity.is_some() {
-        let _ = write!(
-            v,
-            " Capacity under the SLO: {}.",
-            super::compare::capacity_text(r)
-        );
+        let _ = write!(v, " Capacity under the SLO: {}.", r.capacity_text());
     }
     if !a.generator_bound.is_empty() {
         v.push_str(" Warning: the generator limited some steps.");

@@ -107,6 +107,17 @@ impl RunReport {
     pub fn load_text(&self, v: f64) -> String {
         format!("{} {}", fmt_num(v), self.unit())
     }
+
+    /// The capacity as every page words it: "300 req/s", "≥ 300 req/s" when no probe ever
+    /// failed (a lower bound), "–" without an SLO.
+    pub fn capacity_text(&self) -> String {
+        let a = &self.analysis;
+        match a.capacity {
+            Some(c) if a.capacity_lower_bound => format!("≥ {}", self.load_text(c)),
+            Some(c) => self.load_text(c),
+            None => "–".to_string(),
+        }
+    }
 }
 
 /// One export format.
