@@ -78,9 +78,6 @@ pub(super) struct Worker<'a, T: Transport> {
     more_next: Vec<(usize, u32)>,
     /// HTTP/2 (`--http 2`): the multiplexed connections the slots' requests ride on.
     mux: Option<Mux<T>>,
-    /// HTTP/2: the handshake of the connection whose failure is being applied to its
-    /// requests (their slots hold no stream of their own), for the failure's reason.
-    h2_handshake: Option<Handshake>,
 }
 
 /// The fds a worker needs besides its connections: its epoll and its timer. The engine opens
@@ -171,7 +168,6 @@ impl<'a, T: Transport> Worker<'a, T> {
             more: Vec::with_capacity(slots.max(16)),
             more_next: Vec::with_capacity(slots.max(16)),
             mux: cfg.http2.map(|h| Mux::<T>::new(h.streams)),
-            h2_handshake: None,
         })
     }
 
@@ -466,19 +462,12 @@ impl<'a, T: Transport> Worker<'a, T> {
         match step {
             Step::Wait => {}
             Step::Connected => {
-                let c = &mut self.conns[slot];
+                let c = &self.conns[slot];
                 if c.counted {
-                    self.rec.connections_opened += 1;
-                    // TLS: the TCP connect and the handshake after it, timed apart.
-                    let hs = c.stream.as_ref().and_then(T::handshake);
-                    let tcp_at = hs.and_then(|h| h.tcp_connected).unwrap_or(now);
-                    self.rec
-                        .connected(tcp_at.saturating_duration_since(c.connect_start));
-                    if let Some(h) = hs {
-                        self.rec
-                            .handshake(now.saturating_duration_since(tcp_at), h.resumed);
-                    }
+                    let (hs, start) = (c.stream.as_ref().and_then(T::handshake), c.connect_start);
+                    self.record_connected(hs, start, now);
                 }
+                let c = &mut self.conns[slot];
                 c.deadline = c.started + self.cfg.timeout;
                 self.send(slot, now);
             }
@@ -556,12 +545,19 @@ impl<'a, T: Transport> Worker<'a, T> {
     }
 
     fn fail(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
+        let hs = self.conns[slot].stream.as_ref().and_then(T::handshake);
+        self.fail_after(slot, kind, hs, now);
+    }
+
+    /// A failed request, `hs` being the handshake of the connection it was on: the slot's own
+    /// (HTTP/1.1), or the HTTP/2 connection its stream rode (the slot holds none).
+    fn fail_after(&mut self, slot: usize, kind: ErrorKind, hs: Option<Handshake>, now: Instant) {
         self.h2_release(slot);
         if self.retry_stale(slot, kind, now) {
             return;
         }
         if self.conns[slot].counted {
-            match self.tls_failure(slot, kind) {
+            match hs.and_then(|hs| tls_reason(hs, kind)) {
                 Some(reason) => self.rec.tls_failure(reason, now),
                 None => self.rec.error(kind, now),
             }
@@ -569,19 +565,16 @@ impl<'a, T: Transport> Worker<'a, T> {
         self.after_request(slot, false, now);
     }
 
-    /// A TLS handshake's failure, with its reason: one the transport reported, or a connect
-    /// timeout that struck after TCP had connected (the handshake stalled).
-    fn tls_failure(&self, slot: usize, kind: ErrorKind) -> Option<TlsReason> {
-        let c = &self.conns[slot];
-        let hs = c
-            .stream
-            .as_ref()
-            .and_then(T::handshake)
-            .or(self.h2_handshake)?;
-        match kind {
-            ErrorKind::TlsHandshake | ErrorKind::TlsCertificate => hs.failure,
-            ErrorKind::ConnectTimeout if hs.tcp_connected.is_some() => Some(TlsReason::Timeout),
-            _ => None,
+    /// A connection is up: its TCP connect and, over TLS, the handshake after it, timed apart
+    /// (both protocols' connections).
+    fn record_connected(&mut self, hs: Option<Handshake>, connect_start: Instant, now: Instant) {
+        self.rec.connections_opened += 1;
+        let tcp_at = hs.and_then(|h| h.tcp_connected).unwrap_or(now);
+        self.rec
+            .connected(tcp_at.saturating_duration_since(connect_start));
+        if let Some(h) = hs {
+            self.rec
+                .handshake(now.saturating_duration_since(tcp_at), h.resumed);
         }
     }
 
@@ -653,5 +646,15 @@ impl<'a, T: Transport> Worker<'a, T> {
         if self.mux.is_some() {
             self.h2_close_all();
         }
+    }
+}
+
+/// A TLS handshake's failure, with its reason: one the transport reported, or a connect
+/// timeout that struck after TCP had connected (the handshake stalled).
+fn tls_reason(hs: Handshake, kind: ErrorKind) -> Option<TlsReason> {
+    match kind {
+        ErrorKind::TlsHandshake | ErrorKind::TlsCertificate => hs.failure,
+        ErrorKind::ConnectTimeout if hs.tcp_connected.is_some() => Some(TlsReason::Timeout),
+        _ => None,
     }
 }

@@ -231,19 +231,10 @@ impl<T: Transport> Worker<'_, T> {
             Step::Wait => {}
             // Counted as HTTP/1.1 counts them: outside the warm-up.
             Step::Connected if now >= self.warm_end => {
-                self.rec.connections_opened += 1;
-                if let Some(h) = self.mux.as_mut().and_then(|m| m.get(ci, gen)) {
-                    // TLS: the TCP connect and the handshake after it, timed apart, as the
-                    // HTTP/1.1 path does.
-                    let hs = h.stream.as_ref().and_then(T::handshake);
-                    let tcp_at = hs.and_then(|x| x.tcp_connected).unwrap_or(now);
-                    let (connect_start, hs) = (h.connect_start, hs);
-                    self.rec
-                        .connected(tcp_at.saturating_duration_since(connect_start));
-                    if let Some(x) = hs {
-                        self.rec
-                            .handshake(now.saturating_duration_since(tcp_at), x.resumed);
-                    }
+                let conn = self.mux.as_mut().and_then(|m| m.get(ci, gen));
+                match conn.map(|h| (h.stream.as_ref().and_then(T::handshake), h.connect_start)) {
+                    Some((hs, start)) => self.record_connected(hs, start, now),
+                    None => self.rec.connections_opened += 1,
                 }
             }
             Step::Connected => {}
@@ -307,13 +298,12 @@ impl<T: Transport> Worker<'_, T> {
             }
             Outcome::Failed(kind) => {
                 c.link = None;
-                self.h2_handshake = self
+                let hs = self
                     .mux
                     .as_mut()
                     .and_then(|m| m.get(ci, gen))
                     .and_then(|h| h.stream.as_ref().and_then(T::handshake));
-                self.fail(slot, kind, now);
-                self.h2_handshake = None;
+                self.fail_after(slot, kind, hs, now);
             }
             Outcome::Unprocessed(kind) => {
                 c.link = None;
