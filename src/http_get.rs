@@ -1,11 +1,17 @@
-//! The one blocking HTTP/1.1 GET client, for everything beside the load itself: observe's
+//! The one blocking HTTP/1.1 GET client (over TCP, or TLS for https:// URLs through rustls),
+//! for everything beside the load itself: observe's
 //! agent and PHP-FPM status clients, the lab's readiness checks and the experiment's
 //! readiness probes. One request per connection (`Connection: close` unless the caller sets
 //! its own), a deadline for the whole exchange, and a cap on what is read. The engine has
 //! its own non-blocking codec; this is not on the hot path.
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
 
 use crate::url::Url;
 
@@ -36,8 +42,17 @@ impl Response {
     }
 }
 
+/// Whom an `https://` URL's certificate must chain to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust<'a> {
+    /// The system's roots (what curl uses).
+    System,
+    /// The PEM certificates of this file (the lab's CA).
+    CaFile(&'a Path),
+}
+
 /// GETs `target` (path and query) from the URL's host with extra headers, reading at most
-/// `max_bytes` of response (head and body).
+/// `max_bytes` of response (head and body). `https://` is checked against the system's roots.
 pub fn get(
     url: &Url,
     target: &str,
@@ -45,16 +60,26 @@ pub fn get(
     timeout: Duration,
     max_bytes: usize,
 ) -> Result<Response, String> {
-    if url.scheme != crate::url::Scheme::Http {
-        return Err(format!(
-            "{}: only http:// is spoken here (https is for the load itself)",
-            url.origin()
-        ));
-    }
+    get_trusting(url, target, headers, timeout, max_bytes, Trust::System)
+}
+
+/// [`get`], with `https://` certificates checked against `trust`.
+pub fn get_trusting(
+    url: &Url,
+    target: &str,
+    headers: &[(&str, &str)],
+    timeout: Duration,
+    max_bytes: usize,
+    trust: Trust,
+) -> Result<Response, String> {
     let deadline = Instant::now() + timeout;
     let addr = url.resolve()?;
-    let mut s = TcpStream::connect_timeout(&addr, timeout)
+    let tcp = TcpStream::connect_timeout(&addr, timeout)
         .map_err(|e| format!("{}: connect: {e}", url.authority))?;
+    let mut s = match url.scheme {
+        crate::url::Scheme::Http => Stream::Plain(tcp),
+        crate::url::Scheme::Https => Stream::Tls(Box::new(tls_stream(url, tcp, trust)?)),
+    };
     let mut req = format!(
         "GET {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: overload\r\n",
         url.authority
@@ -73,7 +98,8 @@ pub fn get(
         d.saturating_duration_since(Instant::now())
             .max(Duration::from_millis(1))
     };
-    s.set_write_timeout(Some(left(deadline)))
+    s.tcp()
+        .set_write_timeout(Some(left(deadline)))
         .map_err(|e| e.to_string())?;
     s.write_all(req.as_bytes())
         .map_err(|e| format!("{}: send: {e}", url.authority))?;
@@ -83,7 +109,8 @@ pub fn get(
         if Instant::now() >= deadline {
             return Err(format!("{}: timed out after {timeout:?}", url.authority));
         }
-        s.set_read_timeout(Some(left(deadline)))
+        s.tcp()
+            .set_read_timeout(Some(left(deadline)))
             .map_err(|e| e.to_string())?;
         match s.read(&mut chunk) {
             Ok(0) => break,
@@ -114,6 +141,82 @@ pub fn get(
         }
         Err(e) => Err(format!("{}: {e}", url.authority)),
     }
+}
+
+/// A plain or TLS connection, read and written alike.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Stream {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Stream::Plain(s) => s,
+            Stream::Tls(t) => &t.sock,
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(t) => t.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(t) => t.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(t) => t.flush(),
+        }
+    }
+}
+
+/// A TLS client over `tcp` for the URL's host (the handshake runs on the first write).
+fn tls_stream(
+    url: &Url,
+    tcp: TcpStream,
+    trust: Trust,
+) -> Result<rustls::StreamOwned<rustls::ClientConnection, TcpStream>, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    match trust {
+        Trust::System => {
+            roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+        }
+        Trust::CaFile(path) => {
+            let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            for c in CertificateDer::pem_slice_iter(&pem) {
+                let c =
+                    c.map_err(|e| format!("{}: not a PEM certificate ({e})", path.display()))?;
+                roots
+                    .add(c)
+                    .map_err(|e| format!("{}: unusable certificate ({e})", path.display()))?;
+            }
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(rustls::DEFAULT_VERSIONS)
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    // One request per connection: HTTP/1.1, whatever else the server offers.
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let name = ServerName::try_from(url.host.clone())
+        .map_err(|_| format!("'{}' is not a valid TLS server name", url.host))?;
+    let conn = rustls::ClientConnection::new(Arc::new(config), name)
+        .map_err(|e| format!("{}: {e}", url.authority))?;
+    Ok(rustls::StreamOwned::new(conn, tcp))
 }
 
 /// A complete response framed by Content-Length or chunked encoding; Ok(None) if more bytes

@@ -232,6 +232,7 @@ fn study_files_parse() {
         "s3-persistent",
         "s4-cache",
         "s5-prefork-vs-fpm",
+        "tls-h2",
     ] {
         let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("experiments/{f}.toml"));
         let o = output_within(

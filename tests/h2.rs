@@ -146,6 +146,41 @@ fn each_http2_fault_is_counted_within_the_bound() {
     }
 }
 
+/// `--stall` over HTTP/2: answers due inside a freeze wait for its end, so with a timeout
+/// shorter than the freeze the run counts timeouts (and only those) between its answers,
+/// within its bound, memory flat.
+#[test]
+fn a_stalled_http2_server_is_counted_as_timeouts_within_the_bound() {
+    // Frozen 1.5 s of every 2 s from the target's start: 0.5–2 s, 2.5–4 s, …
+    let t = Target::start(&["--threads", "1", "--stall", "1500ms/2s"]);
+    let url = format!("{}/", t.url);
+    let args = [
+        "run",
+        &url,
+        "--http",
+        "2",
+        "--users",
+        "4",
+        "--streams",
+        "2",
+        "--duration",
+        "3s",
+        "--timeout",
+        "500ms",
+        "--threads",
+        "1",
+    ];
+    let bound = Duration::from_secs(3 + 1 + 3);
+    let m = run_measured(None, &args, true, bound + Duration::from_secs(20));
+    m.assert_clean_exit(1, "stalled h2");
+    assert!(m.elapsed <= bound, "took {:?}", m.elapsed);
+    assert!(m.max_rss_kb < MAX_RSS_KB, "peak RSS {} kB", m.max_rss_kb);
+    assert!(m.errors("timeout") > 0, "{}", m.v);
+    assert_eq!(m.v["error_count"], m.v["errors"]["timeout"], "{}", m.v);
+    assert!(m.status("200") > 0, "answers between the freezes: {}", m.v);
+    assert_eq!(protocols(&m.v)["2"], m.v["requests"], "{}", m.v);
+}
+
 #[test]
 fn a_server_without_h2c_is_a_protocol_error_with_advice() {
     // A bare HTTP/1.1 server: whatever it reads, it answers 400 and closes.

@@ -70,6 +70,11 @@ fn main() {
             failed_up_leaves_nothing_running,
         ),
         harness::trial(
+            "nginx_fpm_tls_http2_protocols_and_certificates",
+            LAB,
+            nginx_fpm_tls_http2_protocols_and_certificates,
+        ),
+        harness::trial(
             "prefork_with_8_workers_saturates_near_8_per_second",
             LAB,
             prefork_with_8_workers_saturates_near_8_per_second,
@@ -292,6 +297,63 @@ fn check_session_lock(port: u16) {
         "second request waited only {waited} ms: {}",
         second.text()
     );
+}
+
+/// `lab up nginx-fpm --tls --http2` (issue 11's "must show"): HTTPS/1.1 and HTTP/2 runs
+/// complete without errors and the JSON names the protocol; the lab's certificate fails
+/// verification against the system's roots as `tls-certificate` (unknown issuer) and passes
+/// with `--cacert` (the prefix's CA) and with `--insecure`.
+fn nginx_fpm_tls_http2_protocols_and_certificates() {
+    let _g = serial();
+    let lab = Lab::new("tls");
+    let info = lab.up(
+        "nginx-fpm",
+        &["--tls", "--http2", "--no-db", "--max-children", "2"],
+    );
+    let base = format!("https://127.0.0.1:{}", info.port);
+    assert_eq!(info.url, base);
+    let ca = info.ca_file.clone().expect("a --tls stack names its CA");
+    assert!(ca.starts_with(&lab.prefix), "{ca:?}");
+    let url = lab.run(&["url", "nginx-fpm"]);
+    assert_eq!(String::from_utf8_lossy(&url.stdout).trim(), base);
+
+    let page = format!("{base}/static.html");
+    let ca = ca.to_str().unwrap();
+    // One second, four users each: bounded in time, enough requests to count.
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", &page, "--users", "4", "--duration", "1s"];
+        args.extend(extra);
+        common::run_measured(None, &args, true, Duration::from_secs(60))
+    };
+    for (http, proto) in [("1.1", "1.1"), ("auto", "2")] {
+        let m = run(&["--cacert", ca, "--http", http]);
+        m.assert_clean_exit(0, &format!("--http {http}"));
+        assert_eq!(m.v["error_count"], 0, "--http {http}: {}", m.v["errors"]);
+        let n = m.v["protocols"][proto].as_u64().unwrap_or(0);
+        assert!(n > 0, "--http {http}: protocols {}", m.v["protocols"]);
+        assert_eq!(m.v["protocols"].as_object().unwrap().len(), 1);
+        assert_eq!(m.status("200"), n, "every request a 22 KiB page");
+        assert!(m.v["tls"]["handshakes_full"].as_u64().unwrap() >= 1);
+    }
+    // The system's roots do not know the lab's CA: every request fails, counted.
+    let m = run(&[]);
+    assert!(m.errors("tls-certificate") > 0, "{}", m.v["errors"]);
+    assert_eq!(
+        m.v["errors"].as_object().unwrap().len(),
+        1,
+        "{}",
+        m.v["errors"]
+    );
+    assert!(m.v["tls"]["failures"]["unknown-issuer"].as_u64().unwrap() > 0);
+    let m = run(&["--insecure"]);
+    m.assert_clean_exit(0, "--insecure");
+    assert_eq!(m.v["error_count"], 0, "{}", m.v["errors"]);
+    assert!(
+        m.v["warnings"].to_string().contains("insecure"),
+        "{}",
+        m.v["warnings"]
+    );
+    lab.down_all_and_check();
 }
 
 fn bad_input_is_a_one_line_usage_error() {

@@ -97,6 +97,14 @@ pub struct UpArgs {
     /// Storage engine of the lab tables (mariadb) [default: innodb].
     #[arg(long, value_enum)]
     pub engine: Option<Engine>,
+    /// Serve HTTPS on the port (web stacks), with a certificate made once per prefix in
+    /// PREFIX/tls/ (its CA, ca.pem, is what a run passes as --cacert).
+    #[arg(long)]
+    pub tls: bool,
+    /// Offer HTTP/2 through ALPN beside HTTP/1.1 (needs --tls; not apache-prefork, whose
+    /// mpm_prefork leaves mod_http2 inactive).
+    #[arg(long)]
+    pub http2: bool,
     /// How long the start may take before it is abandoned and cleaned up [default: 60s].
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
@@ -178,6 +186,8 @@ fn up_cmd(a: UpArgs, mut opts: LabOptions, explicit_prefix: bool) -> Result<i32>
             workers: a.workers,
             query_cache: a.query_cache.map(bool::from),
             engine: a.engine,
+            tls: a.tls.then_some(true),
+            http2: a.http2.then_some(true),
         },
         port: a.port,
         db_port: a.db_port,
@@ -260,6 +270,17 @@ fn summary(info: &StackInfo, prefix_arg: &str) -> String {
         match info.db_port {
             Some(p) => o.push_str(&format!("  db:      mariadb on 127.0.0.1:{p}\n")),
             None => o.push_str("  db:      none (--no-db): db.php answers 503\n"),
+        }
+        if let Some(ca) = &info.ca_file {
+            let protos = if info.config.http2 {
+                "h2, http/1.1"
+            } else {
+                "http/1.1"
+            };
+            o.push_str(&format!(
+                "  tls:     ALPN {protos}; the CA for --cacert: {}\n",
+                ca.display()
+            ));
         }
     } else {
         o.push_str(&format!(

@@ -205,7 +205,7 @@ pub fn urls(c: &Config, base: &str) -> Vec<String> {
         .paths
         .iter()
         .map(|p| {
-            if p.starts_with("http://") {
+            if p.starts_with("http://") || p.starts_with("https://") {
                 p.clone()
             } else {
                 format!("{}{p}", base.trim_end_matches('/'))
@@ -218,10 +218,14 @@ pub fn urls(c: &Config, base: &str) -> Vec<String> {
 pub fn base_url(c: &Config) -> String {
     match &c.server {
         Server::Command { url, .. } => url.clone(),
-        Server::Lab { spec, .. } => {
-            let port = spec.port.unwrap_or(spec.stack.default_port());
-            format!("http://127.0.0.1:{port}")
-        }
+        Server::Lab { spec, .. } => match spec.resolve() {
+            Ok(r) => r.base_url(),
+            // Validated when the file was read; a default keeps this infallible.
+            Err(_) => {
+                let port = spec.port.unwrap_or(spec.stack.default_port());
+                format!("http://127.0.0.1:{port}")
+            }
+        },
     }
 }
 
@@ -266,6 +270,9 @@ fn conn_config(c: &Config) -> ConnConfig {
         timeout: r.timeout,
         connect_timeout: r.connect_timeout,
         threads: r.threads,
+        http: r.http,
+        streams: r.streams,
+        tls: r.tls.clone(),
         ..ConnConfig::default()
     }
 }

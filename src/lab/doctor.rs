@@ -26,6 +26,10 @@ pub const REQUIRED: &[(&str, &str)] = &[
     ("/usr/sbin/apache2", "apache2"),
     ("/usr/lib/apache2/modules/mod_mpm_event.so", "apache2"),
     ("/usr/lib/apache2/modules/mod_proxy_fcgi.so", "apache2"),
+    // --tls and --http2 (mod_ssl keeps its session cache in shmcb).
+    ("/usr/lib/apache2/modules/mod_ssl.so", "apache2"),
+    ("/usr/lib/apache2/modules/mod_socache_shmcb.so", "apache2"),
+    ("/usr/lib/apache2/modules/mod_http2.so", "apache2"),
     (
         "/usr/lib/apache2/modules/libphp8.2.so",
         "libapache2-mod-php8.2",
@@ -88,6 +92,9 @@ pub fn check() -> Report {
             r.missing_files.push(format!("{file} ({pkg})"));
         }
     }
+    r.missing_files.extend(missing_nginx_modules(
+        version_text("/usr/sbin/nginx", &["-V"]).as_deref(),
+    ));
     for (name, prog, args) in [
         ("nginx", "/usr/sbin/nginx", &["-v"][..]),
         ("apache2", "/usr/sbin/apache2", &["-v"][..]),
@@ -119,15 +126,33 @@ fn installed_packages() -> Option<Vec<String>> {
     )
 }
 
-/// The first line of `prog args` (stdout or stderr: nginx -v prints to stderr).
-fn version(prog: &str, args: &[&str]) -> Option<String> {
+/// nginx's modules for `--tls` and `--http2`, compiled in (Debian's are): those that
+/// `nginx -V`'s configure arguments lack. No nginx: nothing to say beyond its package.
+fn missing_nginx_modules(nginx_v: Option<&str>) -> Vec<String> {
+    let Some(v) = nginx_v else {
+        return Vec::new();
+    };
+    ["http_ssl_module", "http_v2_module"]
+        .iter()
+        .filter(|m| !v.contains(&format!("--with-{m}")))
+        .map(|m| format!("nginx built without {m} (nginx, for lab up --tls/--http2)"))
+        .collect()
+}
+
+/// What `prog args` prints (stdout, or stderr: nginx -v prints there).
+fn version_text(prog: &str, args: &[&str]) -> Option<String> {
     let out = Command::new(prog).args(args).output().ok()?;
     let text = if out.stdout.is_empty() {
         out.stderr
     } else {
         out.stdout
     };
-    String::from_utf8_lossy(&text)
+    Some(String::from_utf8_lossy(&text).into_owned())
+}
+
+/// The first line of `prog args`.
+fn version(prog: &str, args: &[&str]) -> Option<String> {
+    version_text(prog, args)?
         .lines()
         .next()
         .map(|l| l.trim().to_string())
@@ -187,6 +212,16 @@ mod tests {
         for (_, pkg) in REQUIRED {
             assert!(PACKAGES.contains(pkg), "{pkg}");
         }
+    }
+
+    #[test]
+    fn nginx_modules_from_configure_arguments() {
+        let full = "nginx version: nginx/1.22.1\nconfigure arguments: --with-http_ssl_module --with-http_v2_module";
+        assert!(missing_nginx_modules(Some(full)).is_empty());
+        let m = missing_nginx_modules(Some("configure arguments: --with-http_ssl_module"));
+        assert_eq!(m.len(), 1);
+        assert!(m[0].contains("http_v2_module"), "{m:?}");
+        assert!(missing_nginx_modules(None).is_empty());
     }
 
     #[test]

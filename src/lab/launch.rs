@@ -134,13 +134,21 @@ pub fn unix_ready(path: &Path) -> bool {
     UnixStream::connect(path).is_ok()
 }
 
-/// True once GET `path` answers `status` with a body starting with `body_prefix`.
-pub fn http_ready(port: u16, path: &str, status: u16, body_prefix: &str) -> bool {
-    matches!(get_local(port, path, &[], Duration::from_secs(2), 1 << 20),
+/// True once GET `path` of the stack at `base` (its URL; `ca` for https) answers `status`
+/// with a body starting with `body_prefix`.
+pub fn http_ready(
+    base: &str,
+    ca: Option<&Path>,
+    path: &str,
+    status: u16,
+    body_prefix: &str,
+) -> bool {
+    matches!(get_at(base, ca, path, &[], Duration::from_secs(2), 1 << 20),
         Ok(r) if r.status == status && r.text().starts_with(body_prefix))
 }
 
-/// GET `path` from a lab stack on 127.0.0.1:`port` (readiness checks and the lab tests).
+/// GET `path` from a lab stack on 127.0.0.1:`port` over plain HTTP (readiness checks and
+/// the lab tests).
 pub fn get_local(
     port: u16,
     path: &str,
@@ -148,8 +156,30 @@ pub fn get_local(
     timeout: Duration,
     max_bytes: usize,
 ) -> std::result::Result<crate::http_get::Response, String> {
-    let url = crate::url::Url::parse(&format!("http://127.0.0.1:{port}/"))?;
-    crate::http_get::get(&url, path, headers, timeout, max_bytes)
+    get_at(
+        &format!("http://127.0.0.1:{port}"),
+        None,
+        path,
+        headers,
+        timeout,
+        max_bytes,
+    )
+}
+
+/// GET `path` from the stack whose base URL is `base`; an https stack's certificate is
+/// checked against `ca` (the prefix's CA, see `tls.rs`), or the system's roots.
+pub fn get_at(
+    base: &str,
+    ca: Option<&Path>,
+    path: &str,
+    headers: &[(&str, &str)],
+    timeout: Duration,
+    max_bytes: usize,
+) -> std::result::Result<crate::http_get::Response, String> {
+    use crate::http_get::{get_trusting, Trust};
+    let url = crate::url::Url::parse(&format!("{base}/"))?;
+    let trust = ca.map_or(Trust::System, Trust::CaFile);
+    get_trusting(&url, path, headers, timeout, max_bytes, trust)
 }
 
 #[cfg(test)]

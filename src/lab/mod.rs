@@ -3,7 +3,7 @@
 //!
 //! - `stacks`: the catalogue and the knobs; `render`: templates; `launch`/`web`/`mariadb`:
 //!   start sequences; `process`: spawn, stop, liveness, ports; `state`: the prefix on disk;
-//!   `doctor`: packages; `http`: a tiny GET for readiness and tests.
+//!   `doctor`: packages; `tls`: the prefix's certificate for `--tls`.
 //! - Nothing in /etc or the system services is changed; no systemd, service or apache2ctl.
 //!
 //! Library use (experiments): `up(&spec, &opts)` → [`StackInfo`] (URL, ports, pids),
@@ -20,6 +20,7 @@ pub mod render;
 pub mod resolve;
 pub mod stacks;
 pub mod state;
+pub mod tls;
 mod web;
 
 pub use process::PartInfo;
@@ -144,7 +145,7 @@ fn make_info(
     let stack = cfg.stack;
     let l = Layout::new(prefix, stack);
     let url = if stack.is_web() {
-        format!("http://127.0.0.1:{}", cfg.port)
+        cfg.base_url()
     } else {
         format!("mysql://lab:labpass@127.0.0.1:{}/lab", cfg.port)
     };
@@ -167,6 +168,7 @@ fn make_info(
         started_unix: crate::clock::unix_secs(),
         auto_started: false,
         held_by: Vec::new(),
+        ca_file: cfg.tls.then(|| tls::TlsFiles::new(prefix).ca),
     }
 }
 
@@ -220,6 +222,10 @@ pub fn up(spec: &StackSpec, opts: &LabOptions) -> Result<StackInfo> {
         return Ok(info);
     }
 
+    if cfg.tls {
+        // Before the database: a failure here leaves nothing to stop.
+        tls::ensure(&prefix)?;
+    }
     let mut cfg = cfg;
     let db_port = if cfg.use_db {
         let port = ensure_db(stack, spec.db_port, cfg.db_port, &prefix, opts)?;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use super::resolve::Resolved;
 use super::stacks::{Pm, Stack};
 use super::state::Layout;
+use super::tls::TlsFiles;
 use crate::{Error, Result};
 
 const NGINX_FPM: &str = include_str!("../../lab/templates/nginx-fpm.conf");
@@ -96,6 +97,7 @@ pub fn stack_files(cfg: &Resolved, l: &Layout) -> Result<Vec<(PathBuf, String)>>
         if cfg.opcache { "On" } else { "Off" }.to_string(),
     ));
     vars.push(("CACHE_VALID", "60s".to_string()));
+    vars.extend(tls_vars(cfg, l));
     let mut files = Vec::new();
     if let Some(f) = &cfg.fpm {
         let extra = match f.pm {
@@ -156,6 +158,47 @@ pub fn stack_files(cfg: &Resolved, l: &Layout) -> Result<Vec<(PathBuf, String)>>
         }
     }
     Ok(files)
+}
+
+/// The TLS lines of nginx and Apache: empty without `--tls`, so plain stacks render as before.
+fn tls_vars(cfg: &Resolved, l: &Layout) -> Vec<(&'static str, String)> {
+    if !cfg.tls {
+        return vec![
+            ("LISTEN_TLS", String::new()),
+            ("NGINX_TLS", String::new()),
+            ("APACHE_TLS", String::new()),
+        ];
+    }
+    let f = TlsFiles::new(l.prefix());
+    let (cert, key) = (f.cert.display(), f.key.display());
+    let listen = if cfg.http2 { " ssl http2" } else { " ssl" };
+    // Resumption as a production server has it: TLS 1.2 session ids in a shared cache and
+    // tickets (TLS 1.3 resumes by ticket only); a run chooses with --tls-resumption.
+    let nginx = format!(
+        "        ssl_certificate {cert};\n        ssl_certificate_key {key};\n        \
+         ssl_protocols TLSv1.2 TLSv1.3;\n        ssl_session_cache shared:lab_tls:10m;\n        \
+         ssl_session_tickets on;\n"
+    );
+    let mut apache = format!(
+        "LoadModule socache_shmcb_module {APACHE_MODULES}/mod_socache_shmcb.so\n\
+         LoadModule ssl_module {APACHE_MODULES}/mod_ssl.so\n"
+    );
+    if cfg.http2 {
+        apache.push_str(&format!(
+            "LoadModule http2_module {APACHE_MODULES}/mod_http2.so\nProtocols h2 http/1.1\n"
+        ));
+    }
+    apache.push_str(&format!(
+        "SSLEngine on\nSSLCertificateFile {cert}\nSSLCertificateKeyFile {key}\n\
+         SSLProtocol -all +TLSv1.2 +TLSv1.3\nSSLSessionCache shmcb:{}/ssl_scache(512000)\n\
+         SSLSessionTickets on\n",
+        l.run.display()
+    ));
+    vec![
+        ("LISTEN_TLS", listen.to_string()),
+        ("NGINX_TLS", nginx),
+        ("APACHE_TLS", apache),
+    ]
 }
 
 /// The apps of the document root; db.php gets the database port.
@@ -232,6 +275,33 @@ mod tests {
             }
         }
         let www = www_files(&Layout::new(Path::new("/tmp/ol"), Stack::NginxFpm), 13399).unwrap();
+        // --tls: the prefix's certificate; --http2 on the listener or as a Protocols line.
+        for (stack, h2) in [
+            (Stack::NginxFpm, true),
+            (Stack::PhpPersistent, false),
+            (Stack::ApacheEventFpm, true),
+            (Stack::ApachePrefork, false),
+        ] {
+            let mut spec = StackSpec::new(stack);
+            spec.knobs.tls = Some(true);
+            spec.knobs.http2 = h2.then_some(true);
+            let cfg = spec.resolve().unwrap();
+            let l = Layout::new(Path::new("/tmp/ol"), stack);
+            let conf: String = stack_files(&cfg, &l)
+                .unwrap()
+                .into_iter()
+                .map(|(_, t)| t)
+                .collect();
+            assert!(conf.contains("/tmp/ol/tls/cert.pem"), "{stack}");
+            assert!(conf.contains("/tmp/ol/tls/key.pem"), "{stack}");
+            let says_h2 = conf.contains(" ssl http2 ") || conf.contains("Protocols h2 http/1.1");
+            assert_eq!(says_h2, h2, "{stack}");
+            if stack.name().starts_with("apache") {
+                assert!(conf.contains("SSLEngine on"), "{stack}");
+            } else {
+                assert!(conf.contains(" ssl"), "{stack}");
+            }
+        }
         let db = www.iter().find(|(p, _)| p.ends_with("db.php")).unwrap();
         assert!(db.1.contains("13399"));
         let st = www

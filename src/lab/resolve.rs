@@ -59,6 +59,12 @@ pub struct Resolved {
     /// For web stacks: use (or start) MariaDB, and on which port if it must be started.
     pub use_db: bool,
     pub db_port: u16,
+    /// HTTPS on `port` with the prefix's certificate (`tls.rs`).
+    #[serde(default)]
+    pub tls: bool,
+    /// HTTP/2 offered through ALPN (only with `tls`).
+    #[serde(default)]
+    pub http2: bool,
 }
 
 /// Default pool size: lab-probe's 20, enough to show queueing on wait.php.
@@ -80,7 +86,15 @@ impl StackSpec {
         let stack = self.stack;
         let k = &self.knobs;
         let allowed = stack.knobs();
+        if stack == Stack::ApachePrefork && k.http2 == Some(true) {
+            return Err(Error::usage(
+                "--http2 does not apply to apache-prefork: mod_http2 stays inactive under mpm_prefork, which mod_php needs (apache-event-fpm speaks HTTP/2)",
+            ));
+        }
         for knob in k.given() {
+            if knob == Knob::Http2 && k.http2 == Some(false) && stack.is_web() {
+                continue;
+            }
             if !allowed.contains(&knob) {
                 let takes: Vec<&str> = allowed.iter().map(|a| a.flag()).collect();
                 return Err(Error::usage(format!(
@@ -128,6 +142,15 @@ impl StackSpec {
         } else {
             None
         };
+        let tls = k.tls.unwrap_or(false);
+        let http2 = k.http2.unwrap_or(false);
+        if http2 && !tls {
+            // nginx and Apache offer h2 through TLS's ALPN; a cleartext h2-only port would
+            // refuse the HTTP/1.1 clients (and readiness checks) the lab serves.
+            return Err(Error::usage(
+                "--http2 needs --tls (HTTP/2 is negotiated through TLS's ALPN)",
+            ));
+        }
         let db = if stack == Stack::Mariadb {
             let d = DbConfig::default();
             Some(DbConfig {
@@ -148,6 +171,8 @@ impl StackSpec {
             db,
             use_db: stack.is_web() && !self.no_db,
             db_port,
+            tls,
+            http2,
         })
     }
 }
@@ -250,6 +275,12 @@ fn on_off(b: bool) -> String {
 }
 
 impl Resolved {
+    /// Where a web stack answers: `http://` or, with `--tls`, `https://127.0.0.1:PORT`.
+    pub fn base_url(&self) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+
     /// The effective knob values, for the state file and for `up`/`status` output.
     pub fn describe(&self) -> BTreeMap<String, String> {
         let mut m = BTreeMap::new();
@@ -277,6 +308,11 @@ impl Resolved {
         } else {
             m.insert("opcache".into(), on_off(self.opcache));
             m.insert("keep-alive".into(), on_off(self.keep_alive));
+            // Only when on: the knobs of plain stacks read as they always did.
+            if self.tls {
+                m.insert("tls".into(), on_off(true));
+                m.insert("http2".into(), on_off(self.http2));
+            }
         }
         m
     }
@@ -416,6 +452,52 @@ mod tests {
         )
         .resolve()
         .is_err());
+    }
+
+    #[test]
+    fn tls_and_http2_rules() {
+        let knobs = |tls, http2| Knobs {
+            tls,
+            http2,
+            ..Knobs::default()
+        };
+        let r = spec(Stack::NginxFpm, knobs(Some(true), Some(true)))
+            .resolve()
+            .unwrap();
+        assert!(r.tls && r.http2);
+        assert_eq!(r.base_url(), "https://127.0.0.1:18081");
+        assert_eq!(r.describe()["http2"], "on");
+        let plain = StackSpec::new(Stack::NginxFpm).resolve().unwrap();
+        assert_eq!(plain.base_url(), "http://127.0.0.1:18081");
+        assert!(!plain.describe().contains_key("tls"));
+        // HTTP/2 is negotiated through ALPN: no --http2 without --tls.
+        let e = spec(Stack::NginxFpm, knobs(None, Some(true)))
+            .resolve()
+            .unwrap_err();
+        assert!(e.to_string().contains("--http2 needs --tls"), "{e}");
+        // Prefork takes TLS but says why it cannot take HTTP/2.
+        assert!(
+            spec(Stack::ApachePrefork, knobs(Some(true), None))
+                .resolve()
+                .unwrap()
+                .tls
+        );
+        let e = spec(Stack::ApachePrefork, knobs(Some(true), Some(true)))
+            .resolve()
+            .unwrap_err();
+        assert!(matches!(e, Error::Usage(_)));
+        assert!(e.to_string().contains("mpm_prefork"), "{e}");
+        // An experiment's `http2 = false` on prefork is what it has anyway.
+        assert!(spec(Stack::ApachePrefork, knobs(Some(true), Some(false)))
+            .resolve()
+            .is_ok());
+        let e = spec(Stack::Mariadb, knobs(Some(true), None))
+            .resolve()
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("--tls does not apply to mariadb"),
+            "{e}"
+        );
     }
 
     #[test]

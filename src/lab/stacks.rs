@@ -94,7 +94,10 @@ impl Stack {
                 MaxSpare,
                 Opcache,
                 KeepAlive,
+                Tls,
+                Http2,
             ],
+            // --http2 is refused with its own reason in resolve (mod_http2 and prefork).
             Stack::ApachePrefork => &[
                 Workers,
                 StartServers,
@@ -102,8 +105,9 @@ impl Stack {
                 MaxSpare,
                 Opcache,
                 KeepAlive,
+                Tls,
             ],
-            Stack::PhpPersistent => &[Workers, Opcache, KeepAlive],
+            Stack::PhpPersistent => &[Workers, Opcache, KeepAlive, Tls, Http2],
             Stack::Mariadb => &[QueryCache, Engine],
         }
     }
@@ -166,6 +170,8 @@ pub enum Knob {
     Workers,
     QueryCache,
     Engine,
+    Tls,
+    Http2,
 }
 
 impl Knob {
@@ -181,6 +187,8 @@ impl Knob {
             Knob::Workers => "--workers",
             Knob::QueryCache => "--query-cache",
             Knob::Engine => "--engine",
+            Knob::Tls => "--tls",
+            Knob::Http2 => "--http2",
         }
     }
 }
@@ -247,6 +255,10 @@ pub struct Knobs {
     pub workers: Option<u32>,
     pub query_cache: Option<bool>,
     pub engine: Option<Engine>,
+    /// HTTPS on the stack's port, with the prefix's certificate (web stacks).
+    pub tls: Option<bool>,
+    /// HTTP/2 offered through ALPN beside HTTP/1.1 (needs `tls`).
+    pub http2: Option<bool>,
 }
 
 impl Knobs {
@@ -267,6 +279,8 @@ impl Knobs {
         add(self.workers.is_some(), Knob::Workers);
         add(self.query_cache.is_some(), Knob::QueryCache);
         add(self.engine.is_some(), Knob::Engine);
+        add(self.tls.is_some(), Knob::Tls);
+        add(self.http2.is_some(), Knob::Http2);
         v
     }
 }

@@ -46,6 +46,11 @@ impl Layout {
         }
     }
 
+    /// The prefix the stack's directory lives in.
+    pub fn prefix(&self) -> &Path {
+        self.dir.parent().unwrap_or(&self.dir)
+    }
+
     pub fn state_file(&self) -> PathBuf {
         self.dir.join("state.json")
     }
@@ -82,6 +87,9 @@ pub struct StackInfo {
     /// MariaDB only: web stacks using it that did not bring their own.
     #[serde(default)]
     pub held_by: Vec<Stack>,
+    /// Web stacks with `--tls`: the CA that signed the stack's certificate (`--cacert`).
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
 }
 
 pub fn read_state(prefix: &Path, stack: Stack) -> Result<Option<StackInfo>> {

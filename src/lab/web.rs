@@ -9,6 +9,7 @@ use super::render;
 use super::resolve::Resolved;
 use super::stacks::Stack;
 use super::state::{make_dir, Layout};
+use super::tls::TlsFiles;
 use crate::Result;
 
 /// Readiness body of static.html (its first bytes).
@@ -67,7 +68,6 @@ pub fn launch(
 ) -> Result<Vec<PartInfo>> {
     prepare(cfg, l, www_user)?;
     let mut run = Launch::new(cfg.stack, timeout);
-    let port = cfg.port;
     let fpm_sock = l.run.join("php-fpm.sock");
     let opcache = if cfg.opcache { "1" } else { "0" };
 
@@ -150,24 +150,21 @@ pub fn launch(
         }
         Stack::Mariadb => {}
     }
+    // Over HTTPS the readiness checks verify the prefix's certificate: a stack that is
+    // "up" serves what a run with --cacert accepts.
+    let base = cfg.base_url();
+    let ca = cfg.tls.then(|| TlsFiles::new(l.prefix()).ca);
+    let ready = |path: &str, body: &str| http_ready(&base, ca.as_deref(), path, 200, body);
     match cfg.stack {
         Stack::PhpPersistent => {
-            run.wait("nginx", || {
-                http_ready(port, "/static.html", 200, STATIC_START)
-            })?;
-            run.wait("nginx → php workers", || {
-                http_ready(port, "/worker-status", 200, "{")
-            })?;
+            run.wait("nginx", || ready("/static.html", STATIC_START))?;
+            run.wait("nginx → php workers", || ready("/worker-status", "{"))?;
         }
         Stack::ApachePrefork => {
-            run.wait("apache2", || {
-                http_ready(port, "/static.html", 200, STATIC_START)
-            })?;
+            run.wait("apache2", || ready("/static.html", STATIC_START))?;
         }
         // /fpm-ping through the web server proves both halves are up.
-        _ => run.wait("web server → php-fpm", || {
-            http_ready(port, "/fpm-ping", 200, "pong")
-        })?,
+        _ => run.wait("web server → php-fpm", || ready("/fpm-ping", "pong"))?,
     }
     Ok(run.finish())
 }

@@ -330,6 +330,10 @@ pub fn table(runs: &[RunReport], names: &[String]) -> String {
         );
         o.push_str(&align(&latency_rows(runs, names, &loads)));
     }
+    if let Some(rows) = super::tls::compare_rows(runs, names) {
+        let _ = writeln!(o, "\n{}", super::tls::COMPARE_NOTE);
+        o.push_str(&align(&rows));
+    }
     o
 }
 
@@ -512,6 +516,14 @@ pub fn html(runs: &[RunReport], names: &[String]) -> String {
         o.push_str("<p class=\"muted\">no load level is common to all runs</p>\n");
     } else {
         html_table(&mut o, &latency_rows(runs, names, &loads));
+    }
+    if let Some(rows) = super::tls::compare_rows(runs, names) {
+        let _ = writeln!(
+            o,
+            "<h2>Protocols and TLS</h2>\n<p class=\"muted\">{}</p>",
+            esc(super::tls::COMPARE_NOTE.trim_end_matches(':'))
+        );
+        html_table(&mut o, &rows);
     }
     o.push_str("<h2>Folders</h2>\n<dl class=\"info\">\n");
     for (r, n) in runs.iter().zip(names) {

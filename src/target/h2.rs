@@ -100,17 +100,20 @@ async fn answer(
     } else {
         shared.gate.enter().await
     };
+    // The work first, then `--stall`: an answer due inside a freeze waits for its end, as
+    // over HTTP/1.1 (conn.rs).
+    match route {
+        Route::Sleep { ms, jitter } => shared.timer.sleep(routes::sleep_time(ms, jitter)).await,
+        Route::Cpu { us } => tokio::task::block_in_place(|| routes::spin(us)),
+        _ => {}
+    }
+    if let Some(stall) = &shared.stall {
+        stall.wait_open().await;
+    }
     let r = match route {
         Route::Root => small(&mut respond, 200, ROOT_BODY, is_head),
         Route::Bytes(n) => body(&mut respond, n, is_head).await,
-        Route::Sleep { ms, jitter } => {
-            shared.timer.sleep(routes::sleep_time(ms, jitter)).await;
-            small(&mut respond, 200, OK_BODY, is_head)
-        }
-        Route::Cpu { us } => {
-            tokio::task::block_in_place(|| routes::spin(us));
-            small(&mut respond, 200, OK_BODY, is_head)
-        }
+        Route::Sleep { .. } | Route::Cpu { .. } => small(&mut respond, 200, OK_BODY, is_head),
         Route::Status(code) => small(&mut respond, code, b"", true),
         Route::PoolStatus => match shared.gate.status() {
             Some(s) => owned(&mut respond, routes::pool_status_json(&s), is_head),

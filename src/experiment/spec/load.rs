@@ -2,9 +2,12 @@
 //! library's defaults (`usecase::SweepConfig`, `CapacityConfig`, …), the same as the
 //! command line's.
 use super::raw::{RawLoad, RawRequest, Text};
+use super::server::{knob_bool, knob_text};
 use super::{dur, err, share, Kind, LoadPlan, Request};
+use crate::engine::tls::TlsVersion;
 use crate::units::{parse_duration, parse_duration_range};
 use crate::usecase::command::{arrival_name, pick_name};
+use crate::usecase::config::{HttpVersion, TlsConfig};
 use crate::usecase::SweepConfig;
 use crate::usecase::{CapacityConfig, ConnConfig, OpenLoopConfig, RequestConfig, StepTiming};
 use std::path::Path;
@@ -147,11 +150,11 @@ pub(super) fn request_of(file: &Path, label: &str, r: &RawRequest) -> crate::Res
         return Err(err(file, &key("path"), "empty list"));
     }
     for p in &paths {
-        if !(p.starts_with('/') || p.starts_with("http://")) {
+        if !(p.starts_with('/') || p.starts_with("http://") || p.starts_with("https://")) {
             return Err(err(
                 file,
                 &key("path"),
-                format!("'{p}' must start with '/' (or be a full http:// URL)"),
+                format!("'{p}' must start with '/' (or be a full http(s):// URL)"),
             ));
         }
     }
@@ -202,6 +205,31 @@ pub(super) fn request_of(file: &Path, label: &str, r: &RawRequest) -> crate::Res
     if timeout.is_zero() || connect_timeout.is_zero() {
         return Err(err(file, &key("timeout"), "timeouts must be above zero"));
     }
+    let http = match &r.http {
+        None => conn.http,
+        Some(Text(t)) => HttpVersion::parse(t).map_err(|e| err(file, &key("http"), e))?,
+    };
+    let streams = r.streams.unwrap_or(conn.streams);
+    if http == HttpVersion::V2 && !keep_alive {
+        return Err(err(
+            file,
+            &key("http"),
+            "\"2\" contradicts keep_alive = false (HTTP/2 multiplexes requests on kept connections; use calls_per_connection = 1)",
+        ));
+    }
+    let tls = tls_of(file, label, r)?;
+    // The command line's own checks (streams' range, TLS options that contradict each other),
+    // on the same typed configuration; the message names the flag, the prefix the table.
+    let checked = ConnConfig {
+        http,
+        streams,
+        keep_alive,
+        tls: tls.clone(),
+        ..ConnConfig::default()
+    };
+    checked
+        .validate()
+        .map_err(|e| err(file, &format!("{label} request"), e))?;
     Ok(Request {
         paths,
         pick,
@@ -213,5 +241,54 @@ pub(super) fn request_of(file: &Path, label: &str, r: &RawRequest) -> crate::Res
         timeout,
         connect_timeout,
         threads: r.threads,
+        http,
+        streams,
+        tls,
+    })
+}
+
+/// The TLS keys as the command line's [`TlsConfig`] (its `Default` is the only default).
+fn tls_of(file: &Path, label: &str, r: &RawRequest) -> crate::Result<TlsConfig> {
+    let key = |k: &str| format!("{label} request.{k}");
+    let d = TlsConfig::default();
+    let resumption = match &r.tls_resumption {
+        None => d.resumption,
+        Some(v) => knob_bool(v).ok_or_else(|| {
+            err(
+                file,
+                &key("tls_resumption"),
+                format!("{} is not on or off", knob_text(v)),
+            )
+        })?,
+    };
+    let version = match &r.tls_version {
+        None => d.version,
+        Some(Text(t)) => Some(match t.as_str() {
+            "1.2" => TlsVersion::V12,
+            "1.3" => TlsVersion::V13,
+            _ => {
+                return Err(err(
+                    file,
+                    &key("tls_version"),
+                    format!("'{t}': use \"1.2\" or \"1.3\""),
+                ))
+            }
+        }),
+    };
+    // Relative to the file, so an experiment folder can carry its CA.
+    let cacert = r.cacert.as_ref().map(|c| {
+        let p = Path::new(c);
+        if p.is_relative() {
+            file.parent().unwrap_or(Path::new("")).join(p)
+        } else {
+            p.to_path_buf()
+        }
+    });
+    Ok(TlsConfig {
+        cacert,
+        insecure: r.insecure.unwrap_or(d.insecure),
+        version,
+        resumption,
+        ..d
     })
 }

@@ -14,8 +14,9 @@ pub use raw::*;
 pub use server::{knob_text, origin};
 
 use super::plan;
-use crate::lab::{Knobs, StackSpec};
+use crate::lab::{Knobs, LabOptions, StackSpec};
 use crate::units::parse_duration;
+use crate::usecase::config::{HttpVersion, TlsConfig};
 use crate::Error;
 use load::{load_plan, request_of};
 use server::servers;
@@ -78,6 +79,10 @@ pub struct Request {
     pub timeout: Duration,
     pub connect_timeout: Duration,
     pub threads: Option<usize>,
+    /// The command line's types: `--http`, `--streams`, and the TLS options.
+    pub http: HttpVersion,
+    pub streams: u32,
+    pub tls: TlsConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,6 +237,41 @@ fn is_name(s: &str) -> bool {
         && !s.starts_with('.')
 }
 
+/// A lab stack with `tls` is verified against the lab's own CA unless the file says
+/// otherwise (`cacert`, `insecure`); TLS keys without an https:// server are an error, as
+/// on the command line.
+fn tls_for_server(
+    file: &Path,
+    name: &str,
+    req: &Request,
+    server: &Server,
+    lab_prefix: Option<&str>,
+) -> crate::Result<Request> {
+    let mut req = req.clone();
+    let https = match server {
+        Server::Lab { spec, .. } => spec.knobs.tls == Some(true),
+        Server::Command { url, .. } => url.starts_with("https://"),
+    } || req.paths.iter().any(|p| p.starts_with("https://"));
+    let d = TlsConfig::default();
+    if !https && (req.tls != d) {
+        return Err(err(
+            file,
+            &format!("config '{name}' request"),
+            "cacert, insecure, tls_resumption and tls_version need an https:// server (knobs.tls = true for a lab stack)",
+        ));
+    }
+    if let Server::Lab { .. } = server {
+        if https && req.tls.cacert.is_none() && !req.tls.insecure {
+            let opts = match lab_prefix {
+                Some(p) => LabOptions::new(p),
+                None => LabOptions::from_env(),
+            };
+            req.tls.cacert = Some(crate::lab::tls::TlsFiles::new(&opts.prefix).ca);
+        }
+    }
+    Ok(req)
+}
+
 fn validate(
     raw: RawFile,
     file: &Path,
@@ -360,11 +400,12 @@ fn validate(
                     ),
                 ));
             }
+            let request = tls_for_server(file, &cname, &req, &server, raw.lab_prefix.as_deref())?;
             configs.push(Config {
                 name: cname,
                 group: group.clone(),
                 server,
-                request: req.clone(),
+                request,
                 load: plan.clone(),
                 observe: observe.clone(),
                 warmup,
@@ -547,5 +588,83 @@ load = { users = "1:9:4", step = "2s" }
         assert_eq!(key_at(t, t.find("true").unwrap()), "[load] step");
         assert_eq!(key_at(t, 0), "a");
         assert_eq!(line_col(t, t.find("true").unwrap()), (4, 8));
+    }
+
+    #[test]
+    fn protocol_and_tls_keys() {
+        let x = p(r#"
+lab_prefix = "/tmp/ol-x"
+[request]
+path = "/static.html"
+[load]
+users = [1]
+[[config]]
+name = "h2"
+stack = "nginx-fpm"
+knobs = { tls = true, http2 = "on" }
+request = { http = "2", streams = 10, tls_version = 1.3, tls_resumption = "off" }
+[[config]]
+name = "own-ca"
+setup = "true"
+ready = "https://127.0.0.1:18991/"
+request = { cacert = "certs/ca.pem", http = "auto" }
+[[config]]
+name = "plain"
+stack = "nginx-fpm"
+"#)
+        .unwrap();
+        let h2 = &x.configs[0].request;
+        assert_eq!((h2.http, h2.streams), (HttpVersion::V2, 10));
+        assert!(!h2.tls.resumption);
+        assert_eq!(h2.tls.version, Some(crate::engine::tls::TlsVersion::V13));
+        // A lab stack with TLS is checked against the lab's CA.
+        assert_eq!(
+            h2.tls.cacert.as_deref(),
+            Some(Path::new("/tmp/ol-x/tls/ca.pem"))
+        );
+        match &x.configs[0].server {
+            Server::Lab { spec, .. } => {
+                assert_eq!((spec.knobs.tls, spec.knobs.http2), (Some(true), Some(true)))
+            }
+            s => panic!("{s:?}"),
+        }
+        // A file's cacert is relative to the file.
+        assert_eq!(
+            x.configs[1].request.tls.cacert.as_deref(),
+            Some(Path::new("certs/ca.pem"))
+        );
+        // Nothing set: the command line's defaults, no TLS.
+        let plain = &x.configs[2].request;
+        assert_eq!(plain.http, crate::usecase::ConnConfig::default().http);
+        assert_eq!(plain.tls, TlsConfig::default());
+
+        let base =
+            "[request]\npath = \"/\"\n[load]\nusers = [1]\n[[config]]\nstack = \"nginx-fpm\"\n";
+        for (extra, want) in [
+            ("request = { http = \"3\" }", "request.http: '3'"),
+            (
+                "request = { http = \"2\", keep_alive = false }",
+                "contradicts keep_alive",
+            ),
+            ("request = { streams = 0 }", "--streams 0"),
+            ("request = { tls_version = \"1.1\" }", "request.tls_version"),
+            (
+                "request = { tls_resumption = \"maybe\" }",
+                "request.tls_resumption: maybe",
+            ),
+            (
+                "knobs = { tls = true }\nrequest = { insecure = true, cacert = \"x.pem\" }",
+                "contradict",
+            ),
+            ("request = { insecure = true }", "need an https:// server"),
+            ("knobs = { http2 = true }", "--http2 needs --tls"),
+            (
+                "knobs = { tls = \"sometimes\" }",
+                "knobs.tls: sometimes is not on or off",
+            ),
+        ] {
+            let got = e(&format!("{base}{extra}\n"));
+            assert!(got.contains(want), "{extra}: {got}");
+        }
     }
 }

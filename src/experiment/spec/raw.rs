@@ -97,7 +97,7 @@ pub struct RawFile {
 #[derive(Deserialize, Debug, Clone, Default)]
 #[serde(deny_unknown_fields)]
 pub struct RawRequest {
-    /// Path(s) appended to the server's base URL, or full http:// URLs.
+    /// Path(s) appended to the server's base URL, or full http(s):// URLs.
     pub path: Option<List>,
     pub pick: Option<String>,
     pub method: Option<String>,
@@ -108,6 +108,18 @@ pub struct RawRequest {
     pub timeout: Option<Text>,
     pub connect_timeout: Option<Text>,
     pub threads: Option<usize>,
+    /// `--http`: "1.1", "2" or "auto".
+    pub http: Option<Text>,
+    /// `--streams`: HTTP/2 streams per connection.
+    pub streams: Option<u32>,
+    /// `--insecure`.
+    pub insecure: Option<bool>,
+    /// `--cacert`: a PEM file, relative to the experiment file's folder.
+    pub cacert: Option<String>,
+    /// `--tls-resumption`: on/off (or true/false).
+    pub tls_resumption: Option<toml::Value>,
+    /// `--tls-version`: "1.2" or "1.3".
+    pub tls_version: Option<Text>,
 }
 
 #[derive(Deserialize, Debug, Clone, Default)]
@@ -221,7 +233,13 @@ merge_fields!(
     calls_per_connection,
     timeout,
     connect_timeout,
-    threads
+    threads,
+    http,
+    streams,
+    insecure,
+    cacert,
+    tls_resumption,
+    tls_version
 );
 merge_fields!(RawObserve, watch, fpm_status, sample_every);
 

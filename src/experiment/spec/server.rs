@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// `on`/`off`, `true`/`false`.
-fn knob_bool(v: &toml::Value) -> Option<bool> {
+pub(super) fn knob_bool(v: &toml::Value) -> Option<bool> {
     match v {
         toml::Value::Boolean(b) => Some(*b),
         toml::Value::String(s) => match s.as_str() {
@@ -83,11 +83,11 @@ pub(super) fn servers(
                 .clone()
                 .ok_or_else(|| err(file, &key("ready"), "a setup command needs a `ready` URL that answers once the server is up"))?;
             let base = origin(&ready).ok_or_else(|| {
-                err(file, &key("ready"), format!("'{ready}' is not an http:// URL"))
+                err(file, &key("ready"), format!("'{ready}' is not an http(s):// URL"))
             })?;
             let url = c.url.clone().unwrap_or(base);
             if origin(&url).is_none() {
-                return Err(err(file, &key("url"), format!("'{url}' is not an http:// URL")));
+                return Err(err(file, &key("url"), format!("'{url}' is not an http(s):// URL")));
             }
             Ok(vec![(
                 name,
@@ -113,7 +113,7 @@ pub(super) fn servers(
     }
 }
 
-/// `http://host:port` of an http:// URL.
+/// `http(s)://host:port` of an http(s):// URL.
 pub fn origin(url: &str) -> Option<String> {
     crate::url::Url::parse(url).ok().map(|u| u.origin())
 }
@@ -219,6 +219,8 @@ fn knobs_of(
                 })
             }
             "opcache" => k.opcache = Some(knob_bool(v).ok_or_else(|| bad("on or off"))?),
+            "tls" => k.tls = Some(knob_bool(v).ok_or_else(|| bad("on or off"))?),
+            "http2" => k.http2 = Some(knob_bool(v).ok_or_else(|| bad("on or off"))?),
             "keep_alive" => k.keep_alive = Some(knob_bool(v).ok_or_else(|| bad("on or off"))?),
             "query_cache" => {
                 db.query_cache = Some(knob_bool(v).ok_or_else(|| bad("on or off"))?)
@@ -248,7 +250,7 @@ fn knobs_of(
                 return Err(err(
                     file,
                     &key,
-                    format!("unknown knob '{other}' (knobs: pm, workers, max_children, start_servers, min_spare, max_spare, opcache, keep_alive, query_cache, engine)"),
+                    format!("unknown knob '{other}' (knobs: pm, workers, max_children, start_servers, min_spare, max_spare, opcache, keep_alive, tls, http2, query_cache, engine)"),
                 ))
             }
         }
