@@ -172,7 +172,7 @@ fn a_stalled_http2_server_is_counted_as_timeouts_within_the_bound() {
     ];
     let bound = Duration::from_secs(3 + 1 + 3);
     let m = run_measured(None, &args, true, bound + Duration::from_secs(20));
-    m.assert_clean_exit(1, "stalled h2");
+    m.assert_clean_exit(0, "stalled h2");
     assert!(m.elapsed <= bound, "took {:?}", m.elapsed);
     assert!(m.max_rss_kb < MAX_RSS_KB, "peak RSS {} kB", m.max_rss_kb);
     assert!(m.errors("timeout") > 0, "{}", m.v);
