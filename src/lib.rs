@@ -23,6 +23,7 @@ pub mod runner;
 pub mod signals;
 pub mod store;
 pub mod target;
+pub mod tui;
 pub mod units;
 pub mod url;
 pub mod usecase;

@@ -56,7 +56,10 @@ impl CapacityArgs {
 }
 
 pub fn run(args: CapacityArgs) -> crate::Result<i32> {
-    let outcome = capacity::run(&args.config()?, &mut crate::runner::Engine)?;
+    let live_view = args.steps.view.live_view();
+    let mut cfg = args.config()?;
+    cfg.output.live_view = live_view;
+    let outcome = capacity::run(&cfg, &mut crate::runner::Engine)?;
     crate::out!("{outcome}");
     Ok(outcome.exit_code())
 }

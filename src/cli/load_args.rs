@@ -318,6 +318,10 @@ pub struct StepArgs {
     /// secret path printed on the terminal (0: any free port).
     #[arg(long, value_name = "PORT")]
     pub live_port: Option<u16>,
+    #[command(flatten)]
+    pub listen: super::view_args::LiveListenArgs,
+    #[command(flatten)]
+    pub view: super::view_args::ViewArgs,
 }
 
 impl StepArgs {
@@ -335,6 +339,9 @@ impl StepArgs {
             name: self.name.clone(),
             quiet: self.quiet,
             live_port: self.live_port,
+            live_view: false,
+            live_listen: self.listen.live_listen,
+            hdr_log: self.view.hdr_log.clone(),
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod run;
 pub mod segment_args;
 pub mod sweep;
 pub mod target;
+pub mod view_args;
 
 /// `overload --version`: the version and the commit it was built from (build.rs).
 pub const VERSION: &str = concat!(

@@ -69,6 +69,8 @@ pub struct RunArgs {
     /// Print the response times' percentile distribution after the summary (wrk --latency).
     #[arg(long)]
     pub latency: bool,
+    #[command(flatten)]
+    pub view: super::view_args::ViewArgs,
 }
 
 impl RunArgs {
@@ -111,6 +113,8 @@ impl RunArgs {
             out: self.out,
             report: self.report,
             name: self.name,
+            live_view: false,
+            hdr_log: self.view.hdr_log,
             request: self.request.config()?,
             conn: self.conn.into(),
             observe: self.observe.into(),
@@ -121,7 +125,11 @@ impl RunArgs {
 
 pub fn run(args: RunArgs) -> crate::Result<i32> {
     let latency = args.latency;
-    let config = args.config()?;
+    let live_view = args.view.live_view();
+    let config = RunConfig {
+        live_view,
+        ..args.config()?
+    };
     let outcome = run::run(&config)?;
     let mut text = outcome.to_string();
     let h = &outcome.outcome.recorder.response_time;

@@ -84,7 +84,9 @@ impl SweepArgs {
 }
 
 pub fn run(args: SweepArgs) -> crate::Result<i32> {
-    let cfg = args.config()?;
+    let live_view = args.steps.view.live_view();
+    let mut cfg = args.config()?;
+    cfg.output.live_view = live_view;
     let outcome = sweep::run(&cfg, &mut crate::runner::Engine)?;
     crate::out!("{outcome}");
     Ok(outcome.exit_code())

@@ -133,6 +133,8 @@ fn sweep_configs_parse_back_from_their_display() {
             name: Some("x".into()),
             quiet: true,
             live_port: Some(8099),
+            hdr_log: Some(PathBuf::from("runs/x.hlog")),
+            ..Output::default()
         },
         ..SweepConfig::default()
     };

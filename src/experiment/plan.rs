@@ -337,7 +337,7 @@ pub fn measure(c: &Config, base: &str, out: &Path, name: &str, quiet: bool) -> M
         out: Some(out.to_path_buf()),
         name: Some(name.to_string()),
         quiet,
-        live_port: None,
+        ..Output::default()
     };
     match l.kind {
         Kind::Capacity => Measure::Capacity(CapacityConfig {

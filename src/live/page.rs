@@ -3,7 +3,7 @@
 use crate::report::RunReport;
 use crate::Error;
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -20,18 +20,16 @@ pub struct LivePage {
 }
 
 impl LivePage {
-    /// Serves `dir`'s report on 127.0.0.1:`port` until dropped.
-    pub fn start(port: u16, dir: &Path) -> crate::Result<LivePage> {
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-        let listener = TcpListener::bind(addr).map_err(|e| {
-            Error::usage(format!("--live-port {port}: cannot listen on {addr}: {e}"))
-        })?;
+    /// Serves `dir`'s report on `addr` until dropped; `flag` names the option in errors.
+    pub fn start(addr: SocketAddr, flag: &str, dir: &Path) -> crate::Result<LivePage> {
+        let listener = TcpListener::bind(addr)
+            .map_err(|e| Error::usage(format!("{flag}: cannot listen on {addr}: {e}")))?;
         listener
             .set_nonblocking(true)
-            .map_err(|e| Error::runtime(format!("--live-port: {e}")))?;
+            .map_err(|e| Error::runtime(format!("{flag}: {e}")))?;
         let bound = listener
             .local_addr()
-            .map_err(|e| Error::runtime(format!("--live-port: {e}")))?;
+            .map_err(|e| Error::runtime(format!("{flag}: {e}")))?;
         let token = token()?;
         let path = format!("/{token}/");
         let url = format!("http://{bound}{path}");
@@ -40,7 +38,7 @@ impl LivePage {
         let thread = std::thread::Builder::new()
             .name("live-page".into())
             .spawn(move || serve(listener, &path, &dir, &stop2))
-            .map_err(|e| Error::runtime(format!("--live-port: {e}")))?;
+            .map_err(|e| Error::runtime(format!("{flag}: {e}")))?;
         Ok(LivePage {
             url,
             stop,
@@ -68,7 +66,7 @@ fn token() -> crate::Result<String> {
     let mut b = [0u8; 16];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut b))
-        .map_err(|e| Error::runtime(format!("--live-port: no random token (/dev/urandom: {e})")))?;
+        .map_err(|e| Error::runtime(format!("live report: no random token (/dev/urandom: {e})")))?;
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 

@@ -1,14 +1,137 @@
-//! The progress line, once a second while a run goes: done, rate, errors, ETA.
+//! What a run shows while it goes, fed once a second from the engine's tick on the runner's
+//! thread: the progress line (a run), the step bar and per-step lines (a sweep), or instead a
+//! [`LiveView`] (the terminal view, `crate::tui`). [`Ticker`] turns the engine's live counters
+//! into the per-second figures all of them show: the one place they are computed.
 use crate::engine::{Control, EngineConfig};
+use crate::observe::Sample;
+use crate::store::StepRecord;
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
+
+/// One reading of the live counters of the step (or run) in progress, with the rates of the
+/// interval since the reading before.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Tick {
+    /// Since the step (or run) started, warm-up included.
+    pub elapsed: Duration,
+    /// Totals since the step started, warm-up included.
+    pub responses: u64,
+    pub errors: u64,
+    /// Requests sent and not yet answered, at the reading.
+    pub in_flight: u64,
+    /// Responses (errors included) and errors per second since the reading before.
+    pub rate: f64,
+    pub error_rate: f64,
+    /// This process's CPU since the reading before, % of one core: the generator's own effort
+    /// (its workers, and the little the display costs).
+    pub cpu_pct: f64,
+}
+
+/// Turns successive readings of the live counters into [`Tick`]s.
+#[derive(Debug, Default)]
+pub struct Ticker {
+    /// (elapsed, responses, errors, process CPU µs) at the reading before, in this step.
+    last: Option<(Duration, u64, u64, u64)>,
+    /// Process CPU µs when the step started (its first reading has no reading before).
+    start_cpu_us: u64,
+}
+
+impl Ticker {
+    /// A ticker for a step about to start (its counters start at zero).
+    pub fn new() -> Ticker {
+        Ticker {
+            last: None,
+            start_cpu_us: process_cpu_us(),
+        }
+    }
+
+    /// Reads the engine's live counters.
+    pub fn read(&mut self, ctl: &Control, elapsed: Duration) -> Tick {
+        let (responses, errors, _) = ctl.totals();
+        let in_flight = ctl
+            .live
+            .iter()
+            .map(|l| l.in_flight.load(Ordering::Relaxed))
+            .sum();
+        self.next(elapsed, responses, errors, in_flight, process_cpu_us())
+    }
+
+    /// The tick for a reading of the counters (pure: the unit tests script it).
+    pub fn next(
+        &mut self,
+        elapsed: Duration,
+        responses: u64,
+        errors: u64,
+        in_flight: u64,
+        cpu_us: u64,
+    ) -> Tick {
+        let (t0, r0, e0, c0) = self
+            .last
+            .unwrap_or((Duration::ZERO, 0, 0, self.start_cpu_us));
+        self.last = Some((elapsed, responses, errors, cpu_us));
+        let dt = elapsed.saturating_sub(t0).as_secs_f64();
+        let per_s = |n: u64| if dt > 0.0 { n as f64 / dt } else { 0.0 };
+        Tick {
+            elapsed,
+            responses,
+            errors,
+            in_flight,
+            rate: per_s(responses.saturating_sub(r0)),
+            error_rate: per_s(errors.saturating_sub(e0)),
+            cpu_pct: per_s(cpu_us.saturating_sub(c0)) / 1e4,
+        }
+    }
+}
+
+/// CPU time used by this process so far, µs (all threads).
+fn process_cpu_us() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec.
+    if unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000
+}
+
+/// A display of the run that replaces the progress lines (the terminal view). It is fed on
+/// the runner's thread and must return at once: it draws on its own thread.
+pub trait LiveView {
+    /// A tick of the step in progress: its index (None: a single run) and level.
+    fn tick(&mut self, step: Option<usize>, offered: f64, tick: &Tick);
+    /// The newest sample of each observed source (the server's side), when observed.
+    fn server(&mut self, samples: Vec<Sample>);
+    /// A step ended and was stored.
+    fn step_done(&mut self, rec: &StepRecord);
+    /// The user asked to end the step in progress and go on (`n`); true once per asking.
+    fn take_end_step(&mut self) -> bool;
+}
+
+/// The newest sample of each source stamped in the last few seconds, for the live view.
+pub fn latest_samples(obs: &crate::observe::ObserverHandle) -> Vec<Sample> {
+    let now = crate::clock::unix_ms();
+    let mut newest: Vec<Sample> = Vec::new();
+    for s in obs.samples_between(now.saturating_sub(3_000), now) {
+        match newest.iter_mut().find(|n| n.source == s.source) {
+            Some(n) => *n = s,
+            None => newest.push(s),
+        }
+    }
+    newest
+}
 
 pub struct Progress {
     quiet: bool,
     tty: bool,
     total: Option<Duration>,
-    last: u64,
+    ticker: Ticker,
     printed: bool,
+    view: Option<Box<dyn LiveView>>,
+    /// The run's level (rate or users), for the view.
+    offered: f64,
 }
 
 impl Progress {
@@ -17,18 +140,42 @@ impl Progress {
             quiet,
             tty: std::io::stderr().is_terminal(),
             total: cfg.duration.map(|d| d + cfg.warmup),
-            last: 0,
+            ticker: Ticker::new(),
             printed: false,
+            view: None,
+            offered: {
+                let (rate, users) = cfg.offered();
+                rate.unwrap_or(users.unwrap_or(0) as f64)
+            },
         }
     }
 
-    pub fn tick(&mut self, ctl: &Control, elapsed: Duration) {
+    /// Shows the run in `view` instead of the progress line.
+    pub fn with_view(mut self, view: Box<dyn LiveView>) -> Progress {
+        self.view = Some(view);
+        self
+    }
+
+    /// A tick of the engine; `obs`: the server's observer, when observed.
+    pub fn tick(
+        &mut self,
+        ctl: &Control,
+        elapsed: Duration,
+        obs: Option<&crate::observe::ObserverHandle>,
+    ) {
+        if let Some(view) = self.view.as_mut() {
+            let tick = self.ticker.read(ctl, elapsed);
+            if let Some(o) = obs {
+                view.server(latest_samples(o));
+            }
+            view.tick(None, self.offered, &tick);
+            return;
+        }
         if self.quiet {
             return;
         }
-        let (done, errors, _) = ctl.totals();
-        let rate = done.saturating_sub(self.last);
-        self.last = done;
+        let t = self.ticker.read(ctl, elapsed);
+        let (done, errors, rate) = (t.responses, t.errors, t.rate.round() as u64);
         let eta = match self.total {
             Some(t) if t > elapsed => {
                 format!(", ETA {}s", (t - elapsed).as_secs_f64().ceil() as u64)
@@ -50,7 +197,9 @@ impl Progress {
         self.printed = true;
     }
 
+    /// Clears the progress line, or closes the view (the terminal is restored).
     pub fn finish(&mut self) {
+        self.view = None;
         if self.printed && self.tty && !self.quiet {
             crate::eout!("\r\x1b[2K");
         }
@@ -68,6 +217,13 @@ pub struct SweepProgress {
     per_step: Duration,
     step_len: Duration,
     unit: &'static str,
+    /// The step the ticker counts for, and the ticker.
+    ticking: Option<(usize, Ticker)>,
+    view: Option<Box<dyn LiveView>>,
+    /// The step the user ended early from the view (`n`), until the runner takes it.
+    ended_early: Option<usize>,
+    /// The per-step lines, held while the view covers the terminal and printed after it.
+    held: Vec<String>,
 }
 
 impl SweepProgress {
@@ -86,10 +242,47 @@ impl SweepProgress {
             per_step: warmup + step + rest,
             step_len: warmup + step,
             unit,
+            ticking: None,
+            view: None,
+            ended_early: None,
+            held: Vec::new(),
         }
     }
 
-    pub fn tick(&mut self, index: usize, offered: f64, ctl: &Control, elapsed: Duration) {
+    /// Shows the run in `view` instead of the bar; the per-step lines are printed when it
+    /// closes.
+    pub fn with_view(mut self, view: Box<dyn LiveView>) -> SweepProgress {
+        self.view = Some(view);
+        self
+    }
+
+    /// A tick of step `index`'s engine; `obs`: the server's observer, when observed. When the
+    /// user asked the view to end the step, the step's engine is told to stop here (the
+    /// runner's thread, once a second: nothing of this runs in a worker).
+    pub fn tick(
+        &mut self,
+        index: usize,
+        offered: f64,
+        ctl: &Control,
+        elapsed: Duration,
+        obs: Option<&crate::observe::ObserverHandle>,
+    ) {
+        if let Some(view) = self.view.as_mut() {
+            let ticker = match &mut self.ticking {
+                Some((i, t)) if *i == index => t,
+                other => &mut other.insert((index, Ticker::new())).1,
+            };
+            let tick = ticker.read(ctl, elapsed);
+            if let Some(o) = obs {
+                view.server(latest_samples(o));
+            }
+            view.tick(Some(index), offered, &tick);
+            if view.take_end_step() {
+                ctl.stop.store(true, Ordering::Relaxed);
+                self.ended_early = Some(index);
+            }
+            return;
+        }
         if self.quiet || !self.tty {
             return;
         }
@@ -116,13 +309,40 @@ impl SweepProgress {
         let _ = std::io::stderr().flush();
     }
 
+    /// Whether the user ended step `index` early from the view (asked once, then forgotten).
+    pub fn take_ended_early(&mut self, index: usize) -> bool {
+        self.ended_early.take_if(|i| *i == index).is_some()
+    }
+
+    /// Closes the view, if any (the terminal is restored), and prints the per-step lines it
+    /// held. Dropping the progress does it too.
+    pub fn close_view(&mut self) {
+        if self.view.take().is_some() {
+            for line in std::mem::take(&mut self.held) {
+                crate::eoutln!("{line}");
+            }
+        }
+    }
+
     pub fn step_done(&mut self, rec: &crate::store::StepRecord, mode: &str) {
+        if let Some(view) = self.view.as_mut() {
+            view.step_done(rec);
+            if !self.quiet {
+                self.held.push(self.step_line(rec, mode));
+            }
+            return;
+        }
         if self.quiet {
             return;
         }
         if self.tty {
             crate::eout!("\r\x1b[2K");
         }
+        crate::eoutln!("{}", self.step_line(rec, mode));
+    }
+
+    /// The line printed for a finished step.
+    fn step_line(&self, rec: &crate::store::StepRecord, mode: &str) -> String {
         let s = &rec.summary;
         let of = self.total.map_or(String::new(), |t| format!("/{t}"));
         let level = if mode == "open" {
@@ -135,7 +355,7 @@ impl SweepProgress {
         } else {
             format!("  [{}]", rec.flags.join(", "))
         };
-        crate::eoutln!(
+        format!(
             "step {:>3}{of}  {level:>12} → {:>9.1}/s  ok {:>5.1}%  p50 {:>8}  p99 {:>8}  lag p99 {:>7}  gen cpu {:>3.0}%{flags}",
             rec.step + 1,
             s.throughput,
@@ -144,11 +364,18 @@ impl SweepProgress {
             crate::units::fmt_ms(s.response_time_ms.p99),
             crate::units::fmt_ms(s.send_lag_ms.p99),
             rec.generator.cpu_pct,
-        );
+        )
     }
 }
 
-fn fmt_secs(s: f64) -> String {
+impl Drop for SweepProgress {
+    fn drop(&mut self) {
+        self.close_view();
+    }
+}
+
+/// `1h02m`, `3m05s`, `42s`: a time left.
+pub fn fmt_secs(s: f64) -> String {
     let s = s.max(0.0) as u64;
     if s >= 3600 {
         format!("{}h{:02}m", s / 3600, s % 3600 / 60)

@@ -84,14 +84,22 @@ impl<'a> Stepper<'a> {
         let index = self.steps.len();
         let offered = step::offered_of(&load);
         let progress = &mut self.progress;
+        let observer = self.observer.as_ref();
         let mut result = self.exec.run_step(
             self.base,
             load,
             index,
             &self.clock,
             self.slo,
-            &mut |ctl, elapsed| progress.tick(index, offered, ctl, elapsed),
+            &mut |ctl, elapsed| progress.tick(index, offered, ctl, elapsed, observer),
         )?;
+        if self.progress.take_ended_early(index) && !self.exec.interrupted() {
+            step::ended_early(&mut result);
+            self.notes.push(format!(
+                "step {}: ended early from the live view",
+                index + 1
+            ));
+        }
         if let Some(obs) = &self.observer {
             attach_server(obs, &self.clock, &mut result);
         }
@@ -119,6 +127,7 @@ impl<'a> Stepper<'a> {
         result: &crate::Result<T>,
         reason: impl Fn(&T) -> String,
     ) -> crate::Result<Finished> {
+        self.progress.close_view();
         let mut notes = self.stop_observer();
         notes.append(&mut self.notes);
         let reason = match result {

@@ -187,6 +187,16 @@ pub fn record_of(
     }
 }
 
+/// A step the user ended before its time (the live view's `n`): its engine was stopped as an
+/// interruption stops it, but the run goes on, so the step is `ended-early`, not
+/// `interrupted`. Its summary already measures the window it ran, not the planned one.
+pub fn ended_early(result: &mut StepResult) {
+    result.interrupted = false;
+    let flags = &mut result.record.flags;
+    flags.retain(|f| f != "interrupted");
+    flags.push("ended-early".to_string());
+}
+
 /// Sets the flags of the last step of `steps`, judged against the steps before it.
 pub fn flag_last(mode: &str, steps: &mut [StepRecord], slo: Option<&Slo>) {
     let i = steps.len() - 1;

@@ -199,6 +199,7 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
     });
     let observe_cfg = cfg.observe.to_config(base.addrs[0].port())?;
     let out = &cfg.output;
+    super::results::check_hdr_log(out.hdr_log.as_deref())?;
     let mut writer = results::open(
         out.out.as_deref(),
         out.name.as_deref(),
@@ -211,7 +212,7 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
     crate::signals::install();
     let dir = writer.dir().to_path_buf();
     // Named, not `_`: the page lives until the function returns, after the last report.
-    let _live = super::results::live_page(cfg.output.live_port, &dir)?;
+    let _live = super::results::live_page(out, &dir)?;
     if !out.quiet {
         crate::eoutln!(
             "overload capacity: SLO '{}', from {:.0} req/s, precision {:.0}%; results in {}",
@@ -227,6 +228,16 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
         writer.finish(false, "interrupted while waiting for --start-at")?;
         return Err(Error::runtime("interrupted while waiting for --start-at"));
     }
+    let setup = crate::tui::Setup {
+        command: "capacity",
+        target: urls.first().cloned().unwrap_or_default(),
+        unit: "req/s",
+        planned: None,
+        step_len: Some(t.warmup + t.step),
+        per_step: t.warmup + t.step + t.rest,
+        end_step_key: true,
+    };
+    let progress = results::stepped_progress(out, progress, setup)?;
     let mut stepper = Stepper::new(&base, "open", Some(&slo), &mut writer, progress, exec);
     if let Some(at) = cfg.segment.start_at_ms {
         stepper.clock = crate::runner::step::RunClock::at(at);
@@ -247,6 +258,9 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
     let elapsed = started.elapsed();
     let analysis = analysis::analyze("open", &by_load(&done.steps), Some(&slo));
     let report = results::write_report(&dir)?;
+    if let Some(p) = &out.hdr_log {
+        results::write_hdr_log(&dir, p)?;
+    }
     Ok(CapacityOutcome {
         dir,
         report,

@@ -178,6 +178,12 @@ pub fn timing(a: &mut Argv, t: &StepTiming, slo: Option<&str>, o: &Output) {
     if let Some(p) = o.live_port {
         a.opt("--live-port", p.to_string());
     }
+    if let Some(l) = o.live_listen {
+        a.opt("--live-listen", l.to_string());
+    }
+    if let Some(p) = &o.hdr_log {
+        a.opt("--hdr-log", p.display().to_string());
+    }
     if o.quiet {
         a.arg("-q");
     }

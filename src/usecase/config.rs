@@ -265,6 +265,23 @@ pub struct Output {
     pub quiet: bool,
     /// Serve the report on 127.0.0.1:PORT while the run goes on (`live::LivePage`).
     pub live_port: Option<u16>,
+    /// Show the live view on the terminal (`tui`) instead of the progress lines.
+    pub live_view: bool,
+    /// Serve the report on this address while the run goes on (`--live-listen`).
+    pub live_listen: Option<std::net::SocketAddr>,
+    /// Write HdrHistogram's interval log here when the run ends (`--hdr-log`).
+    pub hdr_log: Option<PathBuf>,
+}
+
+impl Output {
+    /// Where the live report page listens, if anywhere: `--live-listen`, or loopback at
+    /// `--live-port`.
+    pub fn live_addr(&self) -> Option<std::net::SocketAddr> {
+        self.live_listen.or_else(|| {
+            self.live_port
+                .map(|p| std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, p)))
+        })
+    }
 }
 
 /// Scale-out: the part of the plan this generator sends, and when all parts start.

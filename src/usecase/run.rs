@@ -52,6 +52,11 @@ pub struct RunConfig {
     pub report: bool,
     /// Name of the run in its results folder [default: from the URL].
     pub name: Option<String>,
+    /// Show the live view on the terminal (`tui`) instead of the progress line.
+    pub live_view: bool,
+    /// Write HdrHistogram's interval log here when the run ends (a results folder is then
+    /// written too, as with `report`).
+    pub hdr_log: Option<PathBuf>,
 }
 
 /// Users of the closed loop when neither a rate nor users are given.
@@ -80,6 +85,8 @@ impl Default for RunConfig {
             out: None,
             report: false,
             name: None,
+            live_view: false,
+            hdr_log: None,
         }
     }
 }
@@ -181,6 +188,9 @@ impl fmt::Display for RunConfig {
         if let Some(n) = &self.name {
             a.opt("--name", n.clone());
         }
+        if let Some(p) = &self.hdr_log {
+            a.opt("--hdr-log", p.display().to_string());
+        }
         a.fmt(f)
     }
 }
@@ -257,14 +267,30 @@ pub fn execute(
     urls: &[String],
     quiet: bool,
 ) -> crate::Result<(Summary, Outcome)> {
+    execute_shown(cfg, urls, quiet, None, None)
+}
+
+/// [`execute`], shown in the live view when `view` is given (with the server's side from
+/// `observer`), else on the progress line.
+fn execute_shown(
+    cfg: &EngineConfig,
+    urls: &[String],
+    quiet: bool,
+    view: Option<crate::tui::Setup>,
+    observer: Option<&crate::observe::ObserverHandle>,
+) -> crate::Result<(Summary, Outcome)> {
     crate::signals::install();
     let ctl = Control::new(cfg.threads);
     if !quiet {
         crate::eoutln!("{}", terminal::plan_line(cfg, urls));
     }
     let mut progress = Progress::new(cfg, quiet);
-    let outcome = engine::run(cfg, &ctl, |elapsed| progress.tick(&ctl, elapsed))?;
+    if let Some(setup) = view.filter(|_| !quiet) {
+        progress = progress.with_view(Box::new(crate::tui::LiveScreen::start(setup)?));
+    }
+    let outcome = engine::run(cfg, &ctl, |elapsed| progress.tick(&ctl, elapsed, observer));
     progress.finish();
+    let outcome = outcome?;
     let (rate, users) = cfg.offered();
     let summary =
         Summary::from_recorder(&outcome.recorder, rate, users, outcome.planned_window(cfg));
@@ -278,6 +304,7 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
     if let Some(p) = &rc.json {
         json::check_writable(p)?;
     }
+    results::check_hdr_log(rc.hdr_log.as_deref())?;
     // Server-side sampling only when asked for: a plain run stays a pure load generator.
     let observer = if rc.observing() {
         let oc = rc.observe.to_config(cfg.addrs[0].port())?;
@@ -289,14 +316,27 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
     if !rc.segment.wait_for_start(rc.quiet) {
         return Err(Error::runtime("interrupted while waiting for --start-at"));
     }
-    let mut writer = if rc.out.is_some() || rc.report {
+    let mut writer = if rc.out.is_some() || rc.report || rc.hdr_log.is_some() {
         Some(open_results(rc, &cfg, &urls, slo.as_ref())?)
     } else {
         None
     };
     let clock = RunClock::now();
     let from = crate::clock::unix_ms();
-    let (summary, outcome) = execute(&cfg, &urls, rc.quiet)?;
+    let view = rc.live_view.then(|| crate::tui::Setup {
+        command: "run",
+        target: urls.first().cloned().unwrap_or_default(),
+        unit: if matches!(rc.load, RunLoad::Rate(_)) {
+            "req/s"
+        } else {
+            "users"
+        },
+        planned: None,
+        step_len: cfg.duration.map(|d| d + cfg.warmup),
+        per_step: Duration::ZERO,
+        end_step_key: false,
+    });
+    let (summary, outcome) = execute_shown(&cfg, &urls, rc.quiet, view, observer.as_ref())?;
     let to = crate::clock::unix_ms();
     let stored = match writer.as_mut() {
         Some(w) => Some(store_run(
@@ -310,6 +350,9 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
         )?),
         None => None,
     };
+    if let (Some(p), Some((dir, _))) = (&rc.hdr_log, &stored) {
+        results::write_hdr_log(dir, p)?;
+    }
     let server = observer.map(|h| {
         let samples = h.samples_between(from, to);
         let warnings = h.stop();

@@ -202,6 +202,7 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
     });
     let observe_cfg = cfg.observe.to_config(base.addrs[0].port())?;
     let out = &cfg.output;
+    results::check_hdr_log(out.hdr_log.as_deref())?;
     let mut writer = results::open(
         out.out.as_deref(),
         out.name.as_deref(),
@@ -214,7 +215,7 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
     crate::signals::install();
     let dir = writer.dir().to_path_buf();
     // Named, not `_`: the page lives until the function returns, after the last report.
-    let _live = results::live_page(out.live_port, &dir)?;
+    let _live = results::live_page(out, &dir)?;
     if !out.quiet {
         crate::eoutln!(
             "overload sweep: {} steps of {} (+{} warm-up, {} rest), {mode} loop; results in {}",
@@ -237,6 +238,16 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
         writer.finish(false, "interrupted while waiting for --start-at")?;
         return Err(Error::runtime("interrupted while waiting for --start-at"));
     }
+    let setup = crate::tui::Setup {
+        command: "sweep",
+        target: urls.first().cloned().unwrap_or_default(),
+        unit,
+        planned: Some(plan.loads.len()),
+        step_len: Some(t.warmup + t.step),
+        per_step: t.warmup + t.step + t.rest,
+        end_step_key: true,
+    };
+    let progress = results::stepped_progress(out, progress, setup)?;
     let mut stepper = Stepper::new(&base, mode, slo.as_ref(), &mut writer, progress, exec);
     if let Some(at) = cfg.segment.start_at_ms {
         stepper.clock = crate::runner::step::RunClock::at(at);
@@ -248,6 +259,9 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
     result?;
     let analysis = analysis::analyze(mode, &done.steps, slo.as_ref());
     let report = results::write_report(&dir)?;
+    if let Some(p) = &out.hdr_log {
+        results::write_hdr_log(&dir, p)?;
+    }
     Ok(SweepOutcome {
         dir,
         report,

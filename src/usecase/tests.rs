@@ -20,7 +20,7 @@ fn output(dir: &Path) -> Output {
         out: Some(dir.join("run")),
         name: Some("t".into()),
         quiet: true,
-        live_port: None,
+        ..Output::default()
     }
 }
 

@@ -1,0 +1,41 @@
+//! How a run is shown while it goes, and what it writes beside its results folder: the live
+//! view on the terminal (`--no-tui`), the live report page on any address (`--live-listen`),
+//! HdrHistogram's interval log (`--hdr-log`).
+use clap::Args;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct ViewArgs {
+    /// Plain progress lines instead of the live view. The live view shows when standard output
+    /// and error are terminals (not with --quiet); its keys: q quits as Ctrl-C does (what ran
+    /// is recorded, the report written), n ends the step in progress and goes on to the next.
+    #[arg(long)]
+    pub no_tui: bool,
+    /// When the run ends, write HdrHistogram's interval log (one interval per step) to FILE,
+    /// as `overload report --format hdr-log` does; `run` then writes its results folder too.
+    #[arg(long, value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
+}
+
+impl ViewArgs {
+    /// Whether to show the live view: asked for, and a terminal to show it on.
+    pub fn live_view(&self) -> bool {
+        !self.no_tui && crate::tui::available()
+    }
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct LiveListenArgs {
+    /// Serve the live report page on ADDR (e.g. 127.0.0.1:8089, [::1]:0, 0.0.0.0:8089 to
+    /// let other hosts in), at a secret path printed on the terminal; --live-port binds
+    /// loopback only.
+    #[arg(long, value_name = "ADDR", conflicts_with = "live_port", value_parser = parse_addr)]
+    pub live_listen: Option<SocketAddr>,
+}
+
+fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+    s.parse().map_err(|_| {
+        format!("'{s}': give an IP address and a port, e.g. 127.0.0.1:8089 or [::1]:8089")
+    })
+}

@@ -1,0 +1,172 @@
+//! The live view on a terminal (ratatui): offered vs achieved rate, errors, requests in
+//! flight and the generator's CPU per second, the steps so far with their percentiles and the
+//! saturation mark, the server's side when observed; `q` quits as Ctrl-C does, `n` ends the
+//! step in progress. Shown by `run`, `sweep` and `capacity` when standard output and error are
+//! terminals, unless `--no-tui` or `--quiet`.
+//!
+//! It is fed what the progress line is fed ([`LiveView`], from `report::progress`: the
+//! runner's tick, once a second, off the workers' threads) and draws on its own thread, at
+//! most four times a second. Files: `model.rs` what the panels show (plain data), `view.rs`
+//! how they are drawn, `term.rs` the terminal's raw mode and its restoring.
+mod model;
+mod term;
+#[cfg(test)]
+mod tests;
+mod view;
+
+pub use model::{Model, Setup};
+
+use crate::observe::Sample;
+use crate::report::progress::{LiveView, Tick};
+use crate::store::StepRecord;
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The shortest time between two redraws (at most four a second).
+const REDRAW: Duration = Duration::from_millis(250);
+
+/// Whether the live view can be shown here: standard output and error are terminals (a
+/// pipe or a file gets the plain lines).
+pub fn available() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal() && std::io::stderr().is_terminal()
+}
+
+/// What the feeding thread and the view's thread share.
+struct Shared {
+    model: Mutex<Model>,
+    /// The model changed since the last redraw.
+    dirty: AtomicBool,
+    /// `n` was pressed and the runner has not taken it yet.
+    end_step: AtomicBool,
+    /// The view is closing.
+    stop: AtomicBool,
+}
+
+impl Shared {
+    fn model(&self) -> MutexGuard<'_, Model> {
+        // A panic while holding the lock leaves a model that is still drawable.
+        self.model.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn update(&self, f: impl FnOnce(&mut Model)) {
+        f(&mut self.model());
+        self.dirty.store(true, Ordering::Release);
+    }
+}
+
+/// The view, up until dropped (the terminal is then restored).
+pub struct LiveScreen {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl LiveScreen {
+    /// Takes over the terminal (alternate screen, raw mode) and starts drawing.
+    pub fn start(setup: Setup) -> crate::Result<LiveScreen> {
+        // `q` raises SIGINT: its handler must be there (idempotent; the use cases install
+        // it before any load anyway).
+        crate::signals::install();
+        let screen = term::Screen::enter()?;
+        let shared = Arc::new(Shared {
+            model: Mutex::new(Model::new(setup)),
+            dirty: AtomicBool::new(true),
+            end_step: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+        });
+        let s = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("live-view".into())
+            .spawn(move || ui(screen, &s))
+            .map_err(|e| crate::Error::runtime(format!("live view: {e}")))?;
+        Ok(LiveScreen {
+            shared,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for LiveScreen {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        // The thread's guard restored it; if the thread never ran, this does.
+        term::restore();
+    }
+}
+
+impl LiveView for LiveScreen {
+    fn tick(&mut self, step: Option<usize>, offered: f64, tick: &Tick) {
+        self.shared.update(|m| m.tick(step, offered, tick));
+    }
+
+    fn server(&mut self, samples: Vec<Sample>) {
+        self.shared.update(|m| m.server_samples(&samples));
+    }
+
+    fn step_done(&mut self, rec: &StepRecord) {
+        self.shared.end_step.store(false, Ordering::Release);
+        self.shared.update(|m| m.step_done(rec));
+    }
+
+    fn take_end_step(&mut self) -> bool {
+        self.shared.end_step.swap(false, Ordering::AcqRel)
+    }
+}
+
+/// The view's thread: keys, and a redraw when something changed (at most every [`REDRAW`]).
+fn ui(mut screen: term::Screen, sh: &Shared) {
+    let mut last_draw: Option<Instant> = None;
+    while !sh.stop.load(Ordering::Acquire) {
+        match event::poll(Duration::from_millis(50)) {
+            Ok(true) => match event::read() {
+                Ok(Event::Key(k)) if k.kind == KeyEventKind::Press => key(k, sh),
+                Ok(Event::Resize(..)) => sh.dirty.store(true, Ordering::Release),
+                _ => {}
+            },
+            Ok(false) => {}
+            // No readable input (closed): the view still draws; keys are lost.
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+        if last_draw.is_some_and(|t| t.elapsed() < REDRAW) {
+            continue;
+        }
+        if sh.dirty.swap(false, Ordering::AcqRel) {
+            let m = sh.model().clone();
+            if screen.terminal.draw(|f| view::draw(f, &m)).is_err() {
+                return; // the terminal is gone; the run goes on, the guard restores
+            }
+            last_draw = Some(Instant::now());
+        }
+    }
+}
+
+/// What a key does.
+fn key(k: KeyEvent, sh: &Shared) {
+    let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+    if ctrl_c || matches!(k.code, KeyCode::Char('q' | 'Q')) {
+        let again = std::mem::replace(&mut sh.model().stopping, true);
+        sh.dirty.store(true, Ordering::Release);
+        if again {
+            // Insisting, as a second Ctrl-C does: the process exits at once (130), so the
+            // terminal is given back first.
+            term::restore();
+        }
+        // Exactly what Ctrl-C does (raw mode turns Ctrl-C into a key, not a signal).
+        // SAFETY: raise delivers the signal to this thread; the handler that
+        // `signals::install` set touches atomics (and calls _exit on the second).
+        unsafe { libc::raise(libc::SIGINT) };
+    } else if matches!(k.code, KeyCode::Char('n' | 'N')) {
+        let mut m = sh.model();
+        if m.setup.end_step_key && !m.stopping && m.current.is_some() {
+            m.ending_step = true;
+            sh.end_step.store(true, Ordering::Release);
+            sh.dirty.store(true, Ordering::Release);
+        }
+    }
+}

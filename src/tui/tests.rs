@@ -1,0 +1,1 @@
+//! The view's data model on scripted ticks and steps, drawn on ratatui's `TestBackend`.
