@@ -158,13 +158,13 @@ pub fn local_host(url: &Url) -> Probe<()> {
 pub fn host(url: &Url) -> HostEvidence {
     let port = url.port;
     let local = local_host(url);
-    if local.is_err() {
+    if let Err(why) = &local {
         return HostEvidence {
             port,
-            local: local.clone(),
+            local: Err(why.clone()),
             kernel: KernelLimits::default(),
-            backlog: local.clone().map(|_| 0),
-            listener: Err(local.unwrap_err()),
+            backlog: Err(why.clone()),
+            listener: Err(why.clone()),
         };
     }
     HostEvidence {

@@ -170,7 +170,7 @@ fn pct(part: f64, whole: f64) -> String {
     } else {
         0.0
     };
-    if p > 99.0 || p < 1.0 {
+    if !(1.0..=99.0).contains(&p) {
         format!("{p:.1}%")
     } else {
         format!("{p:.0}%")

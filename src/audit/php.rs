@@ -68,10 +68,11 @@ fn mib(b: u64) -> String {
     format!("{} MiB", num(b >> 20))
 }
 
-fn probe<'a>(e: &'a PhpEvidence, rule: &str, source: &str) -> Result<&'a PhpIni, Check> {
+/// The probe page's settings, or the check skipped with the reason it could not be read.
+fn probe<'a>(e: &'a PhpEvidence, rule: &str, source: &str) -> Result<&'a PhpIni, Box<Check>> {
     e.probe
         .as_ref()
-        .map_err(|why| Check::skipped(rule, why.clone(), source))
+        .map_err(|why| Box::new(Check::skipped(rule, why.clone(), source)))
 }
 
 pub const OPCACHE: &str = "php.opcache";
@@ -80,7 +81,7 @@ pub const OPCACHE: &str = "php.opcache";
 pub fn opcache(e: &PhpEvidence) -> Check {
     let p = match probe(e, OPCACHE, S1_S2) {
         Ok(p) => p,
-        Err(c) => return c,
+        Err(c) => return *c,
     };
     let change_off = "turn OPcache on (opcache.enable=1 in the SAPI's php.ini, or \
                       php_admin_value[opcache.enable] = 1 in the FPM pool): S2 measured +58% \
@@ -153,7 +154,7 @@ pub const REALPATH: &str = "php.realpath-cache";
 pub fn realpath(e: &PhpEvidence) -> Check {
     let p = match probe(e, REALPATH, S2) {
         Ok(p) => p,
-        Err(c) => return c,
+        Err(c) => return *c,
     };
     let seen = format!(
         "{}: realpath_cache_size = {}, open_basedir = {}",
@@ -186,7 +187,7 @@ pub const MEMORY_PLAN: &str = "php.memory-plan";
 pub fn memory_plan(e: &PhpEvidence) -> Check {
     let p = match probe(e, MEMORY_PLAN, S1_S2) {
         Ok(p) => p,
-        Err(c) => return c,
+        Err(c) => return *c,
     };
     let (workers, from) = match &e.workers {
         Ok(w) => (w.0, &w.1),
@@ -243,7 +244,7 @@ pub const SESSIONS: &str = "php.sessions";
 pub fn sessions(e: &PhpEvidence) -> Check {
     let p = match probe(e, SESSIONS, S2) {
         Ok(p) => p,
-        Err(c) => return c,
+        Err(c) => return *c,
     };
     let seen = format!(
         "{}: session.save_handler = {}",
@@ -298,5 +299,170 @@ pub fn fpm_pool(e: &PhpEvidence) -> Check {
         )
     } else {
         Check::ok(FPM_POOL, "the pool has not run out of workers", seen, S1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What lab/www/audit.php prints under PHP-FPM 8.2 with the lab's defaults.
+    const FPM_DEFAULTS: &str = r#"{"sapi":"fpm-fcgi","php":"8.2.7","opcache_loaded":true,
+        "opcache_enabled":true,"opcache_memory_consumption":"128",
+        "opcache_used_memory":9437184,"opcache_free_memory":124780544,
+        "opcache_wasted_memory":0,"opcache_cache_full":false,"realpath_cache_size":"4096K",
+        "open_basedir":"","memory_limit":"128M","session_save_handler":"files"}"#;
+
+    fn evidence(probe: &str) -> PhpEvidence {
+        PhpEvidence {
+            probe_url: "http://127.0.0.1:18081/audit.php".into(),
+            probe: serde_json::from_str(probe).map_err(|e| e.to_string()),
+            fpm: Ok(FpmSample {
+                url: "http://127.0.0.1:18081/fpm-status".into(),
+                pool: "lab".into(),
+                total: 20,
+                active: 1,
+                idle: 19,
+                listen_queue_len: 511,
+                ..FpmSample::default()
+            }),
+            workers: Ok((20, "the lab's pm.max_children".into())),
+            ram_bytes: Ok(8 << 30),
+        }
+    }
+
+    fn level(c: &Check) -> Level {
+        assert!(!c.evidence.is_empty(), "{c:?}");
+        assert_eq!(c.change.is_some(), c.level.is_finding(), "{c:?}");
+        c.level
+    }
+
+    #[test]
+    fn ini_shorthand_bytes() {
+        assert_eq!(ini_bytes("128M"), Some(128 << 20));
+        assert_eq!(ini_bytes("1g"), Some(1 << 30));
+        assert_eq!(ini_bytes("512K"), Some(512 << 10));
+        assert_eq!(ini_bytes("1048576"), Some(1 << 20));
+        assert_eq!(ini_bytes("-1"), None);
+        assert_eq!(ini_bytes(""), None);
+        assert_eq!(ini_bytes("lots"), None);
+    }
+
+    #[test]
+    fn opcache_off_full_or_on() {
+        let e = evidence(FPM_DEFAULTS);
+        let c = opcache(&e);
+        assert_eq!(level(&c), Level::Ok);
+        assert!(
+            c.evidence
+                .contains("opcache.memory_consumption = 128: 9 MiB used, 119 MiB free"),
+            "{c:?}"
+        );
+        // `lab up nginx-fpm --opcache off`: loaded, opcache.enable=0.
+        let off = FPM_DEFAULTS.replace(r#""opcache_enabled":true"#, r#""opcache_enabled":false"#);
+        let c = opcache(&evidence(&off));
+        assert_eq!(level(&c), Level::High);
+        assert_eq!(c.title, "OPcache is off");
+        assert!(
+            c.evidence.contains(
+                "(PHP 8.2.7, fpm-fcgi): the extension is loaded but opcache.enable is off"
+            ),
+            "{c:?}"
+        );
+        let unloaded = off.replace(r#""opcache_loaded":true"#, r#""opcache_loaded":false"#);
+        assert!(opcache(&evidence(&unloaded))
+            .evidence
+            .contains("not loaded"));
+        let full = FPM_DEFAULTS.replace(
+            r#""opcache_cache_full":false"#,
+            r#""opcache_cache_full":true"#,
+        );
+        let c = opcache(&evidence(&full));
+        assert_eq!(level(&c), Level::Medium);
+        assert!(c.evidence.contains("cache_full is set"), "{c:?}");
+        let mut e = evidence(FPM_DEFAULTS);
+        e.probe = Err("http://127.0.0.1:18081/audit.php: the probe page answered 404".into());
+        let c = opcache(&e);
+        assert_eq!(c.level, Level::Skipped);
+        assert!(c.evidence.contains("404"), "{c:?}");
+    }
+
+    #[test]
+    fn open_basedir_defeats_the_realpath_cache() {
+        assert_eq!(level(&realpath(&evidence(FPM_DEFAULTS))), Level::Ok);
+        let with = FPM_DEFAULTS.replace(r#""open_basedir":"""#, r#""open_basedir":"/srv/www""#);
+        let c = realpath(&evidence(&with));
+        assert_eq!(level(&c), Level::Medium);
+        assert!(
+            c.evidence
+                .contains("realpath_cache_size = 4096K, open_basedir = /srv/www"),
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn memory_plan_against_ram() {
+        let c = memory_plan(&evidence(FPM_DEFAULTS));
+        assert_eq!(level(&c), Level::Ok);
+        assert_eq!(
+            c.evidence,
+            "20 workers (the lab's pm.max_children) × memory_limit 128M = 2,560 MiB against \
+             8,192 MiB of RAM"
+        );
+        let mut e = evidence(FPM_DEFAULTS);
+        e.workers = Ok((200, "--workers".into()));
+        let c = memory_plan(&e);
+        assert_eq!(level(&c), Level::High);
+        assert!(
+            c.evidence.contains("= 25,600 MiB against 8,192 MiB"),
+            "{c:?}"
+        );
+        assert!(
+            c.change.as_deref().unwrap().contains("at most 51 workers"),
+            "{c:?}"
+        );
+        let unbounded = FPM_DEFAULTS.replace(r#""memory_limit":"128M""#, r#""memory_limit":"-1""#);
+        let c = memory_plan(&evidence(&unbounded));
+        assert_eq!(level(&c), Level::Medium);
+        assert!(c.evidence.contains("memory_limit = -1"), "{c:?}");
+        let mut e = evidence(FPM_DEFAULTS);
+        e.workers = Err("the pool size is unknown (give --workers N)".into());
+        assert_eq!(memory_plan(&e).level, Level::Skipped);
+        let mut e = evidence(FPM_DEFAULTS);
+        e.ram_bytes = Err("db.example is not this machine".into());
+        assert!(memory_plan(&e).evidence.contains("not this machine"));
+    }
+
+    #[test]
+    fn file_sessions_lock() {
+        let c = sessions(&evidence(FPM_DEFAULTS));
+        assert_eq!(level(&c), Level::Low);
+        assert!(c.evidence.contains("session.save_handler = files"), "{c:?}");
+        let redis = FPM_DEFAULTS.replace(
+            r#""session_save_handler":"files""#,
+            r#""session_save_handler":"redis""#,
+        );
+        assert_eq!(level(&sessions(&evidence(&redis))), Level::Ok);
+    }
+
+    #[test]
+    fn a_pool_that_reached_max_children() {
+        let mut e = evidence(FPM_DEFAULTS);
+        assert_eq!(level(&fpm_pool(&e)), Level::Ok);
+        if let Ok(f) = e.fpm.as_mut() {
+            f.max_children_reached = 3;
+            f.max_listen_queue = 180;
+        }
+        let c = fpm_pool(&e);
+        assert_eq!(level(&c), Level::Medium);
+        assert!(
+            c.evidence.contains(
+                "pool lab, 20 processes (1 active), max children reached 3 times since start, \
+                 highest listen queue 180"
+            ),
+            "{c:?}"
+        );
+        e.fpm = Err("no FPM status page (give --fpm-status URL)".into());
+        assert_eq!(fpm_pool(&e).level, Level::Skipped);
     }
 }

@@ -16,6 +16,10 @@ pub struct AuditArgs {
     /// pool size come from the lab's state.
     #[arg(long, value_name = "STACK")]
     pub lab: Option<Stack>,
+    /// The lab's directory, as given to `overload lab --prefix` [default: $OVERLOAD_LAB_DIR,
+    /// else /tmp/overload-lab].
+    #[arg(long, value_name = "DIR", requires = "lab")]
+    pub prefix: Option<PathBuf>,
     /// A page printing the PHP settings as JSON (docs/audit.md has one; the lab installs it).
     #[arg(long, value_name = "URL")]
     pub php_probe: Option<String>,
@@ -62,7 +66,7 @@ pub fn run(a: AuditArgs) -> crate::Result<i32> {
     let cfg = AuditConfig {
         url: a.url,
         lab: a.lab,
-        lab_options: LabOptions::from_env(),
+        lab_options: a.prefix.map_or_else(LabOptions::from_env, LabOptions::new),
         php_probe: a.php_probe,
         fpm_status: a.fpm_status,
         workers: a.workers,
@@ -87,4 +91,13 @@ pub fn run(a: AuditArgs) -> crate::Result<i32> {
         None => crate::out!("{outcome}"),
     }
     Ok(outcome.exit_code())
+}
+
+/// `sweep --audit`.
+#[derive(Args, Debug, Clone)]
+pub struct SweepAuditArgs {
+    /// Audit the (first) URL before the load (`overload audit URL`, its A/B included) and
+    /// keep it as audit.json; the report shows it in an Audit section.
+    #[arg(long)]
+    pub audit: bool,
 }

@@ -288,3 +288,23 @@ fn measure(cfg: &AuditConfig, url: &Url, d: Duration) -> (Pair, Pair) {
     let fresh = arm(cfg, url, d, vec![], false);
     (both(plain.clone(), encoded), both(plain, fresh))
 }
+
+/// `sweep --audit`: the audit of `url` before the load, stored in the results folder as
+/// audit.json and printed to stderr unless quiet. A failed audit is said and the sweep goes
+/// on: the load is what was asked for.
+pub fn before_load(url: &str, tls: &TlsConfig, dir: &std::path::Path, quiet: bool) {
+    let cfg = AuditConfig {
+        url: Some(url.to_string()),
+        tls: tls.clone(),
+        ..AuditConfig::default()
+    };
+    let stored = run(&cfg).and_then(|o| {
+        crate::store::write_audit(dir, &o.audit)?;
+        Ok(o)
+    });
+    match stored {
+        Ok(o) if !quiet => crate::eout!("{o}"),
+        Ok(_) => {}
+        Err(e) => crate::eoutln!("overload: the audit before the sweep failed: {e}"),
+    }
+}
