@@ -1,8 +1,9 @@
 //! The one blocking HTTP/1.1 GET client (over TCP, or TLS for https:// URLs through rustls),
 //! for everything beside the load itself: observe's
-//! agent and PHP-FPM status clients, the lab's readiness checks and the experiment's
-//! readiness probes. One request per connection (`Connection: close` unless the caller sets
-//! its own), a deadline for the whole exchange, and a cap on what is read. The engine has
+//! agent and PHP-FPM status clients, the lab's readiness checks, the experiment's readiness
+//! probes and the audit. One request per connection (`Connection: close` unless the caller
+//! sets its own; `KeptConn` keeps one open for the audit's keep-alive probe), a deadline for
+//! the whole exchange, and a cap on what is read. The engine has
 //! its own non-blocking codec; this is not on the hot path.
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -73,13 +74,101 @@ pub fn get_trusting(
     trust: Trust,
 ) -> Result<Response, String> {
     let deadline = Instant::now() + timeout;
+    let mut s = connect(url, timeout, trust)?;
+    send(&mut s, url, target, headers, "close", deadline)?;
+    receive(&mut s, url, deadline, timeout, max_bytes)
+}
+
+/// One connection kept open between requests (the audit's keep-alive probe): each request
+/// asks for keep-alive unless the caller sets its own `Connection`, and the connection stays
+/// open until dropped or closed by the server.
+pub struct KeptConn {
+    s: Stream,
+    url: Url,
+}
+
+impl KeptConn {
+    pub fn open(url: &Url, timeout: Duration) -> Result<KeptConn, String> {
+        Ok(KeptConn {
+            s: connect(url, timeout, Trust::System)?,
+            url: url.clone(),
+        })
+    }
+
+    /// GETs `target` on this connection (a closed connection is an error, not a reconnect).
+    pub fn get(
+        &mut self,
+        target: &str,
+        headers: &[(&str, &str)],
+        timeout: Duration,
+        max_bytes: usize,
+    ) -> Result<Response, String> {
+        let deadline = Instant::now() + timeout;
+        send(
+            &mut self.s,
+            &self.url,
+            target,
+            headers,
+            "keep-alive",
+            deadline,
+        )?;
+        receive(&mut self.s, &self.url, deadline, timeout, max_bytes)
+    }
+
+    /// Waits up to `limit` with the connection idle: `Some(after)` when the server closed it
+    /// (or reset it) after that long, `None` when it was still open at the end.
+    pub fn closed_within(&mut self, limit: Duration) -> Option<Duration> {
+        let t0 = Instant::now();
+        let mut b = [0u8; 512];
+        loop {
+            let left = limit.saturating_sub(t0.elapsed());
+            if left.is_zero() {
+                return None;
+            }
+            if self.s.tcp().set_read_timeout(Some(left)).is_err() {
+                return Some(t0.elapsed());
+            }
+            match self.s.read(&mut b) {
+                // Stray bytes on an idle connection (a late 408) are not a close: keep waiting.
+                Ok(n) if n > 0 => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
+                    ) => {}
+                _ => return Some(t0.elapsed()),
+            }
+        }
+    }
+}
+
+/// Connects to the URL's host: plain TCP, or TLS for `https://` checked against `trust`.
+fn connect(url: &Url, timeout: Duration, trust: Trust) -> Result<Stream, String> {
     let addr = url.resolve()?;
     let tcp = TcpStream::connect_timeout(&addr, timeout)
         .map_err(|e| format!("{}: connect: {e}", url.authority))?;
-    let mut s = match url.scheme {
+    Ok(match url.scheme {
         crate::url::Scheme::Http => Stream::Plain(tcp),
         crate::url::Scheme::Https => Stream::Tls(Box::new(tls_stream(url, tcp, trust)?)),
-    };
+    })
+}
+
+fn left(d: Instant) -> Duration {
+    d.saturating_duration_since(Instant::now())
+        .max(Duration::from_millis(1))
+}
+
+/// Writes a GET with `Connection: {connection}` unless the caller's headers name one.
+fn send(
+    s: &mut Stream,
+    url: &Url,
+    target: &str,
+    headers: &[(&str, &str)],
+    connection: &str,
+    deadline: Instant,
+) -> Result<(), String> {
     let mut req = format!(
         "GET {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: overload\r\n",
         url.authority
@@ -88,21 +177,27 @@ pub fn get_trusting(
         .iter()
         .any(|(k, _)| k.eq_ignore_ascii_case("connection"))
     {
-        req.push_str("Connection: close\r\n");
+        req.push_str(&format!("Connection: {connection}\r\n"));
     }
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
     req.push_str("\r\n");
-    let left = |d: Instant| {
-        d.saturating_duration_since(Instant::now())
-            .max(Duration::from_millis(1))
-    };
     s.tcp()
         .set_write_timeout(Some(left(deadline)))
         .map_err(|e| e.to_string())?;
     s.write_all(req.as_bytes())
-        .map_err(|e| format!("{}: send: {e}", url.authority))?;
+        .map_err(|e| format!("{}: send: {e}", url.authority))
+}
+
+/// Reads one response: complete once framed, or at the close for an unframed body.
+fn receive(
+    s: &mut Stream,
+    url: &Url,
+    deadline: Instant,
+    timeout: Duration,
+    max_bytes: usize,
+) -> Result<Response, String> {
     let mut buf = Vec::with_capacity(8192);
     let mut chunk = [0u8; 16 * 1024];
     loop {

@@ -4,6 +4,7 @@
 //! `metrics` (histograms, counters) → `report` (terminal, JSON). `target` is the embedded
 //! HTTP server used by the demo, the tests and the benchmarks; `lab` brings up real stacks.
 pub mod analysis;
+pub mod audit;
 pub mod cli;
 pub mod clock;
 pub mod console;

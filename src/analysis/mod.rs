@@ -1,10 +1,12 @@
 //! Analysis of a sweep's steps: where it saturated, the capacity under an SLO, the Little's-law
 //! check, the generator self-check and the Universal Scalability Law fit. Pure functions of the
 //! step records, so `report` recomputes them from a results folder.
+pub mod bottleneck;
 pub mod slo;
 pub mod sustained;
 pub mod usl;
 
+pub use bottleneck::Bottleneck;
 pub use slo::Slo;
 pub use usl::UslFit;
 
@@ -74,6 +76,9 @@ pub struct Analysis {
     pub generator_bound: Vec<usize>,
     /// Plain-language conclusions, each with its evidence.
     pub findings: Vec<String>,
+    /// The limit reached at the knee (the saturation point), ranked with its evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottleneck: Option<Bottleneck>,
 }
 
 /// Why step `i` counts as saturated, given the steps before it (empty when it is not).
@@ -258,6 +263,20 @@ pub fn step_flags(mode: &str, steps: &[StepRecord], i: usize, slo: Option<&Slo>)
     f
 }
 
+/// [`analyze`], with what the run's configuration adds to the bottleneck verdict.
+pub fn analyze_with(
+    mode: &str,
+    steps: &[StepRecord],
+    slo: Option<&Slo>,
+    cx: bottleneck::Context,
+) -> Analysis {
+    let mut a = analyze(mode, steps, slo);
+    if let Some(s) = &a.saturation {
+        a.bottleneck = Some(bottleneck::diagnose(mode, steps, s.step, cx));
+    }
+    a
+}
+
 /// Analyses the steps of a sweep in order of load.
 pub fn analyze(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> Analysis {
     let mut findings = Vec::new();
@@ -349,6 +368,9 @@ pub fn analyze(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> Analysis 
         .iter()
         .map(|s| s.summary.throughput)
         .fold(0.0, f64::max);
+    let bottleneck = saturation
+        .as_ref()
+        .map(|s| bottleneck::diagnose(mode, steps, s.step, Default::default()));
     Analysis {
         mode: mode.to_string(),
         saturation,
@@ -359,6 +381,7 @@ pub fn analyze(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> Analysis 
         usl,
         generator_bound: generator.into_iter().map(|g| g.0).collect(),
         findings,
+        bottleneck,
     }
 }
 

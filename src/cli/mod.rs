@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 pub mod agent;
+pub mod audit;
 pub mod capacity;
 pub mod compare;
 pub mod demo;
@@ -49,6 +50,9 @@ pub enum Command {
     Sweep(sweep::SweepArgs),
     /// Find the highest rate meeting an SLO (geometric growth, then bisection).
     Capacity(capacity::CapacityArgs),
+    /// Check a stack's tuning before the load (keep-alive, compression, caching, kernel
+    /// limits, PHP), each finding with its evidence and the change to make.
+    Audit(audit::AuditArgs),
     /// Serve the embedded HTTP/1.1 and HTTP/2 (h2c) target (workloads of the studies: sleep,
     /// cpu, bytes).
     Target(target::TargetArgs),
@@ -109,6 +113,7 @@ pub fn main() -> i32 {
         Command::Run(a) => run::run(a),
         Command::Sweep(a) => sweep::run(a),
         Command::Capacity(a) => capacity::run(a),
+        Command::Audit(a) => audit::run(a),
         Command::Target(a) => target::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Lab(a) => lab::run(a),

@@ -42,6 +42,8 @@ pub struct SweepArgs {
     pub observe: ObserveFlags,
     #[command(flatten)]
     pub segment: SegmentArgs,
+    #[command(flatten)]
+    pub audit: super::audit::SweepAuditArgs,
 }
 
 impl SweepArgs {
@@ -79,6 +81,7 @@ impl SweepArgs {
             conn: self.conn.into(),
             observe: self.observe.into(),
             segment: self.segment.into(),
+            audit: self.audit.audit,
         })
     }
 }

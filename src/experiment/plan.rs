@@ -384,6 +384,7 @@ pub fn measure(c: &Config, base: &str, out: &Path, name: &str, quiet: bool) -> M
                 segment: Default::default(),
                 observe: observe_args(c, base),
                 output,
+                ..SweepConfig::default()
             })
         }
     }

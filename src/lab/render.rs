@@ -31,6 +31,8 @@ const WWW: &[(&str, &str)] = &[
     ("wait.php", include_str!("../../lab/www/wait.php")),
     ("session.php", include_str!("../../lab/www/session.php")),
     ("opcache.php", include_str!("../../lab/www/opcache.php")),
+    // `overload audit --lab`: the PHP settings the audit checks, as JSON.
+    ("audit.php", include_str!("../../lab/www/audit.php")),
 ];
 
 /// Where Debian keeps Apache's modules (loaded directly, /etc/apache2 is never read).

@@ -105,6 +105,8 @@ pub fn start(cfg: AgentConfig) -> crate::Result<AgentHandle> {
         port: observe.port,
         this_process: true,
         fpm_timeout: (observe.every / 2).min(Duration::from_secs(2)),
+        apache: Vec::new(),
+        mysql: Vec::new(),
     });
     let observer = Arc::new(Observer::start(observe)?);
     let listener = TcpListener::bind(cfg.listen).map_err(|e| {
@@ -276,6 +278,8 @@ pub fn handle(buf: &[u8], obs: &ObserverHandle, token: &[u8]) -> Option<Vec<u8>>
             port: None,
             this_process: true,
             fpm_timeout: Duration::from_secs(1),
+            apache: Vec::new(),
+            mysql: Vec::new(),
         })
         .sample()
     })

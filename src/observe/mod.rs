@@ -13,7 +13,7 @@
 //! ```
 //!
 //! Files: `proc` and `net` (parsers of /proc text, netlink for the listen limit), `groups`
-//! (--watch), `fpm` (FPM status), `http` (tiny client), `sampler` (one reading), `sample`
+//! (--watch), `fpm` (FPM status), `apache` (mod_status), `mariadb` (SHOW GLOBAL STATUS), `http` (tiny client), `sampler` (one reading), `sample`
 //! (the wire types), `summary` (per step, per second), `findings`, `prom` (Prometheus text),
 //! `agent` (server), `client` (agent client, clock offset), `args` (CLI options).
 //! See docs/observe.md.
@@ -23,11 +23,13 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub mod agent;
+pub mod apache;
 mod args;
 pub mod client;
 pub mod findings;
 pub mod fpm;
 pub mod groups;
+pub mod mariadb;
 pub mod net;
 pub mod proc;
 pub mod prom;
@@ -35,17 +37,21 @@ pub mod sample;
 pub mod sampler;
 pub mod summary;
 
+pub use apache::ApacheSource;
 pub use args::ObserveArgs;
 pub use client::{AgentClient, AgentSpec};
 pub use findings::findings;
 pub use fpm::FpmSource;
 pub use groups::{GroupSpec, Matcher};
+pub use mariadb::{query_pairs, MysqlConfig, MysqlSource};
 pub use sample::{
-    FpmSample, GroupSample, HostSample, KernelLimits, ProcSample, Sample, TcpSample, LOCAL,
+    ApacheSample, FpmSample, GroupSample, HostSample, KernelLimits, MysqlSample, ProcSample,
+    Sample, TcpSample, LOCAL,
 };
 pub use summary::{
-    second, summarize, FpmObservation, GeneratorObservation, GroupObservation, HostObservation,
-    SecondObservation, SourceObservation, Stat, StepObservation, TcpObservation,
+    second, summarize, ApacheObservation, FpmObservation, GeneratorObservation, GroupObservation,
+    HostObservation, MysqlObservation, SecondObservation, SourceObservation, Stat, StepObservation,
+    TcpObservation,
 };
 
 use sampler::{Sampler, SamplerConfig};
@@ -67,6 +73,10 @@ pub struct ObserveConfig {
     pub local: bool,
     /// Samples kept in memory (all sources together); the oldest go first.
     pub max_samples: usize,
+    /// Apache mod_status pages, read from this host's sampler.
+    pub apache: Vec<ApacheSource>,
+    /// MariaDB/MySQL servers (`SHOW GLOBAL STATUS`), queried from this host's sampler.
+    pub mysql: Vec<MysqlConfig>,
 }
 
 impl Default for ObserveConfig {
@@ -80,6 +90,8 @@ impl Default for ObserveConfig {
             local: true,
             // A day at 1 s with a web and a DB agent.
             max_samples: 3 * 86_400,
+            apache: Vec::new(),
+            mysql: Vec::new(),
         }
     }
 }
@@ -110,6 +122,8 @@ impl Observer {
                 port: cfg.port,
                 this_process: true,
                 fpm_timeout: (cfg.every / 2).min(Duration::from_secs(2)),
+                apache: cfg.apache.clone(),
+                mysql: cfg.mysql.iter().cloned().map(MysqlSource::new).collect(),
             });
             let sh = Arc::clone(&shared);
             let every = cfg.every;

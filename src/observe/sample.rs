@@ -33,6 +33,12 @@ pub struct Sample {
     pub kernel: Option<KernelLimits>,
     /// CPU time the sampler spent taking this sample, µs.
     pub cost_us: u64,
+    /// Apache's mod_status pages (`--apache-status URL`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub apache: Vec<ApacheSample>,
+    /// MariaDB/MySQL servers (`--mysql USER@HOST:PORT`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mysql: Vec<MysqlSample>,
 }
 
 /// Host-wide figures. CPU percentages are of all cores (100 = every core busy).
@@ -95,6 +101,45 @@ pub struct FpmSample {
     pub max_children_reached: u64,
     pub max_children_reached_delta: u64,
     /// Set when the status could not be fetched; the numbers are then zero.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Apache's mod_status (`URL?auto`): its workers and the scoreboard, one letter per slot.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ApacheSample {
+    pub url: String,
+    pub busy: u64,
+    pub idle: u64,
+    /// Scoreboard slots: ServerLimit × ThreadsPerChild (prefork: ServerLimit, which the lab
+    /// sets to MaxRequestWorkers).
+    pub slots: u64,
+    /// Slots with no process behind them (`.`): room to spawn more workers.
+    pub open_slots: u64,
+    /// Workers reading a request (`R`): many of them under load is slow clients or a full pool.
+    pub reading: u64,
+    /// Set when the page could not be fetched or read; the numbers are then zero.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One `SHOW GLOBAL STATUS` of a MariaDB/MySQL server: levels, and counters as increases
+/// since the previous sample.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MysqlSample {
+    /// `USER@HOST:PORT`.
+    pub target: String,
+    /// Threads executing a statement, less the one answering `SHOW GLOBAL STATUS`.
+    pub threads_running: u64,
+    pub threads_connected: u64,
+    pub table_locks_waited: u64,
+    pub innodb_row_lock_waits: u64,
+    pub slow_queries: u64,
+    pub questions: u64,
+    /// Row locks being waited for at the instant of the sample.
+    pub innodb_row_lock_current_waits: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }

@@ -1,8 +1,10 @@
 //! Takes one sample of this host: reads /proc, subtracts the previous reading for rates.
 use std::time::{Duration, Instant};
 
+use super::apache::ApacheSource;
 use super::fpm::FpmSource;
 use super::groups::{GroupSpec, GroupTracker};
+use super::mariadb::MysqlSource;
 use super::net::{diag_tally, parse_counters, TcpTally};
 use super::proc::{
     page_size, parse_loadavg, parse_meminfo, parse_pid_stat, parse_stat, thread_cpu_us,
@@ -19,8 +21,10 @@ pub struct SamplerConfig {
     pub port: Option<u16>,
     /// Report this process (the generator, or the agent) too.
     pub this_process: bool,
-    /// Time allowed to each FPM status fetch.
+    /// Time allowed to each FPM status fetch (and mod_status, and MariaDB query).
     pub fpm_timeout: Duration,
+    pub apache: Vec<ApacheSource>,
+    pub mysql: Vec<MysqlSource>,
 }
 
 /// Host TCP counters, cumulative: ListenOverflows, ListenDrops, TCPTimeouts, RetransSegs.
@@ -89,6 +93,13 @@ impl Sampler {
         };
         let timeout = self.cfg.fpm_timeout;
         let fpm = self.cfg.fpm.iter_mut().map(|f| f.sample(timeout)).collect();
+        let apache = self.cfg.apache.iter().map(|a| a.sample(timeout)).collect();
+        let mysql = self
+            .cfg
+            .mysql
+            .iter_mut()
+            .map(|m| m.sample(timeout))
+            .collect();
         let tcp = self.cfg.port.map(|p| self.tcp(p));
         let generator = if self.cfg.this_process {
             self.this_process(secs)
@@ -107,6 +118,8 @@ impl Sampler {
             generator,
             kernel: Some(self.kernel),
             cost_us: thread_cpu_us().saturating_sub(cpu0),
+            apache,
+            mysql,
         }
     }
 
@@ -236,6 +249,8 @@ mod tests {
             port: Some(1),
             this_process: true,
             fpm_timeout: Duration::from_millis(100),
+            apache: Vec::new(),
+            mysql: Vec::new(),
         });
         std::thread::sleep(Duration::from_millis(30));
         let x = s.sample();
@@ -269,6 +284,8 @@ mod cost {
                 port,
                 this_process: true,
                 fpm_timeout: Duration::from_millis(100),
+                apache: Vec::new(),
+                mysql: Vec::new(),
             });
             let mut tot = 0;
             for _ in 0..20 {

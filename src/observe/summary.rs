@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use super::apache::ApacheObservation;
+pub use super::mariadb::MysqlObservation;
 use super::sample::{KernelLimits, Sample, LOCAL};
 
 /// Mean and maximum of one metric over a window.
@@ -16,14 +18,14 @@ pub struct Stat {
 }
 
 #[derive(Default, Clone, Copy)]
-struct Acc {
+pub(super) struct Acc {
     n: u64,
     sum: f64,
     max: f64,
 }
 
 impl Acc {
-    fn add(&mut self, x: f64) {
+    pub(super) fn add(&mut self, x: f64) {
         if !x.is_finite() {
             return;
         }
@@ -31,7 +33,7 @@ impl Acc {
         self.n += 1;
         self.sum += x;
     }
-    fn stat(&self) -> Stat {
+    pub(super) fn stat(&self) -> Stat {
         if self.n == 0 {
             return Stat::default();
         }
@@ -89,6 +91,10 @@ pub struct SourceObservation {
     pub kernel: Option<KernelLimits>,
     /// CPU µs the sampler spent per sample.
     pub sample_cost_us: Stat,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub apache: Vec<ApacheObservation>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mysql: Vec<MysqlObservation>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -219,6 +225,8 @@ fn source(name: &str, samples: &[&Sample]) -> SourceObservation {
         tcp: tcp(samples),
         kernel: samples.iter().rev().find_map(|s| s.kernel),
         sample_cost_us: cost.stat(),
+        apache: super::apache::observe(samples),
+        mysql: super::mariadb::observe(samples),
     }
 }
 

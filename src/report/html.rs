@@ -319,6 +319,8 @@ pub fn render(r: &RunReport) -> String {
     steps_table(&mut o, r);
     o.push_str(&super::tls::section(r));
 
+    o.push_str(&super::audit::section(r));
+
     o.push_str("<h2>Findings</h2>\n<ul class=\"findings\">\n");
     if a.findings.is_empty() {
         o.push_str("<li class=\"muted\">no steps to analyse</li>\n");

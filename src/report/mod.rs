@@ -3,6 +3,7 @@
 //! (`model.rs`, with the `Exporter` trait) and one writer per format, picked and written by
 //! `export`: HTML with SVG charts (`html.rs`, `charts.rs`, `server.rs`, `svg/`), CSV, JSON
 //! (`jsonfmt.rs`) and gnuplot.
+pub mod audit;
 pub mod charts;
 pub mod compare;
 pub mod csv;

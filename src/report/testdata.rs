@@ -265,6 +265,7 @@ pub fn observation(offered: f64) -> StepObservation {
             ..KernelLimits::default()
         }),
         sample_cost_us: st(800.0, 1200.0),
+        ..SourceObservation::default()
     };
     let local = SourceObservation {
         source: LOCAL.to_string(),

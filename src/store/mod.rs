@@ -4,13 +4,16 @@
 //! DIR/run.json      what was run: command line, config, version, host; rewritten at the end
 //! DIR/steps.jsonl   one line per finished step, appended and fsync'd when the step ends
 //! DIR/series.jsonl  one line per second of load, appended and fsync'd with each step
+//! DIR/audit.json    the audit run before the load (`sweep --audit`), when asked for
 //! ```
 //! Killing the process loses at most the step in progress. The reader accepts a truncated
 //! last line (the write that was cut) and says it skipped it. Format: docs/results.md.
+mod audit;
 pub mod host;
 mod reader;
 mod writer;
 
+pub use audit::{read_audit, write_audit, AUDIT_FILE};
 pub use reader::{load, parse_series, parse_steps, RunData};
 pub use writer::Writer;
 

@@ -46,6 +46,8 @@ pub struct SweepConfig {
     pub segment: SegmentConfig,
     pub observe: ObserveArgs,
     pub output: Output,
+    /// Audit the first URL before the load and store it as audit.json (`--audit`).
+    pub audit: bool,
 }
 
 impl Default for SweepConfig {
@@ -63,6 +65,7 @@ impl Default for SweepConfig {
             segment: SegmentConfig::default(),
             observe: ObserveArgs::default(),
             output: Output::default(),
+            audit: false,
         }
     }
 }
@@ -119,6 +122,9 @@ impl fmt::Display for SweepConfig {
             a.opt("--max-p99", command::dur(m));
         }
         command::timing(&mut a, &self.timing, self.slo.as_deref(), &self.output);
+        if self.audit {
+            a.arg("--audit");
+        }
         a.fmt(f)
     }
 }
@@ -225,6 +231,9 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
             crate::units::fmt_duration(t.rest),
             crate::fsutil::shown(&dir)
         );
+    }
+    if cfg.audit {
+        super::audit::before_load(&urls[0], &cfg.conn.tls, &dir, out.quiet);
     }
     let progress = SweepProgress::new(Some(loads.len()), t.warmup, t.step, t.rest, unit, out.quiet);
     let plan = SweepPlan {

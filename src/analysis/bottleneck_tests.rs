@@ -1,0 +1,500 @@
+//! The verdict on scripted steps shaped like recorded ones: one test per candidate, the
+//! ranking, ties, no evidence, and host-wide noise that must not win.
+use super::*;
+use crate::analysis::tests::{step, summary};
+use crate::observe::{
+    ApacheObservation, FpmObservation, GroupObservation, HostObservation, MysqlObservation, Stat,
+    TcpObservation,
+};
+
+fn st(mean: f64, max: f64) -> Stat {
+    Stat { mean, max }
+}
+
+/// One step's server, as a sweep on a 2-core host records it.
+#[derive(Clone)]
+struct Srv {
+    host_busy: f64,
+    /// The watched processes' CPU, % of one core (None: no --watch).
+    own: Option<f64>,
+    /// (active, total, queue, max children reached).
+    fpm: Option<(f64, f64, f64, u64)>,
+    /// (busy, idle, slots, open slots).
+    apache: Option<(f64, f64, u64, f64)>,
+    /// (queue peak, limit, host-wide overflows).
+    tcp: Option<(f64, u64, u64)>,
+    /// (running, connected, table locks waited in the 10 s step).
+    mysql: Option<(f64, f64, u64)>,
+    mem_avail_pct: f64,
+}
+
+impl Default for Srv {
+    fn default() -> Self {
+        Srv {
+            host_busy: 20.0,
+            own: Some(30.0),
+            fpm: None,
+            apache: None,
+            tcp: Some((0.0, 511, 0)),
+            mysql: None,
+            mem_avail_pct: 60.0,
+        }
+    }
+}
+
+fn obs(v: &Srv) -> StepObservation {
+    let total = 1u64 << 30;
+    let src = SourceObservation {
+        source: "local".into(),
+        samples: 10,
+        host: Some(HostObservation {
+            cores: 2,
+            cpu_busy_pct: st(v.host_busy, v.host_busy + 3.0),
+            mem_total_bytes: total,
+            mem_available_bytes: st(total as f64 * v.mem_avail_pct / 100.0, 0.0),
+            ..Default::default()
+        }),
+        groups: v
+            .own
+            .map(|c| {
+                vec![GroupObservation {
+                    name: "php".into(),
+                    cpu_pct: st(c, c + 5.0),
+                    ..Default::default()
+                }]
+            })
+            .unwrap_or_default(),
+        fpm: v
+            .fpm
+            .map(|(a, t, q, r)| {
+                vec![FpmObservation {
+                    url: "http://127.0.0.1:9000/status".into(),
+                    active: st(a, a),
+                    total: st(t, t),
+                    listen_queue: st(q / 2.0, q),
+                    max_children_reached: r,
+                    ..Default::default()
+                }]
+            })
+            .unwrap_or_default(),
+        apache: v
+            .apache
+            .map(|(b, i, slots, open)| {
+                vec![ApacheObservation {
+                    url: "http://127.0.0.1:8080/server-status".into(),
+                    busy: st(b, b),
+                    idle: st(i, i),
+                    slots,
+                    open_slots: st(open, open),
+                    ..Default::default()
+                }]
+            })
+            .unwrap_or_default(),
+        tcp: v.tcp.map(|(q, l, o)| TcpObservation {
+            port: 8080,
+            listen_queue: Some(st(q / 2.0, q)),
+            listen_limit: Some(l),
+            listen_overflows: o,
+            ..Default::default()
+        }),
+        mysql: v
+            .mysql
+            .map(|(r, c, locks)| {
+                vec![MysqlObservation {
+                    target: "ro@127.0.0.1:3306".into(),
+                    threads_running: st(r, r),
+                    threads_connected: st(c, c),
+                    table_locks_waited: locks,
+                    covered_ms: 10_000,
+                    ..Default::default()
+                }]
+            })
+            .unwrap_or_default(),
+        ..Default::default()
+    };
+    StepObservation {
+        samples: 10,
+        sources: vec![src],
+        generator: None,
+    }
+}
+
+/// A sweep of 100, 200, ... req/s; `p90` per step (the latency rise), `srv` per step.
+fn sweep(p90: &[f64], srv: &[Srv]) -> Vec<StepRecord> {
+    p90.iter()
+        .zip(srv)
+        .enumerate()
+        .map(|(i, (&l, v))| {
+            let o = 100.0 * (i + 1) as f64;
+            let mut s = step(i, o, summary(o, o, l, 0));
+            s.server = Some(obs(v));
+            s
+        })
+        .collect()
+}
+
+const RISE: [f64; 4] = [5.0, 5.5, 6.0, 900.0];
+
+fn pool_steps() -> Vec<Srv> {
+    let at = |a, q, r| Srv {
+        fpm: Some((a, 8.0, q, r)),
+        ..Srv::default()
+    };
+    vec![
+        at(2.0, 0.0, 0),
+        at(5.0, 0.0, 0),
+        at(8.0, 180.0, 40),
+        at(8.0, 170.0, 90),
+    ]
+}
+
+#[test]
+fn a_full_pool_is_named_with_its_numbers() {
+    let b = diagnose("open", &sweep(&RISE, &pool_steps()), 3, Context::default());
+    assert_eq!(b.outcome, Outcome::Limit);
+    let w = b.leader().unwrap();
+    assert_eq!(w.limit, Limit::WorkerPool);
+    assert_eq!(w.from_step, Some(2));
+    // Latency rose at step 4: the pool filled one step before.
+    assert_eq!((b.latency_rise_step, w.lead_steps), (3, Some(1)));
+    assert_eq!(w.numbers["workers"], 8.0);
+    assert_eq!(w.numbers["queue_peak"], 180.0);
+    assert_eq!(
+        b.verdict,
+        "knee at 400 req/s (step 4): all 8 workers busy from step 3 at 300 req/s (queue grew \
+         0 → 180), CPU 15%, no listen drops, memory 60% available, generator CPU 10% → the \
+         worker pool; raise the pool (pm.max_children, MaxRequestWorkers, --workers) if CPU \
+         and memory allow, or cut service time"
+    );
+    assert_eq!(
+        b.not_observed,
+        vec![
+            "the database (--mysql USER@HOST:PORT)".to_string(),
+            "the network (--link-speed)".to_string()
+        ]
+    );
+}
+
+#[test]
+fn apache_with_no_idle_worker_and_no_free_slot_is_a_full_pool() {
+    let a = |b, i, open| Srv {
+        apache: Some((b, i, 8, open)),
+        ..Srv::default()
+    };
+    // Prefork spawns into open slots first: 5 busy, none idle, 3 slots free is not full.
+    let v = vec![
+        a(2.0, 3.0, 3.0),
+        a(5.0, 0.0, 3.0),
+        a(8.0, 0.0, 0.0),
+        a(8.0, 0.0, 0.0),
+    ];
+    let b = diagnose("open", &sweep(&RISE, &v), 3, Context::default());
+    let w = b.leader().unwrap();
+    assert_eq!((w.limit, w.from_step), (Limit::WorkerPool, Some(2)));
+    assert!(
+        w.seen
+            .starts_with("all 8 Apache workers busy from step 3 at 300 req/s (none idle"),
+        "{}",
+        w.seen
+    );
+}
+
+#[test]
+fn the_servers_own_cpu() {
+    let c = |own, busy, active| Srv {
+        own: Some(own),
+        host_busy: busy,
+        fpm: Some((active, 32.0, 0.0, 0)),
+        ..Srv::default()
+    };
+    let v = vec![
+        c(60.0, 35.0, 3.0),
+        c(120.0, 65.0, 6.0),
+        c(190.0, 97.0, 12.0),
+        c(195.0, 99.0, 14.0),
+    ];
+    let b = diagnose("open", &sweep(&RISE, &v), 3, Context::default());
+    let w = b.leader().unwrap();
+    assert_eq!((w.limit, w.from_step), (Limit::Cpu, Some(2)));
+    assert!(
+        b.verdict
+            .contains("its processes (php) used 98% of 2 cores from step 3"),
+        "{}",
+        b.verdict
+    );
+    assert!(
+        b.verdict.contains("12 of 32 workers busy") || b.verdict.contains("14 of 32 workers busy"),
+        "{}",
+        b.verdict
+    );
+    assert!(
+        b.verdict.contains("→ the server's CPU; add cores"),
+        "{}",
+        b.verdict
+    );
+    // Half the busy host's CPU is the server's: still its CPU.
+    let v = vec![c(10.0, 30.0, 1.0), c(100.0, 92.0, 2.0)];
+    let b = diagnose("open", &sweep(&[5.0, 50.0], &v), 1, Context::default());
+    assert_eq!(b.leader().unwrap().limit, Limit::Cpu);
+}
+
+#[test]
+fn the_ports_own_accept_queue() {
+    let q = |peak, ovf| Srv {
+        tcp: Some((peak, 8, ovf)),
+        ..Srv::default()
+    };
+    let v = vec![q(0.0, 0), q(9.0, 300), q(9.0, 900), q(9.0, 900)];
+    let b = diagnose("open", &sweep(&RISE, &v), 3, Context::default());
+    let w = b.leader().unwrap();
+    assert_eq!((w.limit, w.from_step), (Limit::AcceptQueue, Some(1)));
+    assert!(
+        w.seen.starts_with("port 8080's accept queue 9 of 8 from step 2 at 200 req/s (2,100 listen drops host-wide"),
+        "{}",
+        w.seen
+    );
+    // The queue is seen only between samples, but the host dropped SYNs and this run's
+    // connections waited a second for their retry: this port's queue.
+    let mut steps = sweep(&RISE, &[q(0.0, 0), q(1.0, 50), q(2.0, 80), q(2.0, 80)]);
+    steps[1].summary.connect_time_ms.p99 = 1_020.0;
+    let b = diagnose("open", &steps, 3, Context::default());
+    let w = b.leader().unwrap();
+    assert_eq!((w.limit, w.from_step), (Limit::AcceptQueue, Some(1)));
+    assert!(w.seen.contains("SYNs were retried"), "{}", w.seen);
+}
+
+#[test]
+fn the_database_when_it_led() {
+    let d = |running, locks, active, q| Srv {
+        mysql: Some((running, 8.0, locks)),
+        fpm: Some((active, 8.0, q, 0)),
+        ..Srv::default()
+    };
+    // Lock waits from step 2; the pool fills only at step 3, waiting on the database.
+    let v = vec![
+        d(1.0, 0, 2.0, 0.0),
+        d(3.0, 400, 5.0, 0.0),
+        d(7.0, 900, 8.0, 40.0),
+        d(8.0, 990, 8.0, 90.0),
+    ];
+    let b = diagnose("open", &sweep(&RISE, &v), 3, Context::default());
+    assert_eq!(b.outcome, Outcome::Limit);
+    let w = b.leader().unwrap();
+    assert_eq!((w.limit, w.from_step), (Limit::Database, Some(1)));
+    assert_eq!(b.candidates[1].limit, Limit::WorkerPool);
+    assert!(
+        w.seen.contains("99 lock waits/s (table 990, row 0)"),
+        "{}",
+        w.seen
+    );
+    assert!(
+        w.change
+            .starts_with("table locks: move the written tables to InnoDB"),
+        "{}",
+        w.change
+    );
+    // Many connections but few running and no waits: no evidence against the database.
+    let v = vec![d(1.0, 0, 2.0, 0.0), d(1.0, 0, 5.0, 0.0)];
+    let b = diagnose("open", &sweep(&[5.0, 50.0], &v), 1, Context::default());
+    let db = b
+        .candidates
+        .iter()
+        .find(|c| c.limit == Limit::Database)
+        .unwrap();
+    assert_eq!(db.evidence, Evidence::None);
+    assert_eq!(db.brief, "DB 1 threads running, no lock waits");
+}
+
+#[test]
+fn memory_and_the_network() {
+    let m = |p| Srv {
+        mem_avail_pct: p,
+        ..Srv::default()
+    };
+    let b = diagnose(
+        "open",
+        &sweep(&RISE, &[m(50.0), m(8.0), m(3.0), m(2.0)]),
+        3,
+        Context::default(),
+    );
+    let w = b.leader().unwrap();
+    assert_eq!((w.limit, w.from_step), (Limit::Memory, Some(2)));
+    // 95 Mbit/s of a 100 Mbit/s link from step 3.
+    let mut steps = sweep(&RISE, &vec![Srv::default(); 4]);
+    for (s, mbit) in steps.iter_mut().zip([30.0, 60.0, 95.0, 96.0]) {
+        s.summary.bytes_in = (mbit * 1e6 / 8.0 * s.summary.duration_s) as u64;
+    }
+    let cx = Context {
+        link_bps: Some(100e6),
+    };
+    let b = diagnose("open", &steps, 3, cx);
+    let w = b.leader().unwrap();
+    assert_eq!((w.limit, w.from_step), (Limit::Network, Some(2)));
+    assert!(
+        w.seen.starts_with("96 Mbit/s of the 100 Mbit/s link"),
+        "{}",
+        w.seen
+    );
+    assert!(b.not_observed.iter().all(|n| !n.contains("link-speed")));
+}
+
+#[test]
+fn the_generator_itself() {
+    let mut steps = sweep(&RISE, &vec![Srv::default(); 4]);
+    steps[2].generator.cpu_pct = 97.0;
+    let b = diagnose("open", &steps, 3, Context::default());
+    let w = b.leader().unwrap();
+    assert_eq!((w.limit, w.from_step), (Limit::Generator, Some(2)));
+    assert!(
+        b.verdict.contains("→ the generator (overload itself)"),
+        "{}",
+        b.verdict
+    );
+}
+
+#[test]
+fn the_limit_that_led_the_latency_rise_ranks_first_and_equal_onsets_tie() {
+    let v = |cpu_from: usize, pool_from: usize| -> Vec<Srv> {
+        (0..4)
+            .map(|i| Srv {
+                own: Some(if i >= cpu_from { 190.0 } else { 50.0 }),
+                host_busy: if i >= cpu_from { 97.0 } else { 30.0 },
+                fpm: Some(if i >= pool_from {
+                    (8.0, 8.0, 30.0, 5)
+                } else {
+                    (3.0, 8.0, 0.0, 0)
+                }),
+                ..Srv::default()
+            })
+            .collect()
+    };
+    let b = diagnose("open", &sweep(&RISE, &v(1, 2)), 3, Context::default());
+    assert_eq!(b.outcome, Outcome::Limit);
+    assert_eq!(
+        b.candidates
+            .iter()
+            .map(|c| c.limit)
+            .take(2)
+            .collect::<Vec<_>>(),
+        vec![Limit::Cpu, Limit::WorkerPool]
+    );
+    assert_eq!(b.candidates[0].lead_steps, Some(2));
+    let b = diagnose("open", &sweep(&RISE, &v(2, 2)), 3, Context::default());
+    assert_eq!(b.outcome, Outcome::Tie);
+    assert!(
+        b.verdict.starts_with("knee at 400 req/s (step 4): a tie, all at their limit from the same step: the worker pool (all 8 workers busy"),
+        "{}",
+        b.verdict
+    );
+    assert!(
+        b.verdict.contains("; the server's CPU (its processes"),
+        "{}",
+        b.verdict
+    );
+}
+
+/// The issue's busy host: others keep both cores busy and overflow some other listener,
+/// while this server's processes idle and its own accept queue stays empty.
+#[test]
+fn host_wide_noise_does_not_win() {
+    let noisy = |active, q| Srv {
+        host_busy: 97.0,
+        own: Some(6.0),
+        tcp: Some((0.0, 1024, 4_927)),
+        fpm: Some((active, 8.0, q, 0)),
+        ..Srv::default()
+    };
+    let v = vec![
+        noisy(3.0, 0.0),
+        noisy(5.0, 0.0),
+        noisy(6.0, 0.0),
+        noisy(7.0, 0.0),
+    ];
+    let b = diagnose("open", &sweep(&RISE, &v), 3, Context::default());
+    assert_eq!(b.outcome, Outcome::NoEvidence, "{}", b.verdict);
+    assert!(b.candidates.iter().all(|c| c.evidence != Evidence::AtLimit));
+    let acc = b
+        .candidates
+        .iter()
+        .find(|c| c.limit == Limit::AcceptQueue)
+        .unwrap();
+    assert!(
+        acc.seen
+            .contains("19,708 listen drops counted host-wide (other ports': not this server's)"),
+        "{}",
+        acc.seen
+    );
+    assert!(
+        b.verdict.starts_with("knee at 400 req/s (step 4): no observed limit was reached (7 of 8 workers busy, CPU 3%"),
+        "{}",
+        b.verdict
+    );
+    assert!(
+        b.verdict
+            .contains("nearest: the worker pool (7 of 8 workers busy at the knee)"),
+        "{}",
+        b.verdict
+    );
+    // With the pool full, the pool is named; the busy host still is not.
+    let mut v = v;
+    v[3] = noisy(8.0, 57.0);
+    v[3].fpm.as_mut().unwrap().3 = 900;
+    let b = diagnose("open", &sweep(&RISE, &v), 3, Context::default());
+    assert_eq!(b.leader().unwrap().limit, Limit::WorkerPool);
+    assert_eq!(
+        b.candidates
+            .iter()
+            .filter(|c| c.evidence == Evidence::AtLimit)
+            .count(),
+        1
+    );
+    // Without --watch the host's CPU is shown, never ranked.
+    for s in &mut v {
+        s.own = None;
+    }
+    v[3].fpm = Some((7.0, 8.0, 0.0, 0));
+    let b = diagnose("open", &sweep(&RISE, &v), 3, Context::default());
+    assert_eq!(b.outcome, Outcome::NoEvidence);
+    let cpu = b.candidates.iter().find(|c| c.limit == Limit::Cpu).unwrap();
+    assert_eq!(cpu.evidence, Evidence::None);
+    assert_eq!(cpu.brief, "host CPU 97% (server's share unknown)");
+}
+
+#[test]
+fn nothing_observed_is_said_so() {
+    let mut steps = sweep(&RISE, &vec![Srv::default(); 4]);
+    for s in &mut steps {
+        s.server = None;
+    }
+    let b = diagnose("closed", &steps, 3, Context::default());
+    assert_eq!(b.outcome, Outcome::NoEvidence);
+    assert!(b.leader().is_none());
+    assert_eq!(
+        b.candidates.len(),
+        1,
+        "only the generator is always observed"
+    );
+    assert!(
+        b.verdict.starts_with("knee at 400 users (step 4): no observed limit was reached (generator CPU 10%); not observed: the worker pool"),
+        "{}",
+        b.verdict
+    );
+    assert_eq!(b.not_observed.len(), 6);
+}
+
+#[test]
+fn latency_rise_is_the_first_doubling() {
+    let steps = sweep(&[5.0, 5.5, 12.0, 900.0], &vec![Srv::default(); 4]);
+    assert_eq!(latency_rise(&steps, 3), 2);
+    // Sub-millisecond jitter is no rise.
+    let steps = sweep(&[0.2, 0.5, 0.6, 9.0], &vec![Srv::default(); 4]);
+    assert_eq!(latency_rise(&steps, 3), 3);
+    assert_eq!(latency_rise(&steps, 1), 1);
+}
+
+#[test]
+fn bits() {
+    assert_eq!(fmt_bits(1.25e9), "1.3 Gbit/s");
+    assert_eq!(fmt_bits(95e6), "95 Mbit/s");
+    assert_eq!(fmt_bits(3e3), "3 kbit/s");
+}

@@ -1,0 +1,103 @@
+//! `overload audit`: arguments into an `AuditConfig`, then `usecase::audit`.
+use super::load_args::{parse_dur, Dur, TlsArgs};
+use crate::lab::{LabOptions, Stack};
+use crate::report::json;
+use crate::usecase::audit::{self, AuditConfig};
+use crate::Error;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug, Clone)]
+pub struct AuditArgs {
+    /// The page to audit, e.g. http://127.0.0.1:8080/ [with --lab: the stack's /static.html].
+    #[arg(value_name = "URL", required_unless_present = "lab")]
+    pub url: Option<String>,
+    /// Audit a stack of `overload lab`: its URL, PHP probe page (audit.php), FPM status and
+    /// pool size come from the lab's state.
+    #[arg(long, value_name = "STACK")]
+    pub lab: Option<Stack>,
+    /// The lab's directory, as given to `overload lab --prefix` [default: $OVERLOAD_LAB_DIR,
+    /// else /tmp/overload-lab].
+    #[arg(long, value_name = "DIR", requires = "lab")]
+    pub prefix: Option<PathBuf>,
+    /// A page printing the PHP settings as JSON (docs/audit.md has one; the lab installs it).
+    #[arg(long, value_name = "URL")]
+    pub php_probe: Option<String>,
+    /// PHP-FPM's status page (pm.status_path), e.g. http://127.0.0.1/fpm-status.
+    #[arg(long, value_name = "URL")]
+    pub fpm_status: Option<String>,
+    /// PHP workers at most (pm.max_children or MaxRequestWorkers), for the memory plan.
+    #[arg(long, value_name = "N")]
+    pub workers: Option<u64>,
+    /// Length of each A/B load run that measures compression and keep-alive (3 runs of 4
+    /// users, at most 20k requests each).
+    #[arg(long, default_value_t = Dur(AuditConfig::default().ab.unwrap_or_default()), value_parser = parse_dur, value_name = "DURATION")]
+    pub ab: Dur,
+    /// No A/B load runs: only the probes' few requests (the figures are then left out).
+    #[arg(long)]
+    pub no_ab: bool,
+    /// How long a kept connection is left idle to see when the server closes it.
+    #[arg(long, default_value_t = Dur(AuditConfig::default().idle_wait), value_parser = parse_dur, value_name = "DURATION")]
+    pub idle_wait: Dur,
+    /// Write the audit as JSON (format: docs/audit.md); `-` for standard output (the list
+    /// then goes to standard error).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+pub fn run(a: AuditArgs) -> crate::Result<i32> {
+    if a.ab.0.is_zero() && !a.no_ab {
+        return Err(Error::usage("--ab must be above zero (or give --no-ab)"));
+    }
+    if a.ab.0 > std::time::Duration::from_secs(30) {
+        return Err(Error::usage(format!(
+            "--ab {}: at most 30s per run (the audit is a probe, not a load test)",
+            crate::units::fmt_duration(a.ab.0)
+        )));
+    }
+    if a.idle_wait.0 > std::time::Duration::from_secs(120) {
+        return Err(Error::usage("--idle-wait: at most 120s"));
+    }
+    if let Some(p) = &a.json {
+        json::check_writable(p)?;
+    }
+    let cfg = AuditConfig {
+        url: a.url,
+        lab: a.lab,
+        lab_options: a.prefix.map_or_else(LabOptions::from_env, LabOptions::new),
+        php_probe: a.php_probe,
+        fpm_status: a.fpm_status,
+        workers: a.workers,
+        ab: (!a.no_ab).then_some(a.ab.0),
+        idle_wait: a.idle_wait.0,
+        tls: a.tls.into(),
+        ..AuditConfig::default()
+    };
+    let outcome = audit::run(&cfg)?;
+    match &a.json {
+        Some(p) => {
+            let text = serde_json::to_string_pretty(&outcome.audit)
+                .map_err(|e| Error::runtime(format!("JSON: {e}")))?;
+            if json::is_stdout(p) {
+                crate::eout!("{outcome}");
+                crate::outln!("{text}");
+            } else {
+                crate::fsutil::write_atomic(p, (text + "\n").as_bytes())?;
+                crate::out!("{outcome}");
+            }
+        }
+        None => crate::out!("{outcome}"),
+    }
+    Ok(outcome.exit_code())
+}
+
+/// `sweep --audit`.
+#[derive(Args, Debug, Clone)]
+pub struct SweepAuditArgs {
+    /// Audit the (first) URL before the load (`overload audit URL`, its A/B included) and
+    /// keep it as audit.json; the report shows it in an Audit section.
+    #[arg(long)]
+    pub audit: bool,
+}

@@ -1,0 +1,223 @@
+//! Apache's mod_status page (`--apache-status URL`), fetched as `URL?auto`: busy and idle
+//! workers and the scoreboard, for the worker-pool verdict of prefork and event stacks.
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::sample::{ApacheSample, Sample};
+use super::summary::{Acc, Stat};
+use crate::http_get;
+use crate::url::Url;
+
+/// One `--apache-status URL`.
+#[derive(Debug, Clone)]
+pub struct ApacheSource {
+    pub url: Url,
+    pub raw: String,
+}
+
+impl ApacheSource {
+    pub fn parse(s: &str) -> Result<ApacheSource, String> {
+        let url = Url::parse(s.trim())?.http_only()?;
+        Ok(ApacheSource {
+            url,
+            raw: s.trim().to_string(),
+        })
+    }
+
+    /// The status URL with `auto` (the machine-readable form) added to its query.
+    fn target(&self) -> String {
+        let t = &self.url.target;
+        if t.contains('?') {
+            format!("{t}&auto")
+        } else {
+            format!("{t}?auto")
+        }
+    }
+
+    pub fn sample(&self, timeout: Duration) -> ApacheSample {
+        let got = http_get::get(&self.url, &self.target(), &[], timeout, 1 << 20).and_then(|r| {
+            if r.truncated {
+                return Err("status page larger than 1 MiB".to_string());
+            }
+            if r.status != 200 {
+                return Err(format!("status page answered {}", r.status));
+            }
+            parse_auto(&r.text())
+        });
+        match got {
+            Ok(mut s) => {
+                s.url = self.raw.clone();
+                s
+            }
+            Err(e) => ApacheSample {
+                url: self.raw.clone(),
+                error: Some(e),
+                ..Default::default()
+            },
+        }
+    }
+}
+
+/// Parses the `?auto` page: `Key: value` lines, among them BusyWorkers, IdleWorkers and
+/// Scoreboard. A page without BusyWorkers is not mod_status (an HTML page, a login form).
+pub fn parse_auto(text: &str) -> Result<ApacheSample, String> {
+    let mut s = ApacheSample::default();
+    let mut seen = false;
+    for line in text.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        let v = v.trim();
+        match k.trim() {
+            "BusyWorkers" => {
+                s.busy = v.parse().map_err(|_| format!("BusyWorkers: '{v}'"))?;
+                seen = true;
+            }
+            "IdleWorkers" => s.idle = v.parse().map_err(|_| format!("IdleWorkers: '{v}'"))?,
+            "Scoreboard" => {
+                s.slots = v.chars().count() as u64;
+                s.open_slots = v.chars().filter(|c| *c == '.').count() as u64;
+                s.reading = v.chars().filter(|c| *c == 'R').count() as u64;
+            }
+            _ => {}
+        }
+    }
+    if !seen {
+        return Err("not a mod_status ?auto page (no BusyWorkers line)".into());
+    }
+    Ok(s)
+}
+
+/// One mod_status page over a step.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ApacheObservation {
+    pub url: String,
+    pub busy: Stat,
+    pub idle: Stat,
+    /// Scoreboard slots (the most seen).
+    pub slots: u64,
+    pub open_slots: Stat,
+    pub reading: Stat,
+    /// Samples where the page could not be fetched.
+    pub errors: u64,
+}
+
+impl ApacheObservation {
+    /// Every worker busy for the whole step: no idle worker in any sample, and no scoreboard
+    /// slot left to spawn one into (or the busy count at the scoreboard's size).
+    pub fn full(&self) -> bool {
+        self.busy.max >= 1.0
+            && self.idle.max < 1.0
+            && (self.open_slots.max < 1.0 || self.busy.max >= self.slots as f64)
+    }
+}
+
+/// The step's summary of each page, in the order the pages were given.
+pub(super) fn observe(samples: &[&Sample]) -> Vec<ApacheObservation> {
+    let mut out: Vec<(ApacheObservation, [Acc; 4])> = Vec::new();
+    for a in samples.iter().flat_map(|s| &s.apache) {
+        let i = match out.iter().position(|(o, _)| o.url == a.url) {
+            Some(i) => i,
+            None => {
+                out.push((
+                    ApacheObservation {
+                        url: a.url.clone(),
+                        ..Default::default()
+                    },
+                    [Acc::default(); 4],
+                ));
+                out.len() - 1
+            }
+        };
+        let (o, acc) = &mut out[i];
+        if a.error.is_some() {
+            o.errors += 1;
+            continue;
+        }
+        o.slots = o.slots.max(a.slots);
+        for (x, v) in acc
+            .iter_mut()
+            .zip([a.busy, a.idle, a.open_slots, a.reading])
+        {
+            x.add(v as f64);
+        }
+    }
+    out.into_iter()
+        .map(|(mut o, a)| {
+            o.busy = a[0].stat();
+            o.idle = a[1].stat();
+            o.open_slots = a[2].stat();
+            o.reading = a[3].stat();
+            o
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_page() {
+        // As Apache 2.4.57 prints it (prefork, ServerLimit 8, all busy).
+        let body = "127.0.0.1\nServerVersion: Apache/2.4.57 (Debian)\nServerMPM: prefork\n\
+            Total Accesses: 1234\nBusyWorkers: 8\nIdleWorkers: 0\n\
+            Scoreboard: WWWWWWRW\n";
+        let s = parse_auto(body).unwrap();
+        assert_eq!(
+            (s.busy, s.idle, s.slots, s.open_slots, s.reading),
+            (8, 0, 8, 0, 1)
+        );
+        let s = parse_auto("BusyWorkers: 1\nIdleWorkers: 4\nScoreboard: _W___...\n").unwrap();
+        assert_eq!((s.busy, s.idle, s.slots, s.open_slots), (1, 4, 8, 3));
+        assert!(parse_auto("<html>Forbidden</html>").is_err());
+        assert!(parse_auto("BusyWorkers: many\n").is_err());
+    }
+
+    #[test]
+    fn a_step_of_samples() {
+        let page = |busy, idle, open, error: Option<&str>| Sample {
+            apache: vec![ApacheSample {
+                url: "u".into(),
+                busy,
+                idle,
+                slots: 8,
+                open_slots: open,
+                error: error.map(String::from),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let v = [
+            page(6, 2, 0, None),
+            page(8, 0, 0, None),
+            page(0, 0, 0, Some("down")),
+        ];
+        let o = observe(&v.iter().collect::<Vec<_>>());
+        assert_eq!(o.len(), 1);
+        assert_eq!(
+            o[0].busy,
+            Stat {
+                mean: 7.0,
+                max: 8.0
+            }
+        );
+        assert_eq!((o[0].slots, o[0].errors), (8, 1));
+        // An idle worker in one sample: not full over the step.
+        assert!(!o[0].full());
+        let v = [page(8, 0, 0, None), page(8, 0, 0, None)];
+        assert!(observe(&v.iter().collect::<Vec<_>>())[0].full());
+        // Room in the scoreboard: Apache spawns more.
+        let v = [page(3, 0, 5, None)];
+        assert!(!observe(&v.iter().collect::<Vec<_>>())[0].full());
+    }
+
+    #[test]
+    fn target_gets_auto() {
+        let a = ApacheSource::parse("http://127.0.0.1:8080/server-status").unwrap();
+        assert_eq!(a.target(), "/server-status?auto");
+        assert!(ApacheSource::parse("ftp://x/").is_err());
+    }
+}

@@ -1,0 +1,162 @@
+//! `overload audit` against the embedded target: it completes, names what the target lacks
+//! (caching headers, validators, compression of a 22 KiB text body) with the evidence and
+//! the A/B's figures, and says how long it took (printed, not asserted beyond a hang guard).
+mod common;
+use common::{bin, output_within, scratch, Target, QUICK};
+use std::time::{Duration, Instant};
+
+/// A hang guard, not a speed claim: the audit's own bound is a few seconds.
+const GUARD: Duration = Duration::from_secs(60);
+
+fn audit_json(args: &[&str]) -> (serde_json::Value, String) {
+    let t0 = Instant::now();
+    let out = output_within(bin().arg("audit").args(args).args(["--json", "-"]), GUARD);
+    let took = t0.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "audit {args:?}: {stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("audit JSON: {e}: {}", String::from_utf8_lossy(&out.stdout)));
+    println!(
+        "audit {args:?}: {:.2} s by the clock, {:.2} s by its own",
+        took.as_secs_f64(),
+        v["took_s"].as_f64().unwrap()
+    );
+    (v, stderr)
+}
+
+fn check<'a>(v: &'a serde_json::Value, rule: &str) -> &'a serde_json::Value {
+    v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["rule"] == rule)
+        .unwrap_or_else(|| panic!("no {rule} in {v}"))
+}
+
+#[test]
+fn the_embedded_target_lacks_caching_validators_and_compression() {
+    let t = Target::start(&[]);
+    let url = format!("{}/bytes/22528", t.url);
+    let (v, list) = audit_json(&[&url]);
+    // Every finding has its evidence and its change.
+    for c in v["checks"].as_array().unwrap() {
+        assert!(!c["evidence"].as_str().unwrap().is_empty(), "{c}");
+        let finding = ["high", "medium", "low"].contains(&c["level"].as_str().unwrap());
+        assert_eq!(c["change"].is_string(), finding, "{c}");
+    }
+    let caching = check(&v, "http.caching");
+    assert_eq!(caching["level"], "medium");
+    assert!(caching["evidence"]
+        .as_str()
+        .unwrap()
+        .contains("neither Cache-Control nor Expires"));
+    let val = check(&v, "http.validators");
+    assert_eq!(val["level"], "medium");
+    assert!(val["evidence"]
+        .as_str()
+        .unwrap()
+        .contains("neither ETag nor Last-Modified"));
+    let comp = check(&v, "http.compression");
+    assert_eq!(comp["level"], "medium", "{comp}");
+    let ev = comp["evidence"].as_str().unwrap();
+    assert!(ev.contains("answered 22,528 bytes of text"), "{ev}");
+    assert!(ev.contains("gzip -6 makes them"), "{ev}");
+    // The A/B ran: both arms' bytes/s, and the saving at the measured rate.
+    assert!(ev.contains("MB/s without Accept-Encoding"), "{ev}");
+    assert!(ev.contains("compression would save"), "{ev}");
+    // The target keeps connections alive; the A/B says what it buys.
+    let ka = check(&v, "http.keep-alive");
+    assert_eq!(ka["level"], "ok", "{ka}");
+    let ev = ka["evidence"].as_str().unwrap();
+    assert!(ev.contains("still open after 2.0 s"), "{ev}");
+    assert!(ev.contains("with a new connection per request"), "{ev}");
+    // The host is this one: the listening process is found (the target itself).
+    assert_eq!(check(&v, "host.somaxconn")["level"], "ok");
+    let nofile = check(&v, "host.nofile");
+    assert!(
+        nofile["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("overload (pid"),
+        "{nofile}"
+    );
+    // No PHP here: skipped, with the reason.
+    let opc = check(&v, "php.opcache");
+    assert_eq!(opc["level"], "skipped");
+    assert!(opc["evidence"].as_str().unwrap().contains("--php-probe"));
+    // The list went to stderr, by severity, and names the time it took.
+    assert!(list.starts_with("overload audit "), "{list}");
+    assert!(list.contains(" s)\n"), "{list}");
+    let pos = |s: &str| list.find(s).unwrap_or_else(|| panic!("{s}: {list}"));
+    assert!(
+        pos("medium") < pos("ok ") && pos("ok ") < pos("skipped"),
+        "{list}"
+    );
+}
+
+#[test]
+fn a_backlog_of_8_is_found_without_load() {
+    let t = Target::start(&["--backlog", "8"]);
+    let (v, _) = audit_json(&[&t.url, "--no-ab", "--idle-wait", "200ms"]);
+    let b = check(&v, "host.listen-backlog");
+    assert_eq!(b["level"], "high", "{b}");
+    assert!(
+        b["evidence"].as_str().unwrap().contains("backlog of 8"),
+        "{b}"
+    );
+    // --no-ab: no figures, and no invented ones.
+    let ka = check(&v, "http.keep-alive");
+    assert!(
+        !ka["evidence"].as_str().unwrap().contains("measured"),
+        "{ka}"
+    );
+    // The root page is 100 bytes: too small to advise compression.
+    assert_eq!(
+        check(&v, "http.compression")["title"],
+        "too small to matter"
+    );
+}
+
+#[test]
+fn the_json_file_and_bad_input() {
+    let t = Target::start(&[]);
+    let dir = scratch();
+    let file = dir.path().join("audit.json");
+    let out = output_within(
+        bin()
+            .args(["audit", &t.url, "--no-ab", "--idle-wait", "100ms", "--json"])
+            .arg(&file),
+        GUARD,
+    );
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(v["url"], format!("{}/", t.url));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("overload audit "));
+    for (args, says) in [
+        (vec!["audit"], "URL"),
+        (vec!["audit", "ftp://x/"], "only http:// and https://"),
+        (vec!["audit", "http://127.0.0.1:1/", "--ab", "0s"], "--ab"),
+        (vec!["audit", "--lab", "nginx"], "nginx"),
+        (
+            vec!["audit", "http://127.0.0.1:1/", "--prefix", "/tmp"],
+            "--lab",
+        ),
+    ] {
+        let out = output_within(bin().args(&args), QUICK);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    // Nothing listening: the checks are skipped with the reason, the audit still ends.
+    let port = common::free_port();
+    let (v, _) = audit_json(&[
+        &format!("http://127.0.0.1:{port}/"),
+        "--no-ab",
+        "--idle-wait",
+        "100ms",
+    ]);
+    let ka = check(&v, "http.keep-alive");
+    assert_eq!(ka["level"], "skipped");
+    assert!(ka["evidence"].as_str().unwrap().contains("connect"), "{ka}");
+}
