@@ -21,6 +21,7 @@ pub mod observe;
 pub mod plan;
 pub mod report;
 pub mod runner;
+pub mod scenario;
 pub mod signals;
 pub mod store;
 pub mod target;

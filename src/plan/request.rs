@@ -2,6 +2,9 @@
 //! once, before the run, so sending a request is a single `write` of ready bytes.
 pub use crate::url::Url;
 
+/// The `User-Agent` every request carries unless the user gives one.
+pub const USER_AGENT: &str = concat!("overload/", env!("CARGO_PKG_VERSION"));
+
 /// One request of the mix, as the user described it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestSpec {
@@ -34,10 +37,7 @@ impl RequestSpec {
             header("Host", &self.url.authority);
         }
         if !has("user-agent") {
-            header(
-                "User-Agent",
-                concat!("overload/", env!("CARGO_PKG_VERSION")),
-            );
+            header("User-Agent", USER_AGENT);
         }
         if !has("accept") {
             header("Accept", "*/*");
