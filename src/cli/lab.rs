@@ -32,6 +32,8 @@ pub enum LabCommand {
     Status(StatusArgs),
     /// Print only a running stack's base URL, e.g. http://127.0.0.1:18081.
     Url(UrlArgs),
+    /// Print the path of a running app stack's URL file (siege's format, for `--urls`).
+    Urls(UrlArgs),
 }
 
 #[derive(Args, Debug)]
@@ -39,6 +41,9 @@ pub struct DoctorArgs {
     /// Print the install script (for `overload lab doctor --install-script | sudo bash`).
     #[arg(long)]
     pub install_script: bool,
+    /// Also require an app stack's packages (wordpress); exit 1 when they are missing.
+    #[arg(long, value_enum, value_name = "STACK")]
+    pub app: Option<Stack>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -103,6 +108,8 @@ pub struct UpArgs {
     /// Print the recorded state as JSON instead of the summary.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub app: super::lab_app_args::LabAppArgs,
 }
 
 #[derive(Args, Debug)]
@@ -145,6 +152,10 @@ pub fn run(args: LabArgs) -> Result<i32> {
             crate::outln!("{}", lab::url(a.stack, &opts)?);
             Ok(0)
         }
+        LabCommand::Urls(a) => {
+            crate::outln!("{}", lab::urls_file(a.stack, &opts)?.display());
+            Ok(0)
+        }
     }
 }
 
@@ -155,7 +166,14 @@ fn doctor_cmd(a: DoctorArgs) -> Result<i32> {
     }
     let r = doctor::check();
     crate::out!("{}", doctor::render(&r));
-    Ok(if r.ok() { 0 } else { 1 })
+    let ok = match a.app {
+        Some(app) if !app.is_app() => {
+            return Err(Error::usage(format!("--app {app}: not an app stack")))
+        }
+        Some(app) => r.app_ok(app.name()),
+        None => r.ok(),
+    };
+    Ok(if ok { 0 } else { 1 })
 }
 
 fn up_cmd(a: UpArgs, mut opts: LabOptions, explicit_prefix: bool) -> Result<i32> {
@@ -178,6 +196,8 @@ fn up_cmd(a: UpArgs, mut opts: LabOptions, explicit_prefix: bool) -> Result<i32>
             workers: a.workers,
             query_cache: a.query_cache.map(bool::from),
             engine: a.engine,
+            web: a.app.web,
+            size: a.app.size,
         },
         port: a.port,
         db_port: a.db_port,

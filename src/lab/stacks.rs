@@ -19,17 +19,21 @@ pub enum Stack {
     NginxFpmCache,
     /// Long-lived pre-forked PHP workers speaking HTTP, nginx in front (S3).
     PhpPersistent,
+    /// Debian's WordPress with generated content, behind a front chosen by `--web` (S2).
+    Wordpress,
     /// MariaDB with a private datadir (S1, S2).
     Mariadb,
 }
 
 impl Stack {
-    pub const ALL: [Stack; 6] = [
+    /// Web stacks first and MariaDB last: `down --all` stops them in this order.
+    pub const ALL: [Stack; 7] = [
         Stack::NginxFpm,
         Stack::ApachePrefork,
         Stack::ApacheEventFpm,
         Stack::NginxFpmCache,
         Stack::PhpPersistent,
+        Stack::Wordpress,
         Stack::Mariadb,
     ];
 
@@ -43,6 +47,9 @@ impl Stack {
             Stack::PhpPersistent => {
                 "Long-lived pre-forked PHP workers speaking HTTP, nginx in front (S3)"
             }
+            Stack::Wordpress => {
+                "Debian's WordPress with generated content, --web picks the front (S2)"
+            }
             Stack::Mariadb => "MariaDB with a private datadir (S1, S2)",
         }
     }
@@ -54,6 +61,7 @@ impl Stack {
             Stack::ApacheEventFpm => "apache-event-fpm",
             Stack::NginxFpmCache => "nginx-fpm-cache",
             Stack::PhpPersistent => "php-persistent",
+            Stack::Wordpress => "wordpress",
             Stack::Mariadb => "mariadb",
         }
     }
@@ -66,6 +74,7 @@ impl Stack {
             Stack::ApacheEventFpm => 18083,
             Stack::NginxFpmCache => 18084,
             Stack::PhpPersistent => 18085,
+            Stack::Wordpress => 18086,
             Stack::Mariadb => 13306,
         }
     }
@@ -73,6 +82,19 @@ impl Stack {
     /// Whether the stack serves the PHP apps (and so may need MariaDB for db.php).
     pub fn is_web(self) -> bool {
         self != Stack::Mariadb
+    }
+
+    /// Whether the stack is an application served by one of the other web stacks (`--web`).
+    pub fn is_app(self) -> bool {
+        !self.fronts().is_empty()
+    }
+
+    /// The web stacks an app stack can run on, the default first; empty for the others.
+    pub fn fronts(self) -> &'static [Stack] {
+        match self {
+            Stack::Wordpress => &[Stack::NginxFpm, Stack::ApachePrefork, Stack::ApacheEventFpm],
+            _ => &[],
+        }
     }
 
     /// Whether PHP runs under PHP-FPM (so the pm knobs and /fpm-status exist).
@@ -104,6 +126,8 @@ impl Stack {
                 KeepAlive,
             ],
             Stack::PhpPersistent => &[Workers, Opcache, KeepAlive],
+            // Plus the knobs of the front it runs on (`resolve` adds them).
+            Stack::Wordpress => &[Web, Size],
             Stack::Mariadb => &[QueryCache, Engine],
         }
     }
@@ -115,6 +139,8 @@ impl Stack {
             Stack::ApachePrefork => &["apache=apache2"],
             Stack::ApacheEventFpm => &["apache=apache2", "php=php-fpm"],
             Stack::PhpPersistent => &["php=php", "nginx=nginx"],
+            // The front's processes: `Resolved::web` names the front.
+            Stack::Wordpress => &[],
             Stack::Mariadb => &["db=mariadbd"],
         }
     }
@@ -126,6 +152,7 @@ impl Stack {
             Stack::ApacheEventFpm => "Apache mpm_event + PHP-FPM (mod_proxy_fcgi)",
             Stack::NginxFpmCache => "nginx fastcgi_cache + PHP-FPM",
             Stack::PhpPersistent => "persistent pre-forked PHP workers behind nginx",
+            Stack::Wordpress => "Debian's WordPress",
             Stack::Mariadb => "MariaDB, private datadir",
         }
     }
@@ -166,6 +193,8 @@ pub enum Knob {
     Workers,
     QueryCache,
     Engine,
+    Web,
+    Size,
 }
 
 impl Knob {
@@ -181,6 +210,8 @@ impl Knob {
             Knob::Workers => "--workers",
             Knob::QueryCache => "--query-cache",
             Knob::Engine => "--engine",
+            Knob::Web => "--web",
+            Knob::Size => "--size",
         }
     }
 }
@@ -234,6 +265,26 @@ impl Engine {
     }
 }
 
+/// How much content an app stack generates (S2's site scaled to 2 cores and minutes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Size {
+    #[default]
+    Small,
+    Medium,
+}
+
+impl Size {
+    pub const ALL: [Size; 2] = [Size::Small, Size::Medium];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Size::Small => "small",
+            Size::Medium => "medium",
+        }
+    }
+}
+
 /// Knob values as given; `None` means "the stack's default".
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Knobs {
@@ -247,6 +298,10 @@ pub struct Knobs {
     pub workers: Option<u32>,
     pub query_cache: Option<bool>,
     pub engine: Option<Engine>,
+    /// App stacks: the web stack serving the app (its knobs then apply too).
+    pub web: Option<Stack>,
+    /// App stacks: how much content to generate.
+    pub size: Option<Size>,
 }
 
 impl Knobs {
@@ -267,6 +322,8 @@ impl Knobs {
         add(self.workers.is_some(), Knob::Workers);
         add(self.query_cache.is_some(), Knob::QueryCache);
         add(self.engine.is_some(), Knob::Engine);
+        add(self.web.is_some(), Knob::Web);
+        add(self.size.is_some(), Knob::Size);
         v
     }
 }
