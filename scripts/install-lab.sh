@@ -12,9 +12,11 @@ PACKAGES=(
     php8.2-fpm php8.2-cli php8.2-mysql php8.2-opcache
     mariadb-server mariadb-client curl iproute2 procps
 )
-# The application stacks' packages (src/lab/doctor.rs, APP_PACKAGES): wordpress (S2).
+# The application stacks' packages (src/lab/doctor.rs, APP_PACKAGES): wordpress (S2),
+# gallery (S4).
 APP_PACKAGES=(
     wordpress wordpress-theme-twentytwentyone
+    php8.2-gd
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -15,11 +15,18 @@ use overload::lab::launch::get_local;
 use overload::lab::{mariadb, process, StackInfo};
 
 fn main() {
-    harness::main(vec![app_trial(
-        "wordpress_serves_generated_posts_on_each_front_and_goes_down",
-        "wordpress",
-        wordpress_serves_generated_posts_on_each_front_and_goes_down,
-    )])
+    harness::main(vec![
+        app_trial(
+            "wordpress_serves_generated_posts_on_each_front_and_goes_down",
+            "wordpress",
+            wordpress_serves_generated_posts_on_each_front_and_goes_down,
+        ),
+        app_trial(
+            "gallery_makes_thumbnails_per_request_and_the_cache_front_serves_hits",
+            "gallery",
+            gallery_makes_thumbnails_per_request_and_the_cache_front_serves_hits,
+        ),
+    ])
 }
 
 /// A trial that needs root, the core lab packages and `app`'s packages.
@@ -102,9 +109,13 @@ impl Drop for Lab {
 }
 
 fn get(port: u16, path: &str) -> (u16, String) {
-    let r = get_local(port, path, &[], Duration::from_secs(30), 16 << 20)
-        .unwrap_or_else(|e| panic!("GET {path} on {port}: {e}"));
+    let r = get_full(port, path);
     (r.status, r.text())
+}
+
+fn get_full(port: u16, path: &str) -> overload::http_get::Response {
+    get_local(port, path, &[], Duration::from_secs(30), 16 << 20)
+        .unwrap_or_else(|e| panic!("GET {path} on {port}: {e}"))
 }
 
 /// The front page, a post with its comments, a 404 and the URL file, on one front.
@@ -176,6 +187,47 @@ fn wordpress_serves_generated_posts_on_each_front_and_goes_down() {
     assert!(err.contains("loading the small content"), "{err}");
     assert!(!err.contains("generating"), "{err}");
     check_site(port);
+    down_all_and_check(&lab);
+}
+
+/// The number of thumbnails a gallery page embeds.
+fn thumbnails(page: &str) -> usize {
+    page.matches("<img src=\"data:image/jpeg;base64,").count()
+}
+
+fn gallery_makes_thumbnails_per_request_and_the_cache_front_serves_hits() {
+    let lab = Lab::new("gal");
+    let port = free_port();
+    let (info, err) = lab.up("gallery", port, &["--max-children", "2"]);
+    assert_eq!(info.knobs["web"], "nginx-fpm");
+    assert!(info.db_port.is_none(), "the gallery runs without MariaDB");
+    assert!(err.contains("making the album"), "{err}");
+    // Every request makes its thumbnails: the page says so, and it is never cached.
+    let (status, page) = get(port, "/?page=2");
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(thumbnails(&page), 6, "{page}");
+    assert!(
+        page.contains("img006.jpg") && page.contains("img011.jpg"),
+        "{page}"
+    );
+    let (status, missing) = get(port, "/?page=7");
+    assert_eq!(status, 404, "{missing}");
+
+    // Behind fastcgi_cache: a MISS, then a HIT with the very same page (its timing line
+    // included) until `?nocache=1` bypasses it. The album is kept from the first start.
+    let (info, err) = lab.up("gallery", port, &["--web", "nginx-fpm-cache"]);
+    assert_eq!(info.knobs["web"], "nginx-fpm-cache");
+    assert!(!err.contains("making the album"), "{err}");
+    let first = get_full(port, "/?page=1");
+    assert_eq!(first.header("x-cache"), Some("MISS"));
+    let second = get_full(port, "/?page=1");
+    assert_eq!(second.header("x-cache"), Some("HIT"));
+    assert_eq!(first.text(), second.text());
+    assert_eq!(thumbnails(&second.text()), 6);
+    let fresh = get_full(port, "/?page=1&nocache=1");
+    assert_eq!(fresh.header("x-cache"), Some("BYPASS"));
+    let (status, last) = get(port, "/?page=6");
+    assert_eq!((status, thumbnails(&last)), (200, 6));
     down_all_and_check(&lab);
 }
 

@@ -264,21 +264,30 @@ fn summary(info: &StackInfo, prefix_arg: &str) -> String {
         knobs_line(info)
     );
     o.push_str(&format!("  url:     {u}\n"));
-    if s.is_web() {
+    let web = info.config.web();
+    if s.is_app() {
         o.push_str(&format!(
-            "  apps:    {u}/static.html {u}/cpu.php {u}/db.php {u}/wait.php?ms=1000&jitter=250 {u}/session.php?ms=1000\n"
+            "  site:    {u}/ (URL list: overload lab urls {s}{prefix_arg})\n"
         ));
+    }
+    if s.is_web() {
+        if !s.is_app() {
+            o.push_str(&format!(
+                "  apps:    {u}/static.html {u}/cpu.php {u}/db.php {u}/wait.php?ms=1000&jitter=250 {u}/session.php?ms=1000\n"
+            ));
+        }
         let mut st = Vec::new();
-        if s.uses_fpm() {
+        if web.uses_fpm() {
             st.push(format!("{u}/fpm-status"));
         }
-        if s == Stack::PhpPersistent {
+        if web == Stack::PhpPersistent {
             st.push(format!("{u}/worker-status"));
         }
         st.push(format!("{u}/opcache.php"));
         o.push_str(&format!("  status:  {}\n", st.join(" ")));
         match info.db_port {
             Some(p) => o.push_str(&format!("  db:      mariadb on 127.0.0.1:{p}\n")),
+            None if !s.uses_db() => {}
             None => o.push_str("  db:      none (--no-db): db.php answers 503\n"),
         }
     } else {
@@ -289,7 +298,11 @@ fn summary(info: &StackInfo, prefix_arg: &str) -> String {
     }
     o.push_str(&format!("  pids:    {}\n", pids.join(", ")));
     o.push_str(&format!("  watch:   {watch}\n"));
-    if s.is_web() {
+    if s.is_app() {
+        o.push_str(&format!(
+            "  try:     overload sweep --urls \"$(overload lab urls {s}{prefix_arg})\" --pick random {watch}\n"
+        ));
+    } else if s.is_web() {
         o.push_str(&format!(
             "  try:     overload sweep \"$(overload lab url {s}{prefix_arg})/wait.php\" {watch}\n"
         ));

@@ -23,10 +23,13 @@ pub const PACKAGES: &[&str] = &[
 /// The packages of the application stacks, apart from the core ones above: the other stacks
 /// run without them, so `lab doctor`'s exit status is about the core and `--app` asks about
 /// one app. Keep in sync with scripts/install-lab.sh (APP_PACKAGES).
-pub const APP_PACKAGES: &[(&str, &[&str])] = &[(
-    "wordpress",
-    &["wordpress", "wordpress-theme-twentytwentyone"],
-)];
+pub const APP_PACKAGES: &[(&str, &[&str])] = &[
+    (
+        "wordpress",
+        &["wordpress", "wordpress-theme-twentytwentyone"],
+    ),
+    ("gallery", &["php8.2-gd"]),
+];
 
 /// The programs and files the stacks run, with the package that brings each.
 pub const REQUIRED: &[(&str, &str)] = &[

@@ -12,7 +12,9 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+pub mod apps;
 pub mod doctor;
+pub mod gallery;
 pub mod launch;
 pub mod mariadb;
 pub mod process;
@@ -408,11 +410,11 @@ pub fn url(stack: Stack, opts: &LabOptions) -> Result<String> {
 pub fn urls_file(stack: Stack, opts: &LabOptions) -> Result<PathBuf> {
     if !stack.is_app() {
         return Err(Error::usage(format!(
-            "{stack} has no URL file (app stacks have one: wordpress)"
+            "{stack} has no URL file (app stacks have one: wordpress, gallery)"
         )));
     }
     url(stack, opts)?;
-    let path = wordpress::urls_path(&Layout::new(&prefix_of(opts)?, stack));
+    let path = apps::urls_path(&Layout::new(&prefix_of(opts)?, stack));
     if !path.exists() {
         return Err(Error::runtime(format!(
             "{} is missing; restart the stack",

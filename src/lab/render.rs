@@ -152,7 +152,7 @@ pub fn stack_files(cfg: &Resolved, l: &Layout) -> Result<Vec<(PathBuf, String)>>
             files.push((l.conf.join("httpd.conf"), render(name, tpl, &vars)?));
             files.push((l.conf.join("mime.types"), APACHE_MIME.to_string()));
         }
-        Stack::Mariadb | Stack::Wordpress => {
+        Stack::Mariadb | Stack::Wordpress | Stack::Gallery => {
             return Err(Error::runtime(format!(
                 "stack_files: {stack} is not a web front"
             )));

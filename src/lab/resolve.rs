@@ -117,7 +117,7 @@ impl StackSpec {
                 "--db-port and --no-db apply to web stacks, not {stack} (use --port)"
             )));
         }
-        if stack.is_app() && self.no_db {
+        if stack == Stack::Wordpress && self.no_db {
             return Err(Error::usage(format!("--no-db: {stack} needs its database")));
         }
         if self.no_db && self.db_port.is_some() {
@@ -171,10 +171,13 @@ impl StackSpec {
             opcache: k.opcache.unwrap_or(true),
             keep_alive: k.keep_alive.unwrap_or(true),
             db,
-            use_db: stack.is_web() && !self.no_db,
+            use_db: stack.uses_db() && !self.no_db,
             db_port,
             front,
-            size: stack.is_app().then(|| k.size.unwrap_or_default()),
+            size: stack
+                .knobs()
+                .contains(&Knob::Size)
+                .then(|| k.size.unwrap_or_default()),
         })
     }
 }

@@ -21,19 +21,23 @@ pub enum Stack {
     PhpPersistent,
     /// Debian's WordPress with generated content, behind a front chosen by `--web` (S2).
     Wordpress,
+    /// S4's slow image gallery (thumbnails made on request with GD), on nginx-fpm or
+    /// nginx-fpm-cache (`--web`).
+    Gallery,
     /// MariaDB with a private datadir (S1, S2).
     Mariadb,
 }
 
 impl Stack {
     /// Web stacks first and MariaDB last: `down --all` stops them in this order.
-    pub const ALL: [Stack; 7] = [
+    pub const ALL: [Stack; 8] = [
         Stack::NginxFpm,
         Stack::ApachePrefork,
         Stack::ApacheEventFpm,
         Stack::NginxFpmCache,
         Stack::PhpPersistent,
         Stack::Wordpress,
+        Stack::Gallery,
         Stack::Mariadb,
     ];
 
@@ -50,6 +54,9 @@ impl Stack {
             Stack::Wordpress => {
                 "Debian's WordPress with generated content, --web picks the front (S2)"
             }
+            Stack::Gallery => {
+                "S4's slow image gallery (GD thumbnails per request), --web picks the front (S4)"
+            }
             Stack::Mariadb => "MariaDB with a private datadir (S1, S2)",
         }
     }
@@ -62,6 +69,7 @@ impl Stack {
             Stack::NginxFpmCache => "nginx-fpm-cache",
             Stack::PhpPersistent => "php-persistent",
             Stack::Wordpress => "wordpress",
+            Stack::Gallery => "gallery",
             Stack::Mariadb => "mariadb",
         }
     }
@@ -75,6 +83,7 @@ impl Stack {
             Stack::NginxFpmCache => 18084,
             Stack::PhpPersistent => 18085,
             Stack::Wordpress => 18086,
+            Stack::Gallery => 18087,
             Stack::Mariadb => 13306,
         }
     }
@@ -93,8 +102,14 @@ impl Stack {
     pub fn fronts(self) -> &'static [Stack] {
         match self {
             Stack::Wordpress => &[Stack::NginxFpm, Stack::ApachePrefork, Stack::ApacheEventFpm],
+            Stack::Gallery => &[Stack::NginxFpm, Stack::NginxFpmCache],
             _ => &[],
         }
+    }
+
+    /// Whether the stack's pages use MariaDB (the gallery's do not: S4 had no database).
+    pub fn uses_db(self) -> bool {
+        self.is_web() && self != Stack::Gallery
     }
 
     /// Whether PHP runs under PHP-FPM (so the pm knobs and /fpm-status exist).
@@ -128,6 +143,7 @@ impl Stack {
             Stack::PhpPersistent => &[Workers, Opcache, KeepAlive],
             // Plus the knobs of the front it runs on (`resolve` adds them).
             Stack::Wordpress => &[Web, Size],
+            Stack::Gallery => &[Web],
             Stack::Mariadb => &[QueryCache, Engine],
         }
     }
@@ -140,7 +156,7 @@ impl Stack {
             Stack::ApacheEventFpm => &["apache=apache2", "php=php-fpm"],
             Stack::PhpPersistent => &["php=php", "nginx=nginx"],
             // The front's processes: `Resolved::web` names the front.
-            Stack::Wordpress => &[],
+            Stack::Wordpress | Stack::Gallery => &[],
             Stack::Mariadb => &["db=mariadbd"],
         }
     }
@@ -153,6 +169,7 @@ impl Stack {
             Stack::NginxFpmCache => "nginx fastcgi_cache + PHP-FPM",
             Stack::PhpPersistent => "persistent pre-forked PHP workers behind nginx",
             Stack::Wordpress => "Debian's WordPress",
+            Stack::Gallery => "S4's image gallery, thumbnails made with GD on every request",
             Stack::Mariadb => "MariaDB, private datadir",
         }
     }

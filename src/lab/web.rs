@@ -43,8 +43,8 @@ fn prepare(cfg: &Resolved, l: &Layout, www_user: (u32, u32)) -> Result<()> {
         make_dir(&l.workers, Some(www_user))?;
     }
     let mut files = render::stack_files(cfg, l)?;
-    if cfg.stack == Stack::Wordpress {
-        super::wordpress::prepare(cfg, l, www_user)?;
+    if cfg.stack.is_app() {
+        super::apps::prepare(cfg, l, www_user)?;
     } else {
         // --no-db: db.php must not reach whatever MariaDB happens to listen on the default port.
         files.extend(render::www_files(
@@ -152,7 +152,7 @@ pub fn launch(
                 None,
             )?;
         }
-        Stack::Mariadb | Stack::Wordpress => {}
+        Stack::Mariadb | Stack::Wordpress | Stack::Gallery => {}
     }
     match cfg.web() {
         Stack::PhpPersistent => {

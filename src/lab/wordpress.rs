@@ -10,17 +10,16 @@
 //!   keeps a mark row; a dump under `<dir>/data/` reloads it when the datadir is fresh.
 use std::fs::{self, File};
 use std::os::unix::fs::{symlink, OpenOptionsExt};
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use super::mariadb;
 use super::process::DAEMON_PATH;
 use super::render::{self, render};
 use super::resolve::Resolved;
 use super::stacks::{Size, Stack};
 use super::state::{make_dir, Layout};
+use super::{apps, mariadb};
 use crate::{Error, Result};
 
 /// Where Debian installs WordPress.
@@ -130,11 +129,6 @@ pub fn url_list(base: &str, size: Size) -> String {
     o
 }
 
-/// The URL file of a running WordPress stack.
-pub fn urls_path(l: &Layout) -> PathBuf {
-    l.dir.join("urls.txt")
-}
-
 fn www_readable(path: &Path) -> Result<()> {
     if !path.exists() {
         return Err(Error::runtime(format!(
@@ -184,16 +178,6 @@ const SALT_NAMES: [&str; 8] = [
     "NONCE_SALT",
 ];
 
-/// Replaces `path` (a file, link or directory from an earlier start) by nothing.
-fn clear(path: &Path) -> Result<()> {
-    match fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => fs::remove_dir_all(path)?,
-        Ok(_) => fs::remove_file(path)?,
-        Err(_) => {}
-    }
-    Ok(())
-}
-
 /// Fills the document root; `www/` exists (web.rs made it).
 fn docroot(
     cfg: &Resolved,
@@ -211,11 +195,11 @@ fn docroot(
         let name_s = name.to_string_lossy();
         let to = l.www.join(&name);
         if name_s == "wp-admin" || name_s == "wp-includes" {
-            clear(&to)?;
+            apps::clear(&to)?;
             symlink(entry.path(), &to)?;
         } else if name_s.ends_with(".php") && name_s != "wp-config.php" {
             // Copied, not linked: PHP resolves links, and __DIR__ must be the docroot.
-            clear(&to)?;
+            apps::clear(&to)?;
             fs::copy(entry.path(), &to)?;
         }
     }
@@ -225,7 +209,7 @@ fn docroot(
         make_dir(&content.join(d), None)?;
     }
     let theme = content.join("themes").join(THEME);
-    clear(&theme)?;
+    apps::clear(&theme)?;
     symlink(src.join("wp-content/themes").join(THEME), &theme)?;
     make_dir(&content.join("uploads"), Some(www_user))?;
     let salts: Vec<String> = SALT_NAMES
@@ -346,28 +330,13 @@ fn ensure_content(l: &Layout, size: Size, keys: &[String], www_user: (u32, u32))
     let script = l.conf.join("wp-install.php");
     let vars = [("WWW", l.www.display().to_string())];
     fs::write(&script, render("install.php", INSTALL, &vars)?)?;
-    let out = Command::new("php8.2")
-        .args(["-d", "opcache.enable_cli=0", "-d", "memory_limit=256M"])
-        .arg(&script)
-        .arg(&keys[8])
-        .env_clear()
-        .env("PATH", DAEMON_PATH)
-        // As the web workers: whatever WordPress writes, they can read and write too.
-        .uid(www_user.0)
-        .gid(www_user.1)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(|e| Error::runtime(format!("cannot run php8.2: {e}")))?;
-    if !out.status.success() || !String::from_utf8_lossy(&out.stdout).contains("installed") {
-        return Err(Error::runtime(format!(
-            "lab up wordpress: wp_install() failed ({}): {} {}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout).trim(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
+    apps::php_cli(
+        "lab up wordpress: wp_install()",
+        &script,
+        &[&keys[8]],
+        www_user,
+        "installed",
+    )?;
     mariadb::run_sql(&db, &format!("USE {name};\n{}", content_sql(size)?))?;
     if !has_content(&db, size) {
         return Err(Error::runtime(
@@ -410,7 +379,7 @@ pub(super) fn prepare(cfg: &Resolved, l: &Layout, www_user: (u32, u32)) -> Resul
         ensure_content(l, size, &keys, www_user)?;
     }
     let base = format!("http://127.0.0.1:{}", cfg.port);
-    fs::write(urls_path(l), url_list(&base, size))?;
+    fs::write(apps::urls_path(l), url_list(&base, size))?;
     Ok(())
 }
 
