@@ -12,6 +12,12 @@ PACKAGES=(
     php8.2-fpm php8.2-cli php8.2-mysql php8.2-opcache
     mariadb-server mariadb-client curl iproute2 procps
 )
+# The application stacks' packages (src/lab/doctor.rs, APP_PACKAGES): wordpress (S2),
+# gallery (S4).
+APP_PACKAGES=(
+    wordpress wordpress-theme-twentytwentyone
+    php8.2-gd
+)
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "install-lab.sh: must run as root (it calls apt-get install)" >&2
@@ -36,18 +42,18 @@ cleanup() {
 trap cleanup EXIT
 
 missing=()
-for p in "${PACKAGES[@]}"; do
+for p in "${PACKAGES[@]}" "${APP_PACKAGES[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
         missing+=("$p")
     fi
 done
 
 if [ "${#missing[@]}" -eq 0 ]; then
-    echo "install-lab.sh: all ${#PACKAGES[@]} lab packages already installed"
+    echo "install-lab.sh: all $((${#PACKAGES[@]} + ${#APP_PACKAGES[@]})) lab packages already installed"
 else
     echo "install-lab.sh: installing ${missing[*]}"
     apt-get update
-    apt-get install -y --no-install-recommends "${PACKAGES[@]}"
+    apt-get install -y --no-install-recommends "${PACKAGES[@]}" "${APP_PACKAGES[@]}"
 fi
 
 # Belt and braces for machines where a service got started anyway (e.g. a policy file that

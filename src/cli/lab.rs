@@ -32,6 +32,8 @@ pub enum LabCommand {
     Status(StatusArgs),
     /// Print only a running stack's base URL, e.g. http://127.0.0.1:18081.
     Url(UrlArgs),
+    /// Print the path of a running app stack's URL file (siege's format, for `--urls`).
+    Urls(UrlArgs),
 }
 
 #[derive(Args, Debug)]
@@ -39,6 +41,9 @@ pub struct DoctorArgs {
     /// Print the install script (for `overload lab doctor --install-script | sudo bash`).
     #[arg(long)]
     pub install_script: bool,
+    /// Also require an app stack's packages (wordpress); exit 1 when they are missing.
+    #[arg(long, value_enum, value_name = "STACK")]
+    pub app: Option<Stack>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -111,6 +116,8 @@ pub struct UpArgs {
     /// Print the recorded state as JSON instead of the summary.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub app: super::lab_app_args::LabAppArgs,
 }
 
 #[derive(Args, Debug)]
@@ -153,6 +160,10 @@ pub fn run(args: LabArgs) -> Result<i32> {
             crate::outln!("{}", lab::url(a.stack, &opts)?);
             Ok(0)
         }
+        LabCommand::Urls(a) => {
+            crate::outln!("{}", lab::urls_file(a.stack, &opts)?.display());
+            Ok(0)
+        }
     }
 }
 
@@ -163,7 +174,14 @@ fn doctor_cmd(a: DoctorArgs) -> Result<i32> {
     }
     let r = doctor::check();
     crate::out!("{}", doctor::render(&r));
-    Ok(if r.ok() { 0 } else { 1 })
+    let ok = match a.app {
+        Some(app) if !app.is_app() => {
+            return Err(Error::usage(format!("--app {app}: not an app stack")))
+        }
+        Some(app) => r.app_ok(app.name()),
+        None => r.ok(),
+    };
+    Ok(if ok { 0 } else { 1 })
 }
 
 fn up_cmd(a: UpArgs, mut opts: LabOptions, explicit_prefix: bool) -> Result<i32> {
@@ -188,6 +206,8 @@ fn up_cmd(a: UpArgs, mut opts: LabOptions, explicit_prefix: bool) -> Result<i32>
             engine: a.engine,
             tls: a.tls.then_some(true),
             http2: a.http2.then_some(true),
+            web: a.app.web,
+            size: a.app.size,
         },
         port: a.port,
         db_port: a.db_port,
@@ -254,21 +274,30 @@ fn summary(info: &StackInfo, prefix_arg: &str) -> String {
         knobs_line(info)
     );
     o.push_str(&format!("  url:     {u}\n"));
-    if s.is_web() {
+    let web = info.config.web();
+    if s.is_app() {
         o.push_str(&format!(
-            "  apps:    {u}/static.html {u}/cpu.php {u}/db.php {u}/wait.php?ms=1000&jitter=250 {u}/session.php?ms=1000\n"
+            "  site:    {u}/ (URL list: overload lab urls {s}{prefix_arg})\n"
         ));
+    }
+    if s.is_web() {
+        if !s.is_app() {
+            o.push_str(&format!(
+                "  apps:    {u}/static.html {u}/cpu.php {u}/db.php {u}/wait.php?ms=1000&jitter=250 {u}/session.php?ms=1000\n"
+            ));
+        }
         let mut st = Vec::new();
-        if s.uses_fpm() {
+        if web.uses_fpm() {
             st.push(format!("{u}/fpm-status"));
         }
-        if s == Stack::PhpPersistent {
+        if web == Stack::PhpPersistent {
             st.push(format!("{u}/worker-status"));
         }
         st.push(format!("{u}/opcache.php"));
         o.push_str(&format!("  status:  {}\n", st.join(" ")));
         match info.db_port {
             Some(p) => o.push_str(&format!("  db:      mariadb on 127.0.0.1:{p}\n")),
+            None if !s.uses_db() => {}
             None => o.push_str("  db:      none (--no-db): db.php answers 503\n"),
         }
         if let Some(ca) = &info.ca_file {
@@ -290,7 +319,11 @@ fn summary(info: &StackInfo, prefix_arg: &str) -> String {
     }
     o.push_str(&format!("  pids:    {}\n", pids.join(", ")));
     o.push_str(&format!("  watch:   {watch}\n"));
-    if s.is_web() {
+    if s.is_app() {
+        o.push_str(&format!(
+            "  try:     overload sweep --urls \"$(overload lab urls {s}{prefix_arg})\" --pick random {watch}\n"
+        ));
+    } else if s.is_web() {
         o.push_str(&format!(
             "  try:     overload sweep \"$(overload lab url {s}{prefix_arg})/wait.php\" {watch}\n"
         ));

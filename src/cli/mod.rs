@@ -12,6 +12,7 @@ pub mod experiment;
 pub mod generate;
 mod hints;
 pub mod lab;
+pub mod lab_app_args;
 pub mod load_args;
 pub mod merge;
 pub mod observe_args;

@@ -20,6 +20,17 @@ pub const PACKAGES: &[&str] = &[
     "procps",
 ];
 
+/// The packages of the application stacks, apart from the core ones above: the other stacks
+/// run without them, so `lab doctor`'s exit status is about the core and `--app` asks about
+/// one app. Keep in sync with scripts/install-lab.sh (APP_PACKAGES).
+pub const APP_PACKAGES: &[(&str, &[&str])] = &[
+    (
+        "wordpress",
+        &["wordpress", "wordpress-theme-twentytwentyone"],
+    ),
+    ("gallery", &["php8.2-gd"]),
+];
+
 /// The programs and files the stacks run, with the package that brings each.
 pub const REQUIRED: &[(&str, &str)] = &[
     ("/usr/sbin/nginx", "nginx"),
@@ -56,11 +67,22 @@ pub struct Report {
     pub missing_files: Vec<String>,
     pub versions: Vec<(String, String)>,
     pub is_root: bool,
+    /// Per app stack, its packages that are not installed (empty: the app can run).
+    pub apps_missing: Vec<(String, Vec<String>)>,
 }
 
 impl Report {
     pub fn ok(&self) -> bool {
         self.missing.is_empty() && self.missing_files.is_empty()
+    }
+
+    /// Whether the core and the app stack `app` can run.
+    pub fn app_ok(&self, app: &str) -> bool {
+        self.ok()
+            && self
+                .apps_missing
+                .iter()
+                .any(|(a, missing)| a == app && missing.is_empty())
     }
 }
 
@@ -71,7 +93,7 @@ pub fn check() -> Report {
         is_root: unsafe { libc::geteuid() } == 0,
         ..Report::default()
     };
-    let installed = installed_packages();
+    let installed = installed_packages(PACKAGES);
     for p in PACKAGES {
         let present = match &installed {
             Some(set) => set.iter().any(|s| s == p),
@@ -86,6 +108,12 @@ pub fn check() -> Report {
         } else {
             r.missing.push(p.to_string());
         }
+    }
+    for (app, pkgs) in APP_PACKAGES {
+        let have = installed_packages(pkgs).unwrap_or_default();
+        let missing = pkgs.iter().filter(|p| !have.iter().any(|h| h == *p));
+        r.apps_missing
+            .push((app.to_string(), missing.map(|p| p.to_string()).collect()));
     }
     for (file, pkg) in REQUIRED {
         if !Path::new(file).exists() {
@@ -108,11 +136,11 @@ pub fn check() -> Report {
     r
 }
 
-fn installed_packages() -> Option<Vec<String>> {
+fn installed_packages(packages: &[&str]) -> Option<Vec<String>> {
     let out = Command::new("dpkg-query")
         .arg("-W")
         .arg("-f=${Package} ${db:Status-Status}\n")
-        .args(PACKAGES)
+        .args(packages)
         .output()
         .ok()?;
     // dpkg-query exits 1 when some package is unknown but still lists the others.
@@ -183,6 +211,16 @@ pub fn render(r: &Report) -> String {
     for (name, v) in &r.versions {
         s.push_str(&format!("version: {name}: {v}\n"));
     }
+    for (app, missing) in &r.apps_missing {
+        if missing.is_empty() {
+            s.push_str(&format!("app {app}: ok\n"));
+        } else {
+            s.push_str(&format!(
+                "app {app}: missing {} (the other stacks run without them)\n",
+                missing.join(" ")
+            ));
+        }
+    }
     if !r.is_root {
         s.push_str(
             "note: `overload lab up` needs root (masters run as root, workers as www-data)\n",
@@ -212,6 +250,15 @@ mod tests {
         for (_, pkg) in REQUIRED {
             assert!(PACKAGES.contains(pkg), "{pkg}");
         }
+        for (app, pkgs) in APP_PACKAGES {
+            assert!(app.parse::<super::super::Stack>().is_ok(), "{app}");
+            for p in *pkgs {
+                assert!(
+                    INSTALL_SCRIPT.split_whitespace().any(|w| w == *p),
+                    "{p} missing from scripts/install-lab.sh"
+                );
+            }
+        }
     }
 
     #[test]
@@ -232,7 +279,14 @@ mod tests {
             ..Report::default()
         };
         let t = render(&r);
+        assert!(!r.app_ok("wordpress"));
         assert!(t.contains("missing: apache2"));
+        let r = Report {
+            apps_missing: vec![("wordpress".into(), vec!["wordpress".into()])],
+            ..Report::default()
+        };
+        assert!(r.ok() && !r.app_ok("wordpress"));
+        assert!(render(&r).contains("app wordpress: missing wordpress"));
         assert!(t.contains("install-lab.sh"));
     }
 }

@@ -12,7 +12,9 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+pub mod apps;
 pub mod doctor;
+pub mod gallery;
 pub mod launch;
 pub mod mariadb;
 pub mod process;
@@ -22,10 +24,11 @@ pub mod stacks;
 pub mod state;
 pub mod tls;
 mod web;
+pub mod wordpress;
 
 pub use process::PartInfo;
 pub use resolve::{DbConfig, FpmConfig, PreforkConfig, Resolved};
-pub use stacks::{Engine, Knobs, Pm, Stack, StackSpec};
+pub use stacks::{Engine, Knobs, Pm, Size, Stack, StackSpec};
 pub use state::{Layout, StackInfo};
 
 use crate::{Error, Result};
@@ -149,7 +152,7 @@ fn make_info(
     } else {
         format!("mysql://lab:labpass@127.0.0.1:{}/lab", cfg.port)
     };
-    let mut watch: Vec<String> = stack.watch().iter().map(|w| w.to_string()).collect();
+    let mut watch: Vec<String> = cfg.web().watch().iter().map(|w| w.to_string()).collect();
     if db_port.is_some() {
         watch.push("db=mariadbd".to_string());
     }
@@ -407,4 +410,22 @@ pub fn url(stack: Stack, opts: &LabOptions) -> Result<String> {
             prefix.display()
         ))),
     }
+}
+
+/// The URL file (siege's format) of a running app stack, written by its `up`.
+pub fn urls_file(stack: Stack, opts: &LabOptions) -> Result<PathBuf> {
+    if !stack.is_app() {
+        return Err(Error::usage(format!(
+            "{stack} has no URL file (app stacks have one: wordpress, gallery)"
+        )));
+    }
+    url(stack, opts)?;
+    let path = apps::urls_path(&Layout::new(&prefix_of(opts)?, stack));
+    if !path.exists() {
+        return Err(Error::runtime(format!(
+            "{} is missing; restart the stack",
+            path.display()
+        )));
+    }
+    Ok(path)
 }

@@ -84,7 +84,8 @@ fn common_vars(l: &Layout, stack: Stack, port: u16) -> Vec<(&'static str, String
 
 /// Config files of a web stack, as (path, contents).
 pub fn stack_files(cfg: &Resolved, l: &Layout) -> Result<Vec<(PathBuf, String)>> {
-    let stack = cfg.stack;
+    // An app stack is rendered as the front that serves it.
+    let stack = cfg.web();
     let mut vars = common_vars(l, stack, cfg.port);
     vars.push((
         "KEEPALIVE_TIMEOUT",
@@ -155,8 +156,10 @@ pub fn stack_files(cfg: &Resolved, l: &Layout) -> Result<Vec<(PathBuf, String)>>
             files.push((l.conf.join("httpd.conf"), render(name, tpl, &vars)?));
             files.push((l.conf.join("mime.types"), APACHE_MIME.to_string()));
         }
-        Stack::Mariadb => {
-            return Err(Error::runtime("stack_files: mariadb has its own renderer"));
+        Stack::Mariadb | Stack::Wordpress | Stack::Gallery => {
+            return Err(Error::runtime(format!(
+                "stack_files: {stack} is not a web front"
+            )));
         }
     }
     Ok(files)

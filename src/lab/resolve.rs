@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-use super::stacks::{Engine, Knob, Knobs, Pm, Stack, StackSpec};
+use super::stacks::{Engine, Knob, Knobs, Pm, Size, Stack, StackSpec};
 use crate::{Error, Result};
 
 /// PHP-FPM pool sizing, checked against FPM's own rules so FPM never refuses it.
@@ -65,6 +65,12 @@ pub struct Resolved {
     /// HTTP/2 offered through ALPN (only with `tls`).
     #[serde(default)]
     pub http2: bool,
+    /// App stacks: the web stack serving the app.
+    #[serde(default)]
+    pub front: Option<Stack>,
+    /// App stacks: the generated content's size.
+    #[serde(default)]
+    pub size: Option<Size>,
 }
 
 /// Default pool size: lab-probe's 20, enough to show queueing on wait.php.
@@ -85,8 +91,24 @@ impl StackSpec {
     pub fn resolve(&self) -> Result<Resolved> {
         let stack = self.stack;
         let k = &self.knobs;
-        let allowed = stack.knobs();
-        if stack == Stack::ApachePrefork && k.http2 == Some(true) {
+        let front = match (stack.is_app(), k.web) {
+            (true, Some(w)) if !stack.fronts().contains(&w) => {
+                let names: Vec<&str> = stack.fronts().iter().map(|s| s.name()).collect();
+                return Err(Error::usage(format!(
+                    "--web {w}: {stack} runs on {}",
+                    names.join(", ")
+                )));
+            }
+            (true, w) => Some(w.unwrap_or(stack.fronts()[0])),
+            (false, _) => None,
+        };
+        // The stack that actually serves: an app's front, else the stack itself.
+        let web = front.unwrap_or(stack);
+        let mut allowed = stack.knobs().to_vec();
+        if web != stack {
+            allowed.extend_from_slice(web.knobs());
+        }
+        if web == Stack::ApachePrefork && k.http2 == Some(true) {
             return Err(Error::usage(
                 "--http2 does not apply to apache-prefork: mod_http2 stays inactive under mpm_prefork, which mod_php needs (apache-event-fpm speaks HTTP/2)",
             ));
@@ -109,6 +131,9 @@ impl StackSpec {
                 "--db-port and --no-db apply to web stacks, not {stack} (use --port)"
             )));
         }
+        if stack == Stack::Wordpress && self.no_db {
+            return Err(Error::usage(format!("--no-db: {stack} needs its database")));
+        }
         if self.no_db && self.db_port.is_some() {
             return Err(Error::usage("--db-port and --no-db exclude each other"));
         }
@@ -123,17 +148,17 @@ impl StackSpec {
             )));
         }
 
-        let fpm = if stack.uses_fpm() {
+        let fpm = if web.uses_fpm() {
             Some(resolve_fpm(k)?)
         } else {
             None
         };
-        let prefork = if stack == Stack::ApachePrefork {
+        let prefork = if web == Stack::ApachePrefork {
             Some(resolve_prefork(k)?)
         } else {
             None
         };
-        let workers = if stack == Stack::PhpPersistent {
+        let workers = if web == Stack::PhpPersistent {
             Some(check_count(
                 "--workers",
                 k.workers.unwrap_or(DEFAULT_PERSISTENT_WORKERS),
@@ -169,10 +194,15 @@ impl StackSpec {
             opcache: k.opcache.unwrap_or(true),
             keep_alive: k.keep_alive.unwrap_or(true),
             db,
-            use_db: stack.is_web() && !self.no_db,
+            use_db: stack.uses_db() && !self.no_db,
             db_port,
             tls,
             http2,
+            front,
+            size: stack
+                .knobs()
+                .contains(&Knob::Size)
+                .then(|| k.size.unwrap_or_default()),
         })
     }
 }
@@ -281,6 +311,11 @@ impl Resolved {
         format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
+    /// The web stack whose processes serve this one: an app's front, else the stack itself.
+    pub fn web(&self) -> Stack {
+        self.front.unwrap_or(self.stack)
+    }
+
     /// The effective knob values, for the state file and for `up`/`status` output.
     pub fn describe(&self) -> BTreeMap<String, String> {
         let mut m = BTreeMap::new();
@@ -301,6 +336,12 @@ impl Resolved {
         }
         if let Some(w) = self.workers {
             m.insert("workers".into(), w.to_string());
+        }
+        if let Some(f) = self.front {
+            m.insert("web".into(), f.name().into());
+        }
+        if let Some(s) = self.size {
+            m.insert("size".into(), s.name().into());
         }
         if let Some(d) = &self.db {
             m.insert("query-cache".into(), on_off(d.query_cache));

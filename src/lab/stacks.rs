@@ -19,17 +19,25 @@ pub enum Stack {
     NginxFpmCache,
     /// Long-lived pre-forked PHP workers speaking HTTP, nginx in front (S3).
     PhpPersistent,
+    /// Debian's WordPress with generated content, behind a front chosen by `--web` (S2).
+    Wordpress,
+    /// S4's slow image gallery (thumbnails made on request with GD), on nginx-fpm or
+    /// nginx-fpm-cache (`--web`).
+    Gallery,
     /// MariaDB with a private datadir (S1, S2).
     Mariadb,
 }
 
 impl Stack {
-    pub const ALL: [Stack; 6] = [
+    /// Web stacks first and MariaDB last: `down --all` stops them in this order.
+    pub const ALL: [Stack; 8] = [
         Stack::NginxFpm,
         Stack::ApachePrefork,
         Stack::ApacheEventFpm,
         Stack::NginxFpmCache,
         Stack::PhpPersistent,
+        Stack::Wordpress,
+        Stack::Gallery,
         Stack::Mariadb,
     ];
 
@@ -43,6 +51,12 @@ impl Stack {
             Stack::PhpPersistent => {
                 "Long-lived pre-forked PHP workers speaking HTTP, nginx in front (S3)"
             }
+            Stack::Wordpress => {
+                "Debian's WordPress with generated content, --web picks the front (S2)"
+            }
+            Stack::Gallery => {
+                "S4's slow image gallery (GD thumbnails per request), --web picks the front (S4)"
+            }
             Stack::Mariadb => "MariaDB with a private datadir (S1, S2)",
         }
     }
@@ -54,6 +68,8 @@ impl Stack {
             Stack::ApacheEventFpm => "apache-event-fpm",
             Stack::NginxFpmCache => "nginx-fpm-cache",
             Stack::PhpPersistent => "php-persistent",
+            Stack::Wordpress => "wordpress",
+            Stack::Gallery => "gallery",
             Stack::Mariadb => "mariadb",
         }
     }
@@ -66,6 +82,8 @@ impl Stack {
             Stack::ApacheEventFpm => 18083,
             Stack::NginxFpmCache => 18084,
             Stack::PhpPersistent => 18085,
+            Stack::Wordpress => 18086,
+            Stack::Gallery => 18087,
             Stack::Mariadb => 13306,
         }
     }
@@ -73,6 +91,25 @@ impl Stack {
     /// Whether the stack serves the PHP apps (and so may need MariaDB for db.php).
     pub fn is_web(self) -> bool {
         self != Stack::Mariadb
+    }
+
+    /// Whether the stack is an application served by one of the other web stacks (`--web`).
+    pub fn is_app(self) -> bool {
+        !self.fronts().is_empty()
+    }
+
+    /// The web stacks an app stack can run on, the default first; empty for the others.
+    pub fn fronts(self) -> &'static [Stack] {
+        match self {
+            Stack::Wordpress => &[Stack::NginxFpm, Stack::ApachePrefork, Stack::ApacheEventFpm],
+            Stack::Gallery => &[Stack::NginxFpm, Stack::NginxFpmCache],
+            _ => &[],
+        }
+    }
+
+    /// Whether the stack's pages use MariaDB (the gallery's do not: S4 had no database).
+    pub fn uses_db(self) -> bool {
+        self.is_web() && self != Stack::Gallery
     }
 
     /// Whether PHP runs under PHP-FPM (so the pm knobs and /fpm-status exist).
@@ -108,6 +145,9 @@ impl Stack {
                 Tls,
             ],
             Stack::PhpPersistent => &[Workers, Opcache, KeepAlive, Tls, Http2],
+            // Plus the knobs of the front it runs on (`resolve` adds them).
+            Stack::Wordpress => &[Web, Size],
+            Stack::Gallery => &[Web],
             Stack::Mariadb => &[QueryCache, Engine],
         }
     }
@@ -119,6 +159,8 @@ impl Stack {
             Stack::ApachePrefork => &["apache=apache2"],
             Stack::ApacheEventFpm => &["apache=apache2", "php=php-fpm"],
             Stack::PhpPersistent => &["php=php", "nginx=nginx"],
+            // The front's processes: `Resolved::web` names the front.
+            Stack::Wordpress | Stack::Gallery => &[],
             Stack::Mariadb => &["db=mariadbd"],
         }
     }
@@ -130,6 +172,8 @@ impl Stack {
             Stack::ApacheEventFpm => "Apache mpm_event + PHP-FPM (mod_proxy_fcgi)",
             Stack::NginxFpmCache => "nginx fastcgi_cache + PHP-FPM",
             Stack::PhpPersistent => "persistent pre-forked PHP workers behind nginx",
+            Stack::Wordpress => "Debian's WordPress",
+            Stack::Gallery => "S4's image gallery, thumbnails made with GD on every request",
             Stack::Mariadb => "MariaDB, private datadir",
         }
     }
@@ -172,6 +216,8 @@ pub enum Knob {
     Engine,
     Tls,
     Http2,
+    Web,
+    Size,
 }
 
 impl Knob {
@@ -189,6 +235,8 @@ impl Knob {
             Knob::Engine => "--engine",
             Knob::Tls => "--tls",
             Knob::Http2 => "--http2",
+            Knob::Web => "--web",
+            Knob::Size => "--size",
         }
     }
 }
@@ -242,6 +290,26 @@ impl Engine {
     }
 }
 
+/// How much content an app stack generates (S2's site scaled to 2 cores and minutes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Size {
+    #[default]
+    Small,
+    Medium,
+}
+
+impl Size {
+    pub const ALL: [Size; 2] = [Size::Small, Size::Medium];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Size::Small => "small",
+            Size::Medium => "medium",
+        }
+    }
+}
+
 /// Knob values as given; `None` means "the stack's default".
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Knobs {
@@ -259,6 +327,10 @@ pub struct Knobs {
     pub tls: Option<bool>,
     /// HTTP/2 offered through ALPN beside HTTP/1.1 (needs `tls`).
     pub http2: Option<bool>,
+    /// App stacks: the web stack serving the app (its knobs then apply too).
+    pub web: Option<Stack>,
+    /// App stacks: how much content to generate.
+    pub size: Option<Size>,
 }
 
 impl Knobs {
@@ -281,6 +353,8 @@ impl Knobs {
         add(self.engine.is_some(), Knob::Engine);
         add(self.tls.is_some(), Knob::Tls);
         add(self.http2.is_some(), Knob::Http2);
+        add(self.web.is_some(), Knob::Web);
+        add(self.size.is_some(), Knob::Size);
         v
     }
 }

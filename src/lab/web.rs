@@ -37,18 +37,22 @@ fn prepare(cfg: &Resolved, l: &Layout, www_user: (u32, u32)) -> Result<()> {
     for d in [&l.logs, &l.tmp, &l.sessions] {
         make_dir(d, Some(www_user))?;
     }
-    if cfg.stack == Stack::NginxFpmCache {
+    if cfg.web() == Stack::NginxFpmCache {
         make_dir(&l.cache, Some(www_user))?;
     }
-    if cfg.stack == Stack::PhpPersistent {
+    if cfg.web() == Stack::PhpPersistent {
         make_dir(&l.workers, Some(www_user))?;
     }
     let mut files = render::stack_files(cfg, l)?;
-    // --no-db: db.php must not reach whatever MariaDB happens to listen on the default port.
-    files.extend(render::www_files(
-        l,
-        if cfg.use_db { cfg.db_port } else { 0 },
-    )?);
+    if cfg.stack.is_app() {
+        super::apps::prepare(cfg, l, www_user)?;
+    } else {
+        // --no-db: db.php must not reach whatever MariaDB happens to listen on the default port.
+        files.extend(render::www_files(
+            l,
+            if cfg.use_db { cfg.db_port } else { 0 },
+        )?);
+    }
     for (path, text) in files {
         fs::write(&path, text)?;
     }
@@ -112,7 +116,7 @@ pub fn launch(
             (0..workers).all(|i| unix_ready(&dir.join(format!("w{i}.sock"))))
         })?;
     }
-    match cfg.stack {
+    match cfg.web() {
         Stack::NginxFpm | Stack::NginxFpmCache | Stack::PhpPersistent => {
             run.spawn(
                 "nginx",
@@ -148,14 +152,14 @@ pub fn launch(
                 None,
             )?;
         }
-        Stack::Mariadb => {}
+        Stack::Mariadb | Stack::Wordpress | Stack::Gallery => {}
     }
     // Over HTTPS the readiness checks verify the prefix's certificate: a stack that is
     // "up" serves what a run with --cacert accepts.
     let base = cfg.base_url();
     let ca = cfg.tls.then(|| TlsFiles::new(l.prefix()).ca);
     let ready = |path: &str, body: &str| http_ready(&base, ca.as_deref(), path, 200, body);
-    match cfg.stack {
+    match cfg.web() {
         Stack::PhpPersistent => {
             run.wait("nginx", || ready("/static.html", STATIC_START))?;
             run.wait("nginx → php workers", || ready("/worker-status", "{"))?;

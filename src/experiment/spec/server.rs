@@ -3,7 +3,7 @@
 use super::raw::{List, RawConfig};
 use super::{dur, err, is_name, Server};
 use crate::experiment::plan;
-use crate::lab::{Engine, Knobs, Pm, Stack, StackSpec};
+use crate::lab::{Engine, Knobs, Pm, Size, Stack, StackSpec};
 use crate::Error;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -225,10 +225,32 @@ fn knobs_of(
             "query_cache" => {
                 db.query_cache = Some(knob_bool(v).ok_or_else(|| bad("on or off"))?)
             }
+            "web" => {
+                k.web = Some(
+                    v.as_str()
+                        .and_then(|s| s.parse().ok())
+                        .ok_or_else(|| bad("a stack name"))?,
+                )
+            }
+            "size" => {
+                k.size = Some(match v.as_str() {
+                    Some("small") => Size::Small,
+                    Some("medium") => Size::Medium,
+                    _ => return Err(bad("one of small, medium")),
+                })
+            }
             "workers" | "max_children" | "start_servers" | "min_spare" | "max_spare" => {
                 let n = knob_count(v).ok_or_else(|| bad("a whole number"))?;
+                // An app stack's workers are its front's (`web`, else its default front).
+                let serves = match (stack.fronts().first(), values.get("web")) {
+                    (None, _) => stack,
+                    (Some(first), w) => w
+                        .and_then(|w| w.as_str())
+                        .and_then(|w| w.parse().ok())
+                        .unwrap_or(*first),
+                };
                 let slot = match name.as_str() {
-                    "workers" if stack.uses_fpm() => {
+                    "workers" if serves.uses_fpm() => {
                         if values.contains_key("max_children") {
                             return Err(err(
                                 file,
@@ -250,7 +272,7 @@ fn knobs_of(
                 return Err(err(
                     file,
                     &key,
-                    format!("unknown knob '{other}' (knobs: pm, workers, max_children, start_servers, min_spare, max_spare, opcache, keep_alive, tls, http2, query_cache, engine)"),
+                    format!("unknown knob '{other}' (knobs: pm, workers, max_children, start_servers, min_spare, max_spare, opcache, keep_alive, tls, http2, query_cache, engine, web, size)"),
                 ))
             }
         }

@@ -1,0 +1,268 @@
+//! The lab's application stacks (issue 17): Debian's WordPress served by each front, with
+//! generated content that is made once per prefix and reloaded from its dump.
+//!
+//! They need root, the lab packages and the app's own packages (scripts/install-lab.sh);
+//! where any is missing they show as ignored with the reason (tests/common/harness.rs).
+mod common;
+use std::path::PathBuf;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use common::harness::{self, Need::*};
+use common::{bin, free_port, output_within};
+use libtest_mimic::{Completion, Trial};
+use overload::lab::launch::get_local;
+use overload::lab::{mariadb, process, StackInfo};
+
+fn main() {
+    harness::main(vec![
+        app_trial(
+            "wordpress_serves_generated_posts_on_each_front_and_goes_down",
+            "wordpress",
+            wordpress_serves_generated_posts_on_each_front_and_goes_down,
+        ),
+        app_trial(
+            "gallery_makes_thumbnails_per_request_and_the_cache_front_serves_hits",
+            "gallery",
+            gallery_makes_thumbnails_per_request_and_the_cache_front_serves_hits,
+        ),
+    ])
+}
+
+/// A trial that needs root, the core lab packages and `app`'s packages.
+fn app_trial(name: &str, app: &'static str, test: fn()) -> Trial {
+    Trial::ignorable_test(name, move || {
+        if let Some(why) = [Root, LabPackages].iter().find_map(|n| n.missing()) {
+            return Ok(Completion::ignored_with(why));
+        }
+        let doctor = bin().args(["lab", "doctor", "--app", app]).output();
+        if !doctor.is_ok_and(|o| o.status.success()) {
+            return Ok(Completion::ignored_with(format!(
+                "{app}'s packages are missing (sudo bash scripts/install-lab.sh)"
+            )));
+        }
+        test();
+        Ok(Completion::Completed)
+    })
+}
+
+/// A private prefix, brought down and removed on drop (even after a failed assertion).
+struct Lab {
+    prefix: PathBuf,
+    db_port: u16,
+}
+
+impl Lab {
+    fn new(name: &str) -> Lab {
+        // Not a tempfile folder (mode 0700): the workers run as www-data.
+        let prefix = PathBuf::from(format!("/tmp/ol-apps-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&prefix);
+        Lab {
+            prefix,
+            db_port: free_port(),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        output_within(
+            bin()
+                .arg("lab")
+                .args(args)
+                .arg("--prefix")
+                .arg(&self.prefix),
+            Duration::from_secs(180),
+        )
+    }
+
+    /// `lab up STACK --json` with `args`; the state and what it said on stderr.
+    fn up(&self, stack: &str, port: u16, args: &[&str]) -> (StackInfo, String) {
+        let (port, db_port) = (port.to_string(), self.db_port.to_string());
+        let mut all = vec![
+            "up",
+            stack,
+            "--json",
+            "--port",
+            &port,
+            "--db-port",
+            &db_port,
+        ];
+        all.extend(args);
+        let t0 = Instant::now();
+        let out = self.run(&all);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "lab {all:?} failed: {err}");
+        println!("{all:?}: {:.1}s\n{err}", t0.elapsed().as_secs_f64());
+        (serde_json::from_slice(&out.stdout).unwrap(), err)
+    }
+
+    fn questions(&self) -> u64 {
+        let out = mariadb::query(&self.prefix, "SHOW GLOBAL STATUS LIKE 'Questions'").unwrap();
+        out.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = self.run(&["down", "--all"]);
+        let _ = std::fs::remove_dir_all(&self.prefix);
+    }
+}
+
+fn get(port: u16, path: &str) -> (u16, String) {
+    let r = get_full(port, path);
+    (r.status, r.text())
+}
+
+fn get_full(port: u16, path: &str) -> overload::http_get::Response {
+    get_local(port, path, &[], Duration::from_secs(30), 16 << 20)
+        .unwrap_or_else(|e| panic!("GET {path} on {port}: {e}"))
+}
+
+/// The front page, a post with its comments, a 404 and the URL file, on one front.
+fn check_site(port: u16) {
+    let (status, front) = get(port, "/");
+    assert_eq!(status, 200, "{front}");
+    assert!(
+        front.contains("<meta name=\"generator\" content=\"WordPress 6."),
+        "no generator tag: {front}"
+    );
+    // The newest generated post (n = 1,000 of the small size) heads the front page.
+    assert!(front.contains("Notes on queues, part 1000"), "{front}");
+    let (status, missing) = get(port, "/?p=999999999");
+    assert_eq!(status, 404, "{missing}");
+}
+
+fn wordpress_serves_generated_posts_on_each_front_and_goes_down() {
+    let lab = Lab::new("wp");
+    let port = free_port();
+    let (info, err) = lab.up("wordpress", port, &[]);
+    assert_eq!(info.knobs["web"], "nginx-fpm");
+    assert_eq!(info.knobs["size"], "small");
+    assert!(err.contains("generating the small content"), "{err}");
+    check_site(port);
+
+    // A post page runs its queries: post 1 (ID 101) and its ten comments come from MariaDB.
+    let before = lab.questions();
+    let (status, post) = get(port, "/?p=101");
+    let asked = lab.questions() - before;
+    assert_eq!(status, 200, "{post}");
+    assert!(post.contains("Notes on latency, part 1<"), "{post}");
+    assert!(post.contains("Comment 1000:"), "{post}");
+    assert!(
+        asked >= 10,
+        "the post page asked MariaDB only {asked} questions"
+    );
+
+    // The URL file: every line a URL of this site, posts, archives, search and a 404.
+    let out = lab.run(&["urls", "wordpress"]);
+    assert!(out.status.success());
+    let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let urls = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = urls.lines().filter(|l| !l.starts_with('#')).collect();
+    assert!(lines.len() >= 50, "{urls}");
+    let base = format!("http://127.0.0.1:{port}/");
+    assert!(lines.iter().all(|l| l.starts_with(&base)), "{urls}");
+    for kind in ["?p=", "?cat=", "?m=", "?author=", "?s=", "?p=999999999"] {
+        assert!(urls.contains(kind), "no {kind} in {urls}");
+    }
+
+    // The other fronts reuse the content (no second generation).
+    // Each with its own knob for the pool: the front's knobs apply to the app.
+    for (web, pool) in [
+        ("apache-prefork", "--workers"),
+        ("apache-event-fpm", "--max-children"),
+    ] {
+        let (info, err) = lab.up("wordpress", port, &["--web", web, pool, "4"]);
+        assert_eq!(info.knobs["web"], web);
+        assert_eq!(info.knobs[&pool[2..]], "4");
+        assert!(!err.contains("generating"), "{web}: {err}");
+        check_site(port);
+    }
+
+    // A fresh datadir reloads the dump instead of generating again.
+    let infos = down_all_and_check(&lab);
+    assert!(infos.iter().any(|i| i.stack.name() == "mariadb"));
+    std::fs::remove_dir_all(lab.prefix.join("mariadb/data")).unwrap();
+    let (_, err) = lab.up("wordpress", port, &[]);
+    assert!(err.contains("loading the small content"), "{err}");
+    assert!(!err.contains("generating"), "{err}");
+    check_site(port);
+    down_all_and_check(&lab);
+}
+
+/// The number of thumbnails a gallery page embeds.
+fn thumbnails(page: &str) -> usize {
+    page.matches("<img src=\"data:image/jpeg;base64,").count()
+}
+
+fn gallery_makes_thumbnails_per_request_and_the_cache_front_serves_hits() {
+    let lab = Lab::new("gal");
+    let port = free_port();
+    let (info, err) = lab.up("gallery", port, &["--max-children", "2"]);
+    assert_eq!(info.knobs["web"], "nginx-fpm");
+    assert!(info.db_port.is_none(), "the gallery runs without MariaDB");
+    assert!(err.contains("making the album"), "{err}");
+    // Every request makes its thumbnails: the page says so, and it is never cached.
+    let (status, page) = get(port, "/?page=2");
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(thumbnails(&page), 6, "{page}");
+    assert!(
+        page.contains("img006.jpg") && page.contains("img011.jpg"),
+        "{page}"
+    );
+    let (status, missing) = get(port, "/?page=7");
+    assert_eq!(status, 404, "{missing}");
+
+    // Behind fastcgi_cache: a MISS, then a HIT with the very same page (its timing line
+    // included) until `?nocache=1` bypasses it. The album is kept from the first start.
+    let (info, err) = lab.up("gallery", port, &["--web", "nginx-fpm-cache"]);
+    assert_eq!(info.knobs["web"], "nginx-fpm-cache");
+    assert!(!err.contains("making the album"), "{err}");
+    let first = get_full(port, "/?page=1");
+    assert_eq!(first.header("x-cache"), Some("MISS"));
+    let second = get_full(port, "/?page=1");
+    assert_eq!(second.header("x-cache"), Some("HIT"));
+    assert_eq!(first.text(), second.text());
+    assert_eq!(thumbnails(&second.text()), 6);
+    let fresh = get_full(port, "/?page=1&nocache=1");
+    assert_eq!(fresh.header("x-cache"), Some("BYPASS"));
+    let (status, last) = get(port, "/?page=6");
+    assert_eq!((status, thumbnails(&last)), (200, 6));
+    down_all_and_check(&lab);
+}
+
+/// `lab down --all`, then nothing of what was recorded runs or listens.
+fn down_all_and_check(lab: &Lab) -> Vec<StackInfo> {
+    let out = lab.run(&["status", "--json"]);
+    let all: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let infos: Vec<StackInfo> = all
+        .iter()
+        .map(|v| serde_json::from_value(v["info"].clone()).unwrap())
+        .collect();
+    assert!(!infos.is_empty());
+    let out = lab.run(&["down", "--all"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for info in &infos {
+        for p in &info.parts {
+            assert!(
+                !process::is_alive(p),
+                "{} {} still runs",
+                info.stack,
+                p.name
+            );
+            let left = process::group_members(p);
+            assert!(left.is_empty(), "{} {}: {left:?} left", info.stack, p.name);
+        }
+        assert!(
+            !process::listening(info.port),
+            "{} port {} listens",
+            info.stack,
+            info.port
+        );
+    }
+    infos
+}
