@@ -91,6 +91,10 @@ pub struct UpArgs {
     /// apache-prefork: MaxRequestWorkers [default: 20]; php-persistent: worker processes [default: 4].
     #[arg(long, value_name = "N", alias = "max-request-workers")]
     pub workers: Option<u32>,
+    /// The front server's listen backlog, its accept queue's limit (web stacks; capped by
+    /// net.core.somaxconn) [default: 511].
+    #[arg(long, value_name = "N")]
+    pub backlog: Option<u32>,
     /// MariaDB query cache (mariadb) [default: off].
     #[arg(long, value_enum, value_name = "on|off")]
     pub query_cache: Option<OnOff>,
@@ -178,6 +182,7 @@ fn up_cmd(a: UpArgs, mut opts: LabOptions, explicit_prefix: bool) -> Result<i32>
             workers: a.workers,
             query_cache: a.query_cache.map(bool::from),
             engine: a.engine,
+            backlog: a.backlog,
         },
         port: a.port,
         db_port: a.db_port,
@@ -231,12 +236,19 @@ fn summary(info: &StackInfo, prefix_arg: &str) -> String {
         .iter()
         .map(|p| format!("{} {}", p.name, p.pid))
         .collect();
-    let watch = info
+    let mut watch = info
         .watch
         .iter()
         .map(|w| format!("--watch {w}"))
         .collect::<Vec<_>>()
         .join(" ");
+    // The worker pool's status pages, for the bottleneck verdict.
+    if s.uses_fpm() {
+        watch.push_str(&format!(" --fpm-status {u}/fpm-status"));
+    }
+    if s.has_mod_status() {
+        watch.push_str(&format!(" --apache-status {u}/server-status"));
+    }
     let mut o = format!(
         "{s} is up in {:.2}s ({}): {}\n",
         info.startup_secs,
@@ -254,6 +266,9 @@ fn summary(info: &StackInfo, prefix_arg: &str) -> String {
         }
         if s == Stack::PhpPersistent {
             st.push(format!("{u}/worker-status"));
+        }
+        if s.has_mod_status() {
+            st.push(format!("{u}/server-status"));
         }
         st.push(format!("{u}/opcache.php"));
         o.push_str(&format!("  status:  {}\n", st.join(" ")));

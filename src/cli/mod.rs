@@ -7,6 +7,7 @@ pub mod agent;
 pub mod capacity;
 pub mod compare;
 pub mod demo;
+pub mod diagnose_args;
 pub mod experiment;
 pub mod generate;
 mod hints;

@@ -96,6 +96,7 @@ pub fn stack_files(cfg: &Resolved, l: &Layout) -> Result<Vec<(PathBuf, String)>>
         if cfg.opcache { "On" } else { "Off" }.to_string(),
     ));
     vars.push(("CACHE_VALID", "60s".to_string()));
+    vars.push(("BACKLOG", cfg.backlog.to_string()));
     let mut files = Vec::new();
     if let Some(f) = &cfg.fpm {
         let extra = match f.pm {

@@ -59,6 +59,16 @@ pub struct Resolved {
     /// For web stacks: use (or start) MariaDB, and on which port if it must be started.
     pub use_db: bool,
     pub db_port: u16,
+    /// The front server's listen backlog (web stacks).
+    #[serde(default = "default_backlog")]
+    pub backlog: u32,
+}
+
+/// The templates' backlog before the knob existed: nginx's and Apache's usual 511.
+pub const DEFAULT_BACKLOG: u32 = 511;
+
+fn default_backlog() -> u32 {
+    DEFAULT_BACKLOG
 }
 
 /// Default pool size: lab-probe's 20, enough to show queueing on wait.php.
@@ -148,6 +158,7 @@ impl StackSpec {
             db,
             use_db: stack.is_web() && !self.no_db,
             db_port,
+            backlog: check_count("--backlog", k.backlog.unwrap_or(DEFAULT_BACKLOG), 65_535)?,
         })
     }
 }
@@ -277,6 +288,7 @@ impl Resolved {
         } else {
             m.insert("opcache".into(), on_off(self.opcache));
             m.insert("keep-alive".into(), on_off(self.keep_alive));
+            m.insert("backlog".into(), self.backlog.to_string());
         }
         m
     }

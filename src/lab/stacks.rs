@@ -83,6 +83,11 @@ impl Stack {
         )
     }
 
+    /// Whether Apache fronts it (so /server-status, mod_status, exists).
+    pub fn has_mod_status(self) -> bool {
+        matches!(self, Stack::ApachePrefork | Stack::ApacheEventFpm)
+    }
+
     pub fn knobs(self) -> &'static [Knob] {
         use Knob::*;
         match self {
@@ -94,6 +99,7 @@ impl Stack {
                 MaxSpare,
                 Opcache,
                 KeepAlive,
+                Backlog,
             ],
             Stack::ApachePrefork => &[
                 Workers,
@@ -102,8 +108,9 @@ impl Stack {
                 MaxSpare,
                 Opcache,
                 KeepAlive,
+                Backlog,
             ],
-            Stack::PhpPersistent => &[Workers, Opcache, KeepAlive],
+            Stack::PhpPersistent => &[Workers, Opcache, KeepAlive, Backlog],
             Stack::Mariadb => &[QueryCache, Engine],
         }
     }
@@ -166,6 +173,7 @@ pub enum Knob {
     Workers,
     QueryCache,
     Engine,
+    Backlog,
 }
 
 impl Knob {
@@ -181,6 +189,7 @@ impl Knob {
             Knob::Workers => "--workers",
             Knob::QueryCache => "--query-cache",
             Knob::Engine => "--engine",
+            Knob::Backlog => "--backlog",
         }
     }
 }
@@ -247,6 +256,8 @@ pub struct Knobs {
     pub workers: Option<u32>,
     pub query_cache: Option<bool>,
     pub engine: Option<Engine>,
+    /// The front server's listen backlog (its accept queue's limit, capped by somaxconn).
+    pub backlog: Option<u32>,
 }
 
 impl Knobs {
@@ -267,6 +278,7 @@ impl Knobs {
         add(self.workers.is_some(), Knob::Workers);
         add(self.query_cache.is_some(), Knob::QueryCache);
         add(self.engine.is_some(), Knob::Engine);
+        add(self.backlog.is_some(), Knob::Backlog);
         v
     }
 }

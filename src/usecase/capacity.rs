@@ -198,6 +198,12 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
         "connections": cfg.open.connections, "segment": cfg.segment.record(),
     });
     let observe_cfg = cfg.observe.to_config(base.addrs[0].port())?;
+    let link_bps = observe_cfg.link_bps;
+    let mut config = config;
+    if let Some(l) = link_bps {
+        // Kept for the verdict of `overload report` (the network against the link).
+        config["link_speed_bps"] = l.into();
+    }
     let out = &cfg.output;
     let mut writer = results::open(
         out.out.as_deref(),
@@ -245,7 +251,8 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
     let done = stepper.finish(&result, |(_, r)| r.clone())?;
     let (search, _) = result?;
     let elapsed = started.elapsed();
-    let analysis = analysis::analyze("open", &by_load(&done.steps), Some(&slo));
+    let cx = analysis::bottleneck::Context { link_bps };
+    let analysis = analysis::analyze_with("open", &by_load(&done.steps), Some(&slo), cx);
     let report = results::write_report(&dir)?;
     Ok(CapacityOutcome {
         dir,

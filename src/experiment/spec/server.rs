@@ -223,6 +223,7 @@ fn knobs_of(
             "query_cache" => {
                 db.query_cache = Some(knob_bool(v).ok_or_else(|| bad("on or off"))?)
             }
+            "backlog" => k.backlog = Some(knob_count(v).ok_or_else(|| bad("a whole number"))?),
             "workers" | "max_children" | "start_servers" | "min_spare" | "max_spare" => {
                 let n = knob_count(v).ok_or_else(|| bad("a whole number"))?;
                 let slot = match name.as_str() {
@@ -248,7 +249,7 @@ fn knobs_of(
                 return Err(err(
                     file,
                     &key,
-                    format!("unknown knob '{other}' (knobs: pm, workers, max_children, start_servers, min_spare, max_spare, opcache, keep_alive, query_cache, engine)"),
+                    format!("unknown knob '{other}' (knobs: pm, workers, max_children, start_servers, min_spare, max_spare, opcache, keep_alive, backlog, query_cache, engine)"),
                 ))
             }
         }
