@@ -62,6 +62,9 @@ pub fn prefork_x8_on_wait_is_the_worker_pool() {
             "0s",
             "--past-saturation",
             "0",
+            // Without keep-alive: a kept-alive connection holds its prefork worker, and the
+            // users beyond 8 would wait unmeasured in the accept queue.
+            "--no-keep-alive",
             // The status page waits for a worker like any request: 1 s to get one.
             "--sample-every",
             "2s",
@@ -170,7 +173,15 @@ pub fn locked_myisam_table_is_the_database() {
     let lab = Lab::new("knee-db");
     // The web stack uses the running MariaDB (its port).
     let db = lab.up("mariadb", &["--engine", "myisam"]);
-    let info = lab.up("nginx-fpm", &[]);
+    let port = super::free_port().to_string();
+    let out = lab.run(&["up", "nginx-fpm", "--json", "--port", &port]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let info: overload::lab::StackInfo = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(info.db_port, Some(db.port));
     let base = format!("http://127.0.0.1:{}", info.port);
     let pw = lab.prefix.join("db-password");
     write_private(&pw, "labpass\n");
