@@ -9,6 +9,8 @@
 //! the cache HIT) need a quiet machine. The study files, which only check that each runs to
 //! its end, run one after another beside them.
 mod common;
+#[path = "diagnose_lab/mod.rs"]
+mod lab_knee;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -78,6 +80,27 @@ fn main() {
             "prefork_with_8_workers_saturates_near_8_per_second",
             LAB,
             prefork_with_8_workers_saturates_near_8_per_second,
+        ),
+        // The bottleneck verdict on real stacks (issue 14): tests/diagnose_lab/mod.rs.
+        harness::trial(
+            "knee_prefork_x8_on_wait_is_the_worker_pool",
+            LAB,
+            lab_knee::prefork_x8_on_wait_is_the_worker_pool,
+        ),
+        harness::trial(
+            "knee_fpm_on_cpu_php_is_the_cpu",
+            LAB,
+            lab_knee::fpm_on_cpu_php_is_the_cpu,
+        ),
+        harness::trial(
+            "knee_backlog_8_under_a_burst_is_the_accept_queue",
+            LAB,
+            lab_knee::backlog_8_under_a_burst_is_the_accept_queue,
+        ),
+        harness::trial(
+            "knee_locked_myisam_table_is_the_database",
+            LAB,
+            lab_knee::locked_myisam_table_is_the_database,
         ),
     ])
 }

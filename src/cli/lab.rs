@@ -96,6 +96,10 @@ pub struct UpArgs {
     /// apache-prefork: MaxRequestWorkers [default: 20]; php-persistent: worker processes [default: 4].
     #[arg(long, value_name = "N", alias = "max-request-workers")]
     pub workers: Option<u32>,
+    /// The front server's listen backlog, its accept queue's limit (web stacks; capped by
+    /// net.core.somaxconn) [default: 511].
+    #[arg(long, value_name = "N")]
+    pub backlog: Option<u32>,
     /// MariaDB query cache (mariadb) [default: off].
     #[arg(long, value_enum, value_name = "on|off")]
     pub query_cache: Option<OnOff>,
@@ -208,6 +212,7 @@ fn up_cmd(a: UpArgs, mut opts: LabOptions, explicit_prefix: bool) -> Result<i32>
             http2: a.http2.then_some(true),
             web: a.app.web,
             size: a.app.size,
+            backlog: a.backlog,
         },
         port: a.port,
         db_port: a.db_port,
@@ -261,12 +266,19 @@ fn summary(info: &StackInfo, prefix_arg: &str) -> String {
         .iter()
         .map(|p| format!("{} {}", p.name, p.pid))
         .collect();
-    let watch = info
+    let mut watch = info
         .watch
         .iter()
         .map(|w| format!("--watch {w}"))
         .collect::<Vec<_>>()
         .join(" ");
+    // The worker pool's status pages, for the bottleneck verdict.
+    if s.uses_fpm() {
+        watch.push_str(&format!(" --fpm-status {u}/fpm-status"));
+    }
+    if s.has_mod_status() {
+        watch.push_str(&format!(" --apache-status {u}/server-status"));
+    }
     let mut o = format!(
         "{s} is up in {:.2}s ({}): {}\n",
         info.startup_secs,
@@ -292,6 +304,9 @@ fn summary(info: &StackInfo, prefix_arg: &str) -> String {
         }
         if web == Stack::PhpPersistent {
             st.push(format!("{u}/worker-status"));
+        }
+        if s.has_mod_status() {
+            st.push(format!("{u}/server-status"));
         }
         st.push(format!("{u}/opcache.php"));
         o.push_str(&format!("  status:  {}\n", st.join(" ")));

@@ -8,6 +8,7 @@ pub mod audit;
 pub mod capacity;
 pub mod compare;
 pub mod demo;
+pub mod diagnose_args;
 pub mod experiment;
 pub mod generate;
 mod hints;

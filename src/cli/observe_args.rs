@@ -28,6 +28,8 @@ pub struct ObserveFlags {
     /// TCP port to watch on this host [default: the target URL's port].
     #[arg(long, value_name = "PORT")]
     pub observe_port: Option<String>,
+    #[command(flatten)]
+    pub diagnose: super::diagnose_args::DiagnoseFlags,
 }
 
 #[cfg(test)]
@@ -46,6 +48,10 @@ impl From<ObserveFlags> for ObserveArgs {
             agent: f.agent,
             agent_token_file: f.agent_token_file,
             observe_port: f.observe_port,
+            apache_status: f.diagnose.apache_status,
+            mysql: f.diagnose.mysql,
+            mysql_password_file: f.diagnose.mysql_password_file,
+            link_speed: f.diagnose.link_speed,
         }
     }
 }

@@ -127,6 +127,10 @@ fn sweep_configs_parse_back_from_their_display() {
             agent: vec!["db=http://127.0.0.1:9090".into()],
             agent_token_file: Some(PathBuf::from("/tmp/token")),
             observe_port: Some("8081".into()),
+            apache_status: vec!["http://127.0.0.1:1/server-status".into()],
+            mysql: Some("ro@127.0.0.1:3306".into()),
+            mysql_password_file: None,
+            link_speed: Some("1gbit".into()),
         },
         output: Output {
             out: Some(PathBuf::from("runs/x y")),

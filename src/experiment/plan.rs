@@ -290,14 +290,19 @@ fn open_config(c: &Config) -> OpenLoopConfig {
 
 fn observe_args(c: &Config, base: &str) -> ObserveArgs {
     let mut fpm_status = Vec::new();
+    let mut apache_status = Vec::new();
     if let Server::Lab { spec, .. } = &c.server {
         if c.observe.fpm_status && spec.stack.uses_fpm() {
             fpm_status.push(format!("{base}/fpm-status"));
+        }
+        if c.observe.fpm_status && spec.stack.has_mod_status() {
+            apache_status.push(format!("{base}/server-status"));
         }
     }
     ObserveArgs {
         watch: watch(c),
         fpm_status,
+        apache_status,
         sample_every: crate::usecase::command::dur(c.observe.sample_every),
         ..ObserveArgs::default()
     }

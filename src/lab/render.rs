@@ -101,6 +101,7 @@ pub fn stack_files(cfg: &Resolved, l: &Layout) -> Result<Vec<(PathBuf, String)>>
     ));
     vars.push(("CACHE_VALID", "60s".to_string()));
     vars.extend(tls_vars(cfg, l));
+    vars.push(("BACKLOG", cfg.backlog.to_string()));
     let mut files = Vec::new();
     if let Some(f) = &cfg.fpm {
         let extra = match f.pm {

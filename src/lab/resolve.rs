@@ -71,6 +71,16 @@ pub struct Resolved {
     /// App stacks: the generated content's size.
     #[serde(default)]
     pub size: Option<Size>,
+    /// The front server's listen backlog (web stacks).
+    #[serde(default = "default_backlog")]
+    pub backlog: u32,
+}
+
+/// The templates' backlog before the knob existed: nginx's and Apache's usual 511.
+pub const DEFAULT_BACKLOG: u32 = 511;
+
+fn default_backlog() -> u32 {
+    DEFAULT_BACKLOG
 }
 
 /// Default pool size: lab-probe's 20, enough to show queueing on wait.php.
@@ -203,6 +213,7 @@ impl StackSpec {
                 .knobs()
                 .contains(&Knob::Size)
                 .then(|| k.size.unwrap_or_default()),
+            backlog: check_count("--backlog", k.backlog.unwrap_or(DEFAULT_BACKLOG), 65_535)?,
         })
     }
 }
@@ -354,6 +365,7 @@ impl Resolved {
                 m.insert("tls".into(), on_off(true));
                 m.insert("http2".into(), on_off(self.http2));
             }
+            m.insert("backlog".into(), self.backlog.to_string());
         }
         m
     }

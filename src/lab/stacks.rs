@@ -120,6 +120,11 @@ impl Stack {
         )
     }
 
+    /// Whether Apache fronts it (so /server-status, mod_status, exists).
+    pub fn has_mod_status(self) -> bool {
+        matches!(self, Stack::ApachePrefork | Stack::ApacheEventFpm)
+    }
+
     pub fn knobs(self) -> &'static [Knob] {
         use Knob::*;
         match self {
@@ -133,6 +138,7 @@ impl Stack {
                 KeepAlive,
                 Tls,
                 Http2,
+                Backlog,
             ],
             // --http2 is refused with its own reason in resolve (mod_http2 and prefork).
             Stack::ApachePrefork => &[
@@ -143,8 +149,9 @@ impl Stack {
                 Opcache,
                 KeepAlive,
                 Tls,
+                Backlog,
             ],
-            Stack::PhpPersistent => &[Workers, Opcache, KeepAlive, Tls, Http2],
+            Stack::PhpPersistent => &[Workers, Opcache, KeepAlive, Tls, Http2, Backlog],
             // Plus the knobs of the front it runs on (`resolve` adds them).
             Stack::Wordpress => &[Web, Size],
             Stack::Gallery => &[Web],
@@ -218,6 +225,7 @@ pub enum Knob {
     Http2,
     Web,
     Size,
+    Backlog,
 }
 
 impl Knob {
@@ -237,6 +245,7 @@ impl Knob {
             Knob::Http2 => "--http2",
             Knob::Web => "--web",
             Knob::Size => "--size",
+            Knob::Backlog => "--backlog",
         }
     }
 }
@@ -331,6 +340,8 @@ pub struct Knobs {
     pub web: Option<Stack>,
     /// App stacks: how much content to generate.
     pub size: Option<Size>,
+    /// The front server's listen backlog (its accept queue's limit, capped by somaxconn).
+    pub backlog: Option<u32>,
 }
 
 impl Knobs {
@@ -355,6 +366,7 @@ impl Knobs {
         add(self.http2.is_some(), Knob::Http2);
         add(self.web.is_some(), Knob::Web);
         add(self.size.is_some(), Knob::Size);
+        add(self.backlog.is_some(), Knob::Backlog);
         v
     }
 }

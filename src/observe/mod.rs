@@ -77,6 +77,8 @@ pub struct ObserveConfig {
     pub apache: Vec<ApacheSource>,
     /// MariaDB/MySQL servers (`SHOW GLOBAL STATUS`), queried from this host's sampler.
     pub mysql: Vec<MysqlConfig>,
+    /// The link's speed, bits/s (`--link-speed`): not sampled, handed to the verdict.
+    pub link_bps: Option<f64>,
 }
 
 impl Default for ObserveConfig {
@@ -92,6 +94,7 @@ impl Default for ObserveConfig {
             max_samples: 3 * 86_400,
             apache: Vec::new(),
             mysql: Vec::new(),
+            link_bps: None,
         }
     }
 }

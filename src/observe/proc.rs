@@ -107,12 +107,15 @@ pub fn parse_loadavg(text: &str) -> Option<LoadAvg> {
 pub struct MemInfo {
     pub total: u64,
     pub available: u64,
+    /// SwapTotal − SwapFree.
+    pub swap_used: u64,
 }
 
 pub fn parse_meminfo(text: &str) -> Option<MemInfo> {
     let mut total = None;
     let mut available = None;
     let mut free = 0;
+    let (mut swap_total, mut swap_free) = (0, 0);
     for line in text.lines() {
         let Some((k, v)) = line.split_once(':') else {
             continue;
@@ -125,6 +128,8 @@ pub fn parse_meminfo(text: &str) -> Option<MemInfo> {
             "MemTotal" => total = kb,
             "MemAvailable" => available = kb,
             "MemFree" => free = kb.unwrap_or(0),
+            "SwapTotal" => swap_total = kb.unwrap_or(0),
+            "SwapFree" => swap_free = kb.unwrap_or(0),
             _ => {}
         }
     }
@@ -132,6 +137,7 @@ pub fn parse_meminfo(text: &str) -> Option<MemInfo> {
     Some(MemInfo {
         total: total? * 1024,
         available: available.unwrap_or(free) * 1024,
+        swap_used: swap_total.saturating_sub(swap_free) * 1024,
     })
 }
 
@@ -268,10 +274,11 @@ mod tests {
     fn meminfo() {
         let m = parse_meminfo(
             "MemTotal:       24682416 kB\nMemFree:        21369400 kB\n\
-             MemAvailable:   23658252 kB\nBuffers: 1 kB\n",
+             MemAvailable:   23658252 kB\nBuffers: 1 kB\nSwapTotal: 100 kB\nSwapFree: 60 kB\n",
         )
         .unwrap();
         assert_eq!(m.total, 24682416 * 1024);
+        assert_eq!(m.swap_used, 40 * 1024);
         assert_eq!(m.available, 23658252 * 1024);
         let old = parse_meminfo("MemTotal: 100 kB\nMemFree: 40 kB\n").unwrap();
         assert_eq!(old.available, 40 * 1024);

@@ -66,6 +66,8 @@ pub struct HostSample {
     pub mem_used_bytes: u64,
     pub mem_available_bytes: u64,
     pub ctx_switches_per_s: f64,
+    /// SwapTotal − SwapFree.
+    pub swap_used_bytes: u64,
 }
 
 /// A `--watch NAME=...` process group.

@@ -160,6 +160,7 @@ impl Sampler {
             } else {
                 0.0
             },
+            swap_used_bytes: mem.swap_used,
         })
     }
 

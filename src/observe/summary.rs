@@ -112,6 +112,7 @@ pub struct HostObservation {
     pub mem_used_bytes: Stat,
     pub mem_available_bytes: Stat,
     pub ctx_switches_per_s: Stat,
+    pub swap_used_bytes: Stat,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -231,7 +232,7 @@ fn source(name: &str, samples: &[&Sample]) -> SourceObservation {
 }
 
 fn host(samples: &[&Sample]) -> Option<HostObservation> {
-    let mut a = [Acc::default(); 10];
+    let mut a = [Acc::default(); 11];
     let mut cores = 0;
     let mut total = 0;
     for h in samples.iter().filter_map(|s| s.host.as_ref()) {
@@ -248,6 +249,7 @@ fn host(samples: &[&Sample]) -> Option<HostObservation> {
             h.mem_used_bytes as f64,
             h.mem_available_bytes as f64,
             h.ctx_switches_per_s,
+            h.swap_used_bytes as f64,
         ];
         for (acc, x) in a.iter_mut().zip(v) {
             acc.add(x);
@@ -266,6 +268,7 @@ fn host(samples: &[&Sample]) -> Option<HostObservation> {
         mem_used_bytes: a[7].stat(),
         mem_available_bytes: a[8].stat(),
         ctx_switches_per_s: a[9].stat(),
+        swap_used_bytes: a[10].stat(),
     })
 }
 

@@ -318,6 +318,7 @@ pub fn table(runs: &[RunReport], names: &[String]) -> String {
         return String::new();
     }
     let mut o = align(&summary_rows(runs, names));
+    o.push_str(&super::bottleneck::compare_lines(runs, names));
     let loads = common_loads(runs);
     o.push('\n');
     if loads.is_empty() {
@@ -507,6 +508,8 @@ pub fn html(runs: &[RunReport], names: &[String]) -> String {
     if !runs.is_empty() {
         o.push_str("<h2>Runs</h2>\n");
         html_table(&mut o, &summary_rows(runs, names));
+        let lines = super::bottleneck::compare_lines(runs, names);
+        let _ = writeln!(o, "<pre>{}</pre>", esc(lines.trim_end()));
     }
     o.push_str("<h2>Charts</h2>\n");
     o.push_str(&html::chart_grid(&compare_charts(runs, names), "k"));

@@ -76,6 +76,11 @@ tr.sat td:first-child { box-shadow: inset 3px 0 0 var(--bad); }
 .flag.interrupted { background: #e5e7eb; color: #374151; }
 .bad { color: var(--bad); }
 .muted { color: var(--muted); }
+section.bottleneck { margin: 22px 0 0; }
+section.bottleneck.b-limit { border-top-color: var(--bad); }
+section.bottleneck.b-tie { border-top-color: #f59e0b; }
+section.bottleneck p { margin: 6px 0 10px; max-width: 75em; font-size: 15px; }
+td.wrap { white-space: normal; min-width: 14em; }
 ul.findings { padding-left: 20px; max-width: 75em; }
 ul.findings li { margin: 4px 0; }
 dl.info { display: grid; grid-template-columns: max-content 1fr; gap: 6px 22px; background: var(--card);
@@ -205,6 +210,9 @@ pub fn render(r: &RunReport) -> String {
         o.push_str("</div>\n");
     }
     let _ = writeln!(o, "<p class=\"verdict\">{}</p>", esc(&verdict(r)));
+    if let Some(b) = &a.bottleneck {
+        o.push_str(&super::bottleneck::html(b));
+    }
 
     // Verdict cards.
     o.push_str("<div class=\"cards\">\n");

@@ -1,9 +1,11 @@
 //! Reports: the terminal summary, the progress line and the JSON export of a run; the
 //! reports of a results folder and comparisons. A results folder's reports are the model
 //! (`model.rs`, with the `Exporter` trait) and one writer per format, picked and written by
-//! `export`: HTML with SVG charts (`html.rs`, `charts.rs`, `server.rs`, `svg/`), CSV, JSON
+//! `export`: the bottleneck verdict's rendering (`bottleneck.rs`), HTML with SVG charts
+//! (`html.rs`, `charts.rs`, `server.rs`, `svg/`), CSV, JSON
 //! (`jsonfmt.rs`) and gnuplot.
 pub mod audit;
+pub mod bottleneck;
 pub mod charts;
 pub mod compare;
 pub mod csv;

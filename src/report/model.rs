@@ -48,7 +48,8 @@ impl RunReport {
             steps.sort_by(|a, b| a.offered.total_cmp(&b.offered));
             notes.push("steps were re-ordered by load for the analysis and charts".to_string());
         }
-        let mut analysis = analysis::analyze(&data.info.mode, &steps, slo.as_ref());
+        let cx = analysis::bottleneck::Context::from_config(&data.info.config);
+        let mut analysis = analysis::analyze_with(&data.info.mode, &steps, slo.as_ref(), cx);
         // The server's findings, unless the analysis already carries them: every format
         // written from this report (HTML, JSON) then says what the observed hosts showed.
         let observed: Vec<(f64, &crate::observe::StepObservation)> = steps

@@ -198,6 +198,12 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
         "connections": cfg.open.connections, "segment": cfg.segment.record(),
     });
     let observe_cfg = cfg.observe.to_config(base.addrs[0].port())?;
+    let link_bps = observe_cfg.link_bps;
+    let mut config = config;
+    if let Some(l) = link_bps {
+        // Kept for the verdict of `overload report` (the network against the link).
+        config["link_speed_bps"] = l.into();
+    }
     let out = &cfg.output;
     super::results::check_hdr_log(out.hdr_log.as_deref())?;
     let mut writer = results::open(
@@ -256,7 +262,8 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
     let done = stepper.finish(&result, |(_, r)| r.clone())?;
     let (search, _) = result?;
     let elapsed = started.elapsed();
-    let analysis = analysis::analyze("open", &by_load(&done.steps), Some(&slo));
+    let cx = analysis::bottleneck::Context { link_bps };
+    let analysis = analysis::analyze_with("open", &by_load(&done.steps), Some(&slo), cx);
     let report = results::write_report(&dir)?;
     if let Some(p) = &out.hdr_log {
         results::write_hdr_log(&dir, p)?;

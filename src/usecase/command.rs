@@ -160,6 +160,18 @@ pub fn observe(a: &mut Argv, o: &ObserveArgs) {
     if let Some(p) = &o.observe_port {
         a.opt("--observe-port", p.clone());
     }
+    for u in &o.apache_status {
+        a.opt("--apache-status", u.clone());
+    }
+    if let Some(m) = &o.mysql {
+        a.opt("--mysql", m.clone());
+    }
+    if let Some(f) = &o.mysql_password_file {
+        a.opt("--mysql-password-file", f.display().to_string());
+    }
+    if let Some(l) = &o.link_speed {
+        a.opt("--link-speed", l.clone());
+    }
 }
 
 pub fn timing(a: &mut Argv, t: &StepTiming, slo: Option<&str>, o: &Output) {

@@ -142,9 +142,13 @@ pub fn stepped_progress(
     }
 }
 
-/// The analysis after a sweep or search: a blank line, the findings, the notes.
+/// The analysis after a sweep or search: a blank line, the bottleneck verdict, the findings,
+/// the notes.
 pub fn analysis_text(a: &Analysis, notes: &[String]) -> String {
     let mut o = String::from("\n");
+    if let Some(b) = &a.bottleneck {
+        o.push_str(&crate::report::bottleneck::text(b));
+    }
     for f in &a.findings {
         let _ = writeln!(o, "  • {f}");
     }

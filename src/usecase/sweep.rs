@@ -207,6 +207,12 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
         "segment": cfg.segment.record(),
     });
     let observe_cfg = cfg.observe.to_config(base.addrs[0].port())?;
+    let link_bps = observe_cfg.link_bps;
+    let mut config = config;
+    if let Some(l) = link_bps {
+        // Kept for the verdict of `overload report` (the network against the link).
+        config["link_speed_bps"] = l.into();
+    }
     let out = &cfg.output;
     results::check_hdr_log(out.hdr_log.as_deref())?;
     let mut writer = results::open(
@@ -266,7 +272,8 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
     let result = crate::runner::sweep::sweep(&mut stepper, &plan);
     let done = stepper.finish(&result, String::clone)?;
     result?;
-    let analysis = analysis::analyze(mode, &done.steps, slo.as_ref());
+    let cx = analysis::bottleneck::Context { link_bps };
+    let analysis = analysis::analyze_with(mode, &done.steps, slo.as_ref(), cx);
     let report = results::write_report(&dir)?;
     if let Some(p) = &out.hdr_log {
         results::write_hdr_log(&dir, p)?;

@@ -128,6 +128,7 @@ pub struct LoadPlan {
 pub struct Observe {
     /// `None`: the lab stack's own watch list.
     pub watch: Option<Vec<String>>,
+    /// Sample the lab stack's worker-pool status pages: /fpm-status, /server-status.
     pub fpm_status: bool,
     pub sample_every: Duration,
 }

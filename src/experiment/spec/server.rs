@@ -239,6 +239,7 @@ fn knobs_of(
                     _ => return Err(bad("one of small, medium")),
                 })
             }
+            "backlog" => k.backlog = Some(knob_count(v).ok_or_else(|| bad("a whole number"))?),
             "workers" | "max_children" | "start_servers" | "min_spare" | "max_spare" => {
                 let n = knob_count(v).ok_or_else(|| bad("a whole number"))?;
                 // An app stack's workers are its front's (`web`, else its default front).
@@ -272,7 +273,7 @@ fn knobs_of(
                 return Err(err(
                     file,
                     &key,
-                    format!("unknown knob '{other}' (knobs: pm, workers, max_children, start_servers, min_spare, max_spare, opcache, keep_alive, tls, http2, query_cache, engine, web, size)"),
+                    format!("unknown knob '{other}' (knobs: pm, workers, max_children, start_servers, min_spare, max_spare, opcache, keep_alive, backlog, tls, http2, query_cache, engine, web, size)"),
                 ))
             }
         }

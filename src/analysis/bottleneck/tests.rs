@@ -176,6 +176,44 @@ fn a_full_pool_is_named_with_its_numbers() {
 }
 
 #[test]
+fn an_unreadable_status_page_is_said_so_not_counted() {
+    let mut steps = sweep(&RISE, &pool_steps());
+    let f = &mut steps[3].server.as_mut().unwrap().sources[0].fpm[0];
+    *f = FpmObservation {
+        url: f.url.clone(),
+        errors: 3,
+        ..Default::default()
+    };
+    let b = diagnose("open", &steps[..], 3, Context::default());
+    // The pool was full at step 3 already; at the knee its page did not answer.
+    let w = b.leader().unwrap();
+    assert_eq!(w.limit, Limit::WorkerPool);
+    assert!(
+        w.seen.starts_with("all 8 workers busy from step 3"),
+        "{}",
+        w.seen
+    );
+    let mut steps = sweep(&RISE, &vec![Srv::default(); 4]);
+    for s in &mut steps {
+        s.server.as_mut().unwrap().sources[0].fpm = vec![FpmObservation {
+            errors: 2,
+            ..Default::default()
+        }];
+    }
+    let b = diagnose("open", &steps, 3, Context::default());
+    let p = b
+        .candidates
+        .iter()
+        .find(|c| c.limit == Limit::WorkerPool)
+        .unwrap();
+    assert_eq!(p.evidence, Evidence::None);
+    assert_eq!(
+        p.seen,
+        "its status page could not be read at the knee (2 failed reads)"
+    );
+}
+
+#[test]
 fn apache_with_no_idle_worker_and_no_free_slot_is_a_full_pool() {
     let a = |b, i, open| Srv {
         apache: Some((b, i, 8, open)),
@@ -249,7 +287,7 @@ fn the_ports_own_accept_queue() {
     let w = b.leader().unwrap();
     assert_eq!((w.limit, w.from_step), (Limit::AcceptQueue, Some(1)));
     assert!(
-        w.seen.starts_with("port 8080's accept queue 9 of 8 from step 2 at 200 req/s (2,100 listen drops host-wide"),
+        w.seen.starts_with("port 8080's accept queue full (9 of 8) from step 2 at 200 req/s (2,100 listen drops host-wide"),
         "{}",
         w.seen
     );
@@ -260,7 +298,11 @@ fn the_ports_own_accept_queue() {
     let b = diagnose("open", &steps, 3, Context::default());
     let w = b.leader().unwrap();
     assert_eq!((w.limit, w.from_step), (Limit::AcceptQueue, Some(1)));
-    assert!(w.seen.contains("SYNs were retried"), "{}", w.seen);
+    assert_eq!(
+        w.seen,
+        "port 8080's accept queue (limit 8) overflowed from step 2 at 200 req/s: 210 listen \
+         drops host-wide while this run's connect time p99 reached 1020 ms (SYNs retried after 1 s)"
+    );
 }
 
 #[test]
@@ -319,6 +361,25 @@ fn memory_and_the_network() {
     );
     let w = b.leader().unwrap();
     assert_eq!((w.limit, w.from_step), (Limit::Memory, Some(2)));
+    // 8% available while the host pages out 200 MiB: at its limit from then.
+    let mut steps = sweep(&RISE, &[m(50.0), m(8.0), m(8.0), m(8.0)]);
+    for s in &mut steps[1..] {
+        let h = s.server.as_mut().unwrap().sources[0].host.as_mut().unwrap();
+        h.swap_used_bytes = st(150.0 * 1048576.0, 200.0 * 1048576.0);
+    }
+    let b = diagnose("open", &steps, 3, Context::default());
+    let w = b.leader().unwrap();
+    assert_eq!((w.limit, w.from_step), (Limit::Memory, Some(1)));
+    assert!(w.seen.contains("swap grew 200 MiB"), "{}", w.seen);
+    // The same 8% without paging is only near.
+    let b = diagnose(
+        "open",
+        &sweep(&RISE, &[m(50.0), m(8.0), m(8.0), m(8.0)]),
+        3,
+        Context::default(),
+    );
+    assert_eq!(b.outcome, Outcome::NoEvidence, "{}", b.verdict);
+
     // 95 Mbit/s of a 100 Mbit/s link from step 3.
     let mut steps = sweep(&RISE, &vec![Srv::default(); 4]);
     for (s, mbit) in steps.iter_mut().zip([30.0, 60.0, 95.0, 96.0]) {

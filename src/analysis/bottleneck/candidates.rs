@@ -1,273 +1,14 @@
-//! The bottleneck at the knee: which limit the server (or the generator) reached first, ranked
-//! by evidence and by how far it led the latency rise. Pure functions of the steps' records
-//! and their observations, so a results folder read back says the same as the run did.
-//!
-//! Each candidate is one resource: the server's CPU (its `--watch`ed processes' share of the
-//! cores), its worker pool (PHP-FPM, Apache's mod_status, the embedded target's
-//! `/pool-status`), the accept queue of its own port, the database (`--mysql`), memory, the
-//! network (`--link-speed`) and the generator. A candidate is *at its limit* from the first
-//! step where its own numbers say so, *near* it when they came close, and has *no evidence*
-//! otherwise. Host-wide counters (the CPU of other processes, ListenOverflows of other ports)
-//! never make a candidate: the rule of `observe::findings`.
-use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
-
-use crate::observe::{SourceObservation, StepObservation};
+//! The candidates of the verdict, one function each: `None` when its source was not observed,
+//! else the first step at (or near) its limit, its numbers and the change to make.
+use super::{int, server, sources, Candidate, Ctx, Limit};
+use crate::analysis::{generator_bound, GENERATOR_CPU, GENERATOR_UNSENT_SHARE};
 use crate::store::StepRecord;
 use crate::units::fmt_num;
-
-/// A resource that can limit a web stack.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Limit {
-    WorkerPool,
-    Cpu,
-    AcceptQueue,
-    Database,
-    Memory,
-    Network,
-    Generator,
-}
-
-impl Limit {
-    /// How the verdict names it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Limit::WorkerPool => "the worker pool",
-            Limit::Cpu => "the server's CPU",
-            Limit::AcceptQueue => "the accept queue",
-            Limit::Database => "the database",
-            Limit::Memory => "memory",
-            Limit::Network => "the network",
-            Limit::Generator => "the generator (overload itself)",
-        }
-    }
-}
-
-/// How strongly a candidate's numbers point at it, best first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Evidence {
-    AtLimit,
-    Near,
-    None,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Candidate {
-    pub limit: Limit,
-    pub evidence: Evidence,
-    /// Index (steps in load order) of the first step at (or near) the limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from_step: Option<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from_load: Option<f64>,
-    /// Steps by which that came before the latency rise (0: the same step).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lead_steps: Option<i64>,
-    /// The numbers behind it, at the knee unless the name says otherwise.
-    pub numbers: BTreeMap<String, f64>,
-    /// What was seen, with its numbers.
-    pub seen: String,
-    /// The short form beside another verdict: "CPU 31%", "no listen drops".
-    pub brief: String,
-    /// The one change to make.
-    pub change: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Outcome {
-    /// One candidate reached its limit first.
-    Limit,
-    /// Two or more reached their limits in the same step.
-    Tie,
-    /// None of the observed candidates reached its limit.
-    NoEvidence,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Bottleneck {
-    /// The knee: index (steps in load order) of the saturation point, and its load.
-    pub knee_step: usize,
-    pub knee_load: f64,
-    /// The first step whose response time p90 doubled over the lighter steps' best.
-    pub latency_rise_step: usize,
-    pub outcome: Outcome,
-    /// The one line: the knee, the winner with its numbers, the others briefly, the change.
-    pub verdict: String,
-    /// Every observed candidate, best first.
-    pub candidates: Vec<Candidate>,
-    /// What was not observed, with the flag that observes it.
-    pub not_observed: Vec<String>,
-}
-
-impl Bottleneck {
-    /// The winner (or the first of a tie); None without evidence.
-    pub fn leader(&self) -> Option<&Candidate> {
-        (self.outcome != Outcome::NoEvidence).then(|| &self.candidates[0])
-    }
-}
-
-/// What the verdict needs besides the steps.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Context {
-    /// The link's speed, bits/s (`--link-speed`).
-    pub link_bps: Option<f64>,
-}
-
-impl Context {
-    /// What a results folder's run.json `config` recorded (`link_speed_bps`).
-    pub fn from_config(config: &serde_json::Value) -> Context {
-        Context {
-            link_bps: config
-                .get("link_speed_bps")
-                .and_then(serde_json::Value::as_f64)
-                .filter(|l| l.is_finite() && *l > 0.0),
-        }
-    }
-}
-
-/// The verdict for the knee at `knee` (index into `steps`, which are in load order).
-pub fn diagnose(mode: &str, steps: &[StepRecord], knee: usize, cx: Context) -> Bottleneck {
-    let knee = knee.min(steps.len().saturating_sub(1));
-    let c = Ctx {
-        mode,
-        steps: &steps[..(knee + 1).min(steps.len())],
-        rise: latency_rise(steps, knee),
-    };
-    let mut not_observed = Vec::new();
-    let mut candidates = Vec::new();
-    let found = [
-        (pool(&c), "the worker pool (--fpm-status, --apache-status)"),
-        (cpu(&c), "the server's CPU (--watch NAME=REGEX)"),
-        (
-            accept_queue(&c),
-            "the accept queue (the target's port, on its host)",
-        ),
-        (database(&c), "the database (--mysql USER@HOST:PORT)"),
-        (memory(&c), "memory (the server's host)"),
-        (network(&c, cx.link_bps), "the network (--link-speed)"),
-        (generator(&c), "the generator"),
-    ];
-    for (cand, what) in found {
-        match cand {
-            Some(x) => candidates.push(x),
-            None => not_observed.push(what.to_string()),
-        }
-    }
-    // Stable: equal evidence and onset keep the order above (the server's own limits first).
-    candidates.sort_by_key(|x| (x.evidence, x.from_step.unwrap_or(usize::MAX)));
-    let outcome = match candidates.as_slice() {
-        [a, b, ..]
-            if a.evidence == Evidence::AtLimit
-                && b.evidence == Evidence::AtLimit
-                && a.from_step == b.from_step =>
-        {
-            Outcome::Tie
-        }
-        [a, ..] if a.evidence == Evidence::AtLimit => Outcome::Limit,
-        _ => Outcome::NoEvidence,
-    };
-    let knee_load = steps.get(knee).map_or(0.0, |s| s.offered);
-    let verdict = verdict(&c, knee, knee_load, outcome, &candidates, &not_observed);
-    Bottleneck {
-        knee_step: knee,
-        knee_load,
-        latency_rise_step: c.rise,
-        outcome,
-        verdict,
-        candidates,
-        not_observed,
-    }
-}
-
-struct Ctx<'a> {
-    mode: &'a str,
-    /// The steps up to and including the knee: what came after did not cause it.
-    steps: &'a [StepRecord],
-    rise: usize,
-}
-
-impl Ctx<'_> {
-    fn load(&self, x: f64) -> String {
-        let unit = if self.mode == "closed" {
-            "users"
-        } else {
-            "req/s"
-        };
-        format!("{} {unit}", fmt_num(x))
-    }
-
-    /// "step 7 at 377 req/s".
-    fn at(&self, i: usize) -> String {
-        let s = &self.steps[i];
-        format!("step {} at {}", s.step + 1, self.load(s.offered))
-    }
-
-    fn knee(&self) -> &StepRecord {
-        &self.steps[self.steps.len() - 1]
-    }
-
-    /// The first step where `f` holds.
-    fn first(&self, f: impl Fn(&StepRecord) -> bool) -> Option<usize> {
-        self.steps.iter().position(f)
-    }
-
-    /// A candidate with its onset filled in from the first step at, else near, the limit.
-    fn candidate(&self, limit: Limit, at: Option<usize>, near: Option<usize>) -> Candidate {
-        let (evidence, from) = match (at, near) {
-            (Some(i), _) => (Evidence::AtLimit, Some(i)),
-            (None, Some(i)) => (Evidence::Near, Some(i)),
-            _ => (Evidence::None, None),
-        };
-        Candidate {
-            limit,
-            evidence,
-            from_step: from,
-            from_load: from.map(|i| self.steps[i].offered),
-            lead_steps: from.map(|i| self.rise as i64 - i as i64),
-            numbers: BTreeMap::new(),
-            seen: String::new(),
-            brief: String::new(),
-            change: String::new(),
-        }
-    }
-}
-
-/// The server's source of a step: the first agent, else this host.
-fn server(s: &StepRecord) -> Option<&SourceObservation> {
-    s.server.as_ref().and_then(StepObservation::server)
-}
-
-/// Every source of a step (status pages and databases are read from wherever was told).
-fn sources(s: &StepRecord) -> impl Iterator<Item = &SourceObservation> {
-    s.server.iter().flat_map(|o| o.sources.iter())
-}
-
-/// The first step (up to the knee) whose response time p90 is at least twice the best of
-/// the steps before it (and 1 ms more): where latency began to rise. The knee when none.
-pub fn latency_rise(steps: &[StepRecord], knee: usize) -> usize {
-    let mut best = f64::INFINITY;
-    for (i, s) in steps.iter().enumerate().take(knee + 1) {
-        let p90 = s.summary.response_time_ms.p90;
-        if best.is_finite() && p90 >= 2.0 * best && p90 >= best + 1.0 {
-            return i;
-        }
-        best = best.min(p90);
-    }
-    knee
-}
-
-fn int(x: f64) -> String {
-    crate::observe::findings::int(x.max(0.0).round() as u64)
-}
 
 /// Worker pools: PHP-FPM's (and the embedded target's, which speaks its status format) full
 /// when every worker is busy and requests queue (or max_children was hit); Apache's when no
 /// worker is idle and no scoreboard slot is left to spawn one.
-fn pool(c: &Ctx) -> Option<Candidate> {
+pub(super) fn pool(c: &Ctx) -> Option<Candidate> {
     let observed = c
         .steps
         .iter()
@@ -347,12 +88,28 @@ fn pool(c: &Ctx) -> Option<Candidate> {
             } else {
                 format!(" (max children reached {} times)", int(reached as f64))
             };
-            format!("all {} {name} busy from {}{queue}", int(n), c.at(i))
+            // The pool's size where it filled (the knee's page may not have answered).
+            let size = busy(&c.steps[i]).1.max(n);
+            format!("all {} {name} busy from {}{queue}", int(size), c.at(i))
+        }
+        None if n < 1.0 => {
+            // Every read of the pool's status page failed: a pool too busy to answer its own
+            // status page, or a wrong URL. Either way no numbers to judge it by.
+            let failed: u64 = sources(k)
+                .map(|o| {
+                    o.fpm.iter().map(|f| f.errors).sum::<u64>()
+                        + o.apache.iter().map(|a| a.errors).sum::<u64>()
+                })
+                .sum();
+            format!(
+                "its status page could not be read at the knee ({} failed reads)",
+                int(failed as f64)
+            )
         }
         None => format!("{} of {} {name} busy at the knee", int(b), int(n)),
     };
-    x.brief = if at.is_some() {
-        format!("all {} workers busy", int(n))
+    x.brief = if let Some(i) = at {
+        format!("all {} workers busy", int(busy(&c.steps[i]).1.max(n)))
     } else {
         format!("{} of {} workers busy", int(b), int(n))
     };
@@ -365,7 +122,7 @@ fn pool(c: &Ctx) -> Option<Candidate> {
 /// The server's CPU: its watched processes' share of the host's cores. At the limit when
 /// they used 85% of all cores, or when the host was 90% busy and they took half of that.
 /// Without `--watch` the share is unknown: the host's figure is shown, never ranked.
-fn cpu(c: &Ctx) -> Option<Candidate> {
+pub(super) fn cpu(c: &Ctx) -> Option<Candidate> {
     if !c
         .steps
         .iter()
@@ -436,7 +193,7 @@ const SYN_RETRY_MS: f64 = 900.0;
 /// The accept queue of the server's own port: full when the port's queue reached its limit,
 /// or when the host counted overflows and this run's connections waited for a SYN retry.
 /// Overflows alone are host-wide (any port) and make no evidence.
-fn accept_queue(c: &Ctx) -> Option<Candidate> {
+pub(super) fn accept_queue(c: &Ctx) -> Option<Candidate> {
     fn tcp(s: &StepRecord) -> Option<&crate::observe::TcpObservation> {
         server(s).and_then(|o| o.tcp.as_ref())
     }
@@ -498,17 +255,24 @@ fn accept_queue(c: &Ctx) -> Option<Candidate> {
         peak.map_or_else(|| "?".into(), int),
         limit.map_or_else(|| "?".into(), |l| int(l as f64))
     );
+    let lim = limit.map_or_else(|| "?".into(), |l| int(l as f64));
     x.seen = match at {
-        Some(i) => format!(
-            "{q} from {} ({} listen drops host-wide; connect time p99 {} ms{})",
+        Some(i) if full(&c.steps[i]) => format!(
+            "port {port}'s accept queue full ({} of {lim}) from {} ({} listen drops host-wide; \
+             connect time p99 {} ms)",
+            peak.map_or_else(|| "?".into(), int),
             c.at(i),
             int(overflows as f64),
-            fmt_num(connect),
-            if connect >= SYN_RETRY_MS {
-                ": SYNs were retried"
-            } else {
-                ""
-            }
+            fmt_num(connect.round())
+        ),
+        // Full between two samples: the host dropped SYNs and this run's connections waited
+        // for their retry, which is this port's queue overflowing.
+        Some(i) => format!(
+            "port {port}'s accept queue (limit {lim}) overflowed from {}: {} listen drops \
+             host-wide while this run's connect time p99 reached {} ms (SYNs retried after 1 s)",
+            c.at(i),
+            int(overflows as f64),
+            fmt_num(connect.round())
         ),
         None if overflows > 0 => format!(
             "{q} at most; {} listen drops counted host-wide (other ports': not this server's)",
@@ -535,8 +299,12 @@ fn accept_queue(c: &Ctx) -> Option<Candidate> {
     Some(x)
 }
 
+/// Lock waits per second from which the database's locks hold requests up: each one is a
+/// statement that found its table or row locked and waited.
+const LOCK_WAITS: f64 = 0.5;
+
 /// The database: lock waits (table or row), slow queries, or most connected threads running.
-fn database(c: &Ctx) -> Option<Candidate> {
+pub(super) fn database(c: &Ctx) -> Option<Candidate> {
     let dbs = |s: &StepRecord| {
         sources(s)
             .flat_map(|o| o.mysql.iter())
@@ -548,7 +316,7 @@ fn database(c: &Ctx) -> Option<Candidate> {
         return None;
     }
     let hot = |m: &crate::observe::MysqlObservation| {
-        m.lock_waits_per_s() >= 1.0
+        m.lock_waits_per_s() >= LOCK_WAITS
             || m.slow_queries > 0
             || (m.threads_running.mean >= 4.0
                 && m.threads_running.mean >= 0.5 * m.threads_connected.mean)
@@ -584,17 +352,17 @@ fn database(c: &Ctx) -> Option<Candidate> {
         int(m.innodb_row_lock_waits as f64),
         int(m.slow_queries as f64)
     );
-    x.brief = if waits >= 1.0 {
-        format!("DB {} lock waits/s", fmt_num(waits.round()))
+    x.brief = if waits >= LOCK_WAITS {
+        format!("DB {} lock waits/s", fmt_num((waits * 10.0).round() / 10.0))
     } else {
         format!(
             "DB {} threads running, no lock waits",
             fmt_num((m.threads_running.mean * 10.0).round() / 10.0)
         )
     };
-    x.change = if m.table_locks_waited > m.innodb_row_lock_waits && waits >= 1.0 {
+    x.change = if m.table_locks_waited > m.innodb_row_lock_waits && waits >= LOCK_WAITS {
         "table locks: move the written tables to InnoDB (row locks) or batch the writes".into()
-    } else if waits >= 1.0 {
+    } else if waits >= LOCK_WAITS {
         "row lock waits: shorten the transactions that write, or touch fewer rows".into()
     } else {
         "cut the queries' time (indexes, the slow query log) or cache their answers".into()
@@ -602,8 +370,12 @@ fn database(c: &Ctx) -> Option<Candidate> {
     Some(x)
 }
 
-/// Memory: the server host's available memory under 5% of its total (near: under 10%).
-fn memory(c: &Ctx) -> Option<Candidate> {
+/// Swap growth over the sweep that says the host is paging (not old, idle swap).
+const SWAP_GROWTH: f64 = 64.0 * 1048576.0;
+
+/// Memory: the server host's available memory under 5% of its total, or under 10% while swap
+/// grew by 64 MiB since the first step (near: under 10%, or swap growing).
+pub(super) fn memory(c: &Ctx) -> Option<Candidate> {
     let avail = |s: &StepRecord| {
         let h = server(s)?.host?;
         (h.mem_total_bytes > 0)
@@ -612,22 +384,36 @@ fn memory(c: &Ctx) -> Option<Candidate> {
     if !c.steps.iter().any(|s| avail(s).is_some()) {
         return None;
     }
-    let at = c.first(|s| avail(s).is_some_and(|p| p < 5.0));
-    let near = c.first(|s| avail(s).is_some_and(|p| p < 10.0));
+    let swap = |s: &StepRecord| {
+        server(s)
+            .and_then(|o| o.host)
+            .map_or(0.0, |h| h.swap_used_bytes.max)
+    };
+    let swap0 = swap(&c.steps[0]);
+    let swapping = |s: &StepRecord| swap(s) - swap0 >= SWAP_GROWTH;
+    let at = c.first(|s| avail(s).is_some_and(|p| p < 5.0 || (p < 10.0 && swapping(s))));
+    let near = c.first(|s| avail(s).is_some_and(|p| p < 10.0) || swapping(s));
     let mut x = c.candidate(Limit::Memory, at, near);
     let p = avail(c.knee()).unwrap_or(100.0);
+    let grew = swap(c.knee()) - swap0;
     x.numbers.insert("available_pct".into(), p);
+    x.numbers.insert("swap_growth_bytes".into(), grew.max(0.0));
     let from = at
         .or(near)
-        .map_or(String::new(), |i| format!(" (below 10% from {})", c.at(i)));
-    x.seen = format!("{p:.1}% of memory available at the knee{from}");
+        .map_or(String::new(), |i| format!(" (short from {})", c.at(i)));
+    let swap_txt = if grew >= SWAP_GROWTH {
+        format!(", swap grew {} MiB", int(grew / 1048576.0))
+    } else {
+        String::new()
+    };
+    x.seen = format!("{p:.1}% of memory available at the knee{swap_txt}{from}");
     x.brief = format!("memory {p:.0}% available");
     x.change = "fewer workers or less memory per worker (memory_limit), or more RAM".into();
     Some(x)
 }
 
 /// The network: the run's bytes each way, per second, against `--link-speed`.
-fn network(c: &Ctx, link_bps: Option<f64>) -> Option<Candidate> {
+pub(super) fn network(c: &Ctx, link_bps: Option<f64>) -> Option<Candidate> {
     let link = link_bps.filter(|l| *l > 0.0)?;
     let bps = |s: &StepRecord| {
         let d = s.summary.duration_s;
@@ -664,23 +450,25 @@ pub fn fmt_bits(b: f64) -> String {
     format!("{} {u}", fmt_num((v * 10.0).round() / 10.0))
 }
 
-/// The generator: the step flagged generator-bound (its CPU, or send lag with connections to
-/// spare, or arrivals never sent); near when its CPU passed 70% of its threads.
-fn generator(c: &Ctx) -> Option<Candidate> {
-    let bound = |s: &StepRecord| super::generator_bound(c.mode, s);
-    let at = c.first(|s| bound(s).is_some());
-    let near = c.first(|s| s.generator.cpu_pct >= 70.0);
+/// The generator: at its limit when the step is generator-bound by its own CPU or by
+/// arrivals it never sent; near when it is generator-bound by send lag alone (with its CPU
+/// low, that is the host's scheduler keeping it waiting, a busy host rather than a resource
+/// of its own) or its CPU passed 70% of its threads.
+pub(super) fn generator(c: &Ctx) -> Option<Candidate> {
+    let bound = |s: &StepRecord| generator_bound(c.mode, s);
+    let own = |s: &StepRecord| {
+        s.generator.cpu_pct >= GENERATOR_CPU
+            || s.summary.unsent as f64 > GENERATOR_UNSENT_SHARE * s.summary.sent.max(1) as f64
+    };
+    let at = c.first(|s| bound(s).is_some() && own(s));
+    let near = c.first(|s| bound(s).is_some() || s.generator.cpu_pct >= 70.0);
     let mut x = c.candidate(Limit::Generator, at, near);
     let k = c.knee();
     x.numbers.insert("cpu_pct".into(), k.generator.cpu_pct);
     x.numbers
         .insert("send_lag_p99_ms".into(), k.summary.send_lag_ms.p99);
-    x.seen = match at {
-        Some(i) => format!(
-            "from {}: {}",
-            c.at(i),
-            bound(&c.steps[i]).unwrap_or_default()
-        ),
+    x.seen = match at.or(near).and_then(|i| Some((i, bound(&c.steps[i])?))) {
+        Some((i, why)) => format!("from {}: {why}", c.at(i)),
         None => format!(
             "CPU {:.0}% of its {} thread(s), send lag p99 {} ms at the knee",
             k.generator.cpu_pct,
@@ -694,86 +482,3 @@ fn generator(c: &Ctx) -> Option<Candidate> {
         .into();
     Some(x)
 }
-
-fn verdict(
-    c: &Ctx,
-    knee: usize,
-    load: f64,
-    outcome: Outcome,
-    cands: &[Candidate],
-    not_observed: &[String],
-) -> String {
-    let head = format!(
-        "knee at {} (step {})",
-        c.load(load),
-        c.steps.get(knee).map_or(knee, |s| s.step) + 1
-    );
-    let others = |skip: usize| {
-        cands[skip..]
-            .iter()
-            .map(|x| x.brief.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let tail = |skip: usize| {
-        let o = others(skip);
-        if o.is_empty() {
-            String::new()
-        } else {
-            format!(", {o}")
-        }
-    };
-    match outcome {
-        Outcome::Limit => {
-            let w = &cands[0];
-            format!(
-                "{head}: {}{} → {}; {}",
-                w.seen,
-                tail(1),
-                w.limit.name(),
-                w.change
-            )
-        }
-        Outcome::Tie => {
-            let n = cands
-                .iter()
-                .take_while(|x| {
-                    x.evidence == Evidence::AtLimit && x.from_step == cands[0].from_step
-                })
-                .count();
-            let tied: Vec<String> = cands[..n]
-                .iter()
-                .map(|x| format!("{} ({})", x.limit.name(), x.seen))
-                .collect();
-            format!(
-                "{head}: a tie, all at their limit from the same step: {}{} → change one at a \
-                 time, first: {}",
-                tied.join("; "),
-                tail(n),
-                cands[0].change
-            )
-        }
-        Outcome::NoEvidence => {
-            let near: Vec<String> = cands
-                .iter()
-                .filter(|x| x.evidence == Evidence::Near)
-                .map(|x| format!("{} ({})", x.limit.name(), x.seen))
-                .collect();
-            let mut s = format!("{head}: no observed limit was reached");
-            if !cands.is_empty() {
-                s += &format!(" ({})", others(0));
-            }
-            if !near.is_empty() {
-                s += &format!("; nearest: {}", near.join("; "));
-            }
-            if !not_observed.is_empty() {
-                s += &format!("; not observed: {}", not_observed.join(", "));
-            }
-            s
-        }
-    }
-}
-
-#[cfg(test)]
-#[path = "bottleneck_tests.rs"]
-mod tests;

@@ -1,0 +1,352 @@
+//! The bottleneck at the knee: which limit the server (or the generator) reached first, ranked
+//! by evidence and by how far it led the latency rise. Pure functions of the steps' records
+//! and their observations, so a results folder read back says the same as the run did.
+//!
+//! Each candidate is one resource: the server's CPU (its `--watch`ed processes' share of the
+//! cores), its worker pool (PHP-FPM, Apache's mod_status, the embedded target's
+//! `/pool-status`), the accept queue of its own port, the database (`--mysql`), memory, the
+//! network (`--link-speed`) and the generator. A candidate is *at its limit* from the first
+//! step where its own numbers say so, *near* it when they came close, and has *no evidence*
+//! otherwise. Host-wide counters (the CPU of other processes, ListenOverflows of other ports)
+//! never make a candidate: the rule of `observe::findings`.
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+mod candidates;
+
+pub use candidates::fmt_bits;
+use candidates::{accept_queue, cpu, database, generator, memory, network, pool};
+
+use crate::observe::{SourceObservation, StepObservation};
+use crate::store::StepRecord;
+use crate::units::fmt_num;
+
+/// A resource that can limit a web stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Limit {
+    WorkerPool,
+    Cpu,
+    AcceptQueue,
+    Database,
+    Memory,
+    Network,
+    Generator,
+}
+
+impl Limit {
+    /// How the verdict names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Limit::WorkerPool => "the worker pool",
+            Limit::Cpu => "the server's CPU",
+            Limit::AcceptQueue => "the accept queue",
+            Limit::Database => "the database",
+            Limit::Memory => "memory",
+            Limit::Network => "the network",
+            Limit::Generator => "the generator (overload itself)",
+        }
+    }
+}
+
+/// How strongly a candidate's numbers point at it, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Evidence {
+    AtLimit,
+    Near,
+    None,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    pub limit: Limit,
+    pub evidence: Evidence,
+    /// Index (steps in load order) of the first step at (or near) the limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_step: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_load: Option<f64>,
+    /// Steps by which that came before the latency rise (0: the same step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead_steps: Option<i64>,
+    /// The numbers behind it, at the knee unless the name says otherwise.
+    pub numbers: BTreeMap<String, f64>,
+    /// What was seen, with its numbers.
+    pub seen: String,
+    /// The short form beside another verdict: "CPU 31%", "no listen drops".
+    pub brief: String,
+    /// The one change to make.
+    pub change: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// One candidate reached its limit first.
+    Limit,
+    /// Two or more reached their limits in the same step.
+    Tie,
+    /// None of the observed candidates reached its limit.
+    NoEvidence,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bottleneck {
+    /// The knee: index (steps in load order) of the saturation point, and its load.
+    pub knee_step: usize,
+    pub knee_load: f64,
+    /// The first step whose response time p90 doubled over the lighter steps' best.
+    pub latency_rise_step: usize,
+    pub outcome: Outcome,
+    /// The one line: the knee, the winner with its numbers, the others briefly, the change.
+    pub verdict: String,
+    /// Every observed candidate, best first.
+    pub candidates: Vec<Candidate>,
+    /// What was not observed, with the flag that observes it.
+    pub not_observed: Vec<String>,
+}
+
+impl Bottleneck {
+    /// The winner (or the first of a tie); None without evidence.
+    pub fn leader(&self) -> Option<&Candidate> {
+        (self.outcome != Outcome::NoEvidence).then(|| &self.candidates[0])
+    }
+}
+
+/// What the verdict needs besides the steps.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Context {
+    /// The link's speed, bits/s (`--link-speed`).
+    pub link_bps: Option<f64>,
+}
+
+impl Context {
+    /// What a results folder's run.json `config` recorded (`link_speed_bps`).
+    pub fn from_config(config: &serde_json::Value) -> Context {
+        Context {
+            link_bps: config
+                .get("link_speed_bps")
+                .and_then(serde_json::Value::as_f64)
+                .filter(|l| l.is_finite() && *l > 0.0),
+        }
+    }
+}
+
+/// The verdict for the knee at `knee` (index into `steps`, which are in load order).
+pub fn diagnose(mode: &str, steps: &[StepRecord], knee: usize, cx: Context) -> Bottleneck {
+    let knee = knee.min(steps.len().saturating_sub(1));
+    let c = Ctx {
+        mode,
+        steps: &steps[..(knee + 1).min(steps.len())],
+        rise: latency_rise(steps, knee),
+    };
+    let mut not_observed = Vec::new();
+    let mut candidates = Vec::new();
+    let found = [
+        (pool(&c), "the worker pool (--fpm-status, --apache-status)"),
+        (cpu(&c), "the server's CPU (--watch NAME=REGEX)"),
+        (
+            accept_queue(&c),
+            "the accept queue (the target's port, on its host)",
+        ),
+        (database(&c), "the database (--mysql USER@HOST:PORT)"),
+        (memory(&c), "memory (the server's host)"),
+        (network(&c, cx.link_bps), "the network (--link-speed)"),
+        (generator(&c), "the generator"),
+    ];
+    for (cand, what) in found {
+        match cand {
+            Some(x) => candidates.push(x),
+            None => not_observed.push(what.to_string()),
+        }
+    }
+    // Stable: equal evidence and onset keep the order above (the server's own limits first).
+    candidates.sort_by_key(|x| (x.evidence, x.from_step.unwrap_or(usize::MAX)));
+    let outcome = match candidates.as_slice() {
+        [a, b, ..]
+            if a.evidence == Evidence::AtLimit
+                && b.evidence == Evidence::AtLimit
+                && a.from_step == b.from_step =>
+        {
+            Outcome::Tie
+        }
+        [a, ..] if a.evidence == Evidence::AtLimit => Outcome::Limit,
+        _ => Outcome::NoEvidence,
+    };
+    let knee_load = steps.get(knee).map_or(0.0, |s| s.offered);
+    let verdict = verdict(&c, knee, knee_load, outcome, &candidates, &not_observed);
+    Bottleneck {
+        knee_step: knee,
+        knee_load,
+        latency_rise_step: c.rise,
+        outcome,
+        verdict,
+        candidates,
+        not_observed,
+    }
+}
+
+struct Ctx<'a> {
+    mode: &'a str,
+    /// The steps up to and including the knee: what came after did not cause it.
+    steps: &'a [StepRecord],
+    rise: usize,
+}
+
+impl Ctx<'_> {
+    fn load(&self, x: f64) -> String {
+        let unit = if self.mode == "closed" {
+            "users"
+        } else {
+            "req/s"
+        };
+        format!("{} {unit}", fmt_num(x))
+    }
+
+    /// "step 7 at 377 req/s".
+    fn at(&self, i: usize) -> String {
+        let s = &self.steps[i];
+        format!("step {} at {}", s.step + 1, self.load(s.offered))
+    }
+
+    fn knee(&self) -> &StepRecord {
+        &self.steps[self.steps.len() - 1]
+    }
+
+    /// The first step where `f` holds.
+    fn first(&self, f: impl Fn(&StepRecord) -> bool) -> Option<usize> {
+        self.steps.iter().position(f)
+    }
+
+    /// A candidate with its onset filled in from the first step at, else near, the limit.
+    fn candidate(&self, limit: Limit, at: Option<usize>, near: Option<usize>) -> Candidate {
+        let (evidence, from) = match (at, near) {
+            (Some(i), _) => (Evidence::AtLimit, Some(i)),
+            (None, Some(i)) => (Evidence::Near, Some(i)),
+            _ => (Evidence::None, None),
+        };
+        Candidate {
+            limit,
+            evidence,
+            from_step: from,
+            from_load: from.map(|i| self.steps[i].offered),
+            lead_steps: from.map(|i| self.rise as i64 - i as i64),
+            numbers: BTreeMap::new(),
+            seen: String::new(),
+            brief: String::new(),
+            change: String::new(),
+        }
+    }
+}
+
+/// The server's source of a step: the first agent, else this host.
+fn server(s: &StepRecord) -> Option<&SourceObservation> {
+    s.server.as_ref().and_then(StepObservation::server)
+}
+
+/// Every source of a step (status pages and databases are read from wherever was told).
+fn sources(s: &StepRecord) -> impl Iterator<Item = &SourceObservation> {
+    s.server.iter().flat_map(|o| o.sources.iter())
+}
+
+/// The first step (up to the knee) whose response time p90 is at least twice the best of
+/// the steps before it (and 1 ms more): where latency began to rise. The knee when none.
+pub fn latency_rise(steps: &[StepRecord], knee: usize) -> usize {
+    let mut best = f64::INFINITY;
+    for (i, s) in steps.iter().enumerate().take(knee + 1) {
+        let p90 = s.summary.response_time_ms.p90;
+        if best.is_finite() && p90 >= 2.0 * best && p90 >= best + 1.0 {
+            return i;
+        }
+        best = best.min(p90);
+    }
+    knee
+}
+
+fn int(x: f64) -> String {
+    crate::observe::findings::int(x.max(0.0).round() as u64)
+}
+
+fn verdict(
+    c: &Ctx,
+    knee: usize,
+    load: f64,
+    outcome: Outcome,
+    cands: &[Candidate],
+    not_observed: &[String],
+) -> String {
+    let head = format!(
+        "knee at {} (step {})",
+        c.load(load),
+        c.steps.get(knee).map_or(knee, |s| s.step) + 1
+    );
+    let others = |skip: usize| {
+        cands[skip..]
+            .iter()
+            .map(|x| x.brief.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let tail = |skip: usize| {
+        let o = others(skip);
+        if o.is_empty() {
+            String::new()
+        } else {
+            format!(", {o}")
+        }
+    };
+    match outcome {
+        Outcome::Limit => {
+            let w = &cands[0];
+            format!(
+                "{head}: {}{} → {}; {}",
+                w.seen,
+                tail(1),
+                w.limit.name(),
+                w.change
+            )
+        }
+        Outcome::Tie => {
+            let n = cands
+                .iter()
+                .take_while(|x| {
+                    x.evidence == Evidence::AtLimit && x.from_step == cands[0].from_step
+                })
+                .count();
+            let tied: Vec<String> = cands[..n]
+                .iter()
+                .map(|x| format!("{} ({})", x.limit.name(), x.seen))
+                .collect();
+            format!(
+                "{head}: a tie, all at their limit from the same step: {}{} → change one at a \
+                 time, first: {}",
+                tied.join("; "),
+                tail(n),
+                cands[0].change
+            )
+        }
+        Outcome::NoEvidence => {
+            let near: Vec<String> = cands
+                .iter()
+                .filter(|x| x.evidence == Evidence::Near)
+                .map(|x| format!("{} ({})", x.limit.name(), x.seen))
+                .collect();
+            let mut s = format!("{head}: no observed limit was reached");
+            if !cands.is_empty() {
+                s += &format!(" ({})", others(0));
+            }
+            if !near.is_empty() {
+                s += &format!("; nearest: {}", near.join("; "));
+            }
+            if !not_observed.is_empty() {
+                s += &format!("; not observed: {}", not_observed.join(", "));
+            }
+            s
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
