@@ -160,3 +160,67 @@ fn the_json_file_and_bad_input() {
     assert_eq!(ka["level"], "skipped");
     assert!(ka["evidence"].as_str().unwrap().contains("connect"), "{ka}");
 }
+
+#[test]
+fn a_sweep_with_audit_stores_it_and_its_report_shows_it() {
+    let t = Target::start(&[]);
+    let dir = scratch();
+    let out_dir = dir.path().join("run");
+    let url = format!("{}/bytes/4096", t.url);
+    let out = output_within(
+        bin()
+            .args(["sweep", "--rates", "50", "--step", "1s", "--warmup", "0s"])
+            .args(["--rest", "0s", "--audit", "-q", "--out"])
+            .arg(&out_dir)
+            .arg(&url),
+        GUARD,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let a: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("audit.json")).unwrap()).unwrap();
+    assert_eq!(a["url"], url);
+    assert_eq!(check(&a, "http.caching")["level"], "medium");
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    let at = html.find("<h2>Audit</h2>").expect("an Audit section");
+    assert!(
+        html[at..].contains("http.caching"),
+        "the findings are in it"
+    );
+    assert!(html[at..].contains("neither Cache-Control nor Expires"));
+    // Still well-formed markup (the report is XHTML-compatible).
+    let mut r = quick_xml::Reader::from_str(&html);
+    r.config_mut().check_end_names = true;
+    loop {
+        match r.read_event() {
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(_) => {}
+            Err(e) => panic!("malformed report at {}: {e}", r.buffer_position()),
+        }
+    }
+}
+
+#[test]
+fn over_https_http2_and_resumption_are_checked_and_the_headers_skipped() {
+    let dir = scratch();
+    let ca = dir.path().join("ca.pem");
+    let t = Target::start(&["--tls", "--ca-out", ca.to_str().unwrap()]);
+    assert!(t.url.starts_with("https://"), "{}", t.url);
+    let (v, _) = audit_json(&[&t.url, "--cacert", ca.to_str().unwrap(), "--ab", "500ms"]);
+    let h2 = check(&v, "http.http2");
+    assert_eq!(h2["level"], "ok", "{h2}");
+    assert!(evidence_of(h2).contains("picked h2"), "{h2}");
+    let res = check(&v, "http.tls-resumption");
+    assert_eq!(res["level"], "ok", "{res}");
+    assert!(evidence_of(res).contains("resumed a session"), "{res}");
+    let ka = check(&v, "http.keep-alive");
+    assert_eq!(ka["level"], "skipped");
+    assert!(evidence_of(ka).contains("http:// only"), "{ka}");
+}
+
+fn evidence_of(c: &serde_json::Value) -> &str {
+    c["evidence"].as_str().unwrap()
+}

@@ -3,12 +3,13 @@
 //! /proc/PID/limits of the listening process when the host is this machine; the PHP probe
 //! page and FPM's status. Read-only, bounded by timeouts; anything that fails becomes the
 //! reason its checks are skipped.
+use super::db::{DbEvidence, MYISAM_QUERY};
 use super::host::{HostEvidence, Listener};
 use super::http::{is_text_type, Answer, HttpEvidence, Idle, ACCEPT_ENCODING};
 use super::php::PhpIni;
 use super::Probe;
 use crate::http_get::{self, KeptConn, Response};
-use crate::observe::{net, FpmSource, KernelLimits};
+use crate::observe::{net, query_pairs, FpmSource, KernelLimits, MysqlConfig};
 use crate::url::{Scheme, Url};
 use std::io::Write;
 use std::time::Duration;
@@ -303,6 +304,24 @@ pub fn fpm_status(spec: &str, timeout: Duration) -> Probe<crate::observe::FpmSam
     match s.error {
         Some(e) => Err(format!("{spec}: {e}")),
         None => Ok(s),
+    }
+}
+
+/// The database's variables, status and MyISAM tables (three read-only queries). A server
+/// that does not answer the first is not asked the others.
+pub fn db(cfg: &MysqlConfig, workers: Probe<(u64, String)>) -> DbEvidence {
+    let q = |sql: &str| query_pairs(cfg, sql).map_err(|e| e.to_string());
+    let variables = q("SHOW GLOBAL VARIABLES");
+    let (status, myisam) = match &variables {
+        Ok(_) => (q("SHOW GLOBAL STATUS"), q(MYISAM_QUERY)),
+        Err(why) => (Err(why.clone()), Err(why.clone())),
+    };
+    DbEvidence {
+        target: cfg.raw.clone(),
+        variables,
+        status,
+        myisam,
+        workers,
     }
 }
 

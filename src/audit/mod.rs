@@ -1,11 +1,12 @@
 //! audit: the studies' tuning advice (S1 ch. 7, S2 ch. 4–7) checked against a running stack
 //! before any load. Rules are pure functions from recorded evidence to a [`Check`], one file
-//! per group (`http`, `host`, `php`), so each is unit-tested on recorded inputs;
+//! per group (`http`, `host`, `php`, `db`), so each is unit-tested on recorded inputs;
 //! `gather` collects the evidence (a few requests, /proc, a probe page). The load A/B and
 //! the lab's knowledge of its stacks live in `usecase::audit`, which calls both.
 //! docs/audit.md lists every rule.
 use serde::{Deserialize, Serialize};
 
+pub mod db;
 pub mod gather;
 pub mod host;
 pub mod http;

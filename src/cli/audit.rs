@@ -29,6 +29,13 @@ pub struct AuditArgs {
     /// PHP workers at most (pm.max_children or MaxRequestWorkers), for the memory plan.
     #[arg(long, value_name = "N")]
     pub workers: Option<u64>,
+    /// A read-only MariaDB/MySQL account, USER@HOST:PORT (its password in
+    /// --mysql-password-file): query cache, max_connections, slow log, MyISAM tables.
+    #[arg(long, value_name = "USER@HOST:PORT")]
+    pub mysql: Option<String>,
+    /// The --mysql password on the file's first line (the file must not be world-readable).
+    #[arg(long, value_name = "FILE", requires = "mysql")]
+    pub mysql_password_file: Option<PathBuf>,
     /// Length of each A/B load run that measures compression and keep-alive (3 runs of 4
     /// users, at most 20k requests each).
     #[arg(long, default_value_t = Dur(AuditConfig::default().ab.unwrap_or_default()), value_parser = parse_dur, value_name = "DURATION")]
@@ -63,7 +70,16 @@ pub fn run(a: AuditArgs) -> crate::Result<i32> {
     if let Some(p) = &a.json {
         json::check_writable(p)?;
     }
+    let mysql = a
+        .mysql
+        .as_deref()
+        .map(|m| {
+            crate::observe::MysqlConfig::parse(m, a.mysql_password_file.as_deref())
+                .map_err(|e| Error::usage(format!("--mysql: {e}")))
+        })
+        .transpose()?;
     let cfg = AuditConfig {
+        mysql,
         url: a.url,
         lab: a.lab,
         lab_options: a.prefix.map_or_else(LabOptions::from_env, LabOptions::new),

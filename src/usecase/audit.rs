@@ -4,12 +4,14 @@
 //! without Accept-Encoding, req/s and connections/s with and without keep-alive, which over
 //! https also shows TLS resumption; the ALPN answer), and runs the rules of `audit::*`.
 //! With `lab`, the stack's URL, probe page, FPM status and pool size come from its state.
-use super::config::{ConnConfig, RequestConfig, TlsConfig};
+use super::config::{ConnConfig, HttpVersion, RequestConfig, TlsConfig};
 use super::run::{self, RunConfig, RunLoad};
+use crate::audit::db::{self, DbEvidence};
 use crate::audit::http::{Arm, ACCEPT_ENCODING};
 use crate::audit::php::PhpEvidence;
 use crate::audit::{gather, host, http, php, Audit, Probe};
 use crate::lab::{LabOptions, Stack};
+use crate::observe::MysqlConfig;
 use crate::url::{Scheme, Url};
 use crate::Error;
 use std::fmt;
@@ -36,6 +38,8 @@ pub struct AuditConfig {
     pub timeout: Duration,
     /// For https:// URLs (the A/B and the ALPN question).
     pub tls: TlsConfig,
+    /// A read-only database account (`--mysql USER@HOST:PORT`); with `lab`, the lab's.
+    pub mysql: Option<MysqlConfig>,
 }
 
 /// Users of each A/B arm: enough to measure, few enough to stay a probe.
@@ -56,6 +60,7 @@ impl Default for AuditConfig {
             idle_wait: Duration::from_secs(2),
             timeout: Duration::from_secs(3),
             tls: TlsConfig::default(),
+            mysql: None,
         }
     }
 }
@@ -84,6 +89,7 @@ struct Plan {
     php_probe: Option<Url>,
     fpm_status: Option<String>,
     workers: Probe<(u64, String)>,
+    mysql: Option<MysqlConfig>,
 }
 
 fn plan(cfg: &AuditConfig) -> crate::Result<Plan> {
@@ -96,6 +102,7 @@ fn plan(cfg: &AuditConfig) -> crate::Result<Plan> {
         .map(|s| parse(s, "--php-probe").and_then(|u| u.http_only().map_err(Error::usage)))
         .transpose()?;
     let mut fpm_status = cfg.fpm_status.clone();
+    let mut mysql = cfg.mysql.clone();
     let mut workers = cfg
         .workers
         .map(|w| (w, "--workers".to_string()))
@@ -130,6 +137,9 @@ fn plan(cfg: &AuditConfig) -> crate::Result<Plan> {
                     workers = Ok((u64::from(n), from.to_string()));
                 }
             }
+            if mysql.is_none() && info.db_port.is_some() {
+                mysql = lab_account(&cfg.lab_options);
+            }
             match u {
                 Some(u) => parse(u, "URL")?,
                 None => parse(&format!("{base}/static.html"), "lab")?,
@@ -141,7 +151,20 @@ fn plan(cfg: &AuditConfig) -> crate::Result<Plan> {
         php_probe,
         fpm_status,
         workers,
+        mysql,
     })
+}
+
+/// The lab's MariaDB account, from its state's `mysql://USER:PASSWORD@HOST:PORT/DB`.
+fn lab_account(opts: &LabOptions) -> Option<MysqlConfig> {
+    let info = crate::lab::info(Stack::Mariadb, opts).ok()??;
+    let rest = info.url.strip_prefix("mysql://")?;
+    let (cred, addr) = rest.split_once('@')?;
+    let (user, password) = cred.split_once(':').unwrap_or((cred, ""));
+    let addr = addr.split('/').next()?;
+    let mut c = MysqlConfig::parse(&format!("{user}@{addr}"), None).ok()?;
+    c.password = password.to_string();
+    Some(c)
 }
 
 /// Runs the audit: every probe bounded, nothing changed on the server.
@@ -191,9 +214,23 @@ pub fn run(cfg: &AuditConfig) -> crate::Result<AuditOutcome> {
         workers: p.workers.clone(),
         ram_bytes: gather::ram(&host_ev.local),
     };
+    let db_ev = match &p.mysql {
+        Some(m) => gather::db(m, p.workers.clone()),
+        None => {
+            let why = "no database account (give --mysql USER@HOST:PORT)".to_string();
+            DbEvidence {
+                target: String::new(),
+                variables: Err(why.clone()),
+                status: Err(why.clone()),
+                myisam: Err(why),
+                workers: p.workers.clone(),
+            }
+        }
+    };
     let mut checks = http::checks(&http_ev);
     checks.extend(host::checks(&host_ev));
     checks.extend(php::checks(&php_ev));
+    checks.extend(db::checks(&db_ev));
     let mut audit = Audit {
         url: format!("{}{}", p.url.origin(), p.url.target),
         stack: cfg.lab.map(|s| s.name().to_string()),
@@ -239,10 +276,20 @@ fn arm(
         duration: Some(d),
         requests: Some(AB_MAX_REQUESTS),
         conn: ConnConfig {
+            // A new connection per request speaks HTTP/1.1: HTTP/2 exists to keep them.
+            http: if keep_alive {
+                HttpVersion::Auto
+            } else {
+                HttpVersion::V1
+            },
             calls_per_connection: (!keep_alive).then_some(1),
             threads: Some(1),
             timeout: cfg.timeout,
-            tls: cfg.tls.clone(),
+            // The client offers resumption: the question is whether the server takes it.
+            tls: TlsConfig {
+                resumption: true,
+                ..cfg.tls.clone()
+            },
             ..ConnConfig::default()
         },
         quiet: true,

@@ -239,7 +239,9 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
         );
     }
     if cfg.audit {
-        super::audit::before_load(&urls[0], &cfg.conn.tls, &dir, out.quiet);
+        // The plan's first URL (shown as `METHOD URL`).
+        let first = urls[0].split_whitespace().find(|w| w.contains("://"));
+        super::audit::before_load(first.unwrap_or(&urls[0]), &cfg.conn.tls, &dir, out.quiet);
     }
     let progress = SweepProgress::new(Some(loads.len()), t.warmup, t.step, t.rest, unit, out.quiet);
     let plan = SweepPlan {
