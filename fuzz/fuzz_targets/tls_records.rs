@@ -14,7 +14,7 @@ use overload::engine::transport::Transport;
 use overload::target::TargetTls;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, OnceLock};
 
