@@ -16,6 +16,7 @@ BIN=${OVERLOAD:-$(dirname "$0")/../target/release/overload}
 PORT=${PORT:-18480}
 URL="http://127.0.0.1:$PORT/"
 DIR=$(mktemp -d)
+chmod 755 "$DIR"   # mktemp makes it 0700: nginx's workers (nobody) must read index.html
 trap 'nginx -c "$DIR/nginx.conf" -p "$DIR" -s stop 2>/dev/null || true; rm -rf "$DIR"' EXIT
 
 command -v h2load >/dev/null || { echo "h2load missing: apt-get install nghttp2-client" >&2; exit 2; }
@@ -51,9 +52,9 @@ run() {
     cpu=$(awk '{print $1 + $2}' "$DIR/time" | tail -1)
     local n
     case $name in
-        overload) n=$(python3 -c "import json;print(json.load(open('$DIR/o.json'))['responses'])") ;;
+        overload) n=$(python3 -c "import json;print(sum(v for k,v in json.load(open('$DIR/o.json'))['statuses'].items() if k.startswith('2')))") ;;
         h2load) n=$(awk '/^requests:/ {print $8}' "$out") ;;
-        oha) n=$(python3 -c "import json;d=json.load(open('$out'));print(sum(d['statusCodeDistribution'].values()))") ;;
+        oha) n=$(python3 -c "import json;d=json.load(open('$out'));print(sum(v for k,v in d['statusCodeDistribution'].items() if k.startswith('2')))") ;;
     esac
     echo "$name $cpu $n"
 }

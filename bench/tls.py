@@ -12,6 +12,8 @@ k: keep-alive, 50 connections, closed loop (overload --users 50, wrk -t1 -c50, o
 h: a full handshake per request (overload --no-keep-alive --tls-resumption off, ab -c 50
    without -k, wrk -c50 with `Connection: close`): handshakes per second per generator core.
 p: plain HTTP/1.1, same as compare.py's scenario a, for the same nginx in the same run.
+2: HTTP/2 over TLS, 10 connections x 10 streams (overload --http 2 --users 100 --streams 10,
+   h2load -c 10 -m 10 -t 1, oha --http2 -c 10 -p 10) on nginx's h2 port.
 Every run is bounded by `timeout`; all traffic goes to 127.0.0.1.
 """
 import argparse, os, shutil, subprocess, sys
@@ -20,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402
 
 URL = "https://127.0.0.1:18543/100b"
+URL_H2 = "https://127.0.0.1:18544/100b"  # ALPN h2 (nginx-tls.conf)
 PLAIN = "http://127.0.0.1:18180/100b"  # ports apart from compare.py, so both can run
 
 
@@ -41,6 +44,11 @@ def start_nginx_tls():
     if r.returncode != 0:
         sys.exit(f"nginx failed: {r.stderr.strip()}")
     compare.time.sleep(0.5)
+
+
+def h2load_count(out):
+    m = compare.re.search(r"requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded", out)
+    return int(m.group(1)) if m else 0
 
 
 def tools(scenario, d):
@@ -65,6 +73,16 @@ def tools(scenario, d):
                    compare.ab_count),
             "wrk close": (["wrk", "-t1", "-c50", f"-d{d}s", "-H", "Connection: close", URL],
                           compare.wrk_count),
+        }
+    if scenario == "2":
+        o2 = [compare.OVERLOAD, "run", URL_H2, "--duration", f"{d}s", "--threads", "1",
+              "--insecure", "-q", "--json", j]
+        return {
+            "overload": (o2 + ["--http", "2", "--users", "100", "--streams", "10"], done),
+            "h2load": (["h2load", "-c", "10", "-m", "10", "-t", "1", "-D", str(d), URL_H2],
+                       h2load_count),
+            "oha": (["oha", "--http2", "-z", f"{d}s", "-c", "10", "-p", "10", "--insecure",
+                     "--no-tui", "--output-format", "json", URL_H2], compare.oha_count),
         }
     return {
         "overload": ([compare.OVERLOAD, "run", PLAIN, "--users", "50", "--duration",

@@ -14,7 +14,7 @@ use overload::engine::transport::Transport;
 use overload::target::TargetTls;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, OnceLock};
 
@@ -153,9 +153,16 @@ fuzz_target!(|data: &[u8]| {
     let ended = ended.expect("the client neither ended nor failed");
     if raw {
         // Bytes that are not records of this session never decrypt into plaintext.
-        assert!(got.is_empty(), "{} bytes of plaintext from raw input", got.len());
+        assert!(
+            got.is_empty(),
+            "{} bytes of plaintext from raw input",
+            got.len()
+        );
     } else {
         assert!(ended.is_ok(), "close_notify after the data: {ended:?}");
-        assert_eq!(got, payload, "read size {read_size}, records of {record_size}");
+        assert_eq!(
+            got, payload,
+            "read size {read_size}, records of {record_size}"
+        );
     }
 });

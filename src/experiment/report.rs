@@ -338,6 +338,7 @@ pub fn write(exp: &Experiment, dir: &Path, state: &State) -> crate::Result<PathB
             o.push_str("<h3>Failed requests and mean response time</h3>\n<p class=\"muted\">response times count answered requests only: read them with the failures beside them</p>\n");
             compare::html_table(&mut o, &failure_rows(&reps, &names, &loads));
         }
+        o.push_str(&crate::report::tls::compare_html(&reps, &names, "h3"));
         o.push_str("<p>Reports of each run: ");
         for set in &g.sets {
             for r in set {

@@ -520,14 +520,7 @@ pub fn html(runs: &[RunReport], names: &[String]) -> String {
     } else {
         html_table(&mut o, &latency_rows(runs, names, &loads));
     }
-    if let Some(rows) = super::tls::compare_rows(runs, names) {
-        let _ = writeln!(
-            o,
-            "<h2>Protocols and TLS</h2>\n<p class=\"muted\">{}</p>",
-            esc(super::tls::COMPARE_NOTE.trim_end_matches(':'))
-        );
-        html_table(&mut o, &rows);
-    }
+    o.push_str(&super::tls::compare_html(runs, names, "h2"));
     o.push_str("<h2>Folders</h2>\n<dl class=\"info\">\n");
     for (r, n) in runs.iter().zip(names) {
         let _ = writeln!(

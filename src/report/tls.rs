@@ -193,9 +193,26 @@ pub fn compare_rows(runs: &[RunReport], names: &[String]) -> Option<Vec<Vec<Stri
     Some(rows)
 }
 
-/// What `compare` says under its rows: how the latencies were chosen.
+/// What `compare` says over its rows: how the latencies were chosen.
 pub const COMPARE_NOTE: &str =
     "protocols and TLS (counts over all steps; latencies of each run's step with the most handshakes):";
+
+/// The per-run table as HTML under a heading of `tag` (`h2` in `compare`, `h3` in an
+/// experiment's group); nothing when no run spoke TLS or HTTP/2.
+pub fn compare_html(runs: &[RunReport], names: &[String], tag: &str) -> String {
+    let mut o = String::new();
+    if let Some(rows) = compare_rows(runs, names) {
+        let _ = writeln!(
+            o,
+            "<{tag}>Protocols and TLS</{tag}>\n<p class=\"muted\">{}</p>",
+            esc(COMPARE_NOTE
+                .trim_start_matches("protocols and TLS (")
+                .trim_end_matches("):"))
+        );
+        super::compare::html_table(&mut o, &rows);
+    }
+    o
+}
 
 #[cfg(test)]
 mod tests {
@@ -291,5 +308,9 @@ mod tests {
         let total: u64 = (1..=h2_report().steps.len() as u64).map(|i| 1000 * i).sum();
         assert_eq!(rows[3][1], format!("2: {}", fmt_num(total as f64)));
         assert_eq!(rows[3][2], "–");
+        let html = compare_html(&[report(false), report(true)], &names[..2], "h3");
+        assert!(html.starts_with("<h3>Protocols and TLS</h3>"), "{html}");
+        assert!(html.contains("name-mismatch: 7"), "{html}");
+        assert_eq!(compare_html(&[report(false)], &names[..1], "h3"), "");
     }
 }
