@@ -9,6 +9,7 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use common::harness::{self, Need::*};
+use common::study::study_quick;
 use common::{bin, free_port, output_within};
 use libtest_mimic::{Completion, Trial};
 use overload::lab::launch::get_local;
@@ -26,6 +27,12 @@ fn main() {
             "gallery",
             gallery_makes_thumbnails_per_request_and_the_cache_front_serves_hits,
         ),
+        app_trial("s2_overload_runs_quick_on_wordpress", "wordpress", || {
+            study_quick("s2-overload")
+        }),
+        app_trial("s4_cache_runs_quick_on_the_gallery", "gallery", || {
+            study_quick("s4-cache")
+        }),
     ])
 }
 
