@@ -480,7 +480,7 @@ mod tests {
         .resolve()
         .unwrap();
         assert_eq!(
-            (r.web(), r.prefork.unwrap().workers),
+            (r.web(), r.prefork.as_ref().unwrap().workers),
             (Stack::ApachePrefork, 8)
         );
         assert_eq!(r.describe()["web"], "apache-prefork");
