@@ -12,12 +12,13 @@ mod common;
 #[path = "diagnose_lab/mod.rs"]
 mod lab_knee;
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use common::harness::{self, Need, Need::*};
+use common::study::study_quick;
 use common::{bin, free_port, output_within, wait_until, QUICK};
 use overload::http_get::Response;
 use overload::lab::launch::get_local;
@@ -775,61 +776,8 @@ fn prefork_with_8_workers_saturates_near_8_per_second() {
 /// Every study file of experiments/ runs to its end with --quick on the lab (about a minute
 /// each). Whether they parse is checked without the lab, in tests/experiment.rs.
 fn study_files_run_quick() {
-    for name in [
-        "s1-lamp",
-        "s2-overload",
-        "s3-persistent",
-        "s4-cache",
-        "s5-prefork-vs-fpm",
-    ] {
-        study(name);
-    }
-}
-
-fn study(name: &str) {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("experiments/{name}.toml"));
-    let dir = common::scratch();
-    let out = dir.path().join("exp");
-    // A private, short lab prefix (unix socket paths are limited to 107 bytes).
-    let prefix = PathBuf::from(format!("/tmp/ol-xq-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&prefix);
-    let t0 = Instant::now();
-    let o = output_within(
-        bin()
-            .args([
-                "experiment",
-                file.to_str().unwrap(),
-                "--quick",
-                "-q",
-                "--out",
-            ])
-            .arg(&out)
-            .env("OVERLOAD_LAB_DIR", &prefix),
-        Duration::from_secs(400),
-    );
-    let _ = output_within(
-        bin()
-            .args(["lab", "down", "--all", "--prefix"])
-            .arg(&prefix),
-        Duration::from_secs(60),
-    );
-    let _ = std::fs::remove_dir_all(&prefix);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{name}: {stdout}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    println!("{name} --quick: {:.0}s", t0.elapsed().as_secs_f64());
-    let state: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("experiment.json")).unwrap())
-            .unwrap();
-    assert_eq!(state["complete"], true, "{name}");
-    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
-    if name == "s5-prefork-vs-fpm" {
-        // S5's two charts: response time against users per configuration, and the spawn
-        // test's worker processes over time.
-        assert!(html.contains("Mean response time vs load"), "{name}");
-        assert!(html.contains("Server processes over time"), "{name}");
+    // s2-overload and s4-cache run on the app stacks: tests/lab_apps.rs.
+    for name in ["s1-lamp", "s3-persistent", "s5-prefork-vs-fpm"] {
+        study_quick(name);
     }
 }

@@ -9,13 +9,19 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use common::harness::{self, Need::*};
-use common::{bin, free_port, output_within};
+use common::study::study_quick;
+use common::{bin, free_port, output_within, QUICK};
 use libtest_mimic::{Completion, Trial};
 use overload::lab::launch::get_local;
 use overload::lab::{mariadb, process, StackInfo};
 
 fn main() {
     harness::main(vec![
+        harness::trial(
+            "app_stacks_bad_input_is_a_one_line_usage_error",
+            &[],
+            app_stacks_bad_input_is_a_one_line_usage_error,
+        ),
         app_trial(
             "wordpress_serves_generated_posts_on_each_front_and_goes_down",
             "wordpress",
@@ -26,7 +32,61 @@ fn main() {
             "gallery",
             gallery_makes_thumbnails_per_request_and_the_cache_front_serves_hits,
         ),
+        app_trial("s2_overload_runs_quick_on_wordpress", "wordpress", || {
+            study_quick("s2-overload")
+        }),
+        app_trial("s4_cache_runs_quick_on_the_gallery", "gallery", || {
+            study_quick("s4-cache")
+        }),
     ])
+}
+
+fn app_stacks_bad_input_is_a_one_line_usage_error() {
+    for (args, want) in [
+        (
+            &["up", "wordpress", "--web", "mariadb"][..],
+            "wordpress runs on nginx-fpm",
+        ),
+        (
+            &["up", "gallery", "--web", "apache-prefork"],
+            "gallery runs on nginx-fpm",
+        ),
+        (
+            &["up", "wordpress", "--no-db"],
+            "wordpress needs its database",
+        ),
+        (
+            &["up", "gallery", "--workers", "3"],
+            "--workers does not apply to gallery",
+        ),
+        (
+            &[
+                "up",
+                "wordpress",
+                "--web",
+                "apache-prefork",
+                "--pm",
+                "static",
+            ],
+            "--pm does not apply",
+        ),
+        (
+            &["up", "nginx-fpm", "--size", "small"],
+            "--size does not apply to nginx-fpm",
+        ),
+        (&["urls", "nginx-fpm"], "nginx-fpm has no URL file"),
+        (&["doctor", "--app", "nginx-fpm"], "not an app stack"),
+    ] {
+        let out = output_within(bin().arg("lab").args(args), QUICK);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("overload: ") && err.contains(want),
+            "{args:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
 }
 
 /// A trial that needs root, the core lab packages and `app`'s packages.

@@ -176,12 +176,12 @@ fn doctor_cmd(a: DoctorArgs) -> Result<i32> {
         crate::out!("{}", doctor::INSTALL_SCRIPT);
         return Ok(0);
     }
+    if let Some(app) = a.app.filter(|s| !s.is_app()) {
+        return Err(Error::usage(format!("--app {app}: not an app stack")));
+    }
     let r = doctor::check();
     crate::out!("{}", doctor::render(&r));
     let ok = match a.app {
-        Some(app) if !app.is_app() => {
-            return Err(Error::usage(format!("--app {app}: not an app stack")))
-        }
         Some(app) => r.app_ok(app.name()),
         None => r.ok(),
     };

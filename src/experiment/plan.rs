@@ -236,8 +236,10 @@ pub fn watch(c: &Config) -> Vec<String> {
     }
     match &c.server {
         Server::Lab { spec, .. } => {
-            let mut w: Vec<String> = spec.stack.watch().iter().map(|s| s.to_string()).collect();
-            if !spec.no_db {
+            // An app stack's processes are its front's.
+            let serves = spec.resolve().map_or(spec.stack, |r| r.web());
+            let mut w: Vec<String> = serves.watch().iter().map(|s| s.to_string()).collect();
+            if !spec.no_db && spec.stack.uses_db() {
                 w.push("db=mariadbd".into());
             }
             w

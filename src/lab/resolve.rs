@@ -554,6 +554,70 @@ mod tests {
     }
 
     #[test]
+    fn app_stacks_take_their_fronts_knobs() {
+        let r = StackSpec::new(Stack::Wordpress).resolve().unwrap();
+        assert_eq!(
+            (r.web(), r.size, r.port),
+            (Stack::NginxFpm, Some(Size::Small), 18086)
+        );
+        assert_eq!(r.fpm.unwrap().max_children, DEFAULT_MAX_CHILDREN);
+        assert!(r.use_db && r.prefork.is_none());
+        let r = spec(
+            Stack::Wordpress,
+            Knobs {
+                web: Some(Stack::ApachePrefork),
+                workers: Some(8),
+                size: Some(Size::Medium),
+                ..Knobs::default()
+            },
+        )
+        .resolve()
+        .unwrap();
+        assert_eq!(
+            (r.web(), r.prefork.as_ref().unwrap().workers),
+            (Stack::ApachePrefork, 8)
+        );
+        assert_eq!(r.describe()["web"], "apache-prefork");
+        assert_eq!(r.describe()["size"], "medium");
+        let g = StackSpec::new(Stack::Gallery).resolve().unwrap();
+        assert!(
+            !g.use_db && g.size.is_none(),
+            "the gallery has no database, no size"
+        );
+        for bad in [
+            Knobs {
+                web: Some(Stack::PhpPersistent),
+                ..Knobs::default()
+            },
+            Knobs {
+                size: Some(Size::Small),
+                ..Knobs::default()
+            },
+            Knobs {
+                web: Some(Stack::NginxFpm),
+                workers: Some(2),
+                ..Knobs::default()
+            },
+        ] {
+            let e = spec(Stack::Gallery, bad).resolve().unwrap_err();
+            assert!(matches!(e, Error::Usage(_)), "{e}");
+        }
+        let e = spec(
+            Stack::NginxFpm,
+            Knobs {
+                web: Some(Stack::NginxFpm),
+                ..Knobs::default()
+            },
+        )
+        .resolve()
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("--web does not apply to nginx-fpm"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn ports_and_db_flags() {
         let mut s = StackSpec::new(Stack::Mariadb);
         s.no_db = true;

@@ -3,6 +3,7 @@
 //! harness of the tests that need the machine's help (lab packages, root, unshare).
 #![allow(dead_code)]
 pub mod harness;
+pub mod study;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
