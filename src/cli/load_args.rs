@@ -118,6 +118,8 @@ pub struct RequestArgs {
     /// Request body: TEXT, or @FILE to read it from a file.
     #[arg(long)]
     pub body: Option<String>,
+    #[command(flatten)]
+    pub scenario: super::scenario_args::ScenarioArgs,
 }
 
 impl RequestArgs {
@@ -135,6 +137,7 @@ impl RequestArgs {
                 .unwrap_or_else(|| RequestConfig::default().method),
             headers: self.headers,
             body: self.body,
+            scenario: self.scenario.source(),
         };
         if let Some(w) = warning {
             // A bad body or URL is reported alone: the error, not a warning and an error.

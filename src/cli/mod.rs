@@ -19,6 +19,7 @@ pub mod merge;
 pub mod observe_args;
 pub mod report;
 pub mod run;
+pub mod scenario_args;
 pub mod segment_args;
 pub mod sweep;
 pub mod target;

@@ -96,6 +96,10 @@ fn sweep_configs_parse_back_from_their_display() {
             method: "POST".into(),
             headers: vec!["X-A: it's".into(), "Accept: */*".into()],
             body: Some("{\"k\": 1}".into()),
+            scenario: Some(crate::usecase::config::ScenarioSource {
+                file: PathBuf::from("/tmp/a scenario.toml"),
+                max_body_capture: 4096,
+            }),
         },
         levels: Levels::Users {
             users: vec![1, 2, 4],

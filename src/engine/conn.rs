@@ -90,6 +90,9 @@ pub(super) struct Conn<T> {
     /// The server's FIN was seen on this socket (EPOLLRDHUP): do not reuse it.
     peer_closed: bool,
     parser: ResponseParser,
+    /// Scenarios: the request rendered for this slot's user alone (the plain path sends the
+    /// run's shared `requests[req]` and leaves this None).
+    pub own: Option<Box<Prepared>>,
 }
 
 impl<T: Transport> Conn<T> {
@@ -117,6 +120,7 @@ impl<T: Transport> Conn<T> {
             calls: 0,
             peer_closed: false,
             parser: ResponseParser::new(),
+            own: None,
         }
     }
 
@@ -192,7 +196,7 @@ impl<T: Transport> Conn<T> {
                 Some(Err(kind)) => Step::Failed(kind),
                 None => Step::Failed(ErrorKind::Other),
             },
-            Phase::Writing if writable => self.send(&requests[self.req], reuse, now),
+            Phase::Writing if writable => self.send_current(requests, reuse, now),
             Phase::Writing | Phase::Reading if readable => self.receive(buf, reads, reuse),
             Phase::Reading if writable && self.stream.as_ref().is_some_and(T::wants_write) => {
                 match self.stream.as_mut().map(T::flush) {
@@ -231,6 +235,28 @@ impl<T: Transport> Conn<T> {
             || reuse
                 .calls_per_connection
                 .is_some_and(|k| self.calls + 1 >= k)
+    }
+
+    /// Writes (the rest of) the slot's current request: its own, or the run's `requests[req]`.
+    pub fn send_current(&mut self, requests: &[Prepared], reuse: Reuse, now: Instant) -> Step {
+        match self.own.take() {
+            None => self.send(&requests[self.req], reuse, now),
+            Some(p) => {
+                let step = self.send(&p, reuse, now);
+                self.own = Some(p);
+                step
+            }
+        }
+    }
+
+    /// Keeps the heads and up to `body_limit` body bytes of the responses (scenarios).
+    pub fn set_capture(&mut self, body_limit: Option<usize>) {
+        self.parser.set_capture(body_limit);
+    }
+
+    /// The head and body kept of the last response.
+    pub fn captured(&self) -> Option<&super::http::Capture> {
+        self.parser.captured()
     }
 
     /// Writes (the rest of) the current request `p`.

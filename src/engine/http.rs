@@ -91,6 +91,25 @@ pub struct ResponseParser {
     body_bytes: u64,
     close: bool,
     line_len: usize,
+    /// Scenarios: the head and (up to a limit) the body kept for the user to read; None on
+    /// the plain path, which keeps nothing.
+    capture: Option<Box<Capture>>,
+}
+
+/// What a response kept for its reader: the last head, the body decoded from its framing.
+#[derive(Debug, Default)]
+pub struct Capture {
+    pub head: Vec<u8>,
+    pub body: Vec<u8>,
+    /// Most body bytes kept (0: the head only); the rest is counted, not kept.
+    pub body_limit: usize,
+}
+
+impl Capture {
+    fn body(&mut self, bytes: &[u8]) {
+        let room = self.body_limit.saturating_sub(self.body.len());
+        self.body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
 }
 
 impl Default for ResponseParser {
@@ -110,7 +129,22 @@ impl ResponseParser {
             body_bytes: 0,
             close: false,
             line_len: 0,
+            capture: None,
         }
+    }
+
+    /// Keeps the heads and up to `body_limit` body bytes of the following responses (None:
+    /// keeps nothing again).
+    pub fn set_capture(&mut self, body_limit: Option<usize>) {
+        match body_limit {
+            None => self.capture = None,
+            Some(limit) => self.capture.get_or_insert_with(Box::default).body_limit = limit,
+        }
+    }
+
+    /// The head and body kept of the last response.
+    pub fn captured(&self) -> Option<&Capture> {
+        self.capture.as_deref()
     }
 
     /// Prepares for the response to a new request. `head_only` is true for HEAD requests,
@@ -124,6 +158,10 @@ impl ResponseParser {
         self.body_bytes = 0;
         self.close = false;
         self.line_len = 0;
+        if let Some(c) = self.capture.as_mut() {
+            c.head.clear();
+            c.body.clear();
+        }
     }
 
     /// True once some bytes of the current response have arrived.
@@ -173,6 +211,9 @@ impl ResponseParser {
                 }
                 State::Length(left) => {
                     let n = left.min((data.len() - pos) as u64);
+                    if let Some(c) = self.capture.as_mut() {
+                        c.body(&data[pos..pos + n as usize]);
+                    }
                     pos += n as usize;
                     self.body_bytes += n;
                     if n == left {
@@ -183,6 +224,9 @@ impl ResponseParser {
                     return Ok((pos, None));
                 }
                 State::UntilClose => {
+                    if let Some(c) = self.capture.as_mut() {
+                        c.body(&data[pos..]);
+                    }
                     self.body_bytes += (data.len() - pos) as u64;
                     return Ok((data.len(), None));
                 }
@@ -265,6 +309,15 @@ impl ResponseParser {
             }
         }
         self.head_bytes += head_len as u64;
+        if let Some(c) = self.capture.as_mut() {
+            // The last head wins: a 1xx head is replaced by the final one.
+            c.head.clear();
+            if buffered == 0 {
+                c.head.extend_from_slice(&input[..head_len]);
+            } else {
+                c.head.extend_from_slice(&self.head[..head_len]);
+            }
+        }
         self.head.clear();
         if (100..200).contains(&status) && status != 101 {
             // Interim response: the final one follows on the same connection.
@@ -301,6 +354,9 @@ impl ResponseParser {
             if let Chunk::Data(left) = c {
                 // Chunk data in bulk; the framing around it byte by byte below.
                 let n = left.min((input.len() - i) as u64);
+                if let Some(cap) = self.capture.as_mut() {
+                    cap.body(&input[i..i + n as usize]);
+                }
                 i += n as usize;
                 self.body_bytes += n;
                 c = if n == left {
@@ -632,5 +688,44 @@ mod tests {
                 .unwrap();
             assert_eq!(r.unwrap().body_bytes, 2);
         }
+    }
+
+    /// Scenarios keep the head and the decoded body, in any split, up to the limit; the
+    /// plain path keeps nothing.
+    #[test]
+    fn capture_keeps_head_and_decoded_body() {
+        let chunked: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\n\
+            Transfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
+        for split in 1..chunked.len() {
+            let mut p = ResponseParser::new();
+            p.set_capture(Some(1024));
+            p.start(false);
+            let (a, b) = chunked.split_at(split);
+            let (used, done) = p.feed(a).unwrap();
+            assert_eq!(used, a.len());
+            let done = done.or_else(|| p.feed(b).unwrap().1).expect("complete");
+            assert_eq!(done.status, 200);
+            let c = p.captured().unwrap();
+            assert_eq!(c.body, b"hello world", "split at {split}");
+            assert!(c
+                .head
+                .starts_with(b"HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\n"));
+        }
+        let mut p = ResponseParser::new();
+        p.set_capture(Some(4));
+        p.start(false);
+        let r = p
+            .feed(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789")
+            .unwrap();
+        assert_eq!(r.1.unwrap().body_bytes, 10, "framing counts every byte");
+        assert_eq!(p.captured().unwrap().body, b"0123");
+        // The next response starts empty; without capture nothing is kept.
+        p.start(false);
+        assert!(p.captured().unwrap().body.is_empty());
+        p.set_capture(None);
+        p.start(false);
+        p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nab")
+            .unwrap();
+        assert!(p.captured().is_none());
     }
 }

@@ -112,6 +112,8 @@ pub struct EngineConfig {
     pub tls: Option<tls::TlsClient>,
     /// Speak HTTP/2 (h2c with prior knowledge over TCP); None: HTTP/1.1.
     pub http2: Option<Http2>,
+    /// `--scenario`: each user follows it (closed loop); `requests` is then unused.
+    pub scenario: Option<Arc<crate::scenario::Plan>>,
 }
 
 impl EngineConfig {
@@ -253,8 +255,20 @@ pub fn run(
     ctl: &Arc<Control>,
     mut on_tick: impl FnMut(Duration),
 ) -> crate::Result<Outcome> {
-    if cfg.requests.is_empty() || cfg.addrs.is_empty() {
+    if (cfg.requests.is_empty() && cfg.scenario.is_none()) || cfg.addrs.is_empty() {
         return Err(crate::Error::usage("no request to send"));
+    }
+    if cfg.scenario.is_some() {
+        if matches!(cfg.load, Load::Open { .. }) {
+            return Err(crate::Error::usage(
+                "--scenario runs users in closed loop (--users); --rate is not supported with it yet",
+            ));
+        }
+        if cfg.http2.is_some() {
+            return Err(crate::Error::usage(
+                "--scenario speaks HTTP/1.1; --http 2 is not supported with it",
+            ));
+        }
     }
     if cfg.duration.is_none() && cfg.max_requests.is_none() {
         return Err(crate::Error::usage("a run needs --duration or --requests"));
@@ -381,6 +395,7 @@ mod tests {
             segment,
             tls: None,
             http2: None,
+            scenario: None,
         }
     }
 

@@ -50,10 +50,16 @@ pub enum ErrorKind {
     /// HTTP/2: the server's GOAWAY left the request out (a stream above its last stream id)
     /// and it could not be retried (not idempotent, or retried once already).
     H2Goaway,
+    /// Scenarios: an answer that failed a check of its request (expected status, body text).
+    /// Counted beside the response, which is measured as any other; the user starts over.
+    CheckFailed,
+    /// Scenarios: a value to extract (regex, JSON pointer, header) was not in the answer.
+    /// Counted beside the response; the user starts its scenario over.
+    ExtractFailed,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 13] = [
+    pub const ALL: [ErrorKind; 15] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
         ErrorKind::Reset,
@@ -67,6 +73,8 @@ impl ErrorKind {
         ErrorKind::TlsCertificate,
         ErrorKind::H2Reset,
         ErrorKind::H2Goaway,
+        ErrorKind::CheckFailed,
+        ErrorKind::ExtractFailed,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -86,6 +94,8 @@ impl ErrorKind {
             ErrorKind::TlsCertificate => "tls-certificate",
             ErrorKind::H2Reset => "h2-reset",
             ErrorKind::H2Goaway => "h2-goaway",
+            ErrorKind::CheckFailed => "check-failed",
+            ErrorKind::ExtractFailed => "extract-failed",
         }
     }
 
@@ -95,6 +105,12 @@ impl ErrorKind {
 
     pub fn index(self) -> usize {
         self as usize
+    }
+
+    /// A scenario's verdict on an answer (`check-failed`, `extract-failed`), not a transport
+    /// failure: the terminal shows them apart.
+    pub fn is_check(self) -> bool {
+        matches!(self, ErrorKind::CheckFailed | ErrorKind::ExtractFailed)
     }
 
     /// Classifies an OS error from connect/read/write.
@@ -142,6 +158,8 @@ impl ErrorKind {
             ErrorKind::TlsCertificate => "server certificate refused",
             ErrorKind::H2Reset => "HTTP/2 stream reset by the server",
             ErrorKind::H2Goaway => "left out by the server's HTTP/2 GOAWAY",
+            ErrorKind::CheckFailed => "an answer failed a scenario's check",
+            ErrorKind::ExtractFailed => "a scenario's value to extract was missing",
         }
     }
 

@@ -195,14 +195,26 @@ pub fn requests_line(s: &Summary) -> String {
             0.0
         }
     };
+    // A scenario's failed checks are answers judged wrong, not transport errors.
+    let checks: u64 = ErrorKind::ALL
+        .iter()
+        .filter(|k| k.is_check())
+        .map(|&k| s.errors_of(k))
+        .sum();
+    let transport = s.error_count.saturating_sub(checks);
     format!(
-        "  requests       {} sent, {} answered, {} transport errors ({:.2}%), {} non-2xx/3xx answers ({:.2}%){}{}\n",
+        "  requests       {} sent, {} answered, {} transport errors ({:.2}%), {} non-2xx/3xx answers ({:.2}%){}{}{}\n",
         s.sent,
         s.responses,
-        s.error_count,
-        s.error_ratio * 100.0,
+        transport,
+        pct(transport),
         non_ok,
         pct(non_ok),
+        if checks > 0 {
+            format!(", {checks} failed scenario checks ({:.2}%)", pct(checks))
+        } else {
+            String::new()
+        },
         if s.unsent > 0 {
             format!(", {} never sent (no free connection)", s.unsent)
         } else {
@@ -222,11 +234,28 @@ pub fn requests_line(s: &Summary) -> String {
 /// The transport errors by kind, then the SLO's definition of an error stated once, with its
 /// value for this run.
 pub fn errors_lines(s: &Summary) -> String {
-    let errors: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let is_check = |k: &str| ErrorKind::from_name(k).is_some_and(ErrorKind::is_check);
+    let errors: Vec<String> = s
+        .errors
+        .iter()
+        .filter(|(k, _)| !is_check(k))
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    let checks: Vec<String> = s
+        .errors
+        .iter()
+        .filter(|(k, _)| is_check(k))
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    let checks = if checks.is_empty() {
+        String::new()
+    } else {
+        format!("  checks         {}\n", style::red(&checks.join(", ")))
+    };
     let failed = crate::analysis::Slo::measure(crate::analysis::slo::Metric::Errors, s);
     let failed_text = format!("{:.2}%", failed * 100.0);
     format!(
-        "  transport      {}\n  failed         {} of requests got no 2xx/3xx answer (what an SLO's `errors` counts)\n",
+        "  transport      {}\n{checks}  failed         {} of requests got no 2xx/3xx answer (what an SLO's `errors` counts)\n",
         if errors.is_empty() {
             "no errors".into()
         } else {

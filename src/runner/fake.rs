@@ -229,6 +229,7 @@ pub fn base(load: Load) -> EngineConfig {
         segment: crate::plan::Segment::WHOLE,
         tls: None,
         http2: None,
+        scenario: None,
     }
 }
 

@@ -26,6 +26,8 @@ pub struct User {
     jar: Jar,
     /// This user's number (the feeder's row when rows go per user).
     pub index: u64,
+    /// Think time after the answer just judged (its step's `think`); None: the run's.
+    pub think: Option<(std::time::Duration, std::time::Duration)>,
 }
 
 impl User {

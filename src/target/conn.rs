@@ -168,12 +168,29 @@ impl<S: Stream> Conn<S> {
                 }
                 None => return Ok(()),
             };
+            // The login application reads its request's cookie and form; nothing else does.
+            let mut app_req = match head.route {
+                Route::App(_) => Some(super::app::Request::from_head(
+                    &self.rbuf.data()[..head.len],
+                )),
+                _ => None,
+            };
             self.rbuf.consume(head.len);
             if head.expect_continue && self.rbuf.is_empty() {
                 self.flush().await?;
                 self.write_raw(b"HTTP/1.1 100 Continue\r\n\r\n").await?;
             }
-            match self.skip_body(head.body).await? {
+            let framing = match (&mut app_req, head.body) {
+                (Some(r), Framing::Length(n)) if n <= super::app::MAX_FORM => {
+                    match self.read_body(n as usize).await? {
+                        Some(b) => r.body = b,
+                        None => return Ok(()),
+                    }
+                    Framing::None
+                }
+                (_, f) => f,
+            };
+            match self.skip_body(framing).await? {
                 BodyEnd::Complete => {}
                 BodyEnd::Eof => return Ok(()),
                 BodyEnd::Malformed => {
@@ -181,7 +198,7 @@ impl<S: Stream> Conn<S> {
                     return self.finish(Next::Close).await;
                 }
             }
-            let next = self.respond(&head).await?;
+            let next = self.respond(&head, app_req.as_ref()).await?;
             if next != Next::KeepAlive {
                 return self.finish(next).await;
             }
@@ -217,6 +234,20 @@ impl<S: Stream> Conn<S> {
         Ok(n)
     }
 
+    /// Reads an `n`-byte body; None when the client closed first.
+    async fn read_body(&mut self, n: usize) -> io::Result<Option<Vec<u8>>> {
+        let mut body = Vec::with_capacity(n);
+        while body.len() < n {
+            let take = (n - body.len()).min(self.rbuf.data().len());
+            body.extend_from_slice(&self.rbuf.data()[..take]);
+            self.rbuf.consume(take);
+            if body.len() < n && self.fill().await? == 0 {
+                return Ok(None);
+            }
+        }
+        Ok(Some(body))
+    }
+
     async fn skip_body(&mut self, framing: Framing) -> io::Result<BodyEnd> {
         match framing {
             Framing::None => Ok(BodyEnd::Complete),
@@ -250,7 +281,11 @@ impl<S: Stream> Conn<S> {
     }
 
     /// Answers one request (its body already skipped), holding a worker permit throughout.
-    async fn respond(&mut self, head: &Head) -> io::Result<Next> {
+    async fn respond(
+        &mut self,
+        head: &Head,
+        app_req: Option<&super::app::Request>,
+    ) -> io::Result<Next> {
         let fault = self.shared.fault;
         let route = match fault {
             None | Some(Fault::CloseIdle) => head.route,
@@ -313,6 +348,11 @@ impl<S: Stream> Conn<S> {
             Route::NotFound => write_status_response(&mut self.wbuf, 404, conn, head.is_head),
             Route::BadParam => write_status_response(&mut self.wbuf, 400, conn, head.is_head),
             Route::Fault(f) => next = faults::answer(f, self, head).await?,
+            Route::App(page) => {
+                let empty = super::app::Request::default();
+                let a = self.shared.app.answer(page, app_req.unwrap_or(&empty));
+                super::app::write(&mut self.wbuf, &a, conn == ConnHeader::Close, head.is_head);
+            }
         }
         if fault == Some(Fault::CloseIdle) && next == Next::KeepAlive {
             next = Next::Close;

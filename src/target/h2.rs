@@ -120,7 +120,8 @@ async fn answer(
             // No --workers: no pool to show.
             None => small(&mut respond, 404, b"", true),
         },
-        Route::NotFound => small(&mut respond, 404, b"", true),
+        // The login application speaks HTTP/1.1 only.
+        Route::NotFound | Route::App(_) => small(&mut respond, 404, b"", true),
         Route::BadParam => small(&mut respond, 400, b"", true),
         Route::Fault(f) => fault(f, &mut respond, is_head).await,
     };

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
+mod app;
 mod conn;
 mod faults;
 mod h2;
@@ -97,6 +98,8 @@ pub(crate) struct Shared {
     pub(crate) timer: timer::Timer,
     /// HTTPS: the handshake's acceptor, and the TLS fault to play.
     pub(crate) tls: Option<(tokio_rustls::TlsAcceptor, Option<TlsFault>)>,
+    /// `/app/*`: the login application's sessions and counters.
+    pub(crate) app: app::App,
 }
 
 /// A running target. Dropping it stops the server, as `stop` does.
@@ -150,6 +153,7 @@ pub fn start(cfg: TargetConfig) -> crate::Result<TargetHandle> {
         timer: timer::Timer::start()
             .map_err(|e| crate::Error::runtime(format!("target: cannot spawn thread: {e}")))?,
         tls,
+        app: app::App::default(),
     });
     if refuse {
         return Ok(TargetHandle {

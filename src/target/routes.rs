@@ -40,6 +40,8 @@ pub(crate) enum Route {
     NotFound,
     /// A known route with an unusable parameter: 400, connection kept.
     BadParam,
+    /// `/app/*`: the login application (app.rs).
+    App(super::app::Page),
 }
 
 impl Route {
@@ -61,6 +63,9 @@ impl Route {
                 Some(c @ 200..=599) => Route::Status(c as u16),
                 _ => Route::BadParam,
             };
+        }
+        if let Some(page) = super::app::Page::parse(path) {
+            return Route::App(page);
         }
         if let Some(mode) = path.strip_prefix("/fault/") {
             return mode.parse().map_or(Route::NotFound, Route::Fault);
@@ -287,6 +292,11 @@ mod tests {
         assert_eq!(Route::parse("/nope"), Route::NotFound);
         assert_eq!(Route::parse("/pool-status?json"), Route::PoolStatus);
         assert_eq!(Route::parse("*"), Route::NotFound);
+        assert_eq!(
+            Route::parse("/app/login"),
+            Route::App(super::super::app::Page::Login)
+        );
+        assert_eq!(Route::parse("/app/nope"), Route::NotFound);
     }
 
     /// FPM's keys, as observe/fpm.rs reads them.

@@ -73,6 +73,12 @@ pub fn request(a: &mut Argv, r: &RequestConfig, c: &ConnConfig) {
     if let Some(b) = &r.body {
         a.opt("--body", b.clone());
     }
+    if let Some(s) = &r.scenario {
+        a.opt("--scenario", s.file.display().to_string());
+        if s.max_body_capture != crate::scenario::DEFAULT_MAX_BODY_CAPTURE {
+            a.opt("--max-body-capture", s.max_body_capture.to_string());
+        }
+    }
     let d = ConnConfig::default();
     if c.http != d.http {
         a.opt("--http", c.http.as_str().to_string());

@@ -30,6 +30,16 @@ pub struct RequestConfig {
     pub headers: Vec<String>,
     /// Request body: text, or `@FILE`.
     pub body: Option<String>,
+    /// `--scenario FILE`: users follow the file's requests instead of the URL mix.
+    pub scenario: Option<ScenarioSource>,
+}
+
+/// A scenario file and how much of each answer's body its users may keep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioSource {
+    pub file: PathBuf,
+    /// `--max-body-capture`: body bytes kept per answer that a check or extraction reads.
+    pub max_body_capture: usize,
 }
 
 impl Default for RequestConfig {
@@ -41,6 +51,7 @@ impl Default for RequestConfig {
             method: "GET".into(),
             headers: Vec::new(),
             body: None,
+            scenario: None,
         }
     }
 }
@@ -372,6 +383,8 @@ pub struct Mix {
     /// https:// URLs: each address with its host name (SNI, certificate check); empty for
     /// http://. A mix is all one or all the other.
     pub tls_servers: Vec<(SocketAddr, String)>,
+    /// `--scenario`: the loaded file the users follow (`requests` is then empty).
+    pub scenario: Option<std::sync::Arc<crate::scenario::Plan>>,
 }
 
 impl RequestConfig {
@@ -411,8 +424,45 @@ impl RequestConfig {
         Ok(specs)
     }
 
+    /// A scenario file instead of URLs: loaded and checked now, before any connection. A URL
+    /// argument is the server its relative URLs (`/login`) go to.
+    fn scenario_mix(&self, s: &ScenarioSource) -> crate::Result<Mix> {
+        if self.urls.len() > 1 || self.urls_file.is_some() {
+            return Err(Error::usage(
+                "--scenario takes at most one URL (the server of its relative URLs), and no --urls",
+            ));
+        }
+        if self.body.is_some() || !self.headers.is_empty() || self.method != "GET" {
+            return Err(Error::usage(
+                "--scenario: methods, headers and bodies go in the scenario file, not -X, -H, --body",
+            ));
+        }
+        let plan = crate::scenario::load(
+            &s.file,
+            self.urls.first().map(String::as_str),
+            s.max_body_capture,
+        )
+        .map_err(Error::usage)?;
+        let servers = &plan.servers;
+        Ok(Mix {
+            addrs: servers.iter().map(|s| s.addr).collect(),
+            requests: Vec::new(),
+            pick: self.pick,
+            urls: vec![format!("scenario {}", crate::fsutil::shown(&s.file))],
+            tls_servers: servers
+                .iter()
+                .filter(|s| s.https)
+                .map(|s| (s.addr, s.host.clone()))
+                .collect(),
+            scenario: Some(std::sync::Arc::new(plan)),
+        })
+    }
+
     /// Resolves hosts (once, before the run) and renders every request.
     pub fn mix(&self) -> crate::Result<Mix> {
+        if let Some(s) = &self.scenario {
+            return self.scenario_mix(s);
+        }
         let specs = self.specs()?;
         let mut addrs: Vec<SocketAddr> = Vec::new();
         let mut requests = Vec::new();
@@ -471,6 +521,7 @@ impl RequestConfig {
             pick: self.pick,
             urls,
             tls_servers,
+            scenario: None,
         })
     }
 }
@@ -598,6 +649,7 @@ pub fn base_config(
         segment: Segment::WHOLE,
         tls,
         http2,
+        scenario: mix.scenario,
     };
     Ok((cfg, mix.urls))
 }

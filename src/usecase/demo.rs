@@ -172,6 +172,7 @@ pub fn run(
         segment: crate::plan::Segment::WHOLE,
         tls: None,
         http2: None,
+        scenario: None,
     };
     let urls = [format!("GET {url}")];
     let config = serde_json::json!({ "demo": true, "workers": cfg.workers, "service_ms": cfg.service_ms, "capacity": capacity });

@@ -14,7 +14,12 @@ impl<T: Transport> Worker<'_, T> {
             self.end_user(u);
             return;
         }
-        let (lo, hi) = self.think_range;
+        // A scenario's step may set its own think time.
+        let (lo, hi) = self
+            .users
+            .get(u)
+            .and_then(|x| x.think)
+            .unwrap_or(self.think_range);
         if first || hi.is_zero() {
             self.user_send(u, now, now);
             return;
@@ -34,7 +39,12 @@ impl<T: Transport> Worker<'_, T> {
             self.end_user(u);
             return;
         }
-        let req = self.pick();
+        let req = if self.users.is_empty() {
+            self.pick()
+        } else {
+            self.scenario_render(u);
+            0
+        };
         self.start_request(u, req, intended, counted, now);
     }
 

@@ -11,6 +11,7 @@
 mod closed;
 mod mux;
 mod open;
+mod session;
 
 use super::conn::{Conn, Phase, Reuse, Step};
 use super::pacing::{Schedule, TimerFd};
@@ -78,6 +79,8 @@ pub(super) struct Worker<'a, T: Transport> {
     more_next: Vec<(usize, u32)>,
     /// HTTP/2 (`--http 2`): the multiplexed connections the slots' requests ride on.
     mux: Option<Mux<T>>,
+    /// `--scenario`: the user of each slot (closed loop); empty otherwise.
+    users: Vec<crate::scenario::User>,
 }
 
 /// The fds a worker needs besides its connections: its epoll and its timer. The engine opens
@@ -132,6 +135,18 @@ impl<'a, T: Transport> Worker<'a, T> {
             .clamp(Duration::from_millis(5), Duration::from_millis(100));
         let mut rec = Recorder::new(origin, warm_end, expected_secs);
         rec.tls = cfg.tls.is_some();
+        let mut rng = fastrand::Rng::with_seed(cfg.seed.wrapping_add(id as u64 * 7919));
+        let users = match &cfg.scenario {
+            Some(plan) => session::users(
+                plan,
+                slots,
+                id,
+                threads,
+                (cfg.segment.index, cfg.segment.count),
+                &mut rng,
+            ),
+            None => Vec::new(),
+        };
         Ok(Worker {
             cfg,
             setup,
@@ -149,7 +164,7 @@ impl<'a, T: Transport> Worker<'a, T> {
             max_conns,
             rec,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
-            rng: fastrand::Rng::with_seed(cfg.seed.wrapping_add(id as u64 * 7919)),
+            rng,
             timer,
             schedule,
             pending_pick: None,
@@ -168,6 +183,7 @@ impl<'a, T: Transport> Worker<'a, T> {
             more: Vec::with_capacity(slots.max(16)),
             more_next: Vec::with_capacity(slots.max(16)),
             mux: cfg.http2.map(|h| Mux::<T>::new(h.streams)),
+            users,
         })
     }
 
@@ -341,7 +357,10 @@ impl<'a, T: Transport> Worker<'a, T> {
         counted: bool,
         now: Instant,
     ) {
-        let addr = self.cfg.requests[req].addr;
+        let addr = match &self.conns[slot].own {
+            Some(p) => p.addr,
+            None => self.cfg.requests[req].addr,
+        };
         self.conns[slot].begin(req, intended, counted, now);
         if counted {
             self.rec.requests += 1;
@@ -452,8 +471,7 @@ impl<'a, T: Transport> Worker<'a, T> {
 
     /// Writes (the rest of) the slot's request.
     fn send(&mut self, slot: usize, now: Instant) {
-        let c = &mut self.conns[slot];
-        let step = c.send(&self.cfg.requests[c.req], self.reuse, now);
+        let step = self.conns[slot].send_current(&self.cfg.requests, self.reuse, now);
         self.apply(slot, step, now);
     }
 
@@ -541,6 +559,9 @@ impl<'a, T: Transport> Worker<'a, T> {
             self.rec
                 .first_byte(c.first_byte.saturating_duration_since(c.written));
         }
+        if !self.users.is_empty() {
+            self.scenario_answer(slot, status, now);
+        }
         self.after_request(slot, reusable, now);
     }
 
@@ -562,6 +583,9 @@ impl<'a, T: Transport> Worker<'a, T> {
                 None => self.rec.error(kind, now),
             }
         }
+        if !self.users.is_empty() {
+            self.scenario_failed(slot);
+        }
         self.after_request(slot, false, now);
     }
 
@@ -582,7 +606,11 @@ impl<'a, T: Transport> Worker<'a, T> {
     /// connection; `retries` counts it. Returns true when the retry is under way.
     fn retry_stale(&mut self, slot: usize, kind: ErrorKind, now: Instant) -> bool {
         let c = &self.conns[slot];
-        if !c.stale_race(kind, self.idempotent[c.req]) {
+        let idempotent = match &c.own {
+            Some(p) => p.idempotent(),
+            None => self.idempotent[c.req],
+        };
+        if !c.stale_race(kind, idempotent) {
             return false;
         }
         if c.counted {
