@@ -41,6 +41,14 @@ struct RawScenario {
     request: Vec<RawRequest>,
 }
 
+/// One scenario as read: its name, weight, requests, and where it is (for errors).
+type ScenarioParts = (
+    Option<Spanned<String>>,
+    Option<Spanned<i64>>,
+    Vec<RawRequest>,
+    String,
+);
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRequest {
@@ -183,12 +191,7 @@ pub(super) fn parse(
         (None, Some(b)) => Some(Url::parse(b.get_ref()).or_else(|e| cx.err(b.span(), "base", e))?),
         (None, None) => None,
     };
-    let raw_scenarios: Vec<(
-        Option<Spanned<String>>,
-        Option<Spanned<i64>>,
-        Vec<RawRequest>,
-        String,
-    )> = match (raw.scenario, raw.request) {
+    let raw_scenarios: Vec<ScenarioParts> = match (raw.scenario, raw.request) {
         (Some(_), Some(_)) => {
             return Err(format!(
                 "{}: give either [[request]] (one scenario) or [[scenario]] tables, not both",
@@ -443,8 +446,7 @@ impl Builder<'_> {
                     let msg = err.to_string();
                     let last = msg
                         .lines()
-                        .filter(|l| !l.trim().is_empty())
-                        .last()
+                        .rfind(|l| !l.trim().is_empty())
                         .unwrap_or("")
                         .trim()
                         .to_string();
