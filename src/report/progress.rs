@@ -385,3 +385,72 @@ pub fn fmt_secs(s: f64) -> String {
         format!("{s}s")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rates are per second of the interval since the reading before, whatever its length;
+    /// CPU is the process's share of one core over it.
+    #[test]
+    fn ticks_turn_totals_into_rates() {
+        let mut t = Ticker::default();
+        let s = Duration::from_secs;
+        let a = t.next(s(1), 100, 2, 5, 500_000);
+        assert_eq!((a.rate, a.error_rate, a.cpu_pct), (100.0, 2.0, 50.0));
+        assert_eq!((a.responses, a.errors, a.in_flight), (100, 2, 5));
+        let b = t.next(s(2), 350, 2, 7, 1_250_000);
+        assert_eq!((b.rate, b.error_rate, b.cpu_pct), (250.0, 0.0, 75.0));
+        let c = t.next(Duration::from_millis(4500), 850, 12, 0, 1_250_000);
+        assert_eq!((c.rate, c.error_rate, c.cpu_pct), (200.0, 4.0, 0.0));
+        // A reading at the same instant divides by nothing: no rate, not infinity.
+        let d = t.next(Duration::from_millis(4500), 900, 12, 0, 1_250_000);
+        assert_eq!(d.rate, 0.0);
+    }
+
+    /// A view that asks to end step `end` once it sees it.
+    struct EndStep {
+        end: usize,
+        seen: Option<usize>,
+        done: Vec<usize>,
+    }
+
+    impl LiveView for EndStep {
+        fn tick(&mut self, step: Option<usize>, _offered: f64, _tick: &Tick) {
+            self.seen = step;
+        }
+        fn server(&mut self, _samples: Vec<Sample>) {}
+        fn step_done(&mut self, rec: &StepRecord) {
+            self.done.push(rec.step);
+        }
+        fn take_end_step(&mut self) -> bool {
+            self.seen.take() == Some(self.end)
+        }
+    }
+
+    /// With a view, the tick stops the step's engine when the view asks (`n`), and the runner
+    /// learns it once, for that step only.
+    #[test]
+    fn the_view_ends_a_step_through_the_engines_stop_flag() {
+        let z = Duration::ZERO;
+        let view = EndStep {
+            end: 1,
+            seen: None,
+            done: Vec::new(),
+        };
+        let mut p = SweepProgress::new(Some(3), z, z, z, "req/s", false).with_view(Box::new(view));
+        let ctl = Control::new(1);
+        p.tick(0, 100.0, &ctl, Duration::from_secs(1), None);
+        assert!(!ctl.stop.load(Ordering::Relaxed));
+        assert!(!p.take_ended_early(0));
+        let ctl = Control::new(1);
+        p.tick(1, 200.0, &ctl, Duration::from_secs(1), None);
+        assert!(
+            ctl.stop.load(Ordering::Relaxed),
+            "the step's workers are told to stop"
+        );
+        assert!(!p.take_ended_early(0), "not another step");
+        assert!(p.take_ended_early(1));
+        assert!(!p.take_ended_early(1), "once");
+    }
+}

@@ -93,7 +93,7 @@ impl<F: FnMut(usize, f64) -> Shape> Executor for Scripted<F> {
         index: usize,
         _clock: &RunClock,
         slo: Option<&Slo>,
-        _on_tick: &mut dyn FnMut(&Control, Duration),
+        on_tick: &mut dyn FnMut(&Control, Duration),
     ) -> crate::Result<StepResult> {
         let n = self.offered.len();
         let offered = offered_of(&load);
@@ -104,8 +104,14 @@ impl<F: FnMut(usize, f64) -> Shape> Executor for Scripted<F> {
             )));
         }
         let shape = (self.script)(n, offered);
-        let interrupted = self.interrupt_during == Some(n);
-        self.interrupted |= interrupted;
+        // One tick, as the engine gives once a second; a stop asked there (the live view's
+        // `n`) ends the step as an interruption does, without SIGINT.
+        let ctl = Control::new(1);
+        on_tick(&ctl, Duration::from_secs(1));
+        let stopped = ctl.stop.load(std::sync::atomic::Ordering::Relaxed);
+        let signalled = self.interrupt_during == Some(n);
+        self.interrupted |= signalled;
+        let interrupted = signalled || stopped;
         let secs = base.duration.map_or(1.0, |d| d.as_secs_f64());
         let mut record = record(index, &load, shape, secs);
         record.slo_ok = slo.map(|s| s.holds(&record.summary));

@@ -274,3 +274,46 @@ fn steps_start_on_the_start_at_grid() {
     assert_eq!(notes.len(), 2, "{notes:?}");
     assert!(notes[0].starts_with("step 2 started 15."), "{notes:?}");
 }
+
+/// The live view's `n` on step 2: that step stops early and is stored `ended-early` (not
+/// `interrupted`), a note says so, and the sweep goes on to its end, complete.
+#[test]
+fn a_step_ended_from_the_live_view_is_kept_and_the_sweep_goes_on() {
+    use crate::observe::Sample;
+    use crate::report::progress::{LiveView, Tick};
+    use crate::store::StepRecord;
+    struct EndSecond(Option<usize>);
+    impl LiveView for EndSecond {
+        fn tick(&mut self, step: Option<usize>, _offered: f64, _tick: &Tick) {
+            self.0 = step;
+        }
+        fn server(&mut self, _samples: Vec<Sample>) {}
+        fn step_done(&mut self, _rec: &StepRecord) {}
+        fn take_end_step(&mut self) -> bool {
+            self.0.take() == Some(1)
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = plan(rates(&LEVELS[..4]));
+    let mut exec = Scripted::new(fake::server(1e9));
+    let base = fake::base(p.loads[0]);
+    let mut writer = fake::writer(dir.path(), "open");
+    let z = Duration::ZERO;
+    let progress =
+        SweepProgress::new(None, z, z, z, "req/s", true).with_view(Box::new(EndSecond(None)));
+    let mut stepper = Stepper::new(&base, "open", None, &mut writer, progress, &mut exec);
+    let result = sweep(&mut stepper, &p);
+    let done = stepper.finish(&result, String::clone).unwrap();
+    assert_eq!(result.unwrap(), "all planned steps done");
+    assert!(done.complete);
+    assert_eq!(done.steps.len(), 4);
+    let flags: Vec<&[String]> = done.steps.iter().map(|s| &s.flags[..]).collect();
+    assert_eq!(flags[1], ["ended-early"]);
+    for f in [flags[0], flags[2], flags[3]] {
+        assert!(!f.iter().any(|f| f == "ended-early" || f == "interrupted"));
+    }
+    assert!(done
+        .notes
+        .iter()
+        .any(|n| n == "step 2: ended early from the live view"));
+}

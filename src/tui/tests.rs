@@ -1,1 +1,273 @@
-//! The view's data model on scripted ticks and steps, drawn on ratatui's `TestBackend`.
+//! The view's data model on scripted ticks and steps, drawn on ratatui's `TestBackend`: what
+//! each panel shows, without a terminal.
+use super::model::{Model, Setup, HISTORY};
+use super::{key, view, Shared};
+use crate::engine::{Arrival, Load};
+use crate::observe::{FpmSample, GroupSample, HostSample, Sample, TcpSample};
+use crate::report::progress::Tick;
+use crate::runner::fake::{record, Shape};
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+fn sweep_setup() -> Setup {
+    Setup {
+        command: "sweep",
+        target: "GET http://127.0.0.1:8080/".into(),
+        unit: "req/s",
+        planned: Some(3),
+        step_len: Some(Duration::from_secs(12)),
+        per_step: Duration::from_secs(14),
+        end_step_key: true,
+    }
+}
+
+fn run_setup() -> Setup {
+    Setup {
+        command: "run",
+        planned: None,
+        end_step_key: false,
+        ..sweep_setup()
+    }
+}
+
+fn tick(secs: u64, rate: f64, errors: f64, in_flight: u64) -> Tick {
+    Tick {
+        elapsed: Duration::from_secs(secs),
+        responses: (rate * secs as f64) as u64,
+        errors: 0,
+        in_flight,
+        rate,
+        error_rate: errors,
+        cpu_pct: 12.0,
+    }
+}
+
+fn open(rate: f64) -> Load {
+    Load::Open {
+        rate,
+        arrival: Arrival::Constant,
+        max_connections: 100,
+    }
+}
+
+/// The screen as text, one string per row.
+fn screen(m: &Model) -> Vec<String> {
+    let mut t = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    t.draw(|f| view::draw(f, m)).unwrap();
+    let buf = t.backend().buffer().clone();
+    buf.content
+        .chunks(buf.area.width as usize)
+        .map(|row| row.iter().map(|c| c.symbol()).collect())
+        .collect()
+}
+
+fn shows(rows: &[String], text: &str) -> bool {
+    rows.iter().any(|r| r.contains(text))
+}
+
+/// A sweep of three steps, scripted: the header follows the step in progress, the table
+/// fills as steps end, and the saturation mark appears once a step is flagged saturated —
+/// not before.
+#[test]
+fn a_scripted_sweep_shows_its_steps_and_the_saturation_mark() {
+    let mut m = Model::new(sweep_setup());
+    let s = screen(&m);
+    assert!(shows(&s, "starting"), "{s:#?}");
+    for t in 1..=3 {
+        m.tick(Some(0), 100.0, &tick(t, 100.0, 0.0, 2));
+    }
+    let s = screen(&m);
+    assert!(shows(&s, "step 1/3 · 100 req/s · 3s of 12s"), "{s:#?}");
+    // Two steps of 14 s to come, and 9 s left of this one.
+    assert!(shows(&s, "sweep ETA ≤ 37s"), "{s:#?}");
+    assert!(shows(
+        &s,
+        "now: 100/s achieved · 0 errors/s · 2 in flight · ≈ mean 20.00ms"
+    ));
+    assert!(shows(&s, "generator CPU 12%"));
+
+    m.step_done(&record(0, &open(100.0), Shape::ok(100.0, 5.0), 10.0));
+    let s = screen(&m);
+    assert!(shows(&s, "step 1 done, resting"), "{s:#?}");
+    assert!(m.saturation().is_none());
+
+    m.tick(Some(1), 200.0, &tick(1, 150.0, 4.0, 40));
+    assert!(!m.ending_step);
+    let mut rec = record(1, &open(200.0), Shape::ok(150.0, 80.0), 10.0);
+    let s = screen(&m);
+    assert!(
+        !shows(&s, "saturation at"),
+        "no mark before the analysis finds it"
+    );
+    assert!(shows(&s, "errors/s: 4"), "{s:#?}");
+    rec.flags.push("saturated".into());
+    m.step_done(&rec);
+    assert_eq!(m.saturation().map(|r| r.step), Some(1));
+    let s = screen(&m);
+    assert!(shows(&s, "throughput · saturation 200"), "{s:#?}");
+    let row = s
+        .iter()
+        .find(|r| r.contains("◆ saturated"))
+        .expect("the saturated step's row is marked");
+    assert!(row.contains("│2 "), "{row}");
+    assert!(row.contains("150"), "{row}");
+    assert!(row.contains("80.00ms"), "{row}");
+    assert!(shows(&s, "n  end this step, go on to the next"));
+}
+
+/// The charts keep the last HISTORY seconds; Little's law gives the mean response time only
+/// when something was answered.
+#[test]
+fn seconds_are_kept_for_the_charts_and_the_mean_follows_littles_law() {
+    let mut m = Model::new(sweep_setup());
+    for t in 0..(HISTORY as u64 + 5) {
+        m.tick(Some(0), 100.0, &tick(t, t as f64, 0.0, 3));
+    }
+    assert_eq!(m.seconds.len(), HISTORY);
+    assert_eq!(m.seconds.front().unwrap().achieved, 5.0, "oldest dropped");
+    let last = m.seconds.back().unwrap();
+    assert_eq!(last.achieved, (HISTORY + 4) as f64);
+    assert!((last.little_ms.unwrap() - 3.0 / last.achieved * 1e3).abs() < 1e-9);
+    m.tick(Some(0), 100.0, &tick(200, 0.0, 0.0, 7));
+    assert_eq!(m.seconds.back().unwrap().little_ms, None);
+}
+
+/// A single run: no step table, no `n` key; the header counts the run's own time.
+#[test]
+fn a_single_run_shows_no_steps_and_no_end_step_key() {
+    let mut m = Model::new(run_setup());
+    m.tick(None, 300.0, &tick(2, 290.0, 0.0, 1));
+    let s = screen(&m);
+    assert!(shows(&s, "300 req/s · 2s of 12s"), "{s:#?}");
+    assert!(!shows(&s, "run so far"), "{s:#?}");
+    assert!(!shows(&s, "end this step"));
+    assert!(shows(&s, "q  quit as Ctrl-C does"));
+    assert_eq!(m.eta(), None);
+}
+
+/// What the server panel says, from each source's newest sample.
+#[test]
+fn the_server_panel_reads_cpu_pools_and_the_accept_queue() {
+    let mut m = Model::new(sweep_setup());
+    let local = Sample {
+        source: "local".into(),
+        host: Some(HostSample {
+            cores: 4,
+            cpu_busy_pct: 73.4,
+            cpu_softirq_pct: 5.0,
+            load1: 2.5,
+            ..Default::default()
+        }),
+        groups: vec![GroupSample {
+            name: "web".into(),
+            processes: 3,
+            cpu_pct: 180.0,
+            ..Default::default()
+        }],
+        fpm: vec![
+            FpmSample {
+                pool: "www".into(),
+                active: 8,
+                total: 8,
+                listen_queue: 12,
+                ..Default::default()
+            },
+            FpmSample {
+                url: "http://127.0.0.1:9/status".into(),
+                error: Some("connection refused".into()),
+                ..Default::default()
+            },
+        ],
+        tcp: Some(TcpSample {
+            port: 8080,
+            established: 40,
+            listen_queue: Some(3),
+            listen_limit: Some(128),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let db = Sample {
+        source: "db".into(),
+        host: Some(HostSample {
+            cores: 2,
+            cpu_busy_pct: 12.0,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    m.server_samples(&[local, db]);
+    assert_eq!(
+        m.server,
+        [
+            "local: host CPU 73% busy of 4 cores (softirq 5%), load 2.5",
+            "local: web CPU 180% of a core, 3 processes",
+            "local: pool www: 8 of 8 workers busy, 12 waiting",
+            "local: pool http://127.0.0.1:9/status: connection refused",
+            "local: port 8080 accept queue 3/128, 40 established",
+            "db: host CPU 12% busy of 2 cores (softirq 0%), load 0.0",
+        ]
+    );
+    let s = screen(&m);
+    assert!(
+        shows(&s, "pool www: 8 of 8 workers busy, 12 waiting"),
+        "{s:#?}"
+    );
+}
+
+fn shared(setup: Setup) -> Shared {
+    Shared {
+        model: Mutex::new(Model::new(setup)),
+        dirty: AtomicBool::new(false),
+        end_step: AtomicBool::new(false),
+        stop: AtomicBool::new(false),
+    }
+}
+
+fn press(c: char, sh: &Shared) {
+    key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE), sh);
+}
+
+/// `n` ends the step in progress of a stepped run, and only then: not between steps, not in
+/// a single run, not once the run is stopping. (`q` raises SIGINT: the tmux test drives it.)
+#[test]
+fn n_asks_to_end_the_step_in_progress_only() {
+    let sh = shared(sweep_setup());
+    press('n', &sh);
+    assert!(
+        !sh.end_step.load(Ordering::Acquire),
+        "no step in progress yet"
+    );
+    sh.model().tick(Some(0), 100.0, &tick(1, 100.0, 0.0, 1));
+    press('x', &sh);
+    assert!(!sh.end_step.load(Ordering::Acquire));
+    press('n', &sh);
+    assert!(sh.end_step.load(Ordering::Acquire));
+    assert!(sh.model().ending_step);
+    assert!(shows(&screen(&sh.model()), "ending this step…"));
+    // The step ends: the next one starts with nothing asked.
+    sh.end_step.store(false, Ordering::Release);
+    sh.model()
+        .step_done(&record(0, &open(100.0), Shape::ok(100.0, 5.0), 2.0));
+    sh.model().tick(Some(1), 200.0, &tick(1, 200.0, 0.0, 1));
+    assert!(!sh.model().ending_step);
+    sh.model().stopping = true;
+    press('n', &sh);
+    assert!(
+        !sh.end_step.load(Ordering::Acquire),
+        "stopping: n does nothing"
+    );
+    assert!(shows(&screen(&sh.model()), "stopping"));
+
+    let one = shared(run_setup());
+    one.model().tick(None, 100.0, &tick(1, 100.0, 0.0, 1));
+    press('n', &one);
+    assert!(
+        !one.end_step.load(Ordering::Acquire),
+        "a single run has no next step"
+    );
+}

@@ -22,10 +22,17 @@ pub fn draw(f: &mut Frame, m: &Model) {
     } else {
         m.server.len().min(6) as u16 + 2
     };
+    // A single run has no steps to list: its live charts take the room.
+    let stepped = m.setup.command != "run";
+    let (live_h, sweep_h) = if stepped {
+        (Constraint::Length(12), Constraint::Min(6))
+    } else {
+        (Constraint::Min(8), Constraint::Length(0))
+    };
     let [head, live, sweep, server, foot] = Layout::vertical([
         Constraint::Length(2),
-        Constraint::Length(12),
-        Constraint::Min(6),
+        live_h,
+        sweep_h,
         Constraint::Length(server_h),
         Constraint::Length(1),
     ])
@@ -35,10 +42,13 @@ pub fn draw(f: &mut Frame, m: &Model) {
         Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(live);
     rate_chart(f, rate, m);
     sparklines(f, side, m);
-    let [table, chart] =
-        Layout::horizontal([Constraint::Percentage(70), Constraint::Percentage(30)]).areas(sweep);
-    steps_table(f, table, m);
-    sweep_chart(f, chart, m);
+    if stepped {
+        let [table, chart] =
+            Layout::horizontal([Constraint::Percentage(70), Constraint::Percentage(30)])
+                .areas(sweep);
+        steps_table(f, table, m);
+        sweep_chart(f, chart, m);
+    }
     if server_h > 0 {
         let lines: Vec<Line> = m.server.iter().map(|s| Line::raw(s.as_str())).collect();
         let block = Block::default().borders(Borders::ALL).title(" server ");
@@ -160,7 +170,7 @@ fn sparklines(f: &mut Frame, area: Rect, m: &Model) {
     spark(f, errors, &title, &e, BAD);
     let q = tail(m.seconds.iter().map(|s| s.in_flight).collect());
     let title = format!(
-        " in flight: {} (≈ mean {}, in flight ÷ rate) ",
+        " in flight: {} · ≈ mean {} ",
         last.map_or(0, |s| s.in_flight),
         last.and_then(|s| s.little_ms).map_or("-".into(), fmt_ms)
     );
@@ -293,12 +303,9 @@ fn sweep_chart(f: &mut Frame, area: Rect, m: &Model) {
                 .data(&sat),
         );
     }
+    // Short: the panel is narrow.
     let title = match m.saturation() {
-        Some(r) => format!(
-            " throughput vs {}: saturation at {} ",
-            m.setup.unit,
-            fmt_num(r.offered)
-        ),
+        Some(r) => format!(" throughput · saturation {} ", fmt_num(r.offered)),
         None => format!(" throughput vs {} ", m.setup.unit),
     };
     let chart = Chart::new(sets)

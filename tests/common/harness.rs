@@ -23,6 +23,8 @@ pub enum Need {
     Script,
     /// Python with HdrHistogram's package (`pip install hdrhistogram`, imported as `hdrh`).
     PythonHdrh,
+    /// tmux (`apt-get install tmux`): a terminal the live view test can type into and read.
+    Tmux,
 }
 
 impl Need {
@@ -34,6 +36,7 @@ impl Need {
         static CHROMIUM: OnceLock<Option<String>> = OnceLock::new();
         static SCRIPT: OnceLock<Option<String>> = OnceLock::new();
         static HDRH: OnceLock<Option<String>> = OnceLock::new();
+        static TMUX: OnceLock<Option<String>> = OnceLock::new();
         match self {
             Need::Root => ROOT.get_or_init(probe_root),
             Need::LabPackages => LAB.get_or_init(probe_lab),
@@ -53,6 +56,7 @@ impl Need {
                     "python3 with hdrh (pip install hdrhistogram)",
                 )
             }),
+            Need::Tmux => TMUX.get_or_init(|| probe_cmd("tmux", &["-V"], "tmux")),
         }
         .clone()
     }

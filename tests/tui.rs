@@ -1,0 +1,416 @@
+//! The live view on a real terminal: `overload sweep` under tmux (ignored with the reason where
+//! tmux is missing, see tests/common/harness.rs) against the embedded target. The view updates
+//! each second, `q` ends the sweep as SIGINT does (the step in progress recorded, the report
+//! written) and gives the terminal back, `n` ends a step early and the sweep goes on; with
+//! `--no-tui` the plain lines come instead. Also the run's other live outputs: `--hdr-log` on
+//! `run` and `sweep` (the same bytes as `report --hdr-log`), `--live-listen`.
+mod common;
+use common::harness::{self, Need};
+use common::{output_within, Target, QUICK};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// Bound on a load run here (its steps are a few seconds).
+const LOAD: Duration = Duration::from_secs(60);
+/// Bound on a change the view should show within a few seconds on a loaded machine.
+const SEEN: Duration = Duration::from_secs(20);
+
+fn main() {
+    harness::main(vec![
+        harness::trial(
+            "the_view_updates_and_q_ends_the_sweep_as_sigint_does",
+            &[Need::Tmux],
+            the_view_updates_and_q_ends_the_sweep_as_sigint_does,
+        ),
+        harness::trial(
+            "n_ends_the_step_in_progress_and_the_sweep_goes_on",
+            &[Need::Tmux],
+            n_ends_the_step_in_progress_and_the_sweep_goes_on,
+        ),
+        harness::trial(
+            "no_tui_and_quiet_keep_the_plain_lines",
+            &[Need::Tmux],
+            no_tui_and_quiet_keep_the_plain_lines,
+        ),
+        harness::trial(
+            "hdr_log_on_run_and_sweep_is_the_reports_log",
+            &[],
+            hdr_log_on_run_and_sweep_is_the_reports_log,
+        ),
+        harness::trial(
+            "live_listen_serves_the_page_on_the_address_given",
+            &[],
+            live_listen_serves_the_page_on_the_address_given,
+        ),
+    ]);
+}
+
+/// A tmux server of this test alone (its own socket), with one 120×40 window running a
+/// script; killed on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Runs `overload ARGS` in `dir`, then prints its exit code and the terminal's mode, and
+    /// waits there so the pane stays readable.
+    fn start(dir: &Path, name: &str, args: &[&str]) -> Tmux {
+        let socket = format!("overload-test-{}-{name}", std::process::id());
+        let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+        let script = dir.join("run.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "cd '{}'\n'{}' {}\necho \"overload-exited-$?\"\n\
+                 echo \"tty:$(stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon)\"\n\
+                 sleep 120\n",
+                dir.display(),
+                env!("CARGO_BIN_EXE_overload"),
+                quoted.join(" ")
+            ),
+        )
+        .unwrap();
+        let t = Tmux { socket };
+        let ok = t
+            .cmd(&["new-session", "-d", "-s", "t", "-x", "120", "-y", "40"])
+            .arg(format!("sh '{}'", script.display()))
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "tmux new-session failed");
+        t
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket]).args(args);
+        c
+    }
+
+    /// The pane as shown now (the alternate screen while the view is up).
+    fn capture(&self) -> String {
+        let o = output_within(&mut self.cmd(&["capture-pane", "-p", "-t", "t"]), QUICK);
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    fn alternate_screen(&self) -> bool {
+        let o = output_within(
+            &mut self.cmd(&["display-message", "-p", "-t", "t", "#{alternate_on}"]),
+            QUICK,
+        );
+        String::from_utf8_lossy(&o.stdout).trim() == "1"
+    }
+
+    fn keys(&self, k: &str) {
+        let ok = self
+            .cmd(&["send-keys", "-t", "t", k])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "tmux send-keys {k}");
+    }
+
+    /// Waits until the pane shows `text`; returns the capture.
+    fn wait_for(&self, text: &str, limit: Duration) -> String {
+        let mut last = String::new();
+        let end = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < end {
+            last = self.capture();
+            if last.contains(text) {
+                return last;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("the pane never showed {text:?} within {limit:?}; it shows:\n{last}");
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]).output();
+    }
+}
+
+/// The view's running count: `· N responses so far`.
+fn responses(screen: &str) -> Option<u64> {
+    let before = screen.split(" responses so far").next()?;
+    before.rsplit(' ').next()?.parse().ok()
+}
+
+fn steps(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("steps.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn run_json(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap()
+}
+
+fn flags(step: &serde_json::Value) -> Vec<String> {
+    step["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Under tmux the sweep shows the live view; two captures 1.5 s apart show different
+/// figures; `q` ends the sweep with SIGINT's exit code (130), the step in progress recorded
+/// as interrupted, the report written, and the terminal back as it was (main screen, not raw).
+fn the_view_updates_and_q_ends_the_sweep_as_sigint_does() {
+    let target = Target::start(&["--threads", "1"]);
+    let d = common::scratch();
+    let url = format!("{}/", target.url);
+    let args = [
+        "sweep",
+        "--rates",
+        "100,150,200,250",
+        "--step",
+        "4s",
+        "--warmup",
+        "0s",
+        "--rest",
+        "0s",
+        "--out",
+        "res",
+        &url,
+    ];
+    let t = Tmux::start(d.path(), "q", &args);
+    let first = t.wait_for("responses so far", SEEN);
+    assert!(first.contains("overload sweep"), "{first}");
+    assert!(first.contains("step 1/4 · 100 req/s"), "{first}");
+    assert!(first.contains(" q  quit as Ctrl-C does"), "{first}");
+    assert!(t.alternate_screen(), "the view is on the alternate screen");
+    let a = responses(&first).expect("a response count");
+    std::thread::sleep(Duration::from_millis(1600));
+    let second = t.capture();
+    let b = responses(&second).unwrap_or_else(|| panic!("no count in:\n{second}"));
+    assert!(b > a, "the figures move: {a} then {b}\n{second}");
+    assert_ne!(first, second);
+
+    t.keys("q");
+    let end = t.wait_for("tty:", LOAD);
+    assert!(end.contains("overload-exited-130"), "SIGINT's code:\n{end}");
+    assert!(end.contains("tty:icanon"), "raw mode is off again:\n{end}");
+    assert!(!t.alternate_screen(), "the alternate screen is left");
+    assert!(end.contains("sweep ended: interrupted"), "{end}");
+    assert!(end.contains("report:"), "{end}");
+    let res = d.path().join("res");
+    assert!(res.join("report.html").is_file(), "the report is written");
+    let info = run_json(&res);
+    assert_eq!(info["complete"], false);
+    assert!(
+        info["stop_reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("interrupted"),
+        "{info}"
+    );
+    let steps = steps(&res);
+    assert!(!steps.is_empty(), "the step in progress is recorded");
+    assert!(flags(steps.last().unwrap()).contains(&"interrupted".to_string()));
+}
+
+/// `n` during step 1 (of 8 s planned) ends it after a few seconds: it is stored `ended-early`,
+/// shorter than planned, and the sweep goes on to step 2 (which `q` then ends).
+fn n_ends_the_step_in_progress_and_the_sweep_goes_on() {
+    let target = Target::start(&["--threads", "1"]);
+    let d = common::scratch();
+    let url = format!("{}/", target.url);
+    let args = [
+        "sweep", "--rates", "100,150", "--step", "8s", "--warmup", "0s", "--rest", "0s", "--out",
+        "res", &url,
+    ];
+    let t = Tmux::start(d.path(), "n", &args);
+    t.wait_for("step 1/2 · 100 req/s · 1s", SEEN);
+    t.keys("n");
+    let s = t.wait_for("step 2/2", SEEN);
+    assert!(s.contains("ended-early"), "the table shows it:\n{s}");
+    t.keys("q");
+    let end = t.wait_for("tty:", LOAD);
+    assert!(
+        end.contains("step 1: ended early from the live view"),
+        "{end}"
+    );
+    let steps = steps(&d.path().join("res"));
+    assert_eq!(steps.len(), 2, "the sweep went on to step 2");
+    assert_eq!(flags(&steps[0]), ["ended-early"]);
+    let secs = steps[0]["end_s"].as_f64().unwrap() - steps[0]["start_s"].as_f64().unwrap();
+    assert!(secs < 7.0, "step 1 ended early: {secs:.1} s of 8 s");
+    assert!(flags(&steps[1]).contains(&"interrupted".to_string()));
+}
+
+/// `--no-tui` and `--quiet` on a terminal: no alternate screen; `--no-tui` prints the
+/// progress line, `--quiet` nothing until the summary.
+fn no_tui_and_quiet_keep_the_plain_lines() {
+    let target = Target::start(&["--threads", "1"]);
+    let d = common::scratch();
+    let url = format!("{}/", target.url);
+    let t = Tmux::start(
+        d.path(),
+        "plain",
+        &["run", "-R", "50", "-d", "3s", "--no-tui", &url],
+    );
+    let s = t.wait_for("responses, 50/s", SEEN);
+    assert!(!t.alternate_screen(), "{s}");
+    let end = t.wait_for("tty:", LOAD);
+    assert!(end.contains("overload-exited-0"), "{end}");
+    drop(t);
+    let t = Tmux::start(
+        d.path(),
+        "quiet",
+        &["run", "-R", "50", "-d", "2s", "-q", &url],
+    );
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(!t.alternate_screen(), "--quiet shows no view");
+    let end = t.wait_for("tty:", LOAD);
+    assert!(end.contains("overload-exited-0"), "{end}");
+    assert!(!end.contains("responses so far"), "{end}");
+}
+
+/// `run --hdr-log` and `sweep --hdr-log` write the same bytes as `report DIR --hdr-log` on the
+/// results folder they leave (one exporter); `run --hdr-log` alone writes that folder; a
+/// log in a folder that does not exist is refused before any load (exit 2).
+fn hdr_log_on_run_and_sweep_is_the_reports_log() {
+    let target = Target::start(&["--threads", "1"]);
+    let d = common::scratch();
+    let p = |n: &str| d.path().join(n);
+    let url = format!("{}/", target.url);
+    let o = output_within(
+        common::bin().current_dir(d.path()).args([
+            "run",
+            "-R",
+            "100",
+            "-d",
+            "1s",
+            "--hdr-log",
+            "run.hlog",
+            &url,
+        ]),
+        LOAD,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let runs: Vec<_> = std::fs::read_dir(p("runs")).unwrap().collect();
+    assert_eq!(runs.len(), 1, "run --hdr-log writes its results folder");
+    let folder = runs[0].as_ref().unwrap().path();
+    let again = |dir: &Path, out: &Path| {
+        let o = output_within(
+            common::bin()
+                .arg("report")
+                .arg(dir)
+                .arg("--hdr-log")
+                .arg(out),
+            QUICK,
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    again(&folder, &p("report-run.hlog"));
+    let log = std::fs::read(p("run.hlog")).unwrap();
+    assert!(log.starts_with(b"#"), "an interval log");
+    assert_eq!(log, std::fs::read(p("report-run.hlog")).unwrap());
+
+    let o = output_within(
+        common::bin()
+            .args([
+                "sweep", "--rates", "50,100", "--step", "1s", "--warmup", "0s",
+            ])
+            .args(["--rest", "0s", "-q", "--out"])
+            .arg(p("sweep"))
+            .arg("--hdr-log")
+            .arg(p("sweep.hlog"))
+            .arg(&url),
+        LOAD,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    again(&p("sweep"), &p("report-sweep.hlog"));
+    let log = std::fs::read(p("sweep.hlog")).unwrap();
+    assert_eq!(log, std::fs::read(p("report-sweep.hlog")).unwrap());
+
+    let o = output_within(
+        common::bin()
+            .args(["sweep", "--rates", "50", "--step", "1s", "--out"])
+            .arg(p("never"))
+            .arg("--hdr-log")
+            .arg(p("no/such/dir/x.hlog"))
+            .arg(&url),
+        QUICK,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--hdr-log"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(!p("never").exists(), "refused before the run");
+}
+
+/// `--live-listen ADDR` serves the live page on exactly that address (loopback here, IPv4
+/// and, where the host has it, IPv6); a malformed address or one given with `--live-port` is
+/// a usage error.
+fn live_listen_serves_the_page_on_the_address_given() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let target = Target::start(&["--threads", "1"]);
+    let d = common::scratch();
+    let url = format!("{}/", target.url);
+    let ipv6 = std::net::TcpListener::bind("[::1]:0").is_ok();
+    let addrs: &[&str] = if ipv6 {
+        &["127.0.0.1:0", "[::1]:0"]
+    } else {
+        &["127.0.0.1:0"]
+    };
+    for (i, listen) in addrs.iter().enumerate() {
+        let mut child = common::bin()
+            .args([
+                "sweep", "--rates", "50,60", "--step", "1s", "--warmup", "0s",
+            ])
+            .args(["--rest", "0s", "--live-listen", listen, "--out"])
+            .arg(d.path().join(format!("run{i}")))
+            .arg(&url)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        let page = loop {
+            line.clear();
+            assert!(err.read_line(&mut line).unwrap() > 0, "no live URL");
+            if let Some(u) = line.trim().strip_prefix("overload: live report at ") {
+                break u.to_string();
+            }
+        };
+        let rest = page.strip_prefix("http://").unwrap();
+        let (addr, path) = rest.split_at(rest.find('/').unwrap());
+        let host = &listen[..listen.rfind(':').unwrap()];
+        assert!(addr.starts_with(host), "{page} is on {listen}");
+        let mut c = std::net::TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(c, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+        let mut resp = String::new();
+        c.read_to_string(&mut resp).unwrap();
+        assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+        let drain = std::thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = err.read_to_string(&mut rest);
+        });
+        let status = common::wait_within(&mut child, LOAD).expect("the sweep ends");
+        drain.join().unwrap();
+        assert!(status.success());
+    }
+    for bad in [
+        vec!["--live-listen", "localhost"],
+        vec!["--live-listen", "127.0.0.1:0", "--live-port", "0"],
+    ] {
+        let o = output_within(
+            common::bin()
+                .args(["sweep", "--rates", "50", "--step", "1s"])
+                .args(&bad)
+                .arg(&url),
+            QUICK,
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {err}");
+        assert!(err.contains("--live-"), "{err}");
+    }
+}
