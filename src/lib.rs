@@ -20,6 +20,7 @@ pub mod observe;
 pub mod plan;
 pub mod report;
 pub mod runner;
+pub mod scale;
 pub mod signals;
 pub mod store;
 pub mod target;

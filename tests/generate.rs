@@ -1,87 +1,294 @@
-//! `overload generate`: manual pages and completions come from the same clap definitions as
-//! `--help`, so a flag added to a command shows up in both.
+//! `overload agent --generate` and the controller (`sweep|capacity --generators FILE`) on
+//! loopback: what the agent refuses (each refusal with its message), a step it runs, and
+//! controller-driven runs over two local agents. Every load is bounded (seconds, a few
+//! hundred requests a second).
 mod common;
-use common::{bin, output_within, scratch, QUICK};
+
+use common::{bin, output_within, scratch, Target, QUICK};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+const TOKEN: &str = "generate-test-token-0123456789";
+
+/// An `overload agent --generate` on a free loopback port; killed on drop.
+struct Agent {
+    child: Child,
+    addr: SocketAddr,
+    /// The certificate fingerprint it printed (with --tls-self-signed).
+    fingerprint: Option<String>,
+    _dir: tempfile::TempDir,
+}
+
+impl Agent {
+    fn start(args: &[&str]) -> Agent {
+        let dir = scratch();
+        let tok = dir.path().join("token");
+        write_token(&tok);
+        let mut child = bin()
+            .args(["agent", "--listen", "127.0.0.1:0", "--generate"])
+            .arg("--token-file")
+            .arg(&tok)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn agent");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).expect("agent banner");
+        let addr = line
+            .split("://")
+            .nth(1)
+            .and_then(|a| a.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no address in {line:?}"));
+        let mut fingerprint = None;
+        if line.starts_with("agent listening on https") {
+            let mut l = String::new();
+            out.read_line(&mut l).unwrap();
+            fingerprint = l.strip_prefix("certificate ").map(|f| f.trim().to_string());
+        }
+        // Keep draining its stdout so it never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        Agent {
+            child,
+            addr,
+            fingerprint,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP/1.1 request; (status, body).
+fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    auth: Option<&str>,
+    body: &str,
+) -> (u16, String) {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let auth = auth.map_or(String::new(), |a| format!("Authorization: {a}\r\n"));
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut resp = String::new();
+    let _ = s.read_to_string(&mut resp);
+    let status = resp.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = resp
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
+    (status, body)
+}
+
+/// The token file, readable by its owner only (else the agent warns on stderr).
+fn write_token(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("{TOKEN}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+fn bearer() -> String {
+    format!("Bearer {TOKEN}")
+}
+
+/// A step plan as the controller sends it (the wire format, written out).
+fn plan(url: &str, rate: f64, duration_ms: u64, users: Option<usize>) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let load = match users {
+        None => {
+            serde_json::json!({"loop": "open", "rate": rate, "arrival": "constant", "max_connections": 20})
+        }
+        Some(u) => serde_json::json!({"loop": "closed", "users": u, "think_ms": [0, 0]}),
+    };
+    serde_json::json!({
+        "protocol": 1,
+        "requests": [{"method": "GET", "url": url, "headers": []}],
+        "pick": "sequence",
+        "load": load,
+        "conn": {"keep_alive": true, "calls_per_connection": null, "timeout_ms": 2000,
+                 "connect_timeout_ms": 1000, "threads": 1, "pacing_slack_us": 1000, "seed": 1,
+                 "http2_streams": null},
+        "warmup_ms": 0,
+        "duration_ms": duration_ms,
+        "index": 0,
+        "segment_index": 0,
+        "segment_count": 1,
+        "start_at_unix_ms": now,
+        "run_start_unix_ms": now,
+    })
+    .to_string()
+}
 
 #[test]
-fn man_pages_cover_every_command_and_its_flags() {
-    let dir = scratch();
-    let out = output_within(
-        bin().args(["generate", "man", "--out"]).arg(dir.path()),
-        QUICK,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    for page in [
-        "overload.1",
-        "overload-run.1",
-        "overload-sweep.1",
-        "overload-lab-up.1",
+fn the_agent_refuses_what_its_owner_did_not_allow_and_runs_what_it_did() {
+    let target = Target::start(&[]);
+    let port = target.url.rsplit(':').next().unwrap().to_string();
+    let allowed = format!("127.0.0.1:{port}");
+    let agent = Agent::start(&[
+        "--allow-target",
+        &allowed,
+        "--max-rate",
+        "500",
+        "--max-duration",
+        "3s",
+        "--max-connections",
+        "20",
+    ]);
+    let ok_plan = plan(&format!("{}/", target.url), 100.0, 500, None);
+    let a = agent.addr;
+
+    // No token, a wrong token: refused before anything is read or run.
+    let (st, body) = request(a, "POST", "/step", None, &ok_plan);
+    assert_eq!((st, body.trim()), (401, "unauthorized"));
+    let wrong = format!("Bearer {TOKEN}x");
+    let (st, _) = request(a, "POST", "/step", Some(&wrong), &ok_plan);
+    assert_eq!(st, 401);
+
+    // Another port of the same host, another loopback address: not on the allow-list.
+    for url in [
+        format!("http://127.0.0.1:{}/", port.parse::<u16>().unwrap() ^ 1),
+        format!("http://127.0.0.2:{port}/"),
     ] {
-        let text = std::fs::read_to_string(dir.path().join(page)).expect(page);
-        assert!(text.contains("\n.TH "), "{page} is not a roff man page");
+        let (st, body) = request(
+            a,
+            "POST",
+            "/step",
+            Some(&bearer()),
+            &plan(&url, 100.0, 500, None),
+        );
+        assert_eq!(st, 403, "{url}: {body}");
+        assert!(
+            body.starts_with("refused: target") && body.contains(&format!("allowed: {allowed}")),
+            "{url}: {body}"
+        );
+        assert_eq!(body.trim().lines().count(), 1, "one line: {body}");
     }
-    let run = std::fs::read_to_string(dir.path().join("overload-run.1")).unwrap();
-    // The page is titled for `man overload-run` and lists the command's own flags.
-    assert!(
-        run.contains(".TH overload-run 1"),
-        "{}",
-        &run[..200.min(run.len())]
-    );
-    assert!(run.contains("\\-\\-rate"), "run's page lacks --rate");
-    let top = std::fs::read_to_string(dir.path().join("overload.1")).unwrap();
-    // The top page points at each command's own page.
-    assert!(
-        top.contains("overload\\-run(1)"),
-        "top page lacks overload-run(1)"
-    );
-}
 
-#[test]
-fn completions_name_the_subcommands_and_their_flags() {
-    let out = output_within(bin().args(["generate", "bash"]), QUICK);
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("_overload()"), "no completion function");
-    for word in ["sweep", "capacity", "--rate", "--slo"] {
-        assert!(text.contains(word), "bash completion lacks {word}");
+    // Beyond each limit, with the limit named.
+    let url = format!("{}/", target.url);
+    for (p, needle) in [
+        (plan(&url, 900.0, 500, None), "--max-rate 500"),
+        (plan(&url, 100.0, 5000, None), "--max-duration 3s"),
+        (plan(&url, 100.0, 500, Some(21)), "--max-connections 20"),
+    ] {
+        let (st, body) = request(a, "POST", "/step", Some(&bearer()), &p);
+        assert_eq!(st, 422, "{body}");
+        assert!(
+            body.starts_with("refused: ") && body.contains(needle),
+            "{needle}: {body}"
+        );
     }
-    let dir = scratch();
-    let out = output_within(
-        bin().args(["generate", "zsh", "--out"]).arg(dir.path()),
-        QUICK,
-    );
-    assert!(out.status.success());
+    let (st, body) = request(a, "POST", "/step", Some(&bearer()), "{not json");
+    assert_eq!(st, 400, "{body}");
+
+    // What it allows: said before a run, and run (one step at a time).
+    let (st, info) = request(a, "GET", "/generator", Some(&bearer()), "");
+    assert_eq!(st, 200);
+    let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+    assert_eq!(info["allowed_targets"][0], allowed.as_str());
+    assert_eq!(info["max_rate"], 500.0);
+    let long = plan(&url, 100.0, 1500, None);
+    let first = std::thread::spawn(move || request(a, "POST", "/step", Some(&bearer()), &long));
+    std::thread::sleep(Duration::from_millis(500));
+    let (st, body) = request(a, "POST", "/step", Some(&bearer()), &ok_plan);
+    assert_eq!(st, 409, "{body}");
+    assert!(body.contains("one at a time"), "{body}");
+    let (st, body) = first.join().unwrap();
+    assert_eq!(st, 200, "{body}");
+    let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let responses = answer["record"]["responses"].as_u64().unwrap();
     assert!(
-        dir.path().join("_overload").is_file(),
-        "zsh looks for _overload"
+        (140..=160).contains(&responses),
+        "1.5 s at 100 req/s: {responses}"
+    );
+    assert_eq!(
+        answer["record"]["statuses"]["200"].as_u64(),
+        Some(responses)
+    );
+    assert!(
+        answer["record"]["response_time_hist"]
+            .as_str()
+            .unwrap()
+            .len()
+            > 10
     );
 }
 
 #[test]
-fn man_without_a_folder_is_a_usage_error() {
-    let out = output_within(bin().args(["generate", "man"]), QUICK);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("--out"), "{err}");
-}
-
-#[test]
-fn a_planted_symlink_is_not_written_through() {
+fn generator_flags_are_checked_at_start() {
     let dir = scratch();
-    let victim = dir.path().join("victim");
-    std::fs::write(&victim, "keep").unwrap();
-    let out_dir = dir.path().join("comp");
-    std::fs::create_dir(&out_dir).unwrap();
-    std::os::unix::fs::symlink(&victim, out_dir.join("overload")).unwrap();
-    let out = output_within(
-        bin().args(["generate", "bash", "--out"]).arg(&out_dir),
-        QUICK,
-    );
-    assert_ne!(out.status.code(), Some(0), "wrote through a symlink");
-    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    let tok = dir.path().join("token");
+    write_token(&tok);
+    let t = tok.to_str().unwrap();
+    for (args, needle) in [
+        (vec!["--generate"], "--allow-target HOST:PORT"),
+        (
+            vec!["--allow-target", "127.0.0.1:80"],
+            "apply to --generate",
+        ),
+        (
+            vec!["--generate", "--allow-target", "127.0.0.1"],
+            "expected HOST:PORT",
+        ),
+        (
+            vec![
+                "--generate",
+                "--allow-target",
+                "127.0.0.1:80",
+                "--max-rate",
+                "0",
+            ],
+            "--max-rate",
+        ),
+        (
+            vec![
+                "--generate",
+                "--allow-target",
+                "127.0.0.1:80",
+                "--max-duration",
+                "soon",
+            ],
+            "--max-duration",
+        ),
+    ] {
+        let out = output_within(
+            bin()
+                .args(["agent", "--listen", "127.0.0.1:0", "--token-file", t])
+                .args(&args),
+            QUICK,
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_tls_agent_prints_its_fingerprint_and_speaks_no_plain_http() {
+    let target = Target::start(&[]);
+    let allowed = target.url.trim_start_matches("http://").to_string();
+    let agent = Agent::start(&["--allow-target", &allowed, "--tls-self-signed"]);
+    let fp = agent.fingerprint.clone().expect("a fingerprint line");
+    assert!(fp.starts_with("sha256:") && fp.len() == 7 + 95, "{fp}");
+    // Plain HTTP to the TLS port gets no HTTP answer (the token never crosses in clear).
+    let (st, _) = request(agent.addr, "GET", "/generator", Some(&bearer()), "");
+    assert_eq!(st, 0);
 }

@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 pub mod agent;
+pub mod agent_generate;
 pub mod capacity;
 pub mod compare;
 pub mod demo;
