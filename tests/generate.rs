@@ -292,3 +292,226 @@ fn a_tls_agent_prints_its_fingerprint_and_speaks_no_plain_http() {
     let (st, _) = request(agent.addr, "GET", "/generator", Some(&bearer()), "");
     assert_eq!(st, 0);
 }
+
+/// `--generators FILE` listing `agents`.
+fn generators_file(dir: &std::path::Path, agents: &[&Agent]) -> std::path::PathBuf {
+    let tok = dir.join("controller-token");
+    write_token(&tok);
+    let list: String = agents
+        .iter()
+        .map(|a| format!("http://{} token-file={}\n", a.addr, tok.display()))
+        .collect();
+    let f = dir.join("generators");
+    std::fs::write(&f, list).unwrap();
+    f
+}
+
+fn steps(dir: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("steps.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The offered level of the first step flagged saturated.
+fn saturation(dir: &std::path::Path) -> Option<f64> {
+    steps(dir)
+        .iter()
+        .find(|s| {
+            s["flags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f == "saturated")
+        })
+        .map(|s| s["offered"].as_f64().unwrap())
+}
+
+#[test]
+fn a_controller_over_two_agents_finds_the_single_hosts_saturation_point() {
+    // 2 workers × 10 ms: the target answers about 200 req/s, whoever sends.
+    let target = Target::start(&["--workers", "2"]);
+    let allowed = target.url.trim_start_matches("http://").to_string();
+    let (a, b) = (
+        Agent::start(&["--allow-target", &allowed]),
+        Agent::start(&["--allow-target", &allowed]),
+    );
+    let dir = scratch();
+    let gens = generators_file(dir.path(), &[&a, &b]);
+    let url = format!("{}/sleep?ms=10", target.url);
+    let plan = [
+        "sweep",
+        &url,
+        "--rates",
+        "100:350:50",
+        "--step",
+        "1s",
+        "--warmup",
+        "0s",
+        "--rest",
+        "300ms",
+        "--past-saturation",
+        "1",
+        "--threads",
+        "1",
+        "-q",
+    ];
+    let single = dir.path().join("single");
+    let out = output_within(
+        bin().args(plan).arg("--out").arg(&single),
+        Duration::from_secs(60),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let merged = dir.path().join("controlled");
+    let out = output_within(
+        bin()
+            .args(plan)
+            .arg("--out")
+            .arg(&merged)
+            .arg("--generators")
+            .arg(&gens),
+        Duration::from_secs(60),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (s1, s2) = (
+        saturation(&single).expect("single saturates"),
+        saturation(&merged).expect("controlled saturates"),
+    );
+    assert!(
+        (s1 - s2).abs() <= 50.0 + 1e-9,
+        "saturation single {s1}, controlled {s2}: more than one step apart"
+    );
+    // Every step was sent by both agents, and the merged step holds both parts' requests.
+    let log = std::fs::read_to_string(merged.join("generators.jsonl")).unwrap();
+    let first = steps(&merged)[0].clone();
+    assert_eq!(log.lines().count(), steps(&merged).len());
+    assert!(
+        log.lines().all(|l| l.matches("\"ok\":true").count() == 2),
+        "{log}"
+    );
+    let responses = first["responses"].as_u64().unwrap();
+    assert!(
+        (95..=105).contains(&responses),
+        "1 s at 100 req/s over 2 agents: {responses}"
+    );
+    assert_eq!(
+        first["generator"]["threads"], 2,
+        "two agents of one thread each"
+    );
+}
+
+#[test]
+fn a_generator_killed_mid_step_marks_the_step_and_stops_or_continues() {
+    let target = Target::start(&[]);
+    let allowed = target.url.trim_start_matches("http://").to_string();
+    let url = format!("{}/", target.url);
+    for policy in ["stop", "continue"] {
+        let a = Agent::start(&["--allow-target", &allowed]);
+        let mut b = Agent::start(&["--allow-target", &allowed]);
+        let dir = scratch();
+        let gens = generators_file(dir.path(), &[&a, &b]);
+        let out_dir = dir.path().join("run");
+        let mut child = bin()
+            .args([
+                "sweep",
+                &url,
+                "--rates",
+                "100,120,140",
+                "--step",
+                "2s",
+                "--warmup",
+                "0s",
+            ])
+            .args([
+                "--rest",
+                "200ms",
+                "--threads",
+                "1",
+                "-q",
+                "--on-generator-loss",
+                policy,
+            ])
+            .arg("--generators")
+            .arg(&gens)
+            .arg("--out")
+            .arg(&out_dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Into the second step (each is 0.5 s lead + 2 s + 0.2 s rest).
+        std::thread::sleep(Duration::from_millis(3800));
+        let _ = b.child.kill();
+        let _ = b.child.wait();
+        let status =
+            common::wait_within(&mut child, Duration::from_secs(60)).expect("the controller ends");
+        let mut stdout = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut stdout)
+            .unwrap();
+        let st = steps(&out_dir);
+        let lost: Vec<usize> = st
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| {
+                s["flags"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|f| f == "generator-lost")
+            })
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(
+            lost,
+            vec![1],
+            "{policy}: the second step is marked: {stdout}"
+        );
+        assert!(
+            stdout.contains("lost") && stdout.contains(&format!("127.0.0.1:{}", b.addr.port())),
+            "{policy}: {stdout}"
+        );
+        let info: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out_dir.join("run.json")).unwrap())
+                .unwrap();
+        let log = std::fs::read_to_string(out_dir.join("generators.jsonl")).unwrap();
+        if policy == "stop" {
+            assert_eq!(st.len(), 2, "stopped after the marked step");
+            assert_eq!(info["complete"], false);
+            assert!(
+                info["stop_reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("generator lost in step 2"),
+                "{info}"
+            );
+            assert_ne!(status.code(), Some(0));
+        } else {
+            assert_eq!(st.len(), 3, "went on");
+            assert!(status.success());
+            let last = log.lines().last().unwrap();
+            assert!(
+                last.contains("\"segment\":\"0/1\"") && last.matches("\"ok\":true").count() == 1,
+                "{log}"
+            );
+            // The last step offered its whole level through the one agent left.
+            let r = st[2]["responses"].as_u64().unwrap();
+            assert!(
+                (270..=290).contains(&r),
+                "2 s at 140 req/s from one agent: {r}"
+            );
+        }
+    }
+}

@@ -32,6 +32,8 @@ pub struct CapacityArgs {
     pub observe: ObserveFlags,
     #[command(flatten)]
     pub segment: SegmentArgs,
+    #[command(flatten)]
+    pub generators: super::generators_args::GeneratorsArgs,
 }
 
 impl CapacityArgs {
@@ -56,7 +58,12 @@ impl CapacityArgs {
 }
 
 pub fn run(args: CapacityArgs) -> crate::Result<i32> {
-    let outcome = capacity::run(&args.config()?, &mut crate::runner::Engine)?;
+    let generators = args.generators.clone();
+    let cfg = args.config()?;
+    let outcome = match generators.controller(&cfg.request, &cfg.conn, &cfg.segment)? {
+        Some(mut c) => capacity::run(&cfg, &mut c)?,
+        None => capacity::run(&cfg, &mut crate::runner::Engine)?,
+    };
     crate::out!("{outcome}");
     Ok(outcome.exit_code())
 }

@@ -10,6 +10,7 @@ pub mod compare;
 pub mod demo;
 pub mod experiment;
 pub mod generate;
+pub mod generators_args;
 mod hints;
 pub mod lab;
 pub mod load_args;

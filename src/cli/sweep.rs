@@ -42,6 +42,8 @@ pub struct SweepArgs {
     pub observe: ObserveFlags,
     #[command(flatten)]
     pub segment: SegmentArgs,
+    #[command(flatten)]
+    pub generators: super::generators_args::GeneratorsArgs,
 }
 
 impl SweepArgs {
@@ -84,8 +86,12 @@ impl SweepArgs {
 }
 
 pub fn run(args: SweepArgs) -> crate::Result<i32> {
+    let generators = args.generators.clone();
     let cfg = args.config()?;
-    let outcome = sweep::run(&cfg, &mut crate::runner::Engine)?;
+    let outcome = match generators.controller(&cfg.request, &cfg.conn, &cfg.segment)? {
+        Some(mut c) => sweep::run(&cfg, &mut c)?,
+        None => sweep::run(&cfg, &mut crate::runner::Engine)?,
+    };
     crate::out!("{outcome}");
     Ok(outcome.exit_code())
 }

@@ -4,5 +4,7 @@
 //! the stop rules and capacity search deciding on the merged step as for one host.
 //! See docs/scale-out.md.
 pub mod agent;
+pub mod channel;
+pub mod controller;
 pub mod tls;
 pub mod wire;
