@@ -22,6 +22,7 @@ pub mod plan;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+pub mod scale;
 pub mod signals;
 pub mod store;
 pub mod target;

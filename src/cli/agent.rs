@@ -1,5 +1,6 @@
 //! `overload agent`: sample this host and serve the samples to a controller (`--agent URL`
 //! of `sweep`/`run`) as JSON and Prometheus text. See docs/observe.md for the protocol.
+//! With `--generate` it also runs the load steps a controller sends (docs/scale-out.md).
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -34,6 +35,8 @@ pub struct AgentArgs {
     /// How much history to keep for controllers that poll late.
     #[arg(long, value_name = "DURATION", default_value = "10m")]
     pub history: String,
+    #[command(flatten)]
+    pub generate: super::agent_generate::GenerateArgs,
 }
 
 impl AgentArgs {
@@ -60,22 +63,44 @@ impl AgentArgs {
         let per_sec = 1.0 / observe.every.as_secs_f64();
         observe.max_samples =
             ((history.as_secs_f64() * per_sec).ceil() as usize).clamp(10, 1_000_000);
+        let extension = self.generate.generator()?.map(|g| {
+            std::sync::Arc::new(g) as std::sync::Arc<dyn crate::observe::agent::Extension>
+        });
         Ok(AgentConfig {
             listen,
             token,
             observe,
+            extension,
+            tls: None,
         })
     }
 }
 
 pub fn run(args: AgentArgs) -> crate::Result<i32> {
-    let cfg = args.config()?;
+    let mut cfg = args.config()?;
+    let identity = args.generate.identity(cfg.listen)?;
+    cfg.tls = identity.as_ref().map(|i| std::sync::Arc::clone(&i.config));
+    let generating = cfg.extension.is_some();
     // Threads started below inherit the blocked mask; only sigwait sees SIGINT/SIGTERM.
     let signals = super::target::block_stop_signals()?;
     let handle = agent::start(cfg)?;
     {
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "agent listening on http://{}", handle.addr);
+        let scheme = if identity.is_some() { "https" } else { "http" };
+        let _ = writeln!(out, "agent listening on {scheme}://{}", handle.addr);
+        if let Some(id) = &identity {
+            let _ = writeln!(out, "certificate {}", id.fingerprint);
+        }
+        if generating {
+            let _ = writeln!(
+                out,
+                "generating for {} (--max-rate {}, --max-duration {}, --max-connections {})",
+                args.generate.allow_target.join(", "),
+                args.generate.max_rate,
+                args.generate.max_duration,
+                args.generate.max_connections
+            );
+        }
         let _ = out.flush();
     }
     super::target::wait_for(&signals);

@@ -32,6 +32,8 @@ pub struct CapacityArgs {
     pub observe: ObserveFlags,
     #[command(flatten)]
     pub segment: SegmentArgs,
+    #[command(flatten)]
+    pub generators: super::generators_args::GeneratorsArgs,
 }
 
 impl CapacityArgs {
@@ -57,9 +59,13 @@ impl CapacityArgs {
 
 pub fn run(args: CapacityArgs) -> crate::Result<i32> {
     let live_view = args.steps.view.live_view();
+    let generators = args.generators.clone();
     let mut cfg = args.config()?;
     cfg.output.live_view = live_view;
-    let outcome = capacity::run(&cfg, &mut crate::runner::Engine)?;
+    let outcome = match generators.controller(&cfg.request, &cfg.conn, &cfg.segment)? {
+        Some(mut c) => capacity::run(&cfg, &mut c)?,
+        None => capacity::run(&cfg, &mut crate::runner::Engine)?,
+    };
     crate::out!("{outcome}");
     Ok(outcome.exit_code())
 }

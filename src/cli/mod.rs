@@ -5,12 +5,14 @@ use clap::{Parser, Subcommand};
 
 pub mod agent;
 pub mod audit;
+pub mod agent_generate;
 pub mod capacity;
 pub mod compare;
 pub mod demo;
 pub mod diagnose_args;
 pub mod experiment;
 pub mod generate;
+pub mod generators_args;
 mod hints;
 pub mod lab;
 pub mod lab_app_args;

@@ -44,6 +44,8 @@ pub struct SweepArgs {
     pub segment: SegmentArgs,
     #[command(flatten)]
     pub audit: super::audit::SweepAuditArgs,
+    #[command(flatten)]
+    pub generators: super::generators_args::GeneratorsArgs,
 }
 
 impl SweepArgs {
@@ -88,9 +90,13 @@ impl SweepArgs {
 
 pub fn run(args: SweepArgs) -> crate::Result<i32> {
     let live_view = args.steps.view.live_view();
+    let generators = args.generators.clone();
     let mut cfg = args.config()?;
     cfg.output.live_view = live_view;
-    let outcome = sweep::run(&cfg, &mut crate::runner::Engine)?;
+    let outcome = match generators.controller(&cfg.request, &cfg.conn, &cfg.segment)? {
+        Some(mut c) => sweep::run(&cfg, &mut c)?,
+        None => sweep::run(&cfg, &mut crate::runner::Engine)?,
+    };
     crate::out!("{outcome}");
     Ok(outcome.exit_code())
 }

@@ -114,21 +114,24 @@ pub fn merge(runs: &[RunData]) -> Result<Merged, String> {
         let parts: Vec<(&RunData, &StepRecord)> =
             runs.iter().map(|r| (*r, &r.steps[k])).collect::<Vec<_>>();
         check_aligned(k, &parts, mode)?;
-        let mut rec = merge_step(k, &parts)?;
+        let named: Vec<(String, &StepRecord)> = parts.iter().map(|(r, s)| (name(r), *s)).collect();
+        let mut rec = merge_step(k, &named)?;
         steps.push(rec.clone());
         // Flags judged on the merged steps so far, as the runner does when a step ends.
         let mut flags = analysis::step_flags(mode, &steps, k, slo.as_ref());
-        for kept in ["generator-bound", "interrupted", "not-sustained"] {
-            if !flags.iter().any(|f| f == kept)
-                && parts.iter().any(|(_, s)| s.flags.iter().any(|f| f == kept))
-            {
-                flags.push(kept.to_string());
+        for kept in kept_flags(&named) {
+            if !flags.contains(&kept) {
+                flags.push(kept);
             }
         }
         rec.flags = flags;
         rec.slo_ok = slo.as_ref().map(|s| s.holds(&rec.summary));
         steps[k] = rec;
-        seconds.push(merge_series(k, &runs));
+        let per_run = runs
+            .iter()
+            .map(|r| r.series.iter().filter(|p| p.step == k).collect())
+            .collect();
+        seconds.push(merge_series(k, per_run));
     }
     let complete = runs.iter().all(|r| r.info.complete) && most == n_steps;
     let reasons: Vec<&str> = runs
@@ -170,6 +173,34 @@ pub fn merge(runs: &[RunData]) -> Result<Merged, String> {
         steps: steps.into_iter().zip(seconds).collect(),
         notes,
     })
+}
+
+/// The flags about one generator that a merged step keeps when any part raised them.
+fn kept_flags(parts: &[(String, &StepRecord)]) -> Vec<String> {
+    ["generator-bound", "interrupted", "not-sustained"]
+        .into_iter()
+        .filter(|kept| parts.iter().any(|(_, s)| s.flags.iter().any(|f| f == kept)))
+        .map(String::from)
+        .collect()
+}
+
+/// Step `k` of several generators, added as [`merge`] adds a folder's steps: the live
+/// controller's (`scale::controller`) merge of the parts its agents sent back. `parts` are
+/// (a name for errors, the part's record, its seconds). The flags that judge a step against
+/// the others are left to the caller (the runner's `flag_last`); those about one generator
+/// are kept.
+pub fn add_step(
+    k: usize,
+    parts: &[(String, &StepRecord, &[SeriesPoint])],
+) -> Result<(StepRecord, Vec<SeriesPoint>), String> {
+    let named: Vec<(String, &StepRecord)> = parts.iter().map(|(n, s, _)| (n.clone(), *s)).collect();
+    let mut rec = merge_step(k, &named)?;
+    rec.flags = kept_flags(&named);
+    let per_run = parts
+        .iter()
+        .map(|(_, _, series)| series.iter().collect())
+        .collect();
+    Ok((rec, merge_series(k, per_run)))
 }
 
 /// (index, count) of a segment's run.json; None for a whole plan or a merged folder.
@@ -262,26 +293,25 @@ fn check_aligned(k: usize, parts: &[(&RunData, &StepRecord)], mode: &str) -> Res
     Ok(())
 }
 
-fn decode(text: &str, what: &str, k: usize, r: &RunData) -> Result<Histogram<u64>, String> {
+fn decode(text: &str, what: &str, k: usize, name: &str) -> Result<Histogram<u64>, String> {
     histo::decode(text).ok_or_else(|| {
         format!(
-            "step {} of '{}': no readable {what} histogram (written by an older overload?)",
-            k + 1,
-            crate::fsutil::shown(&r.dir)
+            "step {} of '{name}': no readable {what} histogram (written by an older overload?)",
+            k + 1
         )
     })
 }
 
 /// Adds `parts`' histograms of one kind.
 fn added(
-    parts: &[(&RunData, &StepRecord)],
+    parts: &[(String, &StepRecord)],
     k: usize,
     what: &str,
     pick: impl Fn(&StepRecord) -> Option<&str>,
 ) -> Result<Histogram<u64>, String> {
     let mut sum: Option<Histogram<u64>> = None;
-    for &(r, s) in parts {
-        let h = decode(pick(s).unwrap_or(""), what, k, r)?;
+    for (name, s) in parts {
+        let h = decode(pick(s).unwrap_or(""), what, k, name)?;
         match sum.as_mut() {
             None => sum = Some(h),
             Some(m) => m
@@ -303,7 +333,7 @@ fn sum_maps(maps: impl Iterator<Item = BTreeMap<String, u64>>) -> BTreeMap<Strin
 }
 
 /// Step `k` of every segment, added into one step (flags and SLO verdict left to the caller).
-fn merge_step(k: usize, parts: &[(&RunData, &StepRecord)]) -> Result<StepRecord, String> {
+fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, String> {
     fn hists(s: &StepRecord) -> Option<&StepHists> {
         s.hists.as_ref()
     }
@@ -473,12 +503,8 @@ fn round_level(v: f64) -> f64 {
     (v * 1e6).round() / 1e6
 }
 
-/// Second j of step `k` of every segment, added.
-fn merge_series(k: usize, runs: &[&RunData]) -> Vec<SeriesPoint> {
-    let per_run: Vec<Vec<&SeriesPoint>> = runs
-        .iter()
-        .map(|r| r.series.iter().filter(|p| p.step == k).collect())
-        .collect();
+/// Second j of step `k` of every segment (`per_run`: each segment's seconds of the step), added.
+fn merge_series(k: usize, per_run: Vec<Vec<&SeriesPoint>>) -> Vec<SeriesPoint> {
     let len = per_run.iter().map(|v| v.len()).max().unwrap_or(0);
     (0..len)
         .map(|j| {

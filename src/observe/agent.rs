@@ -6,6 +6,11 @@
 //! (compared in constant time); read-only — GET of two fixed paths, no file serving, no
 //! command execution, nothing in a request changes what is sampled.
 //!
+//! `overload agent --generate` adds one [`Extension`] (the generator, `scale::agent`): the
+//! same listener, token check and connection limits then also take POSTs with a bounded body,
+//! which the extension answers. The channel is TLS when a rustls server configuration is
+//! given (`--tls-cert/--tls-key`, `--tls-self-signed`).
+//!
 //! Under a slow-connection attack (many connections sending a byte a second) the controller
 //! must still get through: a connection has `HEAD_DEADLINE` to send its whole head, one peer
 //! address holds at most `MAX_PER_PEER` of the `MAX_CONNS` slots, and a refused connection
@@ -34,6 +39,8 @@ const HEAD_DEADLINE: Duration = Duration::from_secs(2);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Samples per /samples answer (a controller that fell far behind pages through).
 const MAX_PER_RESPONSE: usize = 10_000;
+/// Time a client gets to send a whole request with a body (an extension's POST).
+const BODY_DEADLINE: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
@@ -41,6 +48,47 @@ pub struct AgentConfig {
     pub token: String,
     /// What to sample here; `agents` must be empty (an agent does not chain).
     pub observe: ObserveConfig,
+    /// Requests beyond observation (the generator of `agent --generate`); None: read-only.
+    pub extension: Option<Arc<dyn Extension>>,
+    /// Serve over TLS with this configuration; None: plain HTTP.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// What an extension answers: a status and a body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    /// A one-line text answer.
+    pub fn text(status: u16, line: &str) -> Reply {
+        Reply {
+            status,
+            content_type: "text/plain; charset=utf-8",
+            body: format!("{}\n", line.trim_end()).into_bytes(),
+        }
+    }
+    pub fn json(body: Vec<u8>) -> Reply {
+        Reply {
+            status: 200,
+            content_type: "application/json",
+            body,
+        }
+    }
+}
+
+/// Requests the agent answers beyond observation, behind the same token check and limits.
+/// Lives above `observe` (it may run load), so it is handed in as a trait object.
+pub trait Extension: Send + Sync + std::fmt::Debug {
+    /// Largest request body accepted (a longer one gets 413 before it is read).
+    fn max_body(&self) -> usize;
+    /// An authorized POST of `body` to `path`.
+    fn post(&self, path: &str, body: &[u8]) -> Reply;
+    /// An authorized GET of a path that observation does not serve; None: 404.
+    fn get(&self, path: &str) -> Option<Reply>;
 }
 
 pub struct AgentHandle {
@@ -90,6 +138,8 @@ struct Ctx {
     token: Vec<u8>,
     /// Answers /metrics before the first periodic sample, so a scrape is never empty.
     scrape: Mutex<Sampler>,
+    ext: Option<Arc<dyn Extension>>,
+    tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// Starts sampling and serving; returns once the socket listens.
@@ -119,6 +169,8 @@ pub fn start(cfg: AgentConfig) -> crate::Result<AgentHandle> {
         obs: Arc::clone(&observer),
         token: cfg.token.into_bytes(),
         scrape: Mutex::new(scrape),
+        ext: cfg.extension,
+        tls: cfg.tls,
     });
     let thread = std::thread::Builder::new()
         .name("agent-accept".into())
@@ -227,18 +279,71 @@ fn refuse(mut s: TcpStream) {
     let _ = s.shutdown(std::net::Shutdown::Write);
 }
 
-/// Reads one request head (bounded in size and time) and answers it.
-fn serve(mut s: TcpStream, ctx: &Ctx) {
-    let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
-    let deadline = Instant::now() + HEAD_DEADLINE;
+/// A connection's byte stream: plain TCP, or TLS over it (rustls, blocking).
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ServerConnection, TcpStream>>),
+}
+
+impl Stream {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Stream::Plain(s) => s,
+            Stream::Tls(t) => &t.sock,
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(b),
+            Stream::Tls(t) => t.read(b),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(b),
+            Stream::Tls(t) => t.write(b),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(t) => t.flush(),
+        }
+    }
+}
+
+/// Reads one request (head and body, bounded in size and time) and answers it. Over TLS the
+/// handshake runs inside the first read, under the same deadline.
+fn serve(tcp: TcpStream, ctx: &Ctx) {
+    let _ = tcp.set_write_timeout(Some(WRITE_TIMEOUT));
+    let mut s = match &ctx.tls {
+        None => Stream::Plain(tcp),
+        Some(cfg) => match rustls::ServerConnection::new(Arc::clone(cfg)) {
+            Ok(c) => Stream::Tls(Box::new(rustls::StreamOwned::new(c, tcp))),
+            Err(_) => return,
+        },
+    };
+    let max_body = ctx.ext.as_ref().map_or(0, |e| e.max_body());
+    let deadline = Instant::now()
+        + if max_body > 0 {
+            BODY_DEADLINE
+        } else {
+            HEAD_DEADLINE
+        };
     let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 2048];
+    let mut chunk = [0u8; 16 * 1024];
     let reply = loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             break response(408, "text/plain", b"request timeout\n", &[]);
         }
-        let _ = s.set_read_timeout(Some(left));
+        let _ = s.tcp().set_read_timeout(Some(left));
         match s.read(&mut chunk) {
             Ok(0) => return,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
@@ -256,21 +361,28 @@ fn serve(mut s: TcpStream, ctx: &Ctx) {
         if let Some(r) = answer(&buf, ctx) {
             break r;
         }
-        if buf.len() > MAX_HEAD {
+        if buf.len() > MAX_HEAD + max_body {
             break response(431, "text/plain", b"request head too large\n", &[]);
         }
     };
     let _ = s.write_all(&reply);
     let _ = s.flush();
+    if let Stream::Tls(t) = &mut s {
+        // close_notify, so the client reads the answer's end as an end, not a truncation.
+        t.conn.send_close_notify();
+        let _ = t.flush();
+    }
 }
 
 fn answer(buf: &[u8], ctx: &Ctx) -> Option<Vec<u8>> {
-    handle_with(buf, &ctx.obs, &ctx.token, || lock(&ctx.scrape).sample())
+    handle_with(buf, &ctx.obs, &ctx.token, ctx.ext.as_deref(), || {
+        lock(&ctx.scrape).sample()
+    })
 }
 
 /// The answer to a request head in `buf`, or None if the head is incomplete.
 pub fn handle(buf: &[u8], obs: &ObserverHandle, token: &[u8]) -> Option<Vec<u8>> {
-    handle_with(buf, obs, token, || {
+    handle_with(buf, obs, token, None, || {
         Sampler::new(SamplerConfig {
             source: LOCAL.to_string(),
             groups: Vec::new(),
@@ -285,20 +397,23 @@ pub fn handle(buf: &[u8], obs: &ObserverHandle, token: &[u8]) -> Option<Vec<u8>>
     })
 }
 
-/// As [`handle`]; `sample_now` answers /metrics while the observer has no sample yet.
+/// As [`handle`], with the extension if any; `sample_now` answers /metrics while the
+/// observer has no sample yet. None: the request (head, or the body it announces) is
+/// incomplete.
 fn handle_with(
     buf: &[u8],
     obs: &ObserverHandle,
     token: &[u8],
+    ext: Option<&dyn Extension>,
     sample_now: impl FnOnce() -> super::Sample,
 ) -> Option<Vec<u8>> {
     let mut hs = [httparse::EMPTY_HEADER; 32];
     let mut req = httparse::Request::new(&mut hs);
-    match req.parse(buf) {
-        Ok(httparse::Status::Complete(_)) => {}
+    let head_len = match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => return None,
         Err(_) => return Some(response(400, "text/plain", b"bad request\n", &[])),
-    }
+    };
     let auth = req
         .headers
         .iter()
@@ -312,6 +427,34 @@ fn handle_with(
             &[("WWW-Authenticate", "Bearer")],
         ));
     }
+    let path = req.path.unwrap_or("/");
+    if let (Some(ext), Some("POST")) = (ext, req.method) {
+        let declared = req
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+            .map(|h| {
+                std::str::from_utf8(h.value)
+                    .ok()
+                    .and_then(|v| v.trim().parse::<usize>().ok())
+            });
+        let len = match declared {
+            None => 0,
+            Some(Some(n)) => n,
+            Some(None) => return Some(response(400, "text/plain", b"bad Content-Length\n", &[])),
+        };
+        if len > ext.max_body() {
+            return Some(response(
+                413,
+                "text/plain",
+                b"request body too large\n",
+                &[],
+            ));
+        }
+        let body = buf.get(head_len..head_len + len)?;
+        let r = ext.post(path, body);
+        return Some(response(r.status, r.content_type, &r.body, &[]));
+    }
     if req.method != Some("GET") {
         return Some(response(
             405,
@@ -320,7 +463,6 @@ fn handle_with(
             &[("Allow", "GET")],
         ));
     }
-    let path = req.path.unwrap_or("/");
     let (route, query) = path.split_once('?').unwrap_or((path, ""));
     Some(match route {
         "/samples" => {
@@ -361,12 +503,15 @@ fn handle_with(
                 &[],
             )
         }
-        _ => response(
-            404,
-            "text/plain",
-            b"not found (try /samples or /metrics)\n",
-            &[],
-        ),
+        other => match ext.and_then(|e| e.get(other)) {
+            Some(r) => response(r.status, r.content_type, &r.body, &[]),
+            None => response(
+                404,
+                "text/plain",
+                b"not found (try /samples or /metrics)\n",
+                &[],
+            ),
+        },
     })
 }
 
@@ -448,11 +593,16 @@ fn response(status: u16, ctype: &str, body: &[u8], extra: &[(&str, &str)]) -> Ve
         200 => "OK",
         400 => "Bad Request",
         401 => "Unauthorized",
+        403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
         408 => "Request Timeout",
+        409 => "Conflict",
+        413 => "Content Too Large",
+        422 => "Unprocessable Content",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
+        502 => "Bad Gateway",
         _ => "Service Unavailable",
     };
     let mut head = format!(

@@ -46,7 +46,7 @@ pub fn search(
             met = meets(slo, stepper.step(load(rate))?);
         }
         if stepper.interrupted {
-            return Ok((search, "interrupted".into()));
+            return Ok((search, stepper.interruption("interrupted".into())));
         }
         search.record(rate, met);
     }

@@ -24,6 +24,15 @@ pub trait Executor {
 
     /// An interruption (SIGINT) was asked for.
     fn interrupted(&self) -> bool;
+
+    /// Why the run must stop when it is not SIGINT (a lost generator), for run.json.
+    fn stop_reason(&self) -> Option<String> {
+        None
+    }
+
+    /// The results folder the steps go to, once it exists (the controller writes which
+    /// generators ran each step beside them).
+    fn results_folder(&mut self, _dir: &std::path::Path) {}
 }
 
 /// The real load engine; rests are cut short by SIGINT.

@@ -57,6 +57,7 @@ impl<'a> Stepper<'a> {
         progress: SweepProgress,
         exec: &'a mut dyn Executor,
     ) -> Self {
+        exec.results_folder(writer.dir());
         Stepper {
             base,
             mode,
@@ -173,6 +174,11 @@ impl<'a> Stepper<'a> {
             }
             None => self.exec.rest(d),
         }
+    }
+
+    /// Why the run stops early: the executor's reason (a lost generator), else `default`.
+    pub fn interruption(&self, default: String) -> String {
+        self.exec.stop_reason().unwrap_or(default)
     }
 
     /// An interruption was asked for (before or during a step).

@@ -26,7 +26,7 @@ pub fn sweep(stepper: &mut Stepper, plan: &SweepPlan) -> crate::Result<String> {
         }
         stepper.step(*load)?;
         if stepper.interrupted {
-            return Ok(format!("interrupted during step {}", i + 1));
+            return Ok(stepper.interruption(format!("interrupted during step {}", i + 1)));
         }
         let rec = stepper.steps.last().expect("a step was just run");
         if saturated_at.is_none() && rec.flags.iter().any(|f| f == "saturated") {

@@ -463,12 +463,23 @@ impl RequestConfig {
         if let Some(s) = &self.scenario {
             return self.scenario_mix(s);
         }
-        let specs = self.specs()?;
+        Mix::of(self.specs()?, self.pick)
+    }
+}
+
+impl Mix {
+    /// Resolves the hosts of `specs` (once, before the run) and renders every request; a
+    /// generator agent builds its mix from a step sent as data the same way.
+    pub fn of(specs: Vec<RequestSpec>, pick: Pick) -> crate::Result<Mix> {
         let mut addrs: Vec<SocketAddr> = Vec::new();
         let mut requests = Vec::new();
         let mut urls = Vec::new();
         let mut tls_servers: Vec<(SocketAddr, String)> = Vec::new();
-        let scheme = specs[0].url.scheme;
+        let scheme = specs
+            .first()
+            .ok_or_else(|| Error::usage("no URL given"))?
+            .url
+            .scheme;
         for s in &specs {
             let shown = format!("{}{}", s.url.origin(), s.url.target);
             if s.url.scheme != scheme {
@@ -518,7 +529,7 @@ impl RequestConfig {
         Ok(Mix {
             addrs,
             requests,
-            pick: self.pick,
+            pick,
             urls,
             tls_servers,
             scenario: None,
@@ -620,7 +631,19 @@ pub fn base_config(
     warmup: Duration,
 ) -> crate::Result<(EngineConfig, Vec<String>)> {
     conn.validate()?;
-    let mix = request.mix()?;
+    base_config_of(request.mix()?, conn, load, duration, max_requests, warmup)
+}
+
+/// As [`base_config`], for a mix already resolved (a generator agent's step).
+pub fn base_config_of(
+    mix: Mix,
+    conn: &ConnConfig,
+    load: Load,
+    duration: Option<Duration>,
+    max_requests: Option<u64>,
+    warmup: Duration,
+) -> crate::Result<(EngineConfig, Vec<String>)> {
+    conn.validate()?;
     let (tls, http2) = if mix.tls_servers.is_empty() {
         if conn.tls.any_set() {
             return Err(Error::usage(

@@ -1,0 +1,320 @@
+//! How the controller reaches its generator agents: the `--generators FILE` list, and one
+//! blocking HTTP/1.1 exchange per request (plain, or TLS pinned to a fingerprint or checked
+//! against a CA file), behind the [`Channel`] seam that the unit tests script.
+use super::tls::{self, Trust};
+use super::wire::{GeneratorInfo, StepAnswer, StepPlan, PROTOCOL};
+use crate::url::{Scheme, Url};
+use crate::Error;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Why a generator gave no part of a step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// It answered, refusing the step (its limits, its allow-list, its token): the plan is
+    /// wrong for it.
+    Refused(String),
+    /// It could not be reached, broke the connection, or did not answer in time.
+    Lost(String),
+}
+
+/// Sends one generator's part of a step and waits for its answer.
+pub trait Channel: Sync {
+    /// How many generators.
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// A name for generator `g` in notes and errors (its URL).
+    fn name(&self, g: usize) -> &str;
+    fn step(&self, g: usize, plan: &StepPlan, wait: Duration) -> Result<StepAnswer, Failure>;
+}
+
+/// One agent as `--generators FILE` lists it.
+#[derive(Debug, Clone)]
+pub struct Generator {
+    pub url: Url,
+    pub shown: String,
+    pub token: String,
+    tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+/// Reads `--generators FILE`: one agent a line, `URL token-file=FILE [fingerprint=sha256:…]
+/// [cacert=FILE]`; blank lines and `#` comments skipped. https:// needs a fingerprint or a
+/// CA file. Errors name the line.
+pub fn read_generators(path: &Path) -> crate::Result<Vec<Generator>> {
+    let text = crate::fsutil::read_capped(path, 1 << 20, "--generators").map_err(Error::usage)?;
+    let text = String::from_utf8(text)
+        .map_err(|_| Error::usage(format!("--generators {}: not UTF-8 text", path.display())))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let at =
+            |why: String| Error::usage(format!("--generators {}:{}: {why}", path.display(), i + 1));
+        out.push(parse_line(line, base).map_err(at)?);
+    }
+    if out.is_empty() {
+        return Err(Error::usage(format!(
+            "--generators {}: no generator listed (one `URL token-file=FILE` a line)",
+            path.display()
+        )));
+    }
+    if out.len() > crate::plan::segment::MAX_SEGMENTS as usize {
+        return Err(Error::usage("--generators: too many generators"));
+    }
+    Ok(out)
+}
+
+fn parse_line(line: &str, base: &Path) -> Result<Generator, String> {
+    let mut words = line.split_whitespace();
+    let u = words.next().unwrap_or_default();
+    let url = Url::parse(u).map_err(|e| format!("URL {e}"))?;
+    let (mut token, mut trust) = (None, None);
+    for w in words {
+        let (k, v) = w.split_once('=').ok_or_else(|| {
+            format!("'{w}': expected token-file=FILE, fingerprint=… or cacert=FILE")
+        })?;
+        let file = |v: &str| {
+            let p = Path::new(v);
+            if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                base.join(p)
+            }
+        };
+        match k {
+            "token-file" => {
+                token =
+                    Some(crate::observe::agent::read_token(&file(v)).map_err(|e| e.to_string())?)
+            }
+            "fingerprint" => trust = Some(Trust::Pinned(tls::parse_fingerprint(v)?)),
+            "cacert" => {
+                let pem = crate::fsutil::read_capped(&file(v), 1 << 20, "cacert")?;
+                trust = Some(Trust::Ca(pem));
+            }
+            _ => {
+                return Err(format!(
+                    "'{k}': unknown field (token-file, fingerprint, cacert)"
+                ))
+            }
+        }
+    }
+    let token = token.ok_or("no token-file=FILE (every agent checks a bearer token)")?;
+    let tls = match (url.scheme, &trust) {
+        (Scheme::Https, Some(t)) => Some(tls::client(t)?),
+        (Scheme::Https, None) => {
+            return Err(format!(
+                "{u}: https needs fingerprint=sha256:… (printed by the agent) or cacert=FILE"
+            ))
+        }
+        (Scheme::Http, Some(_)) => {
+            return Err(format!(
+                "{u}: fingerprint and cacert are for https:// agents"
+            ))
+        }
+        (Scheme::Http, None) => None,
+    };
+    Ok(Generator {
+        shown: url.origin(),
+        url,
+        token,
+        tls,
+    })
+}
+
+/// The real channel: HTTP to the listed agents.
+pub struct Http {
+    pub generators: Vec<Generator>,
+}
+
+impl Http {
+    /// Asks every agent what it allows (`GET /generator`), so a wrong token, an unreachable
+    /// agent or another version stops the run before its first step.
+    pub fn check(&self) -> crate::Result<Vec<GeneratorInfo>> {
+        self.generators
+            .iter()
+            .map(|g| {
+                let (status, body) = exchange(g, "GET", "/generator", b"", Duration::from_secs(10))
+                    .map_err(|e| Error::usage(format!("generator {}: {e}", g.shown)))?;
+                if status != 200 {
+                    return Err(Error::usage(format!(
+                        "generator {}: {status} {}",
+                        g.shown,
+                        first_line(&body)
+                    )));
+                }
+                let info: GeneratorInfo = serde_json::from_slice(&body).map_err(|_| {
+                    Error::usage(format!(
+                        "generator {}: not an `overload agent --generate` (its /generator answer is not one)",
+                        g.shown
+                    ))
+                })?;
+                if info.protocol != PROTOCOL {
+                    return Err(Error::usage(format!(
+                        "generator {}: protocol {} (this controller speaks {PROTOCOL}): run the same overload version",
+                        g.shown, info.protocol
+                    )));
+                }
+                Ok(info)
+            })
+            .collect()
+    }
+}
+
+fn first_line(body: &[u8]) -> String {
+    crate::units::escape_controls(
+        String::from_utf8_lossy(body)
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim(),
+    )
+    .into_owned()
+}
+
+impl Channel for Http {
+    fn len(&self) -> usize {
+        self.generators.len()
+    }
+    fn name(&self, g: usize) -> &str {
+        &self.generators[g].shown
+    }
+    fn step(&self, g: usize, plan: &StepPlan, wait: Duration) -> Result<StepAnswer, Failure> {
+        let gen = &self.generators[g];
+        let body = serde_json::to_vec(plan).map_err(|e| Failure::Refused(e.to_string()))?;
+        let (status, answer) =
+            exchange(gen, "POST", "/step", &body, wait).map_err(Failure::Lost)?;
+        match status {
+            200 => serde_json::from_slice(&answer)
+                .map_err(|e| Failure::Lost(format!("an answer that is not a step's result ({e})"))),
+            400..=499 => Err(Failure::Refused(format!(
+                "{status} {}",
+                first_line(&answer)
+            ))),
+            _ => Err(Failure::Lost(format!("{status} {}", first_line(&answer)))),
+        }
+    }
+}
+
+/// Largest answer read (a step's histograms and seconds are a few hundred KB at most).
+const MAX_ANSWER: u64 = 64 << 20;
+
+/// One request, one answer (the agent closes after it): (status, body). Errors in one line.
+fn exchange(
+    g: &Generator,
+    method: &str,
+    path: &str,
+    body: &[u8],
+    wait: Duration,
+) -> Result<(u16, Vec<u8>), String> {
+    let addr = g.url.resolve()?;
+    let tcp = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    tcp.set_read_timeout(Some(wait.max(Duration::from_millis(1))))
+        .map_err(|e| e.to_string())?;
+    tcp.set_write_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        g.url.authority,
+        g.token,
+        body.len()
+    );
+    let mut raw = Vec::new();
+    let io = |e: std::io::Error| {
+        if matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ) {
+            format!("no answer within {}", crate::units::fmt_duration(wait))
+        } else {
+            format!("connection broken: {e}")
+        }
+    };
+    match &g.tls {
+        None => {
+            let mut s = tcp;
+            s.write_all(head.as_bytes())
+                .and_then(|_| s.write_all(body))
+                .map_err(io)?;
+            (&mut s)
+                .take(MAX_ANSWER)
+                .read_to_end(&mut raw)
+                .map_err(io)?;
+        }
+        Some(cfg) => {
+            let name = rustls::pki_types::ServerName::try_from(g.url.host.clone())
+                .map_err(|_| format!("'{}' is not a TLS server name", g.url.host))?;
+            let conn = rustls::ClientConnection::new(Arc::clone(cfg), name)
+                .map_err(|e| format!("TLS: {e}"))?;
+            let mut s = rustls::StreamOwned::new(conn, tcp);
+            s.write_all(head.as_bytes())
+                .and_then(|_| s.write_all(body))
+                .map_err(|e| format!("TLS: {e}"))?;
+            (&mut s)
+                .take(MAX_ANSWER)
+                .read_to_end(&mut raw)
+                .map_err(io)?;
+        }
+    }
+    let mut hs = [httparse::EMPTY_HEADER; 32];
+    let mut resp = httparse::Response::new(&mut hs);
+    match resp.parse(&raw) {
+        Ok(httparse::Status::Complete(n)) => Ok((resp.code.unwrap_or(0), raw[n..].to_vec())),
+        _ if raw.is_empty() => Err("the connection closed without an answer".into()),
+        _ => Err("an answer that is not HTTP".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generator_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let tok = dir.path().join("tok");
+        std::fs::write(&tok, "0123456789abcdef0123").unwrap();
+        std::fs::set_permissions(&tok, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+        let fp = format!("sha256:{}", ["AB"; 32].join(":"));
+        let list = dir.path().join("gens");
+        std::fs::write(
+            &list,
+            format!("# two agents\nhttp://10.0.0.1:9090 token-file=tok\n\nhttps://gen2:9443 token-file={} fingerprint={fp}  # pinned\n", tok.display()),
+        )
+        .unwrap();
+        let g = read_generators(&list).unwrap();
+        assert_eq!(g.len(), 2);
+        assert_eq!(g[0].shown, "http://10.0.0.1:9090");
+        assert_eq!(g[0].token, "0123456789abcdef0123");
+        assert!(g[0].tls.is_none() && g[1].tls.is_some());
+        for (line, needle) in [
+            ("http://a:1", "no token-file"),
+            ("https://a:1 token-file=tok", "https needs fingerprint"),
+            (
+                "http://a:1 token-file=tok fingerprint=sha256:AB",
+                "fingerprint 'sha256:AB'",
+            ),
+            ("http://a:1 token-file=tok colour=blue", "unknown field"),
+            ("ftp://a:1 token-file=tok", "URL"),
+            ("http://a:1 token-file=missing", "cannot read"),
+        ] {
+            std::fs::write(&list, format!("\n{line}\n")).unwrap();
+            let e = read_generators(&list).unwrap_err().to_string();
+            assert!(e.contains(":2: ") && e.contains(needle), "{line}: {e}");
+        }
+        std::fs::write(&list, "# nothing\n").unwrap();
+        assert!(read_generators(&list)
+            .unwrap_err()
+            .to_string()
+            .contains("no generator"));
+    }
+}

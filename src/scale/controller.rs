@@ -1,0 +1,282 @@
+//! The controller of live scale-out: an [`Executor`] that cuts each step into one segment
+//! per live generator agent, sends them with a common start a moment ahead, gathers the
+//! parts and adds them (`merge::add_step`, the same adding as `overload merge`), so the stop
+//! rules and the capacity search decide on the whole load as for one host.
+//!
+//! A generator that cannot be reached, breaks the connection or does not answer in time is
+//! lost: the step keeps the other parts and is flagged `generator-lost`, a note says which
+//! generator and what it was to send, and per `--on-generator-loss` the run stops (results
+//! kept) or goes on with the others, whose segments are cut anew for the next steps. A
+//! generator that *refuses* a step (its limits, its allow-list) is not lost: the plan is
+//! wrong for it, and the run fails with its one-line reason.
+use super::channel::{Channel, Failure};
+use super::wire::{StepAnswer, StepPlan, WireConn, WireLoad, WirePick, WireRequest, PROTOCOL};
+use crate::analysis::Slo;
+use crate::engine::{Control, EngineConfig, Load};
+use crate::runner::step::{RunClock, StepResult};
+use crate::runner::Executor;
+use crate::Error;
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+/// What the run does when a generator is lost mid-step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnLoss {
+    /// Keep the step, mark it, stop the run.
+    #[default]
+    Stop,
+    /// Keep the step, mark it, go on with the other generators.
+    Continue,
+}
+
+impl OnLoss {
+    pub fn parse(s: &str) -> Result<OnLoss, String> {
+        match s {
+            "stop" => Ok(OnLoss::Stop),
+            "continue" => Ok(OnLoss::Continue),
+            _ => Err(format!("'{s}': use stop or continue")),
+        }
+    }
+}
+
+/// How far ahead of now a step's common start is set: time for the plan to reach every
+/// agent (one round trip) with room for a slow one.
+pub const LEAD: Duration = Duration::from_millis(500);
+/// Beyond the step's own length, how long an agent's answer may take before it is lost.
+const ANSWER_GRACE: Duration = Duration::from_secs(10);
+
+/// The request mix and connection options every step shares, as sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mixture {
+    pub requests: Vec<WireRequest>,
+    pub pick: WirePick,
+    pub conn: WireConn,
+}
+
+pub struct Controller<C: Channel> {
+    channel: C,
+    /// Generators still in the run (indices into the channel's list).
+    alive: Vec<usize>,
+    mix: Mixture,
+    on_loss: OnLoss,
+    /// Why the run must stop (a generator lost under `stop`).
+    stop: Option<String>,
+    /// `generators.jsonl` in the results folder: which generators ran each step.
+    log: Option<std::fs::File>,
+}
+
+impl<C: Channel> Controller<C> {
+    pub fn new(channel: C, mix: Mixture, on_loss: OnLoss) -> Controller<C> {
+        let alive = (0..channel.len()).collect();
+        Controller {
+            channel,
+            alive,
+            mix,
+            on_loss,
+            stop: None,
+            log: None,
+        }
+    }
+
+    /// The generators still in the run.
+    pub fn alive(&self) -> &[usize] {
+        &self.alive
+    }
+
+    fn plan(
+        &self,
+        base: &EngineConfig,
+        load: Load,
+        index: usize,
+        seg: (u32, u32),
+        at: (u64, u64),
+    ) -> StepPlan {
+        StepPlan {
+            protocol: PROTOCOL,
+            requests: self.mix.requests.clone(),
+            pick: self.mix.pick,
+            load: WireLoad::of(load),
+            conn: self.mix.conn.clone(),
+            warmup_ms: base.warmup.as_millis() as u64,
+            duration_ms: base.duration.map_or(0, |d| d.as_millis() as u64),
+            index,
+            segment_index: seg.0,
+            segment_count: seg.1,
+            start_at_unix_ms: at.0,
+            run_start_unix_ms: at.1,
+        }
+    }
+
+    fn log_step(&mut self, index: usize, entries: Vec<serde_json::Value>) {
+        if let Some(f) = &mut self.log {
+            let line = serde_json::json!({"step": index, "generators": entries});
+            // Best effort beside the step itself, which the store keeps: a full disk shows
+            // there first.
+            let _ = writeln!(f, "{line}").and_then(|_| f.sync_data());
+        }
+    }
+}
+
+/// What generator `name` was to send of `load` as segment `seg`.
+fn share_text(load: &Load, seg: (u32, u32)) -> String {
+    let s = crate::plan::Segment {
+        index: seg.0,
+        count: seg.1,
+    };
+    match *load {
+        Load::Open { rate, .. } => format!("{:.1} req/s", rate / f64::from(seg.1)),
+        Load::Closed { users, .. } => format!("{} users", s.share(users as u64)),
+    }
+}
+
+impl<C: Channel> Executor for Controller<C> {
+    fn run_step(
+        &mut self,
+        base: &EngineConfig,
+        load: Load,
+        index: usize,
+        clock: &RunClock,
+        slo: Option<&Slo>,
+        _on_tick: &mut dyn FnMut(&Control, Duration),
+    ) -> crate::Result<StepResult> {
+        let n = self.alive.len() as u32;
+        if n == 0 {
+            return Err(Error::runtime("no generator left"));
+        }
+        let at = crate::clock::unix_ms() + LEAD.as_millis() as u64;
+        let plans: Vec<(usize, StepPlan)> = self
+            .alive
+            .iter()
+            .enumerate()
+            .map(|(i, &g)| {
+                (
+                    g,
+                    self.plan(base, load, index, (i as u32, n), (at, clock.start_unix_ms)),
+                )
+            })
+            .collect();
+        let wait =
+            LEAD + base.warmup + base.duration.unwrap_or_default() + base.timeout + ANSWER_GRACE;
+        let channel = &self.channel;
+        let answers: Vec<(usize, Result<StepAnswer, Failure>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = plans
+                .iter()
+                .map(|(g, p)| (*g, s.spawn(move || channel.step(*g, p, wait))))
+                .collect();
+            handles
+                .into_iter()
+                .map(|(g, h)| {
+                    let r = h.join().unwrap_or_else(|_| {
+                        Err(Failure::Lost("the controller's thread failed".into()))
+                    });
+                    (g, r)
+                })
+                .collect()
+        });
+        let step_no = index + 1;
+        let mut parts: Vec<(String, StepAnswer)> = Vec::new();
+        let mut lost: Vec<(usize, (u32, u32), String)> = Vec::new();
+        let mut entries = Vec::new();
+        for (pos, (g, r)) in answers.into_iter().enumerate() {
+            let seg = (pos as u32, n);
+            let name = self.channel.name(g).to_string();
+            match r {
+                Ok(a) => {
+                    entries.push(serde_json::json!({"generator": name, "host": a.host, "segment": format!("{}/{}", seg.0, seg.1), "ok": true}));
+                    parts.push((name, a));
+                }
+                Err(Failure::Refused(why)) => {
+                    return Err(Error::usage(format!(
+                        "step {step_no}: generator {name} refused it: {why}"
+                    )));
+                }
+                Err(Failure::Lost(why)) => {
+                    entries.push(serde_json::json!({"generator": name, "segment": format!("{}/{}", seg.0, seg.1), "ok": false, "lost": why}));
+                    lost.push((g, seg, why));
+                }
+            }
+        }
+        self.log_step(index, entries);
+        if parts.is_empty() {
+            let whys: Vec<String> = lost
+                .iter()
+                .map(|(g, _, why)| format!("{}: {why}", self.channel.name(*g)))
+                .collect();
+            return Err(Error::runtime(format!(
+                "step {step_no}: every generator was lost ({})",
+                whys.join("; ")
+            )));
+        }
+        let refs: Vec<(
+            String,
+            &crate::store::StepRecord,
+            &[crate::store::SeriesPoint],
+        )> = parts
+            .iter()
+            .map(|(name, a)| (name.clone(), &a.record, a.series.as_slice()))
+            .collect();
+        let (mut record, series) = crate::merge::add_step(index, &refs)
+            .map_err(|e| Error::runtime(format!("step {step_no}: {e}")))?;
+        record.step = index;
+        record.slo_ok = slo.map(|s| s.holds(&record.summary));
+        let mut notes: Vec<String> = parts
+            .iter()
+            .flat_map(|(name, a)| a.notes.iter().map(move |t| format!("{name}: {t}")))
+            .collect();
+        let mut interrupted = parts.iter().any(|(_, a)| a.interrupted);
+        if !lost.is_empty() {
+            record.flags.push("generator-lost".into());
+            for (g, seg, why) in &lost {
+                notes.push(format!(
+                    "step {step_no}: generator {} lost ({why}); its segment {}/{} ({}) is missing from the step, which holds the other {} part(s)",
+                    self.channel.name(*g),
+                    seg.0,
+                    seg.1,
+                    share_text(&load, *seg),
+                    parts.len()
+                ));
+            }
+            self.alive.retain(|g| !lost.iter().any(|(l, _, _)| l == g));
+            match self.on_loss {
+                OnLoss::Stop => {
+                    interrupted = true;
+                    self.stop = Some(format!(
+                        "generator lost in step {step_no} (--on-generator-loss stop)"
+                    ));
+                }
+                OnLoss::Continue => notes.push(format!(
+                    "going on with {} generator(s) (--on-generator-loss continue): the next steps are cut into {} segments",
+                    self.alive.len(),
+                    self.alive.len()
+                )),
+            }
+        }
+        Ok(StepResult {
+            record,
+            series,
+            interrupted,
+            notes,
+        })
+    }
+
+    fn rest(&mut self, d: Duration) {
+        crate::runner::Engine.rest(d);
+    }
+
+    fn interrupted(&self) -> bool {
+        self.stop.is_some() || crate::signals::interrupted()
+    }
+
+    fn stop_reason(&self) -> Option<String> {
+        self.stop.clone()
+    }
+
+    fn results_folder(&mut self, dir: &Path) {
+        self.log = crate::fsutil::open_append(&dir.join("generators.jsonl")).ok();
+    }
+}
+
+#[cfg(test)]
+#[path = "controller_tests.rs"]
+mod tests;
