@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A request ready to send: pre-rendered bytes for a kept-alive and a closing connection.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Prepared {
     /// Index into [`EngineConfig::addrs`].
     pub addr: usize,
@@ -38,6 +38,8 @@ pub struct Prepared {
     pub h2_block: Vec<u8>,
     /// HTTP/2: the request body, sent in DATA frames.
     pub body: Vec<u8>,
+    /// Its name: an index into [`EngineConfig::names`], for the statistics per name.
+    pub name: u16,
 }
 
 impl Prepared {
@@ -112,6 +114,9 @@ pub struct EngineConfig {
     pub tls: Option<tls::TlsClient>,
     /// Speak HTTP/2 (h2c with prior knowledge over TCP); None: HTTP/1.1.
     pub http2: Option<Http2>,
+    /// The request names statistics are kept for, indexed by [`Prepared::name`] (a scenario's
+    /// names, or the URL mix's: see `plan::naming`). Empty: none kept.
+    pub names: Vec<String>,
 }
 
 impl EngineConfig {
@@ -381,6 +386,7 @@ mod tests {
             segment,
             tls: None,
             http2: None,
+            names: Vec::new(),
         }
     }
 

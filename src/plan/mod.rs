@@ -1,5 +1,6 @@
 //! The plan: what to send (the request mix) and when (the load model).
 pub mod capacity;
+pub mod naming;
 pub mod request;
 pub mod segment;
 pub mod steps;

@@ -2,7 +2,7 @@
 //! reports of a results folder and comparisons. A results folder's reports are the model
 //! (`model.rs`, with the `Exporter` trait) and one writer per format, picked and written by
 //! `export`: HTML with SVG charts (`html.rs`, `charts.rs`, `server.rs`, `svg/`), CSV, JSON
-//! (`jsonfmt.rs`) and gnuplot.
+//! (`jsonfmt.rs`) and gnuplot. `names.rs` is the table of statistics per request name.
 pub mod charts;
 pub mod compare;
 pub mod csv;
@@ -13,6 +13,7 @@ pub mod html;
 pub mod json;
 pub mod jsonfmt;
 pub mod model;
+pub mod names;
 pub mod progress;
 pub mod server;
 pub mod style;

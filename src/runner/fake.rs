@@ -194,6 +194,7 @@ pub fn record(index: usize, load: &Load, s: Shape, secs: f64) -> StepRecord {
             connect_time_ms: LatencyStats::default(),
             first_byte_ms: LatencyStats::default(),
             tls: None,
+            names: Vec::new(),
         },
         generator: GeneratorStats {
             cpu_pct: s.generator_cpu_pct,
@@ -229,6 +230,7 @@ pub fn base(load: Load) -> EngineConfig {
         segment: crate::plan::Segment::WHOLE,
         tls: None,
         http2: None,
+        names: Vec::new(),
     }
 }
 

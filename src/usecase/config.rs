@@ -355,6 +355,8 @@ pub struct Mix {
     /// https:// URLs: each address with its host name (SNI, certificate check); empty for
     /// http://. A mix is all one or all the other.
     pub tls_servers: Vec<(SocketAddr, String)>,
+    /// The requests' names (`Prepared::name` indexes it).
+    pub names: Vec<String>,
 }
 
 impl RequestConfig {
@@ -401,6 +403,7 @@ impl RequestConfig {
         let mut requests = Vec::new();
         let mut urls = Vec::new();
         let mut tls_servers: Vec<(SocketAddr, String)> = Vec::new();
+        let mut names = crate::plan::naming::Names::new();
         let scheme = specs[0].url.scheme;
         for s in &specs {
             let shown = format!("{}{}", s.url.origin(), s.url.target);
@@ -445,6 +448,7 @@ impl RequestConfig {
                     body_len: s.body.as_ref().map(Vec::len),
                 }),
                 body: s.body.clone().unwrap_or_default(),
+                name: names.index(&crate::plan::naming::name_of_target(&s.url.target)),
             });
             urls.push(format!("{} {shown}", s.method));
         }
@@ -454,6 +458,7 @@ impl RequestConfig {
             pick: self.pick,
             urls,
             tls_servers,
+            names: names.into_vec(),
         })
     }
 }
@@ -581,6 +586,7 @@ pub fn base_config(
         segment: Segment::WHOLE,
         tls,
         http2,
+        names: mix.names,
     };
     Ok((cfg, mix.urls))
 }

@@ -132,6 +132,7 @@ impl<'a, T: Transport> Worker<'a, T> {
             .clamp(Duration::from_millis(5), Duration::from_millis(100));
         let mut rec = Recorder::new(origin, warm_end, expected_secs);
         rec.tls = cfg.tls.is_some();
+        rec.keep_names(&cfg.names);
         Ok(Worker {
             cfg,
             setup,
@@ -373,7 +374,7 @@ impl<'a, T: Transport> Worker<'a, T> {
         // Closed loop: `fail` would start the user's next request from inside this call, and
         // while the failure lasts (no fd) recurse until the stack overflows. Count it here.
         if self.conns[slot].counted {
-            self.rec.error(kind, now);
+            self.count_error(slot, kind, now);
         }
         if kind == ErrorKind::FdUnavail {
             // Out of fds: this user cannot hold a connection. The run goes on with the users
@@ -491,7 +492,7 @@ impl<'a, T: Transport> Worker<'a, T> {
             Step::Dropped | Step::Stray => {
                 // Counted against the request that last used the connection (not a new one).
                 if step == Step::Stray && self.conns[slot].counted {
-                    self.rec.error(ErrorKind::Protocol, now);
+                    self.count_error(slot, ErrorKind::Protocol, now);
                 }
                 let was_idle = self.conns[slot].phase == Phase::Idle;
                 self.close_socket(slot);
@@ -535,9 +536,11 @@ impl<'a, T: Transport> Worker<'a, T> {
             } else {
                 Duration::ZERO
             };
-            self.rec.response(
+            let rt = self.rec.response(
                 status, c.intended, forgiven, c.started, c.written, now, c.bytes,
             );
+            self.rec
+                .name_response(self.cfg.requests[c.req].name, status, rt);
             self.rec
                 .first_byte(c.first_byte.saturating_duration_since(c.written));
         }
@@ -558,11 +561,22 @@ impl<'a, T: Transport> Worker<'a, T> {
         }
         if self.conns[slot].counted {
             match hs.and_then(|hs| tls_reason(hs, kind)) {
-                Some(reason) => self.rec.tls_failure(reason, now),
-                None => self.rec.error(kind, now),
+                Some(reason) => {
+                    self.rec.tls_failure(reason, now);
+                    let name = self.cfg.requests[self.conns[slot].req].name;
+                    self.rec.name_error(name, reason.kind());
+                }
+                None => self.count_error(slot, kind, now),
             }
         }
         self.after_request(slot, false, now);
+    }
+
+    /// A counted request that ended in `kind`: in the run's errors and its name's.
+    fn count_error(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
+        self.rec.error(kind, now);
+        let name = self.cfg.requests[self.conns[slot].req].name;
+        self.rec.name_error(name, kind);
     }
 
     /// A connection is up: its TCP connect and, over TLS, the handshake after it, timed apart
