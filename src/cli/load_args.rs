@@ -58,6 +58,8 @@ impl From<Pick> for PickArg {
         match p {
             Pick::Random => PickArg::Random,
             Pick::Sequence => PickArg::Sequence,
+            // An access log's mix: no flag picks it, --access-log does.
+            Pick::Weighted => PickArg::Random,
         }
     }
 }
@@ -135,6 +137,7 @@ impl RequestArgs {
                 .unwrap_or_else(|| RequestConfig::default().method),
             headers: self.headers,
             body: self.body,
+            access_log: None,
         };
         if let Some(w) = warning {
             // A bad body or URL is reported alone: the error, not a warning and an error.

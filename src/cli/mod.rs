@@ -3,6 +3,7 @@
 //! `main` maps errors to exit codes. clap is used here and nowhere else.
 use clap::{Parser, Subcommand};
 
+pub mod access_log_args;
 pub mod agent;
 pub mod capacity;
 pub mod compare;

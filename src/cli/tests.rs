@@ -96,6 +96,7 @@ fn sweep_configs_parse_back_from_their_display() {
             method: "POST".into(),
             headers: vec!["X-A: it's".into(), "Accept: */*".into()],
             body: Some("{\"k\": 1}".into()),
+            access_log: None,
         },
         levels: Levels::Users {
             users: vec![1, 2, 4],

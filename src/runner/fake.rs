@@ -231,6 +231,8 @@ pub fn base(load: Load) -> EngineConfig {
         tls: None,
         http2: None,
         names: Vec::new(),
+        weights: Vec::new(),
+        replay: None,
     }
 }
 

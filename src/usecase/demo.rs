@@ -174,6 +174,8 @@ pub fn run(
         tls: None,
         http2: None,
         names: Vec::new(),
+        weights: Vec::new(),
+        replay: None,
     };
     let urls = [format!("GET {url}")];
     let config = serde_json::json!({ "demo": true, "workers": cfg.workers, "service_ms": cfg.service_ms, "capacity": capacity });

@@ -111,7 +111,10 @@ impl<'a, T: Transport> Worker<'a, T> {
             } => {
                 let cap = share(max_connections as u64).max(1) as usize;
                 let lane = cfg.segment.lane(id, threads);
-                let s = Schedule::new(origin, rate, arrival, lane, cfg.seed);
+                let s = match &cfg.replay {
+                    Some(r) => Schedule::replay(origin, Arc::clone(r), lane),
+                    None => Schedule::new(origin, rate, arrival, lane, cfg.seed),
+                };
                 (0, cap, Some(s), (Duration::ZERO, Duration::ZERO))
             }
             Load::Closed { users, think } => {
@@ -319,6 +322,12 @@ impl<'a, T: Transport> Worker<'a, T> {
                 self.seq += 1;
                 i
             }
+            Pick::Weighted => match self.cfg.weights.last() {
+                Some(&total) if total > 0 => {
+                    super::weighted_index(&self.cfg.weights, self.rng.u64(..total))
+                }
+                _ => self.rng.usize(..n),
+            },
         }
     }
 
