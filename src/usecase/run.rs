@@ -288,6 +288,9 @@ pub fn execute(
 pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
     let (cfg, urls) = rc.engine_config()?;
     let slo = parse_slo(rc.slo.as_deref())?;
+    if let Some(s) = &slo {
+        s.check_names(&cfg.names).map_err(Error::usage)?;
+    }
     if let Some(p) = &rc.json {
         json::check_writable(p)?;
     }
