@@ -438,6 +438,7 @@ pub(crate) mod tests {
             connect_time_ms: LatencyStats::default(),
             first_byte_ms: LatencyStats::default(),
             tls: None,
+            names: Vec::new(),
         }
     }
 

@@ -27,8 +27,11 @@ pub enum Op {
     Ge,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Cond {
+    /// `login:p95<300ms`: the condition holds for the requests of this name only (a prefix
+    /// of the text; see `metrics::names`). None: the whole run.
+    pub name: Option<String>,
     pub metric: Metric,
     pub op: Op,
     /// Milliseconds for latencies, a fraction (0..1) for errors and goodput.
@@ -68,6 +71,9 @@ impl fmt::Display for Cond {
             Op::Gt => ">",
             Op::Ge => ">=",
         };
+        if let Some(n) = &self.name {
+            write!(f, "{n}:")?;
+        }
         if self.metric.is_latency() {
             write!(
                 f,
@@ -92,6 +98,12 @@ pub fn parse(s: &str) -> Result<Slo, String> {
             .find(['<', '>'])
             .ok_or_else(|| format!("--slo: '{part}' has no < or > (e.g. p99<500ms)"))?;
         let (name, rest) = part.split_at(pos);
+        // `NAME:metric`: the last colon before the operator ends the request name.
+        let (req_name, name) = match name.rsplit_once(':') {
+            Some((n, m)) if !n.trim().is_empty() => (Some(n.trim().to_string()), m),
+            Some(_) => return Err(format!("--slo: '{part}' has an empty name before ':'")),
+            None => (None, name),
+        };
         let (op, value) = if let Some(v) = rest.strip_prefix("<=") {
             (Op::Le, v)
         } else if let Some(v) = rest.strip_prefix(">=") {
@@ -136,7 +148,12 @@ pub fn parse(s: &str) -> Result<Slo, String> {
         if !value.is_finite() || value < 0.0 || (!metric.is_latency() && value > 1.0) {
             return Err(format!("--slo '{part}': value out of range"));
         }
-        conds.push(Cond { metric, op, value });
+        conds.push(Cond {
+            name: req_name,
+            metric,
+            op,
+            value,
+        });
     }
     Ok(Slo {
         conds,
@@ -174,13 +191,66 @@ impl Slo {
         }
     }
 
+    /// The names the conditions name must be the run's: an unknown one is a mistake to say
+    /// before the load, not a condition that fails after it.
+    pub fn check_names(&self, names: &[String]) -> Result<(), String> {
+        for c in &self.conds {
+            if let Some(n) = &c.name {
+                if !names.contains(n) {
+                    let known = names
+                        .iter()
+                        .take(10)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    return Err(format!(
+                        "--slo '{c}': no request is named '{n}' (names: {known})"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A metric over the requests of one name: latencies from its histogram, errors and
+    /// goodput as shares of its completed requests. A name that completed nothing measures
+    /// as no answer (latencies 0, which [`Slo::check`] fails).
+    pub fn measure_name(metric: Metric, s: &Summary, name: &str) -> (f64, u64) {
+        let Some(n) = s.names.iter().find(|n| n.name == name) else {
+            return (0.0, 0);
+        };
+        let r = &n.response_time_ms;
+        let share = |k: u64| {
+            if n.requests == 0 {
+                0.0
+            } else {
+                k as f64 / n.requests as f64
+            }
+        };
+        let v = match metric {
+            Metric::Mean => r.mean,
+            Metric::P50 => r.p50,
+            Metric::P90 => r.p90,
+            Metric::P95 => r.p95,
+            Metric::P99 => r.p99,
+            Metric::P999 => r.p999,
+            Metric::Max => r.max,
+            Metric::Errors => share(n.requests - n.ok),
+            Metric::Goodput => share(n.ok),
+        };
+        (v, n.responses)
+    }
+
     /// Each condition with whether it held and the measured value as shown (`3.20ms`,
     /// `0.50%`): the ✓/✗ lines of the terminal summary.
     pub fn check(&self, s: &Summary) -> Vec<(Cond, bool, String)> {
         self.conds
             .iter()
             .map(|c| {
-                let v = Self::measure(c.metric, s);
+                let (v, responses) = match &c.name {
+                    Some(n) => Self::measure_name(c.metric, s, n),
+                    None => (Self::measure(c.metric, s), s.responses),
+                };
                 let ok = match c.op {
                     Op::Lt => v < c.value,
                     Op::Le => v <= c.value,
@@ -188,13 +258,13 @@ impl Slo {
                     Op::Ge => v >= c.value,
                 };
                 // A step with no answer at all cannot meet a latency objective.
-                let ok = ok && !(c.metric.is_latency() && s.responses == 0);
+                let ok = ok && !(c.metric.is_latency() && responses == 0);
                 let measured = if c.metric.is_latency() {
                     crate::units::fmt_ms(v)
                 } else {
                     format!("{:.2}%", v * 100.0)
                 };
-                (*c, ok, measured)
+                (c.clone(), ok, measured)
             })
             .collect()
     }
@@ -230,6 +300,7 @@ mod tests {
         assert_eq!(
             s.conds[0],
             Cond {
+                name: None,
                 metric: Metric::P99,
                 op: Op::Lt,
                 value: 500.0
@@ -238,6 +309,7 @@ mod tests {
         assert_eq!(
             s.conds[1],
             Cond {
+                name: None,
                 metric: Metric::Errors,
                 op: Op::Lt,
                 value: 0.01
@@ -277,5 +349,46 @@ mod tests {
         let failing = summary(100.0, 90.0, 20.0, 50);
         assert!(!slo.holds(&failing));
         assert!(parse("goodput>95%").unwrap().failures(&failing)[0].contains("goodput"));
+    }
+
+    /// `NAME:metric<value` judges one name's requests: the slow name fails, the fast one holds,
+    /// an unknown name is refused before the run.
+    #[test]
+    fn conditions_per_name() {
+        use crate::metrics::{LatencyStats, NameSummary};
+        let mut s = crate::analysis::tests::summary(100.0, 100.0, 5.0, 0);
+        let name = |n: &str, p95: f64, ok: u64| NameSummary {
+            name: n.into(),
+            requests: 100,
+            responses: 100,
+            ok,
+            response_time_ms: LatencyStats {
+                p95,
+                count: 100,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        s.names = vec![name("/login", 400.0, 90), name("/", 2.0, 100)];
+        let slo = parse("/login:p95<300ms, /:p95<300ms, /login:errors<5%").unwrap();
+        assert_eq!(slo.conds[0].name.as_deref(), Some("/login"));
+        let held: Vec<bool> = slo.check(&s).iter().map(|c| c.1).collect();
+        assert_eq!(held, [false, true, false]);
+        assert!(
+            slo.failures(&s)[0].starts_with("/login:p95<300"),
+            "{:?}",
+            slo.failures(&s)
+        );
+        let names = ["/login".to_string(), "/".to_string()];
+        assert!(slo.check_names(&names).is_ok());
+        let e = parse("logon:p95<1s")
+            .unwrap()
+            .check_names(&names)
+            .unwrap_err();
+        assert!(e.contains("no request is named 'logon'"), "{e}");
+        assert!(parse(":p95<1s").is_err());
+        // A name that completed nothing cannot meet a latency objective.
+        s.names.truncate(1);
+        assert!(!parse("/:p95<1s").unwrap().check(&s)[0].1);
     }
 }

@@ -58,6 +58,8 @@ impl From<Pick> for PickArg {
         match p {
             Pick::Random => PickArg::Random,
             Pick::Sequence => PickArg::Sequence,
+            // An access log's mix: no flag picks it, --access-log does.
+            Pick::Weighted => PickArg::Random,
         }
     }
 }
@@ -138,6 +140,7 @@ impl RequestArgs {
             headers: self.headers,
             body: self.body,
             scenario: self.scenario.source(),
+            access_log: None,
         };
         if let Some(w) = warning {
             // A bad body or URL is reported alone: the error, not a warning and an error.

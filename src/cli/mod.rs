@@ -3,9 +3,10 @@
 //! `main` maps errors to exit codes. clap is used here and nowhere else.
 use clap::{Parser, Subcommand};
 
+pub mod access_log_args;
 pub mod agent;
-pub mod audit;
 pub mod agent_generate;
+pub mod audit;
 pub mod capacity;
 pub mod compare;
 pub mod demo;

@@ -46,6 +46,8 @@ pub struct RunArgs {
     pub observe: ObserveFlags,
     #[command(flatten)]
     pub segment: SegmentArgs,
+    #[command(flatten)]
+    pub access_log: super::access_log_args::AccessLogArgs,
     /// Service-level objective, e.g. 'p99<500ms,errors<1%'; exit code 3 when it fails.
     #[arg(long)]
     pub slo: Option<String>,
@@ -97,10 +99,13 @@ impl RunArgs {
             },
         };
         // The help texts above say these defaults in words: "[default: 10]", "10s".
+        // A replay lasts the log's span unless cut (the library knows it once the log is read).
+        let replaying = self.access_log.replay_speed.is_some();
         let duration = match (self.duration, self.requests) {
-            (None, None) => Some(DEFAULT_DURATION),
+            (None, None) if !replaying => Some(DEFAULT_DURATION),
             (d, _) => d,
         };
+        let access_log = self.access_log.config();
         Ok(RunConfig {
             load,
             open: self.open.into(),
@@ -115,7 +120,10 @@ impl RunArgs {
             name: self.name,
             live_view: false,
             hdr_log: self.view.hdr_log,
-            request: self.request.config()?,
+            request: crate::usecase::config::RequestConfig {
+                access_log,
+                ..self.request.config()?
+            },
             conn: self.conn.into(),
             observe: self.observe.into(),
             segment: self.segment.into(),

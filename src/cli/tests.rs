@@ -100,6 +100,7 @@ fn sweep_configs_parse_back_from_their_display() {
                 file: PathBuf::from("/tmp/a scenario.toml"),
                 max_body_capture: 4096,
             }),
+            access_log: None,
         },
         levels: Levels::Users {
             users: vec![1, 2, 4],

@@ -126,6 +126,7 @@ fn get() -> Prepared {
         head_only: false,
         h2_block: Vec::new(),
         body: Vec::new(),
+        name: 0,
     }
 }
 

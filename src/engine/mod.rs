@@ -17,7 +17,7 @@ pub mod transport;
 mod worker;
 
 pub use crate::plan::segment::Segment;
-pub use pacing::Arrival;
+pub use pacing::{Arrival, Replay};
 
 use crate::metrics::Recorder;
 use std::net::SocketAddr;
@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A request ready to send: pre-rendered bytes for a kept-alive and a closing connection.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Prepared {
     /// Index into [`EngineConfig::addrs`].
     pub addr: usize,
@@ -38,6 +38,8 @@ pub struct Prepared {
     pub h2_block: Vec<u8>,
     /// HTTP/2: the request body, sent in DATA frames.
     pub body: Vec<u8>,
+    /// Its name: an index into [`EngineConfig::names`], for the statistics per name.
+    pub name: u16,
 }
 
 impl Prepared {
@@ -57,6 +59,17 @@ impl Prepared {
 pub enum Pick {
     Random,
     Sequence,
+    /// At random, each request as often as its weight says ([`EngineConfig::weights`]).
+    Weighted,
+}
+
+/// The request a weighted pick draws for `x` in `0..total`, `cumulative` being the running
+/// sums of the weights: a binary search, O(log n), no allocation.
+#[inline]
+pub fn weighted_index(cumulative: &[u64], x: u64) -> usize {
+    cumulative
+        .partition_point(|&c| c <= x)
+        .min(cumulative.len().saturating_sub(1))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -114,6 +127,14 @@ pub struct EngineConfig {
     pub http2: Option<Http2>,
     /// `--scenario`: each user follows it (closed loop); `requests` is then unused.
     pub scenario: Option<Arc<crate::scenario::Plan>>,
+    /// The request names statistics are kept for, indexed by [`Prepared::name`] (a scenario's
+    /// names, or the URL mix's: see `plan::naming`). Empty: none kept.
+    pub names: Vec<String>,
+    /// [`Pick::Weighted`]: the running sums of the requests' weights (an access log's counts).
+    pub weights: Vec<u64>,
+    /// Open loop on a recorded clock (`--replay-speed`): the arrivals and their requests
+    /// replace the rate's schedule and the pick.
+    pub replay: Option<Arc<Replay>>,
 }
 
 impl EngineConfig {
@@ -396,6 +417,9 @@ mod tests {
             tls: None,
             http2: None,
             scenario: None,
+            names: Vec::new(),
+            weights: Vec::new(),
+            replay: None,
         }
     }
 
@@ -455,5 +479,37 @@ mod tests {
         // Requests only, or interrupted: measured, never planned.
         assert_eq!(planned_window(false, None, Some(100), 100), None);
         assert_eq!(planned_window(true, ten, None, 5_000), None);
+    }
+
+    /// The weighted pick draws each request as often as its weight: over 200,000 draws the
+    /// shares match the weights within 2% (of each share).
+    #[test]
+    fn weighted_pick_follows_the_weights() {
+        let weights = [500u64, 300, 150, 40, 9, 1];
+        let cumulative: Vec<u64> = weights
+            .iter()
+            .scan(0, |s, w| {
+                *s += w;
+                Some(*s)
+            })
+            .collect();
+        let total = *cumulative.last().unwrap();
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut counts = [0u64; 6];
+        let draws = 200_000;
+        for _ in 0..draws {
+            counts[weighted_index(&cumulative, rng.u64(..total))] += 1;
+        }
+        for (i, w) in weights.iter().enumerate().take(3) {
+            let want = *w as f64 / total as f64;
+            let got = counts[i] as f64 / draws as f64;
+            assert!((got - want).abs() <= 0.02 * want, "{i}: {got} vs {want}");
+        }
+        // The rare ones are drawn too, and the edges map to the first and last request.
+        assert!(counts[5] > 0);
+        assert_eq!(weighted_index(&cumulative, 0), 0);
+        assert_eq!(weighted_index(&cumulative, total - 1), 5);
+        assert_eq!(weighted_index(&cumulative, 499), 0);
+        assert_eq!(weighted_index(&cumulative, 500), 1);
     }
 }

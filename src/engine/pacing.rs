@@ -14,6 +14,7 @@ use crate::plan::segment::Lane;
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use std::os::fd::RawFd;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +22,26 @@ pub enum Arrival {
     Constant,
     Poisson,
 }
+
+/// A recorded schedule (an access log's, already scaled by the replay speed): arrival `i` is
+/// due `at_ns[i]` after the origin and sends request `requests[i]`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Replay {
+    pub at_ns: Vec<u64>,
+    pub requests: Vec<u32>,
+    /// The recording's length, scaled: the replay's natural duration.
+    pub span_ns: u64,
+}
+
+impl Replay {
+    /// The mean rate, requests/s: the offered load shown for the run.
+    pub fn rate(&self) -> f64 {
+        self.at_ns.len() as f64 / (self.span_ns.max(1) as f64 / 1e9)
+    }
+}
+
+/// Past the last recorded arrival: nothing more is due within any run's length.
+const NEVER: Duration = Duration::from_secs(100 * 365 * 86_400);
 
 /// One lane of the global arrival schedule.
 #[derive(Debug)]
@@ -37,6 +58,8 @@ pub struct Schedule {
     rng: fastrand::Rng,
     drawn: Option<u64>,
     at_ns: u64,
+    /// Replaying a recorded schedule instead of the rate's.
+    replay: Option<Arc<Replay>>,
 }
 
 impl Schedule {
@@ -51,13 +74,35 @@ impl Schedule {
             rng: fastrand::Rng::with_seed(seed),
             drawn: None,
             at_ns: 0,
+            replay: None,
         };
         s.next = s.due(s.index);
         s
     }
 
+    /// A lane of a recorded schedule: lanes stride through its arrivals as through the rate's.
+    pub fn replay(origin: Instant, replay: Arc<Replay>, lane: Lane) -> Schedule {
+        let mut s = Schedule::new(origin, replay.rate(), Arrival::Constant, lane, 0);
+        s.replay = Some(replay);
+        s.next = s.due(s.index);
+        s
+    }
+
+    /// Replay: the request of the next arrival (None: the caller picks).
+    #[inline]
+    pub fn request(&self) -> Option<usize> {
+        let r = self.replay.as_ref()?;
+        r.requests.get(self.index as usize).map(|&i| i as usize)
+    }
+
     /// When global arrival `i` is due; Poisson lanes only ever move forward.
     fn due(&mut self, i: u64) -> Instant {
+        if let Some(r) = &self.replay {
+            return match r.at_ns.get(i as usize) {
+                Some(&ns) => self.origin + Duration::from_nanos(ns),
+                None => self.origin + NEVER,
+            };
+        }
         match self.arrival {
             Arrival::Constant => self.origin + Duration::from_secs_f64(i as f64 / self.rate),
             Arrival::Poisson => {

@@ -16,8 +16,9 @@
 //! than [`max_skew_ms`] apart).
 use crate::analysis;
 use crate::metrics::histo;
+use crate::metrics::names::sort_names;
 use crate::metrics::summary::{LatencyStats, TlsSummary};
-use crate::metrics::Summary;
+use crate::metrics::{NameSummary, Summary};
 use crate::store::{GeneratorStats, RunData, RunInfo, SeriesPoint, StepHists, StepRecord};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -332,6 +333,53 @@ fn sum_maps(maps: impl Iterator<Item = BTreeMap<String, u64>>) -> BTreeMap<Strin
     out
 }
 
+/// The request names of step `k`'s segments, added: counts summed, response-time histograms
+/// added (a name a segment did not see counts nothing there), over the merged window.
+fn merge_names(
+    k: usize,
+    parts: &[(&RunData, &StepRecord)],
+    duration_s: f64,
+) -> Result<(Vec<NameSummary>, BTreeMap<String, String>), String> {
+    // Per name: responses, ok, errors by kind, the response-time histogram.
+    type Acc = (u64, u64, BTreeMap<String, u64>, Option<Histogram<u64>>);
+    let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
+    for &(r, s) in parts {
+        for n in &s.summary.names {
+            let e = acc.entry(n.name.clone()).or_default();
+            e.0 += n.responses;
+            e.1 += n.ok;
+            for (kind, c) in &n.errors {
+                *e.2.entry(kind.clone()).or_insert(0) += c;
+            }
+            if n.response_time_ms.count == 0 {
+                continue;
+            }
+            let text = s.hists.as_ref().and_then(|h| h.names.get(&n.name));
+            let h = decode(text.map_or("", String::as_str), "per-name", k, r)?;
+            match e.3.as_mut() {
+                None => e.3 = Some(h),
+                Some(m) => m.add(&h).map_err(|e| {
+                    format!("step {}: cannot add per-name histograms: {e:?}", k + 1)
+                })?,
+            }
+        }
+    }
+    let empty = Histogram::<u64>::new(3).map_err(|e| format!("{e:?}"))?;
+    let mut names = Vec::with_capacity(acc.len());
+    let mut hists = BTreeMap::new();
+    for (name, (responses, ok, errors, h)) in acc {
+        let h = h.unwrap_or_else(|| empty.clone());
+        names.push(NameSummary::from_parts(
+            &name, responses, ok, errors, &h, duration_s,
+        ));
+        if !h.is_empty() {
+            hists.insert(name, histo::encode(&h));
+        }
+    }
+    sort_names(&mut names);
+    Ok((names, hists))
+}
+
 /// Step `k` of every segment, added into one step (flags and SLO verdict left to the caller).
 fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, String> {
     fn hists(s: &StepRecord) -> Option<&StepHists> {
@@ -435,8 +483,11 @@ fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, S
         first_byte_ms: LatencyStats::from_hist(&first_byte),
         protocols: sum_maps(parts.iter().map(|(_, s)| s.summary.protocols.clone())),
         tls: tls.as_ref().map(|(t, _)| t.clone()),
+        names: Vec::new(),
     };
     summary.goodput = per_s(summary.ok_count());
+    let (names, name_hists) = merge_names(k, parts, duration_s)?;
+    summary.names = names;
     let threads: usize = parts.iter().map(|(_, s)| s.generator.threads).sum();
     let generator = GeneratorStats {
         // Per thread, weighted by threads: the fleet's mean load per worker thread.
@@ -490,6 +541,7 @@ fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, S
             connect_time: histo::encode(&connect),
             first_byte: histo::encode(&first_byte),
             tls_handshake: tls.as_ref().map(|(_, h)| histo::encode(h)),
+            names: name_hists,
         }),
         flags: Vec::new(),
         slo_ok: None,

@@ -37,6 +37,7 @@ fn segment(index: u32, count: u32, values: &[Vec<u64>; 2]) -> RunData {
                 connect_time: histo::encode(&hist(&[100])),
                 first_byte: histo::encode(&hist(&[50 + u64::from(index)])),
                 tls_handshake: None,
+                ..Default::default()
             });
             rec.generator.threads = index as usize + 1;
             rec

@@ -1,9 +1,11 @@
 //! Metrics: what the engine records per request, per thread, without allocating; merged
 //! across threads at the end into a [`Summary`] that reports and the results folder use.
 pub mod histo;
+pub mod names;
 pub mod recorder;
 pub mod summary;
 
+pub use names::{NameStats, NameSummary};
 pub use recorder::{Recorder, SecondBucket};
 pub use summary::{LatencyStats, Summary, TlsSummary};
 

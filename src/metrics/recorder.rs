@@ -1,5 +1,6 @@
 //! The per-thread recorder: histograms and counters filled by the engine's hot loop.
 //! Everything is allocated up front; recording a request touches no allocator.
+use super::names::NameStats;
 use super::{ErrorKind, TlsReason};
 use hdrhistogram::Histogram;
 use std::time::{Duration, Instant};
@@ -92,9 +93,12 @@ pub struct Recorder {
     /// First and last counted completion (response or error).
     pub first_event: Option<Instant>,
     pub last_event: Option<Instant>,
+    /// Per request name (`EngineConfig::names`), indexed by `Prepared::name`; empty when the
+    /// run keeps none (see [`Recorder::keep_names`]).
+    pub names: Vec<NameStats>,
 }
 
-fn new_hist() -> Histogram<u64> {
+pub(super) fn new_hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_US, 3).expect("static histogram bounds are valid")
 }
 
@@ -136,6 +140,32 @@ impl Recorder {
             window_start,
             first_event: None,
             last_event: None,
+            names: Vec::new(),
+        }
+    }
+
+    /// Keeps statistics per name of `names` (allocated here, before the run: about 190 KB of
+    /// histogram per name, so the hot loop only indexes them).
+    pub fn keep_names(&mut self, names: &[String]) {
+        self.names = names.iter().map(|n| NameStats::new(n)).collect();
+    }
+
+    /// A counted response of request name `name` (an index into the kept names; a name out
+    /// of range is not kept), `rt_us` its response time as [`Recorder::response`] returned.
+    #[inline]
+    pub fn name_response(&mut self, name: u16, status: u16, rt_us: u64) {
+        if let Some(n) = self.names.get_mut(name as usize) {
+            n.responses += 1;
+            n.ok += u64::from((200..400).contains(&status));
+            let _ = n.response_time.record(rt_us.max(1));
+        }
+    }
+
+    /// A counted request of name `name` that ended in a transport error.
+    #[inline]
+    pub fn name_error(&mut self, name: u16, kind: ErrorKind) {
+        if let Some(n) = self.names.get_mut(name as usize) {
+            n.errors[kind.index()] += 1;
         }
     }
 
@@ -153,6 +183,7 @@ impl Recorder {
     ///
     /// `forgiven` is the pacing slack: lag the generator chose (to send several arrivals on
     /// one wake-up) is left out of the response time, up to that much; send lag stays raw.
+    /// Returns the response time recorded (µs), for [`Recorder::name_response`].
     #[allow(clippy::too_many_arguments)]
     pub fn response(
         &mut self,
@@ -163,7 +194,7 @@ impl Recorder {
         written: Instant,
         done: Instant,
         bytes: u64,
-    ) {
+    ) -> u64 {
         let from = started.min(intended + forgiven).max(intended);
         let rt = us(done.saturating_duration_since(from));
         let _ = self.response_time.record(rt.max(1));
@@ -193,6 +224,7 @@ impl Recorder {
         b.response_time_sum_us += rt;
         b.response_time_max_us = b.response_time_max_us.max(rt);
         b.send_lag_sum_us += lag;
+        rt
     }
 
     /// A counted request that ended in a transport error.
@@ -288,6 +320,14 @@ impl Recorder {
             (a, b) => a.or(b),
         };
         self.window_start = self.window_start.min(o.window_start);
+        // Threads keep the same names table, in the same order.
+        if self.names.is_empty() {
+            self.names = o.names.clone();
+        } else {
+            for (a, b) in self.names.iter_mut().zip(o.names.iter()) {
+                a.merge(b);
+            }
+        }
     }
 
     /// The length of the measured window, in seconds.
@@ -390,5 +430,34 @@ mod tests {
         assert_eq!(a.service_time.min() / 1000, 8);
         assert!((a.window_secs(None) - 1.6).abs() < 0.01);
         assert_eq!(a.window_secs(Some(Duration::from_secs(5))), 5.0);
+    }
+
+    /// Names are kept per thread and added at the merge; a name out of the table is dropped
+    /// (a run that keeps no names), never a panic.
+    #[test]
+    fn names_record_and_merge() {
+        let t0 = Instant::now();
+        let names = ["/a".to_string(), "/b".to_string()];
+        let (mut a, mut b) = (Recorder::new(t0, t0, 1), Recorder::new(t0, t0, 1));
+        a.keep_names(&names);
+        b.keep_names(&names);
+        let ms = Duration::from_millis;
+        let rt = a.response(200, t0, ms(0), t0, t0, t0 + ms(20), 1);
+        assert_eq!(rt, 20_000);
+        a.name_response(0, 200, rt);
+        b.name_response(1, 503, 5_000);
+        b.name_error(1, ErrorKind::Timeout);
+        b.name_response(7, 200, 1);
+        b.name_error(7, ErrorKind::Reset);
+        a.merge(&b);
+        assert_eq!(a.names.len(), 2);
+        assert_eq!((a.names[0].responses, a.names[0].ok), (1, 1));
+        assert_eq!(a.names[0].response_time.max() / 1000, 20);
+        assert_eq!((a.names[1].responses, a.names[1].ok), (1, 0));
+        assert_eq!(a.names[1].errors[ErrorKind::Timeout.index()], 1);
+        assert_eq!(a.names[1].error_count(), 1);
+        let mut none = Recorder::new(t0, t0, 1);
+        none.name_response(0, 200, 1);
+        assert!(none.names.is_empty());
     }
 }

@@ -1,5 +1,6 @@
 //! The summary of a run (or of one step of a sweep): the object `run --json` writes and the
 //! terminal report prints. Its fields are documented in docs/results.md.
+use super::names::{sort_names, NameSummary};
 use super::{ErrorKind, Recorder, TlsReason};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -89,6 +90,10 @@ pub struct Summary {
     /// Present when the run spoke TLS (https:// URLs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsSummary>,
+    /// Per request name, most time spent first: the names that completed a request
+    /// (absent from results written before names were kept: read as none).
+    #[serde(default)]
+    pub names: Vec<NameSummary>,
 }
 
 /// What TLS cost and how it went: handshakes apart from the requests they carried.
@@ -187,6 +192,16 @@ impl Summary {
             connect_time_ms: LatencyStats::from_hist(&r.connect_time),
             first_byte_ms: LatencyStats::from_hist(&r.first_byte),
             tls: TlsSummary::from_recorder(r),
+            names: {
+                let mut names: Vec<NameSummary> = r
+                    .names
+                    .iter()
+                    .filter(|n| n.responses + n.error_count() > 0)
+                    .map(|n| NameSummary::of(n, secs))
+                    .collect();
+                sort_names(&mut names);
+                names
+            },
         }
     }
 

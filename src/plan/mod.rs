@@ -1,5 +1,7 @@
 //! The plan: what to send (the request mix) and when (the load model).
+pub mod access_log;
 pub mod capacity;
+pub mod naming;
 pub mod request;
 pub mod segment;
 pub mod steps;

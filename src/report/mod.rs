@@ -3,7 +3,7 @@
 //! (`model.rs`, with the `Exporter` trait) and one writer per format, picked and written by
 //! `export`: the bottleneck verdict's rendering (`bottleneck.rs`), HTML with SVG charts
 //! (`html.rs`, `charts.rs`, `server.rs`, `svg/`), CSV, JSON
-//! (`jsonfmt.rs`) and gnuplot.
+//! (`jsonfmt.rs`) and gnuplot. `names.rs` is the table of statistics per request name.
 pub mod audit;
 pub mod bottleneck;
 pub mod charts;
@@ -16,6 +16,7 @@ pub mod html;
 pub mod json;
 pub mod jsonfmt;
 pub mod model;
+pub mod names;
 pub mod progress;
 pub mod server;
 pub mod style;

@@ -159,6 +159,7 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
         let _ = writeln!(o, "  protocol       {}", p.join(", "));
     }
     o.push_str(&errors_lines(s));
+    o.push_str(&super::names::table(s));
     for w in warnings(s, outcome, cfg) {
         let _ = writeln!(o, "  {} {w}", style::yellow("!"));
     }

@@ -108,6 +108,7 @@ pub fn step(
         },
         first_byte_ms: LatencyStats::default(),
         tls: None,
+        names: Vec::new(),
     };
     let start_s = i as f64 * 12.0;
     StepRecord {

@@ -200,6 +200,7 @@ pub fn record(index: usize, load: &Load, s: Shape, secs: f64) -> StepRecord {
             connect_time_ms: LatencyStats::default(),
             first_byte_ms: LatencyStats::default(),
             tls: None,
+            names: Vec::new(),
         },
         generator: GeneratorStats {
             cpu_pct: s.generator_cpu_pct,
@@ -236,6 +237,9 @@ pub fn base(load: Load) -> EngineConfig {
         tls: None,
         http2: None,
         scenario: None,
+        names: Vec::new(),
+        weights: Vec::new(),
+        replay: None,
     }
 }
 

@@ -168,6 +168,12 @@ pub fn record_of(
             connect_time: histo::encode(&rec.connect_time),
             first_byte: histo::encode(&rec.first_byte),
             tls_handshake: rec.tls.then(|| histo::encode(&rec.tls_handshake)),
+            names: rec
+                .names
+                .iter()
+                .filter(|n| !n.response_time.is_empty())
+                .map(|n| (n.name.clone(), histo::encode(&n.response_time)))
+                .collect(),
         }),
         flags: Vec::new(),
         slo_ok: slo.map(|_| true),

@@ -280,8 +280,15 @@ pub(super) fn parse(
             cx.file
         ));
     }
+    // Names for the statistics per name: the steps' own, numbered once here.
+    let mut scenarios = scenarios;
+    let mut names = crate::plan::naming::Names::new();
+    for step in scenarios.iter_mut().flat_map(|s| s.steps.iter_mut()) {
+        step.name_id = names.index(&step.name);
+    }
     Ok(Plan {
         scenarios,
+        names: names.into_vec(),
         var_names: b.var_names,
         constants,
         feeder,
@@ -416,6 +423,7 @@ impl Builder<'_> {
             known[e.var] = true;
         }
         Ok(Step {
+            name_id: 0,
             name,
             method,
             server,

@@ -26,6 +26,8 @@ pub const DEFAULT_MAX_BODY_CAPTURE: usize = 1 << 20;
 #[derive(Debug)]
 pub struct Plan {
     pub scenarios: Vec<Scenario>,
+    /// The requests' names, for the statistics per name (steps sharing a name share a row).
+    pub names: Vec<String>,
     /// Variable names by id: the feeder's columns, then `[vars]`, then extracted ones.
     pub var_names: Vec<String>,
     /// `[vars]`: (id, value), set at the start of every iteration.
@@ -64,6 +66,8 @@ pub struct Scenario {
 #[derive(Debug)]
 pub struct Step {
     pub name: String,
+    /// Index of `name` in [`Plan::names`]: what the engine's statistics per name key on.
+    pub name_id: u16,
     pub method: String,
     /// Index into [`Plan::servers`] (and the engine's addresses).
     pub server: usize,

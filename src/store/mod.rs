@@ -121,6 +121,10 @@ pub struct StepHists {
     /// TLS handshakes of new connections (https runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_handshake: Option<String>,
+    /// The response time of each request name of `summary.names`, by name (absent from
+    /// folders written before names were kept, and from runs that kept none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub names: BTreeMap<String, String>,
 }
 
 /// One line of `series.jsonl`: one second of load.

@@ -45,6 +45,7 @@ pub fn pick_name(p: Pick) -> &'static str {
     match p {
         Pick::Random => "random",
         Pick::Sequence => "sequence",
+        Pick::Weighted => "weighted",
     }
 }
 
@@ -77,6 +78,18 @@ pub fn request(a: &mut Argv, r: &RequestConfig, c: &ConnConfig) {
         a.opt("--scenario", s.file.display().to_string());
         if s.max_body_capture != crate::scenario::DEFAULT_MAX_BODY_CAPTURE {
             a.opt("--max-body-capture", s.max_body_capture.to_string());
+        }
+    }
+    if let Some(l) = &r.access_log {
+        a.opt("--access-log", l.path.display().to_string());
+        if let Some(f) = l.format {
+            a.opt("--log-format", f.as_str());
+        }
+        if l.allow_unsafe_methods {
+            a.arg("--allow-unsafe-methods");
+        }
+        if let Some(x) = l.replay_speed {
+            a.opt("--replay-speed", x.to_string());
         }
     }
     let d = ConnConfig::default();

@@ -9,6 +9,7 @@ use crate::engine::h2::hpack::{encode_request, RequestParts};
 use crate::engine::tls::{TlsClient, TlsClientOptions, TlsVersion};
 use crate::engine::{Arrival, EngineConfig, Http2, Load, Pick, Prepared};
 use crate::fsutil::{read_capped, MAX_BODY_FILE};
+use crate::plan::access_log::{read_access_log, LogFormat};
 use crate::plan::segment::check_start_at;
 use crate::plan::{parse_headers, parse_method, read_urls_file, RequestSpec, Segment, Url};
 use crate::url::Scheme;
@@ -32,6 +33,8 @@ pub struct RequestConfig {
     pub body: Option<String>,
     /// `--scenario FILE`: users follow the file's requests instead of the URL mix.
     pub scenario: Option<ScenarioSource>,
+    /// The requests of an access log, sent to the one URL's origin (`--access-log`).
+    pub access_log: Option<AccessLogConfig>,
 }
 
 /// A scenario file and how much of each answer's body its users may keep.
@@ -40,6 +43,18 @@ pub struct ScenarioSource {
     pub file: PathBuf,
     /// `--max-body-capture`: body bytes kept per answer that a check or extraction reads.
     pub max_body_capture: usize,
+}
+
+/// `--access-log FILE`: a weighted URL mix, or a replay on the log's clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AccessLogConfig {
+    pub path: PathBuf,
+    /// None: each line's format is detected.
+    pub format: Option<LogFormat>,
+    /// Send methods other than GET and HEAD (bodiless: a log has no bodies).
+    pub allow_unsafe_methods: bool,
+    /// Replay the arrivals at this multiple of their speed; None: a weighted mix.
+    pub replay_speed: Option<f64>,
 }
 
 impl Default for RequestConfig {
@@ -52,6 +67,7 @@ impl Default for RequestConfig {
             headers: Vec::new(),
             body: None,
             scenario: None,
+            access_log: None,
         }
     }
 }
@@ -385,6 +401,12 @@ pub struct Mix {
     pub tls_servers: Vec<(SocketAddr, String)>,
     /// `--scenario`: the loaded file the users follow (`requests` is then empty).
     pub scenario: Option<std::sync::Arc<crate::scenario::Plan>>,
+    /// The requests' names (`Prepared::name` indexes it).
+    pub names: Vec<String>,
+    /// An access log's mix: running sums of the requests' counts (`Pick::Weighted`).
+    pub weights: Vec<u64>,
+    /// An access log replayed on its clock (`--replay-speed`).
+    pub replay: Option<std::sync::Arc<crate::engine::Replay>>,
 }
 
 impl RequestConfig {
@@ -409,6 +431,11 @@ impl RequestConfig {
                 headers: headers.clone(),
                 body: body.clone(),
             });
+        }
+        if let Some(a) = &self.access_log {
+            return self
+                .logged_specs(a, method, headers)
+                .map(|(specs, _)| specs);
         }
         if let Some(f) = &self.urls_file {
             for mut s in read_urls_file(f).map_err(Error::usage)? {
@@ -454,8 +481,51 @@ impl RequestConfig {
                 .filter(|s| s.https)
                 .map(|s| (s.addr, s.host.clone()))
                 .collect(),
+            names: plan.names.clone(),
             scenario: Some(std::sync::Arc::new(plan)),
+            weights: Vec::new(),
+            replay: None,
         })
+    }
+
+    /// An access log's distinct requests, sent to the origin of the one URL given, with the
+    /// log read: weights (its counts) and arrivals (its clock).
+    fn logged_specs(
+        &self,
+        a: &AccessLogConfig,
+        method: String,
+        headers: Vec<(String, String)>,
+    ) -> crate::Result<(Vec<RequestSpec>, crate::plan::access_log::AccessLog)> {
+        let base = match (self.urls.as_slice(), &self.urls_file) {
+            ([one], None) => Url::parse(one).map_err(|e| Error::usage(format!("URL {e}")))?,
+            _ => {
+                return Err(Error::usage(
+                    "--access-log takes the one URL of the server to send its requests to                      (its path is ignored), and no --urls",
+                ))
+            }
+        };
+        if self.body.is_some() || method != "GET" {
+            return Err(Error::usage(
+                "--access-log sends each line's own method, without a body: drop -X and --body",
+            ));
+        }
+        let log =
+            read_access_log(&a.path, a.format, a.allow_unsafe_methods).map_err(Error::usage)?;
+        if let Some(note) = log.skipped_note() {
+            crate::eoutln!("overload: {note}");
+        }
+        let mut specs = Vec::with_capacity(log.requests.len());
+        for r in &log.requests {
+            let url = Url::parse(&format!("{}{}", base.origin(), r.target))
+                .map_err(|e| Error::usage(format!("access log target {e}")))?;
+            specs.push(RequestSpec {
+                method: r.method.clone(),
+                url,
+                headers: headers.clone(),
+                body: None,
+            });
+        }
+        Ok((specs, log))
     }
 
     /// Resolves hosts (once, before the run) and renders every request.
@@ -463,7 +533,47 @@ impl RequestConfig {
         if let Some(s) = &self.scenario {
             return self.scenario_mix(s);
         }
-        Mix::of(self.specs()?, self.pick)
+        let (specs, log) = match &self.access_log {
+            Some(a) => {
+                let method =
+                    parse_method(&self.method).map_err(|e| Error::usage(format!("-X: {e}")))?;
+                let headers =
+                    parse_headers(&self.headers).map_err(|e| Error::usage(format!("-H: {e}")))?;
+                let (specs, log) = self.logged_specs(a, method, headers)?;
+                (specs, Some((a, log)))
+            }
+            None => (self.specs()?, None),
+        };
+        let mut mix = Mix::of(specs, self.pick)?;
+        if let Some((a, log)) = log {
+            mix.urls = vec![format!(
+                "access log {} ({} distinct requests)",
+                crate::fsutil::shown(&a.path),
+                log.requests.len()
+            )];
+            match a.replay_speed {
+                Some(speed) => {
+                    let scale = |ns: u64| (ns as f64 / speed).round() as u64;
+                    mix.replay = Some(std::sync::Arc::new(crate::engine::Replay {
+                        at_ns: log.arrivals.iter().map(|a| scale(a.0)).collect(),
+                        requests: log.arrivals.iter().map(|a| a.1).collect(),
+                        span_ns: scale(log.span_ns).max(1),
+                    }));
+                }
+                None => {
+                    mix.pick = Pick::Weighted;
+                    mix.weights = log
+                        .requests
+                        .iter()
+                        .scan(0u64, |sum, r| {
+                            *sum += r.count;
+                            Some(*sum)
+                        })
+                        .collect();
+                }
+            }
+        }
+        Ok(mix)
     }
 }
 
@@ -475,6 +585,7 @@ impl Mix {
         let mut requests = Vec::new();
         let mut urls = Vec::new();
         let mut tls_servers: Vec<(SocketAddr, String)> = Vec::new();
+        let mut names = crate::plan::naming::Names::new();
         let scheme = specs
             .first()
             .ok_or_else(|| Error::usage("no URL given"))?
@@ -523,6 +634,7 @@ impl Mix {
                     body_len: s.body.as_ref().map(Vec::len),
                 }),
                 body: s.body.clone().unwrap_or_default(),
+                name: names.index(&crate::plan::naming::name_of_target(&s.url.target)),
             });
             urls.push(format!("{} {shown}", s.method));
         }
@@ -533,6 +645,9 @@ impl Mix {
             urls,
             tls_servers,
             scenario: None,
+            names: names.into_vec(),
+            weights: Vec::new(),
+            replay: None,
         })
     }
 }
@@ -673,6 +788,9 @@ pub fn base_config_of(
         tls,
         http2,
         scenario: mix.scenario,
+        names: mix.names,
+        weights: mix.weights,
+        replay: mix.replay,
     };
     Ok((cfg, mix.urls))
 }

@@ -156,6 +156,7 @@ pub fn run(
             head_only: false,
             h2_block: Vec::new(),
             body: Vec::new(),
+            name: 0,
         }],
         pick: RequestConfig::default().pick,
         load: loads[0],
@@ -173,6 +174,9 @@ pub fn run(
         tls: None,
         http2: None,
         scenario: None,
+        names: Vec::new(),
+        weights: Vec::new(),
+        replay: None,
     };
     let urls = [format!("GET {url}")];
     let config = serde_json::json!({ "demo": true, "workers": cfg.workers, "service_ms": cfg.service_ms, "capacity": capacity });

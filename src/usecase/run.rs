@@ -112,7 +112,12 @@ impl RunConfig {
         if self.duration.is_some_and(|d| d.is_zero()) {
             return Err(Error::usage("--duration must be above zero"));
         }
-        if self.duration.is_none() && self.requests.is_none() {
+        let replaying = self
+            .request
+            .access_log
+            .as_ref()
+            .is_some_and(|a| a.replay_speed.is_some());
+        if self.duration.is_none() && self.requests.is_none() && !replaying {
             return Err(Error::usage("give --duration or --requests"));
         }
         if self.requests == Some(0) {
@@ -130,6 +135,14 @@ impl RunConfig {
             self.warmup,
         )?;
         cfg.segment = self.segment.segment;
+        if let Some(r) = &cfg.replay {
+            // The log's clock is the schedule: the open loop at its mean rate, for as long as
+            // the log lasts (scaled) unless --duration cuts it.
+            self.open.validate()?;
+            cfg.load = self.open.load(r.rate());
+            let span = Duration::from_nanos(r.span_ns);
+            cfg.duration = Some(self.duration.map_or(span, |d| d.min(span)));
+        }
         Ok((cfg, urls))
     }
 
@@ -301,6 +314,9 @@ fn execute_shown(
 pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
     let (cfg, urls) = rc.engine_config()?;
     let slo = parse_slo(rc.slo.as_deref())?;
+    if let Some(s) = &slo {
+        s.check_names(&cfg.names).map_err(Error::usage)?;
+    }
     if let Some(p) = &rc.json {
         json::check_writable(p)?;
     }

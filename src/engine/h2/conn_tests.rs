@@ -72,6 +72,7 @@ fn request(method: &str, body: &[u8]) -> Prepared {
             body_len: (!body.is_empty()).then_some(body.len()),
         }),
         body: body.to_vec(),
+        name: 0,
     }
 }
 

@@ -114,7 +114,10 @@ impl<'a, T: Transport> Worker<'a, T> {
             } => {
                 let cap = share(max_connections as u64).max(1) as usize;
                 let lane = cfg.segment.lane(id, threads);
-                let s = Schedule::new(origin, rate, arrival, lane, cfg.seed);
+                let s = match &cfg.replay {
+                    Some(r) => Schedule::replay(origin, Arc::clone(r), lane),
+                    None => Schedule::new(origin, rate, arrival, lane, cfg.seed),
+                };
                 (0, cap, Some(s), (Duration::ZERO, Duration::ZERO))
             }
             Load::Closed { users, think } => {
@@ -135,6 +138,7 @@ impl<'a, T: Transport> Worker<'a, T> {
             .clamp(Duration::from_millis(5), Duration::from_millis(100));
         let mut rec = Recorder::new(origin, warm_end, expected_secs);
         rec.tls = cfg.tls.is_some();
+        rec.keep_names(&cfg.names);
         let mut rng = fastrand::Rng::with_seed(cfg.seed.wrapping_add(id as u64 * 7919));
         let users = match &cfg.scenario {
             Some(plan) => session::users(
@@ -334,6 +338,12 @@ impl<'a, T: Transport> Worker<'a, T> {
                 self.seq += 1;
                 i
             }
+            Pick::Weighted => match self.cfg.weights.last() {
+                Some(&total) if total > 0 => {
+                    super::weighted_index(&self.cfg.weights, self.rng.u64(..total))
+                }
+                _ => self.rng.usize(..n),
+            },
         }
     }
 
@@ -392,7 +402,7 @@ impl<'a, T: Transport> Worker<'a, T> {
         // Closed loop: `fail` would start the user's next request from inside this call, and
         // while the failure lasts (no fd) recurse until the stack overflows. Count it here.
         if self.conns[slot].counted {
-            self.rec.error(kind, now);
+            self.count_error(slot, kind, now);
         }
         if kind == ErrorKind::FdUnavail {
             // Out of fds: this user cannot hold a connection. The run goes on with the users
@@ -509,7 +519,7 @@ impl<'a, T: Transport> Worker<'a, T> {
             Step::Dropped | Step::Stray => {
                 // Counted against the request that last used the connection (not a new one).
                 if step == Step::Stray && self.conns[slot].counted {
-                    self.rec.error(ErrorKind::Protocol, now);
+                    self.count_error(slot, ErrorKind::Protocol, now);
                 }
                 let was_idle = self.conns[slot].phase == Phase::Idle;
                 self.close_socket(slot);
@@ -553,9 +563,11 @@ impl<'a, T: Transport> Worker<'a, T> {
             } else {
                 Duration::ZERO
             };
-            self.rec.response(
+            let rt = self.rec.response(
                 status, c.intended, forgiven, c.started, c.written, now, c.bytes,
             );
+            let name = self.name_of(slot);
+            self.rec.name_response(name, status, rt);
             self.rec
                 .first_byte(c.first_byte.saturating_duration_since(c.written));
         }
@@ -579,14 +591,35 @@ impl<'a, T: Transport> Worker<'a, T> {
         }
         if self.conns[slot].counted {
             match hs.and_then(|hs| tls_reason(hs, kind)) {
-                Some(reason) => self.rec.tls_failure(reason, now),
-                None => self.rec.error(kind, now),
+                Some(reason) => {
+                    self.rec.tls_failure(reason, now);
+                    let name = self.name_of(slot);
+                    self.rec.name_error(name, reason.kind());
+                }
+                None => self.count_error(slot, kind, now),
             }
         }
         if !self.users.is_empty() {
             self.scenario_failed(slot);
         }
         self.after_request(slot, false, now);
+    }
+
+    /// A counted request that ended in `kind`: in the run's errors and its name's.
+    fn count_error(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
+        self.rec.error(kind, now);
+        let name = self.name_of(slot);
+        self.rec.name_error(name, kind);
+    }
+
+    /// The name the slot's request is counted under: a scenario user's own request, else the
+    /// run's `requests[req]` (a scenario run has none of those).
+    fn name_of(&self, slot: usize) -> u16 {
+        let c = &self.conns[slot];
+        match &c.own {
+            Some(p) => p.name,
+            None => self.cfg.requests.get(c.req).map_or(u16::MAX, |p| p.name),
+        }
     }
 
     /// A connection is up: its TCP connect and, over TLS, the handshake after it, timed apart

@@ -21,7 +21,7 @@ impl<T: Transport> Worker<'_, T> {
             let req = match self.pending_pick {
                 Some(r) => r,
                 None => {
-                    let r = self.pick();
+                    let r = sched.request().unwrap_or_else(|| self.pick());
                     self.pending_pick = Some(r);
                     r
                 }

@@ -47,19 +47,11 @@ impl<T: Transport> Worker<'_, T> {
         let now = unix_now();
         let user = &self.users[u];
         let step = user.current(plan);
-        let mut p = self.conns[u].own.take().unwrap_or_else(|| {
-            Box::new(Prepared {
-                addr: 0,
-                keep_alive: Vec::new(),
-                close: Vec::new(),
-                head_only: false,
-                h2_block: Vec::new(),
-                body: Vec::new(),
-            })
-        });
+        let mut p = self.conns[u].own.take().unwrap_or_else(|| Box::default());
         user.render(plan, false, now, &mut p.keep_alive);
         user.render(plan, true, now, &mut p.close);
         p.addr = step.server;
+        p.name = step.name_id;
         p.head_only = step.head_only();
         // The head always (cookies, header extraction); the body only when a step reads it.
         let limit = if step.wants_body() { plan.max_body } else { 0 };

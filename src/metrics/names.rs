@@ -1,0 +1,161 @@
+//! Statistics per request name: which URL (or scenario request) was slow or failed. The
+//! engine's names table (`EngineConfig::names`) is fixed before the run, so each worker
+//! thread allocates one [`NameStats`] per name up front and the hot loop only indexes it.
+use super::summary::LatencyStats;
+use super::ErrorKind;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One name's counters and response-time histogram, in one thread (or merged).
+#[derive(Debug, Clone)]
+pub struct NameStats {
+    pub name: String,
+    pub responses: u64,
+    /// 2xx and 3xx responses.
+    pub ok: u64,
+    pub errors: [u64; ErrorKind::COUNT],
+    /// Response time (µs), from the intended time as the run's own histogram.
+    pub response_time: Histogram<u64>,
+}
+
+impl NameStats {
+    pub fn new(name: &str) -> NameStats {
+        NameStats {
+            name: name.to_string(),
+            responses: 0,
+            ok: 0,
+            errors: [0; ErrorKind::COUNT],
+            response_time: super::recorder::new_hist(),
+        }
+    }
+
+    pub fn error_count(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    pub fn merge(&mut self, o: &NameStats) {
+        self.responses += o.responses;
+        self.ok += o.ok;
+        for (a, b) in self.errors.iter_mut().zip(o.errors.iter()) {
+            *a += b;
+        }
+        let _ = self.response_time.add(&o.response_time);
+    }
+}
+
+/// One name's line of the summary (`names` in `--json` and steps.jsonl).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NameSummary {
+    pub name: String,
+    /// Requests of this name that completed: answered (any status) or failed.
+    pub requests: u64,
+    pub responses: u64,
+    /// 2xx/3xx responses.
+    pub ok: u64,
+    /// Responses per second over the run's measured window.
+    pub throughput: f64,
+    /// Failed requests by kind (as the summary's `errors`).
+    pub errors: BTreeMap<String, u64>,
+    pub error_count: u64,
+    pub response_time_ms: LatencyStats,
+    /// The sum of this name's response times, seconds: what the table is sorted by.
+    pub time_spent_s: f64,
+}
+
+impl NameSummary {
+    /// From a name's counters (errors by kind name) and response-time histogram (µs), over a
+    /// window of `secs`.
+    pub fn from_parts(
+        name: &str,
+        responses: u64,
+        ok: u64,
+        errors: BTreeMap<String, u64>,
+        hist: &Histogram<u64>,
+        secs: f64,
+    ) -> NameSummary {
+        let error_count = errors.values().sum();
+        let response_time_ms = LatencyStats::from_hist(hist);
+        NameSummary {
+            name: name.to_string(),
+            requests: responses + error_count,
+            responses,
+            ok,
+            throughput: if secs > 0.0 {
+                responses as f64 / secs
+            } else {
+                0.0
+            },
+            errors,
+            error_count,
+            time_spent_s: response_time_ms.mean * response_time_ms.count as f64 / 1e3,
+            response_time_ms,
+        }
+    }
+
+    pub fn of(s: &NameStats, secs: f64) -> NameSummary {
+        let errors = ErrorKind::ALL
+            .iter()
+            .filter(|k| s.errors[k.index()] > 0)
+            .map(|k| (k.name().to_string(), s.errors[k.index()]))
+            .collect();
+        NameSummary::from_parts(&s.name, s.responses, s.ok, errors, &s.response_time, secs)
+    }
+
+    /// Failed checks (`check-failed`, counted by scenarios), when the kind exists at all.
+    pub fn checks_failed(&self) -> Option<u64> {
+        self.errors.get("check-failed").copied()
+    }
+}
+
+/// The names of a summary: those that completed any request, most time spent first (ties by
+/// name, so the order is stable).
+pub fn sort_names(names: &mut [NameSummary]) {
+    names.sort_by(|a, b| {
+        b.time_spent_s
+            .total_cmp(&a.time_spent_s)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merges_and_summarises_one_name() {
+        let mut a = NameStats::new("/a");
+        let mut b = NameStats::new("/a");
+        for v in [10_000u64, 20_000, 30_000] {
+            a.response_time.record(v).unwrap();
+        }
+        a.responses = 3;
+        a.ok = 2;
+        b.response_time.record(40_000).unwrap();
+        b.responses = 1;
+        b.ok = 1;
+        b.errors[ErrorKind::Timeout.index()] = 2;
+        a.merge(&b);
+        let s = NameSummary::of(&a, 2.0);
+        assert_eq!((s.requests, s.responses, s.ok, s.error_count), (6, 4, 3, 2));
+        assert_eq!(s.errors.get("timeout"), Some(&2));
+        assert_eq!(s.throughput, 2.0);
+        assert_eq!(s.response_time_ms.count, 4);
+        // 10+20+30+40 ms spent in all, to the histogram's precision.
+        assert!((s.time_spent_s - 0.1).abs() < 1e-3, "{}", s.time_spent_s);
+        assert_eq!(s.checks_failed(), None);
+    }
+
+    #[test]
+    fn names_sort_by_time_spent() {
+        let n = |name: &str, t: f64| NameSummary {
+            name: name.into(),
+            time_spent_s: t,
+            ..Default::default()
+        };
+        let mut v = vec![n("/fast", 1.0), n("/b", 5.0), n("/a", 5.0), n("/slow", 9.0)];
+        sort_names(&mut v);
+        let order: Vec<_> = v.iter().map(|x| x.name.as_str()).collect();
+        assert_eq!(order, ["/slow", "/a", "/b", "/fast"]);
+    }
+}

@@ -1,0 +1,397 @@
+//! Access logs (`--access-log FILE`) in nginx's and Apache's combined and common formats, as a
+//! weighted URL mix or a schedule to replay on the log's own clock (`--replay-speed`).
+//!
+//! ```text
+//! common:   host ident user [10/Oct/2000:13:55:36 -0700] "GET /a.gif HTTP/1.0" 200 2326
+//! combined: common + "referer" "user agent"
+//! ```
+//! Lines that do not parse, and methods other than GET and HEAD (unless allowed), are skipped
+//! and counted, the first few named (`file:line: why`): a log with one odd line still replays.
+//! Times have one-second resolution; the lines of one second are spread evenly over it.
+use crate::fsutil::{read_capped, shown};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Largest access log read (its lines are held in memory as arrivals).
+pub const MAX_ACCESS_LOG: u64 = 1 << 30;
+/// Skipped lines named in the note; the rest are only counted.
+const NAMED_SKIPS: usize = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Combined,
+    Common,
+}
+
+impl LogFormat {
+    pub fn parse(s: &str) -> Result<LogFormat, String> {
+        match s {
+            "combined" => Ok(LogFormat::Combined),
+            "common" => Ok(LogFormat::Common),
+            _ => Err(format!("'{s}': use combined or common")),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogFormat::Combined => "combined",
+            LogFormat::Common => "common",
+        }
+    }
+}
+
+/// One distinct request of the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedRequest {
+    pub method: String,
+    /// Origin form: `/path?query`.
+    pub target: String,
+    /// Lines that asked for it.
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AccessLog {
+    /// Distinct requests, most frequent first (ties in order of first appearance).
+    pub requests: Vec<LoggedRequest>,
+    /// Every parsed line in time order: ns since the log's first second, and its request.
+    pub arrivals: Vec<(u64, u32)>,
+    /// From the first line's second to the end of the last line's second.
+    pub span_ns: u64,
+    pub skipped: u64,
+    /// The first skipped lines, as `file:line: why`.
+    pub skips_named: Vec<String>,
+}
+
+impl AccessLog {
+    /// What was skipped, for the run's notes; None when every line was read.
+    pub fn skipped_note(&self) -> Option<String> {
+        (self.skipped > 0).then(|| {
+            format!(
+                "access log: {} line(s) skipped ({})",
+                self.skipped,
+                self.skips_named.join("; ")
+            )
+        })
+    }
+}
+
+/// Reads a log file; a file with no usable line is an error naming it.
+pub fn read_access_log(
+    path: &Path,
+    format: Option<LogFormat>,
+    allow_unsafe: bool,
+) -> Result<AccessLog, String> {
+    let bytes = read_capped(path, MAX_ACCESS_LOG, "access log")?;
+    let text = String::from_utf8_lossy(&bytes);
+    parse_access_log(&text, &shown(path), format, allow_unsafe)
+}
+
+/// Parses log text; `file` names it in messages.
+pub fn parse_access_log(
+    text: &str,
+    file: &str,
+    format: Option<LogFormat>,
+    allow_unsafe: bool,
+) -> Result<AccessLog, String> {
+    let mut requests: Vec<LoggedRequest> = Vec::new();
+    let mut index: HashMap<(String, String), u32> = HashMap::new();
+    // (second, line order, request)
+    let mut lines: Vec<(i64, u32)> = Vec::new();
+    let (mut skipped, mut skips_named) = (0u64, Vec::new());
+    for (i, raw) in text.lines().enumerate() {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let parsed = parse_line(raw, format).and_then(|(t, method, target)| {
+            if allow_unsafe || matches!(method, "GET" | "HEAD") {
+                Ok((t, method, target))
+            } else {
+                Err(format!(
+                    "method {method} skipped (GET and HEAD only unless --allow-unsafe-methods)"
+                ))
+            }
+        });
+        match parsed {
+            Ok((t, method, target)) => {
+                let key = (method.to_string(), target);
+                let r = *index.entry(key.clone()).or_insert_with(|| {
+                    requests.push(LoggedRequest {
+                        method: key.0,
+                        target: key.1,
+                        count: 0,
+                    });
+                    (requests.len() - 1) as u32
+                });
+                requests[r as usize].count += 1;
+                lines.push((t, r));
+            }
+            Err(why) => {
+                skipped += 1;
+                if skips_named.len() < NAMED_SKIPS {
+                    skips_named.push(format!("{file}:{}: {why}", i + 1));
+                }
+            }
+        }
+    }
+    if lines.is_empty() {
+        let first = skips_named
+            .first()
+            .map_or_else(|| format!("{file}: empty"), String::clone);
+        return Err(format!(
+            "access log '{file}' has no line in combined or common format ({first})"
+        ));
+    }
+    // Most frequent first (the names table keeps the 200 most asked for), then remap.
+    let mut order: Vec<u32> = (0..requests.len() as u32).collect();
+    order.sort_by_key(|&r| std::cmp::Reverse(requests[r as usize].count));
+    let mut new_index = vec![0u32; requests.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_index[old as usize] = new as u32;
+    }
+    let requests: Vec<LoggedRequest> = order
+        .iter()
+        .map(|&r| requests[r as usize].clone())
+        .collect();
+    // Logs are written at completion, so times may step back: replay them in time order.
+    lines.sort_by_key(|&(t, _)| t);
+    let first = lines[0].0;
+    let mut arrivals = Vec::with_capacity(lines.len());
+    let mut k = 0;
+    while k < lines.len() {
+        let sec = lines[k].0;
+        let n = lines[k..].iter().take_while(|l| l.0 == sec).count();
+        let base = (sec - first) as u64 * 1_000_000_000;
+        for (j, &(_, r)) in lines[k..k + n].iter().enumerate() {
+            arrivals.push((
+                base + j as u64 * 1_000_000_000 / n as u64,
+                new_index[r as usize],
+            ));
+        }
+        k += n;
+    }
+    let span_ns = (lines[lines.len() - 1].0 - first + 1) as u64 * 1_000_000_000;
+    Ok(AccessLog {
+        requests,
+        arrivals,
+        span_ns,
+        skipped,
+        skips_named,
+    })
+}
+
+/// One line: (Unix second, method, origin-form target).
+fn parse_line(line: &str, format: Option<LogFormat>) -> Result<(i64, &str, String), String> {
+    // host ident user
+    let mut rest = line.trim_end_matches(['\r', '\n']);
+    for what in ["host", "ident", "user"] {
+        let (_, r) = rest
+            .split_once(' ')
+            .ok_or_else(|| format!("no {what} field"))?;
+        rest = r;
+    }
+    let rest = rest
+        .strip_prefix('[')
+        .ok_or("no [time] after host, ident and user")?;
+    let (time, rest) = rest.split_once("] ").ok_or("unterminated [time]")?;
+    let t = parse_time(time)?;
+    let (request, rest) = quoted(rest).ok_or("no quoted request line")?;
+    let mut parts = request.split(' ');
+    let method = parts.next().unwrap_or("");
+    let target = parts.next().ok_or("request line without a target")?;
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
+        return Err(format!("'{method}' is not a method"));
+    }
+    let target = origin_form(target)?;
+    // status and size
+    let mut fields = rest.trim_start().splitn(3, ' ');
+    let status = fields.next().unwrap_or("");
+    if status.len() != 3 || !status.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("status '{status}' is not 3 digits"));
+    }
+    let size = fields.next().ok_or("no size field")?;
+    if size != "-" && !size.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("size '{size}' is not a number or -"));
+    }
+    let tail = fields.next().unwrap_or("").trim();
+    let combined = match quoted(tail) {
+        Some((_referer, r)) => quoted(r.trim_start()).is_some(),
+        None => false,
+    };
+    match format {
+        Some(LogFormat::Combined) if !combined => {
+            return Err("no \"referer\" \"user agent\" (not the combined format)".into())
+        }
+        Some(LogFormat::Common) if !tail.is_empty() => {
+            return Err("fields after the size (not the common format)".into())
+        }
+        None if !combined && !tail.is_empty() => {
+            return Err("fields after the size are not \"referer\" \"user agent\"".into())
+        }
+        _ => {}
+    }
+    Ok((t, method, target))
+}
+
+/// A `"…"` field (backslash escapes kept as they are) and what follows it.
+fn quoted(s: &str) -> Option<(&str, &str)> {
+    let s = s.strip_prefix('"')?;
+    let mut escaped = false;
+    for (i, c) in s.char_indices() {
+        match c {
+            '\\' if !escaped => escaped = true,
+            '"' if !escaped => return Some((&s[..i], &s[i + 1..])),
+            _ => escaped = false,
+        }
+    }
+    None
+}
+
+/// `/path?q`, or the path of an absolute `http://host/path` (a proxy's log).
+fn origin_form(target: &str) -> Result<String, String> {
+    let t = match target
+        .strip_prefix("http://")
+        .or_else(|| target.strip_prefix("https://"))
+    {
+        Some(r) => r.find('/').map_or("/", |i| &r[i..]),
+        None => target,
+    };
+    if !t.starts_with('/') || t.bytes().any(|b| b.is_ascii_control() || b == b' ') {
+        return Err(format!(
+            "target '{}' is not a path",
+            crate::units::escape_controls(target)
+        ));
+    }
+    Ok(t.to_string())
+}
+
+/// `10/Oct/2000:13:55:36 -0700` → Unix seconds.
+fn parse_time(s: &str) -> Result<i64, String> {
+    let bad = || format!("time '{s}' is not dd/Mon/yyyy:hh:mm:ss ±hhmm");
+    let (dt, zone) = s.split_once(' ').ok_or_else(bad)?;
+    let b = dt.as_bytes();
+    if b.len() != 20 || b[2] != b'/' || b[6] != b'/' || b[11] != b':' {
+        return Err(bad());
+    }
+    let num = |r: std::ops::Range<usize>| dt.get(r).and_then(|x| x.parse::<i64>().ok());
+    let day = num(0..2).ok_or_else(bad)?;
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month = MONTHS
+        .iter()
+        .position(|m| Some(*m) == dt.get(3..6))
+        .ok_or_else(bad)? as i64
+        + 1;
+    let year = num(7..11).ok_or_else(bad)?;
+    let (h, m, sec) = (
+        num(12..14).ok_or_else(bad)?,
+        num(15..17).ok_or_else(bad)?,
+        num(18..20).ok_or_else(bad)?,
+    );
+    if !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
+        return Err(bad());
+    }
+    let zb = zone.as_bytes();
+    if zb.len() != 5 || !matches!(zb[0], b'+' | b'-') {
+        return Err(bad());
+    }
+    let zh: i64 = zone[1..3].parse().map_err(|_| bad())?;
+    let zm: i64 = zone[3..5].parse().map_err(|_| bad())?;
+    let offset = (zh * 3600 + zm * 60) * if zb[0] == b'-' { -1 } else { 1 };
+    Ok(days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + sec - offset)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COMBINED: &str = r#"127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif?x=1 HTTP/1.0" 200 2326 "http://www.example.com/start.html" "Mozilla/4.08 [en] (Win98; I ;Nav)""#;
+    const COMMON: &str = r#"::1 - - [10/Oct/2000:20:55:37 +0000] "HEAD / HTTP/1.1" 304 -"#;
+
+    #[test]
+    fn both_formats_parse_and_times_are_utc() {
+        let (t, m, target) = parse_line(COMBINED, None).unwrap();
+        assert_eq!((m, target.as_str()), ("GET", "/apache_pb.gif?x=1"));
+        // 2000-10-10 20:55:36 UTC.
+        assert_eq!(t, 971_211_336);
+        let (t2, m, target) = parse_line(COMMON, None).unwrap();
+        assert_eq!((t2 - t, m, target.as_str()), (1, "HEAD", "/"));
+        assert!(parse_line(COMMON, Some(LogFormat::Combined)).is_err());
+        assert!(parse_line(COMBINED, Some(LogFormat::Common)).is_err());
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2024, 3, 1), 19_783);
+    }
+
+    #[test]
+    fn bad_lines_are_counted_and_named_never_fatal() {
+        let text = format!(
+            "{COMBINED}\ngarbage\n{}\n\n1.2.3.4 - - [99/Foo/2000:00:00:00 +0000] \"GET / HTTP/1.1\" 200 1\n{COMMON}\n",
+            COMMON.replace("HEAD", "POST")
+        );
+        let log = parse_access_log(&text, "a.log", None, false).unwrap();
+        assert_eq!(log.arrivals.len(), 2);
+        assert_eq!(log.skipped, 3);
+        assert_eq!(log.skips_named.len(), 3);
+        assert!(
+            log.skips_named[0].starts_with("a.log:2: "),
+            "{:?}",
+            log.skips_named
+        );
+        assert!(
+            log.skips_named[1].contains("a.log:3: method POST"),
+            "{:?}",
+            log.skips_named
+        );
+        assert!(
+            log.skips_named[2].starts_with("a.log:5: time"),
+            "{:?}",
+            log.skips_named
+        );
+        assert!(log.skipped_note().unwrap().contains("3 line(s) skipped"));
+        // With --allow-unsafe-methods the POST counts.
+        let log = parse_access_log(&text, "a.log", None, true).unwrap();
+        assert_eq!(log.arrivals.len(), 3);
+        // Nothing usable: one error naming the file and the first bad line.
+        let e = parse_access_log("garbage\n", "b.log", None, false).unwrap_err();
+        assert!(e.contains("'b.log'") && e.contains("b.log:1: "), "{e}");
+        assert!(parse_access_log("", "c.log", None, false).is_err());
+    }
+
+    #[test]
+    fn arrivals_follow_the_log_clock_and_requests_its_frequencies() {
+        let line = |s: u32, path: &str| {
+            format!("h - - [01/Jan/2020:00:00:{s:02} +0000] \"GET {path} HTTP/1.1\" 200 1")
+        };
+        // Out of order by a second, as logs written at completion are.
+        let text = [
+            line(0, "/a"),
+            line(2, "/b"),
+            line(0, "/b"),
+            line(1, "/b"),
+            line(0, "/a"),
+        ]
+        .join("\n");
+        let log = parse_access_log(&text, "x", None, false).unwrap();
+        assert_eq!(log.requests[0].target, "/b");
+        assert_eq!(log.requests[0].count, 3);
+        assert_eq!(log.span_ns, 3_000_000_000);
+        let times: Vec<u64> = log.arrivals.iter().map(|a| a.0 / 1_000_000).collect();
+        // Second 0's three lines spread over it; then 1 s and 2 s.
+        assert_eq!(times, [0, 333, 666, 1000, 2000]);
+        let b = 0;
+        assert_eq!(log.arrivals[3].1, b);
+        assert_eq!(log.arrivals[4].1, b);
+    }
+}
