@@ -59,7 +59,11 @@ impl GeneratorsArgs {
         http.check()?;
         let mix = Mixture {
             requests: specs.iter().map(WireRequest::of).collect(),
-            pick: WirePick::of(request.pick),
+            pick: WirePick::of(request.pick).ok_or_else(|| {
+                Error::usage(
+                    "--generators: a weighted mix (an access log) cannot be sent to agents",
+                )
+            })?,
             conn: WireConn::of(conn),
         };
         Ok(Some(Controller::new(http, mix, self.on_generator_loss)))

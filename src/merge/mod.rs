@@ -337,13 +337,13 @@ fn sum_maps(maps: impl Iterator<Item = BTreeMap<String, u64>>) -> BTreeMap<Strin
 /// added (a name a segment did not see counts nothing there), over the merged window.
 fn merge_names(
     k: usize,
-    parts: &[(&RunData, &StepRecord)],
+    parts: &[(String, &StepRecord)],
     duration_s: f64,
 ) -> Result<(Vec<NameSummary>, BTreeMap<String, String>), String> {
     // Per name: responses, ok, errors by kind, the response-time histogram.
     type Acc = (u64, u64, BTreeMap<String, u64>, Option<Histogram<u64>>);
     let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
-    for &(r, s) in parts {
+    for (r, s) in parts {
         for n in &s.summary.names {
             let e = acc.entry(n.name.clone()).or_default();
             e.0 += n.responses;

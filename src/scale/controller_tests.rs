@@ -56,6 +56,7 @@ fn answer(index: usize, rate: f64) -> StepAnswer {
         connect_time: enc.clone(),
         first_byte: enc,
         tls_handshake: None,
+        names: Default::default(),
     });
     StepAnswer {
         protocol: PROTOCOL,

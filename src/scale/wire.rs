@@ -154,10 +154,13 @@ impl WireRequest {
 }
 
 impl WirePick {
-    pub fn of(p: Pick) -> WirePick {
+    /// None for an access log's weighted mix: its weights do not travel (sweep and capacity
+    /// take no access log today).
+    pub fn of(p: Pick) -> Option<WirePick> {
         match p {
-            Pick::Sequence => WirePick::Sequence,
-            Pick::Random => WirePick::Random,
+            Pick::Sequence => Some(WirePick::Sequence),
+            Pick::Random => Some(WirePick::Random),
+            Pick::Weighted => None,
         }
     }
     pub fn pick(self) -> Pick {

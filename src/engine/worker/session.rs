@@ -4,7 +4,6 @@
 //! user (cookies stored, checks, extraction) before the user thinks and goes on.
 use super::Worker;
 use crate::engine::transport::Transport;
-use crate::engine::Prepared;
 use crate::metrics::ErrorKind;
 use crate::scenario::{Plan, User, Verdict};
 use std::time::Instant;
@@ -47,7 +46,7 @@ impl<T: Transport> Worker<'_, T> {
         let now = unix_now();
         let user = &self.users[u];
         let step = user.current(plan);
-        let mut p = self.conns[u].own.take().unwrap_or_else(|| Box::default());
+        let mut p = self.conns[u].own.take().unwrap_or_default();
         user.render(plan, false, now, &mut p.keep_alive);
         user.render(plan, true, now, &mut p.close);
         p.addr = step.server;
