@@ -89,8 +89,13 @@ pub struct KeptConn {
 
 impl KeptConn {
     pub fn open(url: &Url, timeout: Duration) -> Result<KeptConn, String> {
+        KeptConn::open_trusting(url, timeout, Trust::System)
+    }
+
+    /// [`KeptConn::open`], with `https://` certificates checked against `trust`.
+    pub fn open_trusting(url: &Url, timeout: Duration, trust: Trust) -> Result<KeptConn, String> {
         Ok(KeptConn {
-            s: connect(url, timeout, Trust::System)?,
+            s: connect(url, timeout, trust)?,
             url: url.clone(),
         })
     }

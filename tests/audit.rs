@@ -204,7 +204,7 @@ fn a_sweep_with_audit_stores_it_and_its_report_shows_it() {
 }
 
 #[test]
-fn over_https_http2_and_resumption_are_checked_and_the_headers_skipped() {
+fn over_https_http2_resumption_and_the_headers_are_checked() {
     let dir = scratch();
     let ca = dir.path().join("ca.pem");
     let t = Target::start(&["--tls", "--ca-out", ca.to_str().unwrap()]);
@@ -216,9 +216,17 @@ fn over_https_http2_and_resumption_are_checked_and_the_headers_skipped() {
     let res = check(&v, "http.tls-resumption");
     assert_eq!(res["level"], "ok", "{res}");
     assert!(evidence_of(res).contains("resumed a session"), "{res}");
+    // The header probes speak TLS too, verifying the certificate against --cacert.
     let ka = check(&v, "http.keep-alive");
-    assert_eq!(ka["level"], "skipped");
-    assert!(evidence_of(ka).contains("http:// only"), "{ka}");
+    assert_eq!(ka["level"], "ok", "{ka}");
+    let caching = check(&v, "http.caching");
+    assert_eq!(caching["level"], "medium", "{caching}");
+    assert!(evidence_of(caching).contains("neither Cache-Control nor Expires"));
+    // --insecure: the probes cannot verify the certificate, so they say so and skip.
+    let (v, _) = audit_json(&[&t.url, "--insecure", "--no-ab"]);
+    let ka = check(&v, "http.keep-alive");
+    assert_eq!(ka["level"], "skipped", "{ka}");
+    assert!(evidence_of(ka).contains("--insecure"), "{ka}");
 }
 
 fn evidence_of(c: &serde_json::Value) -> &str {

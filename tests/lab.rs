@@ -90,7 +90,7 @@ fn main() {
         ),
         harness::trial(
             "knee_fpm_on_cpu_php_is_the_cpu",
-            LAB,
+            &[Root, LabPackages, Need::QuietHost],
             lab_knee::fpm_on_cpu_php_is_the_cpu,
         ),
         harness::trial(

@@ -8,7 +8,7 @@ use super::host::{HostEvidence, Listener};
 use super::http::{is_text_type, Answer, HttpEvidence, Idle, ACCEPT_ENCODING};
 use super::php::PhpIni;
 use super::Probe;
-use crate::http_get::{self, KeptConn, Response};
+use crate::http_get::{self, KeptConn, Response, Trust};
 use crate::observe::{net, query_pairs, FpmSource, KernelLimits, MysqlConfig};
 use crate::url::{Scheme, Url};
 use std::io::Write;
@@ -51,9 +51,15 @@ pub fn gzip_size(body: &[u8]) -> Option<u64> {
     Some(z.finish().ok()?.len() as u64)
 }
 
-/// The HTTP evidence over http:// (the A/B and ALPN are filled in by the caller, which
-/// drives the engine). `idle_wait`: how long the kept connection is left idle.
-pub fn http(url: &Url, timeout: Duration, idle_wait: Duration) -> HttpEvidence {
+/// The HTTP evidence (the A/B and ALPN are filled in by the caller, which drives the
+/// engine). `idle_wait`: how long the kept connection is left idle. `trust`: whom an
+/// https:// certificate must chain to, or why the probes cannot verify it (then skipped).
+pub fn http(
+    url: &Url,
+    timeout: Duration,
+    idle_wait: Duration,
+    trust: Result<Trust<'_>, String>,
+) -> HttpEvidence {
     let target = url.target.clone();
     let mut e = HttpEvidence {
         target: target.clone(),
@@ -67,19 +73,19 @@ pub fn http(url: &Url, timeout: Duration, idle_wait: Duration) -> HttpEvidence {
         ab_keep_alive: Err("not measured".into()),
         alpn: Err("not asked".into()),
     };
-    if e.https {
-        let why = "the audit reads headers over http:// only (give the http:// port, or the \
-                   backend behind the TLS terminator)"
-            .to_string();
-        e.plain = Err(why.clone());
-        e.encoded = Err(why.clone());
-        e.idle = Err(why);
-        return e;
-    }
+    let trust = match trust {
+        Ok(t) => t,
+        Err(why) => {
+            e.plain = Err(why.clone());
+            e.encoded = Err(why.clone());
+            e.idle = Err(why);
+            return e;
+        }
+    };
     // The plain GET on a connection kept open; the idle wait runs beside the other GETs.
     let (plain, idle) = std::thread::scope(|s| {
         let kept = s.spawn(|| -> (Probe<Response>, Probe<Idle>) {
-            let mut c = match KeptConn::open(url, timeout) {
+            let mut c = match KeptConn::open_trusting(url, timeout, trust) {
                 Ok(c) => c,
                 Err(e) => return (Err(e.clone()), Err(e)),
             };
@@ -94,12 +100,13 @@ pub fn http(url: &Url, timeout: Duration, idle_wait: Duration) -> HttpEvidence {
             };
             (r, idle)
         });
-        let encoded = http_get::get(
+        let encoded = http_get::get_trusting(
             url,
             &target,
             &[("Accept-Encoding", ACCEPT_ENCODING)],
             timeout,
             MAX_READ,
+            trust,
         );
         e.encoded = encoded.as_ref().map(answer).map_err(Clone::clone);
         kept.join()
@@ -131,7 +138,7 @@ pub fn http(url: &Url, timeout: Duration, idle_wait: Duration) -> HttpEvidence {
     if let Some((name, value)) = validator {
         let sent = format!("GET {target} with {name}: {value}");
         e.conditional = Some(
-            http_get::get(url, &target, &[(name, &value)], timeout, MAX_READ)
+            http_get::get_trusting(url, &target, &[(name, &value)], timeout, MAX_READ, trust)
                 .map(|r| (sent, answer(&r))),
         );
     }

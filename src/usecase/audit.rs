@@ -175,7 +175,13 @@ pub fn run(cfg: &AuditConfig) -> crate::Result<AuditOutcome> {
     crate::signals::install();
     // The probes run beside the A/B: the idle wait is most of their time.
     let (http_ev, ab) = std::thread::scope(|s| {
-        let probes = s.spawn(|| gather::http(&p.url, cfg.timeout, cfg.idle_wait));
+        // The header probes verify the certificate as the load does (--cacert), or skip.
+        let trust = match (&cfg.tls.cacert, cfg.tls.insecure) {
+            (_, true) => Err("--insecure: the header probes verify certificates (give --cacert FILE, or the http:// port)".to_string()),
+            (Some(ca), false) => Ok(crate::http_get::Trust::CaFile(ca)),
+            (None, false) => Ok(crate::http_get::Trust::System),
+        };
+        let probes = s.spawn(|| gather::http(&p.url, cfg.timeout, cfg.idle_wait, trust));
         let ab = cfg.ab.map(|d| measure(cfg, &p.url, d));
         let ev = probes
             .join()

@@ -25,6 +25,10 @@ pub enum Need {
     PythonHdrh,
     /// tmux (`apt-get install tmux`): a terminal the live view test can type into and read.
     Tmux,
+    /// The cores mostly idle when the test starts (under 20% busy over a second): a test
+    /// whose verdict is the server's CPU cannot show it while other processes take the cores
+    /// (the verdict rightly refuses to blame the server for them).
+    QuietHost,
 }
 
 impl Need {
@@ -37,6 +41,7 @@ impl Need {
         static SCRIPT: OnceLock<Option<String>> = OnceLock::new();
         static HDRH: OnceLock<Option<String>> = OnceLock::new();
         static TMUX: OnceLock<Option<String>> = OnceLock::new();
+        static QUIET: OnceLock<Option<String>> = OnceLock::new();
         match self {
             Need::Root => ROOT.get_or_init(probe_root),
             Need::LabPackages => LAB.get_or_init(probe_lab),
@@ -57,6 +62,7 @@ impl Need {
                 )
             }),
             Need::Tmux => TMUX.get_or_init(|| probe_cmd("tmux", &["-V"], "tmux")),
+            Need::QuietHost => QUIET.get_or_init(probe_quiet),
         }
         .clone()
     }
@@ -70,6 +76,35 @@ fn probe_cmd(prog: &str, args: &[&str], what: &str) -> Option<String> {
         .output()
         .is_ok_and(|o| o.status.success());
     (!ok).then(|| format!("{what} is not installed"))
+}
+
+/// Busy share of all cores over one second, from /proc/stat's first line.
+fn probe_quiet() -> Option<String> {
+    fn totals() -> Option<(u64, u64)> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let v: Vec<u64> = stat
+            .lines()
+            .next()?
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        // user nice system idle iowait …: idle and iowait are the idle time.
+        let idle = v.get(3)? + v.get(4).copied().unwrap_or(0);
+        Some((v.iter().sum(), idle))
+    }
+    let Some((t0, i0)) = totals() else {
+        return Some("/proc/stat unreadable: cannot tell whether the host is quiet".into());
+    };
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let (t1, i1) = totals()?;
+    let busy = 1.0 - (i1 - i0) as f64 / (t1 - t0).max(1) as f64;
+    (busy > 0.2).then(|| {
+        format!(
+            "the host is busy ({:.0}% of its CPU in use by other processes): the CPU verdict needs the cores to itself",
+            busy * 100.0
+        )
+    })
 }
 
 fn probe_root() -> Option<String> {
