@@ -53,6 +53,37 @@ fn h2c_answers_every_request_and_counts_them_as_http2() {
 }
 
 #[test]
+fn http2_times_the_first_byte_of_each_answer() {
+    // A 40 ms route: the first byte comes after the server's sleep, never at the write.
+    let t = Target::start(&["--threads", "1"]);
+    let url = format!("{}/sleep?ms=40", t.url);
+    let (_, v) = run_json(&[
+        "run",
+        &url,
+        "--http",
+        "2",
+        "--requests",
+        "40",
+        "--users",
+        "4",
+        "--threads",
+        "1",
+    ]);
+    assert_eq!(v["error_count"], 0, "{v}");
+    assert_eq!(v["first_byte_ms"]["count"], 40, "{v}");
+    let p50 = v["first_byte_ms"]["p50"].as_f64().unwrap();
+    assert!(
+        p50 >= 35.0,
+        "first byte p50 {p50} ms for a 40 ms route: {v}"
+    );
+    let service = v["service_time_ms"]["p50"].as_f64().unwrap();
+    assert!(
+        p50 <= service + 0.01,
+        "first byte {p50} after service {service}: {v}"
+    );
+}
+
+#[test]
 fn users_share_connections_by_the_stream_cap() {
     let t = Target::start(&["--threads", "1"]);
     let url = format!("{}/sleep?ms=50", t.url);

@@ -39,10 +39,12 @@ pub enum Outcome {
         stream: u32,
         len: usize,
     },
-    /// The response ended (END_STREAM); `bytes`: header block and DATA payload bytes.
+    /// The response ended (END_STREAM); `bytes`: header block and DATA payload bytes;
+    /// `first_byte`: when its first header block was read.
     Done {
         status: u16,
         bytes: u64,
+        first_byte: Instant,
     },
     Failed(ErrorKind),
     /// The server did not process the request (GOAWAY above its last stream, REFUSED_STREAM,
@@ -91,6 +93,8 @@ struct Stream {
     body_sent: usize,
     /// At least one frame of the response arrived.
     answered: bool,
+    /// When the response's first header block was read (its time to first byte).
+    first_byte: Option<Instant>,
 }
 
 /// Why a connection failed, for the worker's notes.
@@ -575,6 +579,8 @@ impl<T: Transport> H2Conn<T> {
         };
         let s = &mut self.streams[i];
         s.answered = true;
+        // As HTTP/1.1 times it: when the parser first sees the answer's bytes.
+        s.first_byte.get_or_insert_with(Instant::now);
         s.bytes += block.len() as u64;
         match r {
             // 1xx: informational, the final answer follows (101 is not allowed in HTTP/2).
@@ -601,6 +607,7 @@ impl<T: Transport> H2Conn<T> {
             outcome: Outcome::Done {
                 status: s.status,
                 bytes: s.bytes,
+                first_byte: s.first_byte.unwrap_or_else(Instant::now),
             },
         });
     }
@@ -715,6 +722,7 @@ impl<T: Transport> H2Conn<T> {
             send_window: self.peer_initial_window,
             body_sent: 0,
             answered: false,
+            first_byte: None,
         };
         send_body(
             &mut s,

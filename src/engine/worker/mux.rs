@@ -291,9 +291,14 @@ impl<T: Transport> Worker<'_, T> {
                 c.deliveries += 1;
                 self.apply(slot, ConnStep::Sent(len), now);
             }
-            Outcome::Done { status, bytes } => {
+            Outcome::Done {
+                status,
+                bytes,
+                first_byte,
+            } => {
                 c.link = None;
                 c.bytes = bytes;
+                c.first_byte = first_byte;
                 self.complete(slot, status, false, now);
             }
             Outcome::Failed(kind) => {
