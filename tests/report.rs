@@ -134,7 +134,9 @@ fn html_report_of_a_finished_sweep() {
         "throughput, latency, errors, time split, 2 timelines"
     );
     assert_eq!(html.matches("no response-time histogram stored").count(), 2);
-    assert_eq!(tables, 1);
+    // The steps' table, and the bottleneck card's ranked candidates at the top.
+    assert_eq!(tables, 2);
+    assert!(html.contains("<section class=\"card bottleneck"));
     assert!(html.contains("Saturation at 400 req/s offered (step"));
     assert!(html.contains("capacity 300 req/s"));
     assert!(html.contains("ideal: throughput = offered"));
@@ -185,7 +187,7 @@ fn html_report_with_server_data_has_server_charts_columns_and_findings() {
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     let (svgs, tables) = check_html(&html);
     assert_eq!(svgs, 12, "6 load charts + 6 server charts");
-    assert_eq!(tables, 1);
+    assert_eq!(tables, 2, "the steps, and the bottleneck card's candidates");
     for t in SERVER_TITLES {
         assert!(html.contains(&format!("<title>{t}")), "{t}");
     }

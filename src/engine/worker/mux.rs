@@ -298,7 +298,8 @@ impl<T: Transport> Worker<'_, T> {
             } => {
                 c.link = None;
                 c.bytes = bytes;
-                c.first_byte = first_byte;
+                // The loop's `now` was read before the frames were decoded: never later than done.
+                c.first_byte = first_byte.min(now);
                 self.complete(slot, status, false, now);
             }
             Outcome::Failed(kind) => {
