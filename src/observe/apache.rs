@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::sample::{ApacheSample, Sample};
-use super::summary::{Acc, Stat};
+use super::stat::{Acc, Stat};
 use crate::http_get;
 use crate::url::Url;
 

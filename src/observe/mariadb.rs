@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::sample::{MysqlSample, Sample};
-use super::summary::{Acc, Stat};
+use super::stat::{Acc, Stat};
 use crate::{Error, Result};
 
 /// How long one query may take, connection included.

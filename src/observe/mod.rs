@@ -35,6 +35,7 @@ pub mod proc;
 pub mod prom;
 pub mod sample;
 pub mod sampler;
+mod stat;
 pub mod summary;
 
 pub use apache::ApacheSource;

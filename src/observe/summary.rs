@@ -9,43 +9,8 @@ pub use super::apache::ApacheObservation;
 pub use super::mariadb::MysqlObservation;
 use super::sample::{KernelLimits, Sample, LOCAL};
 
-/// Mean and maximum of one metric over a window.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Stat {
-    pub mean: f64,
-    pub max: f64,
-}
-
-#[derive(Default, Clone, Copy)]
-pub(super) struct Acc {
-    n: u64,
-    sum: f64,
-    max: f64,
-}
-
-impl Acc {
-    pub(super) fn add(&mut self, x: f64) {
-        if !x.is_finite() {
-            return;
-        }
-        self.max = if self.n == 0 { x } else { self.max.max(x) };
-        self.n += 1;
-        self.sum += x;
-    }
-    pub(super) fn stat(&self) -> Stat {
-        if self.n == 0 {
-            return Stat::default();
-        }
-        Stat {
-            mean: self.sum / self.n as f64,
-            max: self.max,
-        }
-    }
-    fn opt(&self) -> Option<Stat> {
-        (self.n > 0).then(|| self.stat())
-    }
-}
+use super::stat::Acc;
+pub use super::stat::Stat;
 
 /// `StepRecord::server`: what the observed hosts did during one step.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
