@@ -125,7 +125,8 @@ def tools_c(d, conns):
 
 
 def available(name):
-    return shutil.which(name.split()[0]) is not None or name == "overload"
+    # "overload" and "overload before" (tls.py's OVERLOAD_BEFORE) are paths, not on PATH.
+    return shutil.which(name.split()[0]) is not None or name.split()[0] == "overload"
 
 
 def run_scenario(name, tools, rounds, limit):

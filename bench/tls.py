@@ -15,11 +15,22 @@ p: plain HTTP/1.1, same as compare.py's scenario a, for the same nginx in the sa
 2: HTTP/2 over TLS, 10 connections x 10 streams (overload --http 2 --users 100 --streams 10,
    h2load -c 10 -m 10 -t 1, oha --http2 -c 10 -p 10) on nginx's h2 port.
 Every run is bounded by `timeout`; all traffic goes to 127.0.0.1.
+
+OVERLOAD_BEFORE=PATH adds an "overload before" row (another build, e.g. main's) run with the
+same arguments in every round, interleaved with the others, for before/after ratios. Where
+`perf` works, each overload build then runs once more per scenario under `perf stat`:
+task-clock and the syscalls per request (recvfrom, sendto, epoll_wait), which a loaded
+shared machine moves less than it moves wall-clock figures.
 """
 import argparse, os, shutil, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402
+import ab  # noqa: E402  (perf stat counting, shared with the before/after script)
+
+BEFORE = os.environ.get("OVERLOAD_BEFORE")
+# rustls writes its records with writev (write_vectored), not sendto.
+ab.EVENTS = ab.EVENTS + ["syscalls:sys_enter_writev"]
 
 URL = "https://127.0.0.1:18543/100b"
 URL_H2 = "https://127.0.0.1:18544/100b"  # ALPN h2 (nginx-tls.conf)
@@ -49,6 +60,36 @@ def start_nginx_tls():
 def h2load_count(out):
     m = compare.re.search(r"requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded", out)
     return int(m.group(1)) if m else 0
+
+
+def with_before(ts):
+    """Adds "overload before": overload's command with the OVERLOAD_BEFORE binary."""
+    if not BEFORE:
+        return ts
+    cmd, count = ts["overload"]
+    out = {"overload": ts["overload"], "overload before": ([BEFORE] + cmd[1:], count)}
+    out.update((k, v) for k, v in ts.items() if k != "overload")
+    return out
+
+
+def syscalls(scenario, ts, d):
+    """Each overload build once under perf stat: task-clock µs and syscalls per request."""
+    if not shutil.which("perf"):
+        return
+    for name in [k for k in ts if k.startswith("overload")]:
+        cmd, count = ts[name]
+        try:
+            out, c = ab.perf_timed(cmd, d + 20)
+        except (SystemExit, OSError) as e:
+            print(f"  perf stat unusable here ({e}); skipped")
+            return
+        n = count(out)
+        if n == 0:
+            continue
+        per = "  ".join(f"{e.split(':')[-1].replace('sys_enter_', '')} {v / n:.2f}"
+                        for e, v in c.items() if e != "task-clock")
+        print(f"  {name:16} perf: task-clock {c['task-clock'] * 1e3 / n:.2f} µs/request  "
+              f"per request: {per}")
 
 
 def tools(scenario, d):
@@ -97,10 +138,13 @@ def main():
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--scenarios", default="k,h,p")
     a = ap.parse_args()
+    if BEFORE and not os.access(BEFORE, os.X_OK):
+        sys.exit(f"OVERLOAD_BEFORE={BEFORE}: not an executable")
     start_nginx_tls()
     try:
+        print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         for s in a.scenarios.split(","):
-            ts = tools(s, a.duration)
+            ts = with_before(tools(s, a.duration))
             rows = compare.run_scenario(s, {k: (lambda c=c: c, n) for k, (c, n) in ts.items()},
                                         a.rounds, a.duration + 20)
             print(f"\nscenario {s}")
@@ -113,6 +157,8 @@ def main():
                 print(f"  {tool:10} {us:8.2f} µs CPU/request  {compare.med(rate):9.0f} requests "
                       f"per CPU-second  ({tool}/overload = {us / base:.2f})  "
                       f"completed {[r[0] for r in runs]}")
+            syscalls(s, ts, a.duration)
+        print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     finally:
         compare.stop_nginx()
 

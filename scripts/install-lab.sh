@@ -13,10 +13,12 @@ PACKAGES=(
     mariadb-server mariadb-client curl iproute2 procps
 )
 # The application stacks' packages (src/lab/doctor.rs, APP_PACKAGES): wordpress (S2),
-# gallery (S4).
+# gallery (S4), symfony (S3).
 APP_PACKAGES=(
     wordpress wordpress-theme-twentytwentyone
     php8.2-gd
+    php-symfony-http-kernel php-symfony-dependency-injection php-symfony-config
+    php-symfony-routing php-twig
 )
 
 if [ "$(id -u)" -ne 0 ]; then

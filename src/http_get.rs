@@ -76,7 +76,16 @@ pub fn get_trusting(
     let deadline = Instant::now() + timeout;
     let mut s = connect(url, timeout, trust)?;
     send(&mut s, url, target, headers, "close", deadline)?;
-    receive(&mut s, url, deadline, timeout, max_bytes)
+    receive(&mut s, url, deadline, timeout, max_bytes, &mut None)
+}
+
+/// An answer with its timings.
+pub struct Timed {
+    pub response: Response,
+    /// Request sent → first byte of the answer.
+    pub first_byte: Duration,
+    /// Request sent → the answer complete.
+    pub total: Duration,
 }
 
 /// One connection kept open between requests (the audit's keep-alive probe): each request
@@ -108,7 +117,21 @@ impl KeptConn {
         timeout: Duration,
         max_bytes: usize,
     ) -> Result<Response, String> {
-        let deadline = Instant::now() + timeout;
+        self.get_timed(target, headers, timeout, max_bytes)
+            .map(|t| t.response)
+    }
+
+    /// [`KeptConn::get`], timed: from the request's first byte written to the answer's
+    /// first byte read (time to first byte) and to its last.
+    pub fn get_timed(
+        &mut self,
+        target: &str,
+        headers: &[(&str, &str)],
+        timeout: Duration,
+        max_bytes: usize,
+    ) -> Result<Timed, String> {
+        let t0 = Instant::now();
+        let deadline = t0 + timeout;
         send(
             &mut self.s,
             &self.url,
@@ -117,7 +140,21 @@ impl KeptConn {
             "keep-alive",
             deadline,
         )?;
-        receive(&mut self.s, &self.url, deadline, timeout, max_bytes)
+        let mut first = None;
+        let response = receive(
+            &mut self.s,
+            &self.url,
+            deadline,
+            timeout,
+            max_bytes,
+            &mut first,
+        )?;
+        let total = t0.elapsed();
+        Ok(Timed {
+            response,
+            first_byte: first.map_or(total, |f| f.duration_since(t0)),
+            total,
+        })
     }
 
     /// Waits up to `limit` with the connection idle: `Some(after)` when the server closed it
@@ -202,6 +239,7 @@ fn receive(
     deadline: Instant,
     timeout: Duration,
     max_bytes: usize,
+    first_byte: &mut Option<Instant>,
 ) -> Result<Response, String> {
     let mut buf = Vec::with_capacity(8192);
     let mut chunk = [0u8; 16 * 1024];
@@ -215,6 +253,7 @@ fn receive(
         match s.read(&mut chunk) {
             Ok(0) => break,
             Ok(n) => {
+                first_byte.get_or_insert_with(Instant::now);
                 buf.extend_from_slice(&chunk[..n]);
                 if buf.len() > max_bytes {
                     buf.truncate(max_bytes);
@@ -243,14 +282,15 @@ fn receive(
     }
 }
 
-/// A plain or TLS connection, read and written alike.
-enum Stream {
+/// A plain or TLS connection, read and written alike: `C` is rustls' client connection here,
+/// its server connection for the agent's listener (observe/agent.rs).
+pub(crate) enum Stream<C = rustls::ClientConnection> {
     Plain(TcpStream),
-    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+    Tls(Box<rustls::StreamOwned<C, TcpStream>>),
 }
 
-impl Stream {
-    fn tcp(&self) -> &TcpStream {
+impl<C> Stream<C> {
+    pub(crate) fn tcp(&self) -> &TcpStream {
         match self {
             Stream::Plain(s) => s,
             Stream::Tls(t) => &t.sock,
@@ -258,7 +298,11 @@ impl Stream {
     }
 }
 
-impl Read for Stream {
+impl<C, S> Read for Stream<C>
+where
+    C: std::ops::DerefMut<Target = rustls::ConnectionCommon<S>>,
+    S: rustls::SideData,
+{
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         match self {
             Stream::Plain(s) => s.read(buf),
@@ -267,7 +311,11 @@ impl Read for Stream {
     }
 }
 
-impl Write for Stream {
+impl<C, S> Write for Stream<C>
+where
+    C: std::ops::DerefMut<Target = rustls::ConnectionCommon<S>>,
+    S: rustls::SideData,
+{
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match self {
             Stream::Plain(s) => s.write(buf),

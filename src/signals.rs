@@ -5,19 +5,59 @@
 //! `install_patient` keeps only the flag, for `lab up`, whose cleanup must finish or the
 //! daemons it started would be orphaned. Caught signals are reset to default by exec, so
 //! child processes (the lab's daemons, an experiment's runs) are unaffected.
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+//!
+//! A terminal the process changed (the live view's raw mode and alternate screen) is put back
+//! before that exit: [`restore_terminal_on_exit`] leaves, where the handler can reach it
+//! without a lock, the saved terminal mode and the bytes that undo the screen.
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 static COUNT: AtomicUsize = AtomicUsize::new(0);
 static EXIT_ON_SECOND: AtomicBool = AtomicBool::new(true);
+/// The terminal to put back before exiting from the handler; null when there is none.
+static TERMINAL: AtomicPtr<TerminalRestore> = AtomicPtr::new(std::ptr::null_mut());
+
+/// What the handler needs to give a terminal back: plain data, read without a lock.
+struct TerminalRestore {
+    /// A descriptor of the terminal whose mode was changed.
+    fd: RawFd,
+    /// Its mode before the change.
+    saved: libc::termios,
+    /// Written to standard error first (leave the alternate screen, show the cursor).
+    undo: &'static [u8],
+}
 
 extern "C" fn on_signal(_sig: libc::c_int) {
-    // Only async-signal-safe operations here: atomics and _exit.
+    // Only async-signal-safe operations here: atomics, write, tcsetattr and _exit.
     INTERRUPTED.store(true, Ordering::SeqCst);
     if COUNT.fetch_add(1, Ordering::SeqCst) >= 1 && EXIT_ON_SECOND.load(Ordering::SeqCst) {
-        // SAFETY: _exit is async-signal-safe.
-        unsafe { libc::_exit(130) };
+        let t = TERMINAL.swap(std::ptr::null_mut(), Ordering::SeqCst);
+        // SAFETY: a non-null pointer is a leaked Box that is never freed (see
+        // `restore_terminal_on_exit`); write, tcsetattr and _exit are async-signal-safe.
+        unsafe {
+            if let Some(t) = t.as_ref() {
+                let _ = libc::write(libc::STDERR_FILENO, t.undo.as_ptr().cast(), t.undo.len());
+                let _ = libc::tcsetattr(t.fd, libc::TCSANOW, &t.saved);
+            }
+            libc::_exit(130);
+        }
     }
+}
+
+/// Until [`keep_terminal_on_exit`], a second signal's exit first writes `undo` to standard
+/// error and sets the terminal `fd` back to mode `saved` (taken before the process changed
+/// it): the shell gets a terminal that echoes and reads lines again.
+pub fn restore_terminal_on_exit(fd: RawFd, saved: libc::termios, undo: &'static [u8]) {
+    // Leaked on purpose: the handler may read it at any moment, so it is never freed (one
+    // small struct per live view started, which a process does once or twice).
+    let t = Box::into_raw(Box::new(TerminalRestore { fd, saved, undo }));
+    TERMINAL.store(t, Ordering::SeqCst);
+}
+
+/// The terminal was given back by the normal way: a second signal just exits.
+pub fn keep_terminal_on_exit() {
+    TERMINAL.store(std::ptr::null_mut(), Ordering::SeqCst);
 }
 
 fn install_handler(exit_on_second: bool) {

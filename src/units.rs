@@ -137,6 +137,18 @@ pub fn fmt_ms(ms: f64) -> String {
     }
 }
 
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm): the
+/// inverse of [`utc_fields`]' date, for the dates of access logs and cookies.
+pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// UTC calendar fields (year, month, day, hour, minute, second) of Unix seconds; the civil
 /// date from days since 1970-01-01 (Howard Hinnant's algorithm), no time-zone database needed.
 pub fn utc_fields(secs: u64) -> (i64, i64, i64, u64, u64, u64) {
@@ -216,6 +228,16 @@ pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn days_from_civil_inverts_utc_fields() {
+        // Leap days, century rules, the epoch, and dates before it.
+        for secs in [0u64, 951_782_400, 4_107_542_400, 1_709_251_199, 86_399] {
+            let (y, m, d, ..) = utc_fields(secs);
+            assert_eq!(days_from_civil(y, m, d), (secs / 86_400) as i64, "{secs}");
+        }
+        assert_eq!(days_from_civil(1969, 12, 31), -1);
+    }
 
     #[test]
     fn durations() {

@@ -232,3 +232,240 @@ fn over_https_http2_resumption_and_the_headers_are_checked() {
 fn evidence_of(c: &serde_json::Value) -> &str {
     c["evidence"].as_str().unwrap()
 }
+
+/// `overload agent` on a free loopback port with a token file; killed on drop.
+struct Agent {
+    child: std::process::Child,
+    addr: std::net::SocketAddr,
+    token_file: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const TOKEN: &str = "audit-agent-token-0123456789";
+
+fn start_agent() -> Agent {
+    use std::io::BufRead;
+    let dir = scratch();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    // A secret only its owner reads (else the audit warns, a second line on stderr).
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut child = bin()
+        .args(["agent", "--listen", "127.0.0.1:0", "--token-file"])
+        .arg(&token_file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("spawn agent");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .expect("agent banner");
+    let addr = line
+        .trim()
+        .rsplit("http://")
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    Agent {
+        child,
+        addr,
+        token_file,
+        _dir: dir,
+    }
+}
+
+/// One GET to the agent; (status, body).
+fn agent_get(addr: std::net::SocketAddr, path: &str, token: Option<&str>) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n{auth}\r\n").as_bytes())
+        .unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text[9..12].parse().unwrap();
+    (
+        status,
+        text.split_once("\r\n\r\n").map_or("", |x| x.1).into(),
+    )
+}
+
+#[test]
+fn the_agent_answers_the_audits_questions_behind_its_token() {
+    let t = Target::start(&["--backlog", "8"]);
+    let port: u16 = t.url.rsplit(':').next().unwrap().parse().unwrap();
+    let agent = start_agent();
+    let a = agent.addr;
+    assert!(a.ip().is_loopback(), "loopback by default: {a}");
+    for path in ["/host?port=80", "/php-ini"] {
+        assert_eq!(agent_get(a, path, None).0, 401, "{path}");
+        assert_eq!(
+            agent_get(a, path, Some("wrong-token-0123456789abcdef")).0,
+            401,
+            "{path}"
+        );
+    }
+    assert_eq!(agent_get(a, "/host", Some(TOKEN)).0, 400);
+    let (status, body) = agent_get(a, &format!("/host?port={port}"), Some(TOKEN));
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    // The target's socket, as the kernel holds it, and the target as its listener.
+    assert_eq!(v["host"]["backlog"]["Ok"], 8, "{v}");
+    assert_eq!(v["host"]["listener"]["Ok"]["name"], "overload", "{v}");
+    assert!(
+        v["host"]["kernel"]["somaxconn"].as_u64().unwrap() > 0,
+        "{v}"
+    );
+    assert!(v["ram_bytes"]["Ok"].as_u64().unwrap() > 0, "{v}");
+    // The target is not PHP: the agent says so rather than read some PHP's files.
+    let (status, body) = agent_get(a, &format!("/php-ini?port={port}"), Some(TOKEN));
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let why = v["Err"].as_str().unwrap_or_else(|| panic!("{v}"));
+    assert!(why.contains("not a PHP server"), "{why}");
+}
+
+#[test]
+fn audit_through_the_agent_reads_the_servers_host() {
+    let t = Target::start(&["--backlog", "8"]);
+    let agent = start_agent();
+    let agent_url = format!("http://{}", agent.addr);
+    let token = agent.token_file.to_str().unwrap();
+    let (v, _) = audit_json(&[
+        &t.url,
+        "--no-ab",
+        "--idle-wait",
+        "200ms",
+        "--agent",
+        &agent_url,
+        "--agent-token-file",
+        token,
+    ]);
+    let b = check(&v, "host.listen-backlog");
+    assert_eq!(b["level"], "high", "{b}");
+    let ev = b["evidence"].as_str().unwrap();
+    assert!(ev.contains("backlog of 8"), "{ev}");
+    assert!(
+        ev.ends_with(&format!("(read by agent {})", agent.addr)),
+        "{ev}"
+    );
+    let nofile = evidence_of(check(&v, "host.nofile"));
+    assert!(nofile.contains("overload (pid"), "{nofile}");
+    assert!(nofile.contains("read by agent"), "{nofile}");
+    let opc = check(&v, "php.opcache");
+    assert_eq!(opc["level"], "skipped", "{opc}");
+    assert!(evidence_of(opc).contains("not a PHP server"), "{opc}");
+    // A wrong token: the host checks are skipped with that reason, the audit still ends.
+    let dir = scratch();
+    let bad = dir.path().join("bad");
+    std::fs::write(&bad, "not-the-token-0123456789").unwrap();
+    let (v, _) = audit_json(&[
+        &t.url,
+        "--no-ab",
+        "--idle-wait",
+        "100ms",
+        "--agent",
+        &agent_url,
+        "--agent-token-file",
+        bad.to_str().unwrap(),
+    ]);
+    let s = check(&v, "host.somaxconn");
+    assert_eq!(s["level"], "skipped", "{s}");
+    assert!(evidence_of(s).contains("token rejected (401)"), "{s}");
+    // Usage errors: one line, exit 2.
+    for (args, says) in [
+        (
+            vec!["audit", &t.url, "--agent", &agent_url],
+            "--agent-token-file",
+        ),
+        (
+            vec![
+                "audit",
+                &t.url,
+                "--agent",
+                "ftp://x",
+                "--agent-token-file",
+                token,
+            ],
+            "--agent",
+        ),
+        (
+            vec!["audit", &t.url, "--php-ini", "/nonexistent/php.ini"],
+            "--php-ini",
+        ),
+    ] {
+        let out = output_within(bin().args(&args), QUICK);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn the_php_rules_read_a_given_php_ini_and_pool() {
+    let t = Target::start(&[]);
+    let dir = scratch();
+    let ini = dir.path().join("php.ini");
+    std::fs::write(
+        &ini,
+        "[PHP]\nmemory_limit = 256M\nopen_basedir = /srv/www\n[opcache]\nzend_extension=opcache.so\nopcache.enable = 0\n",
+    )
+    .unwrap();
+    let pool = dir.path().join("www.conf");
+    std::fs::write(
+        &pool,
+        "[www]\npm.max_children = 100000\nphp_admin_value[session.save_handler] = files\n",
+    )
+    .unwrap();
+    let (v, _) = audit_json(&[
+        &t.url,
+        "--no-ab",
+        "--idle-wait",
+        "100ms",
+        "--php-ini",
+        ini.to_str().unwrap(),
+        "--fpm-config",
+        pool.to_str().unwrap(),
+    ]);
+    let ini_s = ini.display().to_string();
+    let pool_s = pool.display().to_string();
+    let opc = check(&v, "php.opcache");
+    assert_eq!(opc["level"], "high", "{opc}");
+    assert!(
+        evidence_of(opc).contains(&format!("opcache.enable is off ({ini_s}:6)")),
+        "{opc}"
+    );
+    let rp = check(&v, "php.realpath-cache");
+    assert_eq!(rp["level"], "medium", "{rp}");
+    assert!(
+        evidence_of(rp).contains(&format!("open_basedir = /srv/www ({ini_s}:3)")),
+        "{rp}"
+    );
+    // 100,000 workers × 256M exceeds any test machine's RAM; the pool's line is named.
+    let mp = check(&v, "php.memory-plan");
+    assert_eq!(mp["level"], "high", "{mp}");
+    let ev = evidence_of(mp);
+    assert!(
+        ev.contains(&format!("pool www pm.max_children at {pool_s}:2")),
+        "{ev}"
+    );
+    assert!(
+        ev.contains(&format!("memory_limit 256M ({ini_s}:2)")),
+        "{ev}"
+    );
+    let ss = check(&v, "php.sessions");
+    assert_eq!(ss["level"], "low", "{ss}");
+    assert!(evidence_of(ss).contains(&format!("({pool_s}:3)")), "{ss}");
+}

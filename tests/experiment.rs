@@ -229,6 +229,7 @@ fn study_files_parse() {
     for f in [
         "s1-lamp",
         "s2-overload",
+        "s2-sessions",
         "s3-persistent",
         "s4-cache",
         "s5-prefork-vs-fpm",

@@ -118,13 +118,14 @@ fn plan(url: &str, rate: f64, duration_ms: u64, users: Option<usize>) -> String 
         Some(u) => serde_json::json!({"loop": "closed", "users": u, "think_ms": [0, 0]}),
     };
     serde_json::json!({
-        "protocol": 1,
+        "protocol": 2,
         "requests": [{"method": "GET", "url": url, "headers": []}],
         "pick": "sequence",
         "load": load,
-        "conn": {"keep_alive": true, "calls_per_connection": null, "timeout_ms": 2000,
-                 "connect_timeout_ms": 1000, "threads": 1, "pacing_slack_us": 1000, "seed": 1,
-                 "http2_streams": null},
+        "conn": {"http": "1.1", "streams": 100, "keep_alive": true, "calls_per_connection": null,
+                 "timeout_ms": 2000, "connect_timeout_ms": 1000, "threads": 1,
+                 "pacing_slack_us": 1000, "seed": 1,
+                 "tls": {"ca_pem": null, "insecure": false, "version": null, "resumption": true}},
         "warmup_ms": 0,
         "duration_ms": duration_ms,
         "index": 0,
@@ -514,4 +515,93 @@ fn a_generator_killed_mid_step_marks_the_step_and_stops_or_continues() {
             );
         }
     }
+}
+
+/// A controller sweep of one 1 s step at 100 req/s over `gens`; (its output, its step).
+fn one_step(
+    url: &str,
+    gens: &std::path::Path,
+    out: &std::path::Path,
+    extra: &[&str],
+) -> (std::process::Output, Option<serde_json::Value>) {
+    let o = output_within(
+        bin()
+            .args([
+                "sweep", url, "--rates", "100", "--step", "1s", "--warmup", "0s",
+            ])
+            .args(["--rest", "0s", "--threads", "1", "-q", "--generators"])
+            .arg(gens)
+            .arg("--out")
+            .arg(out)
+            .args(extra),
+        Duration::from_secs(60),
+    );
+    let step = out
+        .join("steps.jsonl")
+        .exists()
+        .then(|| steps(out)[0].clone());
+    (o, step)
+}
+
+#[test]
+fn https_targets_from_agents_with_the_cacert_sent_as_text() {
+    let dir = scratch();
+    let ca = dir.path().join("ca.pem");
+    let target = Target::start(&["--tls", "--threads", "2", "--ca-out", ca.to_str().unwrap()]);
+    assert!(target.url.starts_with("https://"), "{}", target.url);
+    let allowed = target.url.trim_start_matches("https://").to_string();
+    let (a, b) = (
+        Agent::start(&["--allow-target", &allowed]),
+        Agent::start(&["--allow-target", &allowed]),
+    );
+    let gens = generators_file(dir.path(), &[&a, &b]);
+    let url = format!("{}/", target.url);
+    let ca_arg = ca.to_str().unwrap();
+
+    // The CA travels in the step as its PEM text: both agents verify the target with it, and
+    // the TLS options travel too (1.2 only, no resumption: one full handshake a connection).
+    let (o, step) = one_step(
+        &url,
+        &gens,
+        &dir.path().join("verified"),
+        &[
+            "--cacert",
+            ca_arg,
+            "--tls-version",
+            "1.2",
+            "--tls-resumption",
+            "off",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = step.unwrap();
+    let responses = s["responses"].as_u64().unwrap();
+    assert!((95..=105).contains(&responses), "{s}");
+    assert_eq!(s["statuses"]["200"].as_u64(), Some(responses), "{s}");
+    assert_eq!(s["tls"]["handshakes_resumed"], 0, "{s}");
+    assert!(s["tls"]["handshakes_full"].as_u64().unwrap() >= 2, "{s}");
+    let log = std::fs::read_to_string(dir.path().join("verified/generators.jsonl")).unwrap();
+    assert_eq!(log.matches("\"ok\":true").count(), 2, "{log}");
+
+    // Without --cacert the agents' own roots do not know this CA: every request fails on
+    // the certificate, which shows the CA above came with the step.
+    let (_, step) = one_step(&url, &gens, &dir.path().join("unverified"), &[]);
+    let s = step.expect("the step is stored");
+    assert_eq!(s["responses"], 0, "{s}");
+    assert!(s["errors"]["tls-certificate"].as_u64().unwrap() > 0, "{s}");
+
+    // A client key never leaves the controller: refused in one line before any agent is asked.
+    let key = dir.path().join("client.pem");
+    std::fs::write(&key, "x").unwrap();
+    let key = key.to_str().unwrap();
+    let (o, _) = one_step(
+        &url,
+        &gens,
+        &dir.path().join("client"),
+        &["--client-cert", key, "--client-key", key],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("client key is not sent"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
 }

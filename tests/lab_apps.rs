@@ -1,5 +1,6 @@
 //! The lab's application stacks (issue 17): Debian's WordPress served by each front, with
-//! generated content that is made once per prefix and reloaded from its dump.
+//! generated content that is made once per prefix and reloaded from its dump; the gallery;
+//! the Symfony app on PHP-FPM and on persistent workers, one of which is killed under load.
 //!
 //! They need root, the lab packages and the app's own packages (scripts/install-lab.sh);
 //! where any is missing they show as ignored with the reason (tests/common/harness.rs).
@@ -32,13 +33,29 @@ fn main() {
             "gallery",
             gallery_makes_thumbnails_per_request_and_the_cache_front_serves_hits,
         ),
+        app_trial(
+            "symfony_renders_a_row_on_each_front_and_a_killed_worker_is_replaced",
+            "symfony",
+            symfony_renders_a_row_on_each_front_and_a_killed_worker_is_replaced,
+        ),
+        app_trial("s3_persistent_runs_quick_on_symfony", "symfony", || {
+            study_quick_on_default_db("s3-persistent")
+        }),
         app_trial("s2_overload_runs_quick_on_wordpress", "wordpress", || {
-            study_quick("s2-overload")
+            study_quick_on_default_db("s2-overload")
         }),
         app_trial("s4_cache_runs_quick_on_the_gallery", "gallery", || {
             study_quick("s4-cache")
         }),
     ])
+}
+
+/// The study files' lab stacks use MariaDB's default port (13306) in their own prefixes: two
+/// of them at once would collide, so those runs take turns.
+fn study_quick_on_default_db(name: &str) {
+    static DEFAULT_DB_PORT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = DEFAULT_DB_PORT.lock().unwrap_or_else(|e| e.into_inner());
+    study_quick(name);
 }
 
 fn app_stacks_bad_input_is_a_one_line_usage_error() {
@@ -50,6 +67,10 @@ fn app_stacks_bad_input_is_a_one_line_usage_error() {
         (
             &["up", "gallery", "--web", "apache-prefork"],
             "gallery runs on nginx-fpm",
+        ),
+        (
+            &["up", "symfony", "--web", "nginx-fpm-cache"],
+            "symfony runs on nginx-fpm, php-persistent",
         ),
         (
             &["up", "wordpress", "--no-db"],
@@ -288,6 +309,124 @@ fn gallery_makes_thumbnails_per_request_and_the_cache_front_serves_hits() {
     assert_eq!(fresh.header("x-cache"), Some("BYPASS"));
     let (status, last) = get(port, "/?page=6");
     assert_eq!((status, thumbnails(&last)), (200, 6));
+    down_all_and_check(&lab);
+}
+
+/// A Symfony page: the template rendered around the row of test1 asked for, one query.
+fn check_symfony_row(port: u16, id: u64) -> String {
+    let (status, page) = get(port, &format!("/item/{id}"));
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("<meta name=\"generator\" content=\"Symfony 5.4."),
+        "not the Symfony template: {page}"
+    );
+    // schema.sql: row n is named row-n with value (n * 7919) % 10007.
+    assert!(
+        page.contains(&format!("<dd id=\"row-name\">row-{id}</dd>"))
+            && page.contains(&format!("<dd id=\"row-value\">{}</dd>", id * 7919 % 10007)),
+        "no row {id}: {page}"
+    );
+    // The request's query log starts empty: a persistent worker resets it between requests.
+    assert!(
+        page.contains(&format!("queries this request: 1 [test1 #{id}]")),
+        "{page}"
+    );
+    page
+}
+
+/// The worker processes of php-persistent's supervisor (its group, less itself).
+fn persistent_workers(info: &StackInfo) -> Vec<i32> {
+    let sup = info.parts.iter().find(|p| p.name == "php-server").unwrap();
+    let mut w: Vec<i32> = process::group_members(sup)
+        .into_iter()
+        .filter(|p| *p != sup.pid)
+        .collect();
+    w.sort();
+    w
+}
+
+fn symfony_renders_a_row_on_each_front_and_a_killed_worker_is_replaced() {
+    let lab = Lab::new("sym");
+    let port = free_port();
+    // PHP-FPM: the front controller boots the kernel on every request.
+    let (info, _) = lab.up("symfony", port, &["--max-children", "2"]);
+    assert_eq!(info.knobs["web"], "nginx-fpm");
+    let page = check_symfony_row(port, 42);
+    assert!(page.contains("(fpm-fcgi)"), "{page}");
+    let (status, missing) = get(port, "/item/x");
+    assert_eq!(status, 404, "{missing}");
+    assert_eq!(get(port, "/item/10001").0, 404, "no such row");
+
+    // Persistent workers: the same page from two booted kernels, each keeping its one
+    // database connection across requests.
+    let (info, _) = lab.up(
+        "symfony",
+        port,
+        &["--web", "php-persistent", "--workers", "2"],
+    );
+    assert_eq!(info.knobs["web"], "php-persistent");
+    for id in 1..=6 {
+        let page = check_symfony_row(port, id);
+        assert!(page.contains("(cli)"), "{page}");
+        assert!(
+            page.contains("database connections made by this process: 1<"),
+            "{page}"
+        );
+    }
+    let (status, missing) = get(port, "/nope");
+    assert_eq!(status, 404, "{missing}");
+    let workers = persistent_workers(&info);
+    assert_eq!(workers.len(), 2, "{workers:?}");
+
+    // A worker killed under load: its supervisor starts another, and the run loses at most
+    // the one request that worker had in hand (the connections queued on its socket wait for
+    // the replacement; nginx retries a GET it lost on the other worker).
+    let url = format!("http://127.0.0.1:{port}/item/7");
+    let run = bin()
+        .args(["run", &url, "--users", "8", "-d", "4s", "-q", "--json", "-"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // The workers of this moment: one may have been recycled (request or memory limit) since
+    // the list above, and a pid that just exited is no worker to kill.
+    let victim = (0..20)
+        .find_map(|_| {
+            let w = persistent_workers(&info);
+            // SAFETY: kill(2) on a pid of the group this test's lab started.
+            let killed = w.len() == 2 && unsafe { libc::kill(w[0], libc::SIGKILL) } == 0;
+            if !killed {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            killed.then_some(w[0])
+        })
+        .expect("no persistent worker to kill");
+    let out = run.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let sum: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ok = sum["statuses"]["200"].as_u64().unwrap_or(0);
+    let lost = sum["requests"].as_u64().unwrap() - ok;
+    assert!(lost <= 1, "lost {lost} requests: {sum}");
+    assert!(ok >= 100, "the run stalled after the kill: {sum}");
+    let now = persistent_workers(&info);
+    assert_eq!(now.len(), 2, "{now:?}");
+    assert!(!now.contains(&victim), "{victim} killed → {now:?}");
+    let log = std::fs::read_to_string(lab.prefix.join("symfony/logs/php-server.out")).unwrap();
+    assert!(
+        log.contains(&format!("(pid {victim}) died (signal 9), restarting")),
+        "{log}"
+    );
+    // Without a recycled worker there were three worker lives (the killed one, its
+    // replacement, the other), each under the 1,000-request limit.
+    if ok + 20 > 3 * 999 {
+        assert!(
+            log.contains("reached its request or memory limit, restarting"),
+            "{ok} requests and no worker recycled: {log}"
+        );
+    }
+    println!("{ok} requests, {lost} lost; worker log:\n{log}");
+    check_symfony_row(port, 8);
     down_all_and_check(&lab);
 }
 

@@ -46,20 +46,14 @@ fn http(method: &str, addr: &str, path: &str) -> (u16, String) {
 
 /// `sweep --live-port 0`: the page is at a secret path printed on stderr, answers only GET
 /// there, reloads every second and shows the steps as they are stored; it is gone when the
-/// sweep ends.
+/// sweep ends. Before its first step is stored, the page already charts that step's seconds.
 fn live_port_serves_the_report_as_the_sweep_goes() {
     use std::io::{BufRead, BufReader};
     let t = Target::start(&["--threads", "1"]);
     let d = common::scratch();
     let mut child = common::bin()
         .args([
-            "sweep",
-            "--rates",
-            "50,100,150",
-            "--step",
-            "1s",
-            "--warmup",
-            "0s",
+            "sweep", "--rates", "50,100", "--step", "4s", "--warmup", "0s",
         ])
         .args(["--rest", "0s", "--live-port", "0", "--out"])
         .arg(d.path().join("run"))
@@ -94,6 +88,19 @@ fn live_port_serves_the_report_as_the_sweep_goes() {
     assert_eq!(http("GET", addr, "/").0, 404, "no page without the token");
     assert_eq!(http("GET", addr, &path[..20]).0, 404);
     assert_eq!(http("POST", addr, path).0, 405);
+    // The step in progress is charted second by second before it is stored.
+    common::wait_until(
+        "the page charts the first step's seconds before it is stored",
+        Duration::from_secs(30),
+        || {
+            let b = http("GET", addr, path).1;
+            assert!(
+                !b.contains(" · 2 steps · "),
+                "the first step's seconds were never shown before it was stored"
+            );
+            b.contains(" · 0 steps · ") && !b.contains("no per-second data")
+        },
+    );
     // The figures change as steps are stored.
     common::wait_until(
         "the page shows a stored step",

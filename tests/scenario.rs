@@ -175,3 +175,226 @@ fn bad_scenarios_are_one_line_usage_errors_naming_file_line_and_key() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// The JSON row of the name `name` in a run's `names`.
+fn name_row<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    v["names"]
+        .as_array()
+        .and_then(|a| a.iter().find(|n| n["name"] == name))
+        .unwrap_or_else(|| panic!("no name {name} in {v}"))
+}
+
+/// Open loop: `--rate` counts sessions; each goes once through the login scenario, and the
+/// counts add up: every session's first request is its login, its last its post.
+#[test]
+fn open_loop_sessions_go_through_the_scenario_once_each() {
+    let t = Target::start(&[]);
+    let dir = scratch();
+    let file = write_scenario(dir.path(), "[vars]\nuser = \"ann\"");
+    let (_, v) = run_json(&[
+        "run",
+        "--scenario",
+        &file,
+        &t.url,
+        "--rate",
+        "20",
+        "--duration",
+        "2s",
+    ]);
+    let s = &v["sessions"];
+    let n = |k: &str| {
+        s[k].as_u64()
+            .unwrap_or_else(|| panic!("sessions.{k} in {v}"))
+    };
+    assert_eq!(s["offered_per_s"].as_f64(), Some(20.0), "{v}");
+    // 2 s at 20/s: 40 arrivals, give or take the one on the window's edge.
+    assert!((38..=41).contains(&n("started")), "{v}");
+    assert_eq!((n("failed"), n("dropped")), (0, 0), "{v}");
+    assert_eq!(n("completed"), n("started"), "all done by the drain: {v}");
+    let count = |name: &str| name_row(&v, name)["responses"].as_u64().unwrap();
+    assert_eq!(count("login"), n("started"), "{v}");
+    assert_eq!(count("post"), n("completed"), "{v}");
+    assert_eq!(v["responses"].as_u64(), Some(3 * n("completed")), "{v}");
+    assert_eq!(v["error_count"].as_u64(), Some(0), "{v}");
+    let app = app_stats(&t);
+    assert_eq!(app["posts"].as_u64(), Some(n("completed")), "{app}");
+    assert_eq!(app["mismatches"].as_u64(), Some(0), "{app}");
+}
+
+/// Past `--max-sessions` in flight, arrivals are dropped and counted, not queued.
+#[test]
+fn sessions_past_the_cap_are_dropped() {
+    let t = Target::start(&[]);
+    let dir = scratch();
+    let file = dir.path().join("slow.toml");
+    std::fs::write(
+        &file,
+        "[[request]]\nname = \"slow\"\nurl = \"/sleep?ms=300\"\n",
+    )
+    .unwrap();
+    let (_, v) = run_json(&[
+        "run",
+        "--scenario",
+        file.to_str().unwrap(),
+        &t.url,
+        "--rate",
+        "20",
+        "--duration",
+        "2s",
+        "--max-sessions",
+        "1",
+        "--threads",
+        "1",
+    ]);
+    let s = &v["sessions"];
+    let n = |k: &str| s[k].as_u64().unwrap();
+    assert!((38..=41).contains(&(n("started") + n("dropped"))), "{v}");
+    // One session at a time, 300 ms each: at most 7 in 2 s (and the drain's).
+    assert!((2..=8).contains(&n("started")), "{v}");
+    assert!(n("dropped") >= 30, "{v}");
+    assert_eq!(n("completed"), n("started"), "{v}");
+}
+
+/// A loopback HTTP/1.1 server for bursts: counts the connections it accepts and the most
+/// requests it had in flight at once; `/r…` answers after 40 ms, anything else at once.
+struct Counting {
+    url: String,
+    accepted: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    most: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+fn counting_server() -> Counting {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    let accepted = Arc::new(AtomicU64::new(0));
+    let most = Arc::new(AtomicU64::new(0));
+    let now = Arc::new(AtomicU64::new(0));
+    let (a, m) = (Arc::clone(&accepted), Arc::clone(&most));
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut c) = conn else { return };
+            a.fetch_add(1, Ordering::SeqCst);
+            let (m, now) = (Arc::clone(&m), Arc::clone(&now));
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        match c.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(k) => buf.extend_from_slice(&chunk[..k]),
+                        }
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_string();
+                    buf.drain(..end + 4);
+                    let path = head.split(' ').nth(1).unwrap_or("/").to_string();
+                    let inflight = now.fetch_add(1, Ordering::SeqCst) + 1;
+                    m.fetch_max(inflight, Ordering::SeqCst);
+                    if path.starts_with("/r") {
+                        std::thread::sleep(std::time::Duration::from_millis(40));
+                    }
+                    now.fetch_sub(1, Ordering::SeqCst);
+                    if c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Counting {
+        url,
+        accepted,
+        most,
+    }
+}
+
+/// A page and a burst of 10 resources: one user opens at most 6 connections (the page's
+/// included) and fetches on them in parallel; each resource counts under its own name; the
+/// page's load time holds its burst's.
+#[test]
+fn a_burst_of_ten_resources_opens_at_most_six_connections() {
+    use std::sync::atomic::Ordering;
+    let server = counting_server();
+    let dir = scratch();
+    let members: Vec<String> = (0..10)
+        .map(|i| format!("{{ name = \"r{i}\", url = \"/r{i}\" }}"))
+        .collect();
+    let file = dir.path().join("page.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[request]]\nname = \"page\"\nurl = \"/page\"\nburst = [{}]\n",
+            members.join(", ")
+        ),
+    )
+    .unwrap();
+    let (_, v) = run_json(&[
+        "run",
+        "--scenario",
+        file.to_str().unwrap(),
+        &server.url,
+        "--users",
+        "1",
+        "--duration",
+        "1s",
+    ]);
+    let accepted = server.accepted.load(Ordering::SeqCst);
+    let most = server.most.load(Ordering::SeqCst);
+    assert!(accepted <= 6, "{accepted} connections: {v}");
+    assert!((2..=6).contains(&most), "{most} requests at once: {v}");
+    assert_eq!(v["connections_opened"].as_u64(), Some(accepted), "{v}");
+    assert_eq!(v["error_count"].as_u64(), Some(0), "{v}");
+    let page = name_row(&v, "page");
+    let pages = page["responses"].as_u64().unwrap();
+    assert!(pages >= 2, "{v}");
+    for i in 0..10 {
+        let r = name_row(&v, &format!("r{i}"));
+        let k = r["responses"].as_u64().unwrap();
+        // The run's end may cut the last burst short.
+        assert!(
+            k == pages || k + 1 == pages,
+            "r{i}: {k} of {pages} pages: {v}"
+        );
+    }
+    // Ten 40 ms resources on six connections: two rounds after the page's answer (1%
+    // histogram precision aside).
+    let load = &page["page_load_ms"];
+    let own = page["response_time_ms"]["p50"].as_f64().unwrap();
+    assert!(
+        load["p50"].as_f64().unwrap() >= own + 0.98 * 80.0,
+        "page load {load} against the page's own {own} ms"
+    );
+    assert!(load["count"].as_u64().unwrap() >= pages - 1, "{v}");
+}
+
+/// httperf's session log's bursts run in parallel too.
+#[test]
+fn wsesslog_bursts_are_fetched_in_parallel() {
+    use std::sync::atomic::Ordering;
+    let server = counting_server();
+    let dir = scratch();
+    let log = dir.path().join("s.log");
+    std::fs::write(&log, "/page think=0.01\n\t/r1\n\t/r2\n\t/r3\n").unwrap();
+    let (_, v) = run_json(&[
+        "run",
+        "--wsesslog",
+        log.to_str().unwrap(),
+        &server.url,
+        "--users",
+        "1",
+        "--duration",
+        "1s",
+    ]);
+    let most = server.most.load(Ordering::SeqCst);
+    assert!(most >= 2, "{most} requests at once: {v}");
+    assert!(server.accepted.load(Ordering::SeqCst) <= 4, "{v}");
+    assert!(
+        name_row(&v, "GET /page")["page_load_ms"]["count"].as_u64() >= Some(1),
+        "{v}"
+    );
+}

@@ -34,9 +34,19 @@ fn main() {
             no_tui_and_quiet_keep_the_plain_lines,
         ),
         harness::trial(
+            "two_sigterms_under_the_view_give_the_terminal_back",
+            &[Need::Tmux],
+            two_sigterms_under_the_view_give_the_terminal_back,
+        ),
+        harness::trial(
             "hdr_log_on_run_and_sweep_is_the_reports_log",
             &[],
             hdr_log_on_run_and_sweep_is_the_reports_log,
+        ),
+        harness::trial(
+            "run_live_listen_shows_the_seconds_as_they_come",
+            &[],
+            run_live_listen_shows_the_seconds_as_they_come,
         ),
         harness::trial(
             "live_listen_serves_the_page_on_the_address_given",
@@ -63,7 +73,7 @@ impl Tmux {
             &script,
             format!(
                 "cd '{}'\n'{}' {}\necho \"overload-exited-$?\"\n\
-                 echo \"tty:$(stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon)\"\n\
+                 echo \"tty:$(stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' ')\"\n\
                  sleep 120\n",
                 dir.display(),
                 env!("CARGO_BIN_EXE_overload"),
@@ -79,6 +89,34 @@ impl Tmux {
             .is_ok_and(|s| s.success());
         assert!(ok, "tmux new-session failed");
         t
+    }
+
+    /// The process the pane's script started (`overload`), by its parent: the pane's shell.
+    fn child_pid(&self) -> i32 {
+        let o = output_within(
+            &mut self.cmd(&["list-panes", "-t", "t", "-F", "#{pane_pid}"]),
+            QUICK,
+        );
+        let shell: i32 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+        let children: Vec<i32> = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                // /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold spaces.
+                std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+                    st.rsplit(')')
+                        .next()
+                        .and_then(|r| r.split_whitespace().nth(1))
+                        == Some(shell.to_string().as_str())
+                })
+            })
+            .collect();
+        assert_eq!(
+            children.len(),
+            1,
+            "the pane's shell runs one child: {children:?}"
+        );
+        children[0]
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
@@ -241,6 +279,32 @@ fn n_ends_the_step_in_progress_and_the_sweep_goes_on() {
     let secs = steps[0]["end_s"].as_f64().unwrap() - steps[0]["start_s"].as_f64().unwrap();
     assert!(secs < 7.0, "step 1 ended early: {secs:.1} s of 8 s");
     assert!(flags(&steps[1]).contains(&"interrupted".to_string()));
+}
+
+/// Two SIGTERMs from outside while the view is up: the second exits at once (130), and the
+/// terminal is still given back (the handler restores the saved mode and leaves the alternate
+/// screen), so the shell after it reads lines and echoes again.
+fn two_sigterms_under_the_view_give_the_terminal_back() {
+    let target = Target::start(&["--threads", "1"]);
+    let d = common::scratch();
+    let url = format!("{}/", target.url);
+    let t = Tmux::start(d.path(), "term", &["run", "-R", "50", "-d", "30s", &url]);
+    t.wait_for("responses so far", SEEN);
+    assert!(t.alternate_screen());
+    let pid = t.child_pid();
+    // Back to back: the second lands while the first's graceful stop is still under way (the
+    // engine notices the flag within 100 ms), so the view is up when the handler exits.
+    for _ in 0..2 {
+        // SAFETY: kill with a pid this test's tmux started.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    }
+    let end = t.wait_for("tty:", LOAD);
+    assert!(end.contains("overload-exited-130"), "{end}");
+    assert!(
+        end.contains("tty:icanon echo"),
+        "line mode and echo are back:\n{end}"
+    );
+    assert!(!t.alternate_screen(), "the alternate screen is left");
 }
 
 /// `--no-tui` and `--quiet` on a terminal: no alternate screen; `--no-tui` prints the
@@ -413,4 +477,99 @@ fn live_listen_serves_the_page_on_the_address_given() {
         assert_eq!(o.status.code(), Some(2), "{bad:?}: {err}");
         assert!(err.contains("--live-"), "{err}");
     }
+}
+
+/// GET of a live page URL (`http://ADDR/PATH`): its status line and body.
+fn get_page(page: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let rest = page.strip_prefix("http://").unwrap();
+    let (addr, path) = rest.split_at(rest.find('/').unwrap());
+    let mut c = std::net::TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(c, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut resp = String::new();
+    c.read_to_string(&mut resp).unwrap();
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap_or((&resp, ""));
+    (
+        head.lines().next().unwrap_or("").to_string(),
+        body.to_string(),
+    )
+}
+
+/// `run --live-listen`: a single run stores its one step only when it ends, yet its page
+/// charts the seconds while it goes (the timeline has data, and more a moment later), then
+/// shows the stored run; the results folder is written as with --report.
+fn run_live_listen_shows_the_seconds_as_they_come() {
+    use std::io::{BufRead, BufReader, Read};
+    let target = Target::start(&["--threads", "1"]);
+    let d = common::scratch();
+    let url = format!("{}/", target.url);
+    let mut child = common::bin()
+        .current_dir(d.path())
+        .args([
+            "run",
+            "-R",
+            "100",
+            "-d",
+            "8s",
+            "--live-listen",
+            "127.0.0.1:0",
+            &url,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let page = loop {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "no live URL");
+        if let Some(u) = line.trim().strip_prefix("overload: live report at ") {
+            break u.to_string();
+        }
+    };
+    let drain = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = err.read_to_string(&mut rest);
+    });
+    // The line segments drawn on the responses-per-second timeline (its SVG paths' `L`s).
+    let charted = |body: &str| -> Option<usize> {
+        let at = body.find("Timeline: responses per second")?;
+        let chart = &body[at..];
+        let end = chart.find("</svg>")?;
+        Some(chart[..end].matches(" L").count())
+    };
+    let mut first = None;
+    let end = std::time::Instant::now() + SEEN;
+    while std::time::Instant::now() < end {
+        let (status, body) = get_page(&page);
+        assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+        if !body.contains("no per-second data") {
+            first = Some(body);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let first = first.expect("the timeline gets data while the run goes");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "still running: shown as it comes"
+    );
+    std::thread::sleep(Duration::from_millis(2200));
+    let (_, later) = get_page(&page);
+    assert!(child.try_wait().unwrap().is_none(), "still running");
+    let (a, b) = (charted(&first), charted(&later));
+    assert!(
+        a.is_some() && b > a,
+        "more seconds a moment later: {a:?} then {b:?}"
+    );
+    let status = common::wait_within(&mut child, LOAD).expect("the run ends");
+    drain.join().unwrap();
+    assert!(status.success());
+    let runs: Vec<_> = std::fs::read_dir(d.path().join("runs")).unwrap().collect();
+    assert_eq!(runs.len(), 1, "the results folder is written");
+    let folder = runs[0].as_ref().unwrap().path();
+    assert_eq!(steps(&folder).len(), 1);
+    assert!(folder.join("report.html").is_file());
 }

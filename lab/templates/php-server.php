@@ -4,23 +4,38 @@
 // themselves, with nginx in front serving static files and balancing across them.
 // The parent opens one unix socket per worker, forks the workers, and restarts any that
 // dies. Each worker is blocking: one request at a time, one request per connection.
+// A connection queued on a worker's socket outlives the worker: the parent holds the
+// listening socket, so the replacement accepts it and only the request in hand is lost.
 //
-// Usage: php server.php SOCKET_DIR WORKERS DB_PORT SESSION_DIR
+// Usage: php server.php SOCKET_DIR WORKERS DB_PORT SESSION_DIR [APP MAX_REQUESTS MAX_MEMORY_MB]
+// APP ("-" for none) is a PHP file returning a boot function (symfony's worker.php): each
+// worker calls it once and serves every request but /worker-status with the handler it
+// returns. A worker that served MAX_REQUESTS (0: no limit) or whose memory passed
+// MAX_MEMORY_MB exits after its answer and the parent starts a fresh one (PHP-PM's limits).
 // Runs as www-data (overload starts it so); SIGTERM stops the parent and its workers.
 declare(strict_types=1);
 
-if ($argc !== 5) {
-    fwrite(STDERR, "usage: php server.php SOCKET_DIR WORKERS DB_PORT SESSION_DIR\n");
+if ($argc !== 5 && $argc !== 8) {
+    fwrite(STDERR, "usage: php server.php SOCKET_DIR WORKERS DB_PORT SESSION_DIR [APP MAX_REQUESTS MAX_MEMORY_MB]\n");
     exit(2);
 }
 $sockDir = $argv[1];
 $workers = (int)$argv[2];
 $dbPort = (int)$argv[3];
 $sessionDir = $argv[4];
+$appFile = ($argv[5] ?? '-') === '-' ? null : $argv[5];
+$maxRequests = (int)($argv[6] ?? 0);
+$maxMemory = (int)($argv[7] ?? 0) * 1024 * 1024;
 if ($workers < 1 || $workers > 1024) {
     fwrite(STDERR, "WORKERS must be 1..1024, got {$argv[2]}\n");
     exit(2);
 }
+if ($maxRequests < 0 || $maxMemory < 0) {
+    fwrite(STDERR, "MAX_REQUESTS and MAX_MEMORY_MB must be 0 or more\n");
+    exit(2);
+}
+// What a worker's exit status says to the parent: recycled at a limit, not a crash.
+const EXIT_RECYCLED = 3;
 
 ini_set('session.save_path', $sessionDir);
 // We read and write the cookie ourselves: the CLI SAPI sends no headers.
@@ -121,7 +136,10 @@ function app_opcache(): array
 
 // ---- HTTP --------------------------------------------------------------------------------
 
-/** Reads the request head; returns [method, path, query array, cookies] or null. */
+/**
+ * Reads one request; returns [method, path, query array, cookies, target, headers (lower-case
+ * name => value), body] or null.
+ */
 function read_request($conn): ?array
 {
     $buf = '';
@@ -146,10 +164,12 @@ function read_request($conn): ?array
     $get = [];
     parse_str((string)parse_url($target, PHP_URL_QUERY), $get);
     $cookies = [];
+    $headers = [];
     $length = 0;
     foreach ($lines as $line) {
         [$name, $value] = array_map('trim', explode(':', $line, 2) + [1 => '']);
         $name = strtolower($name);
+        $headers[$name] = $value;
         if ($name === 'cookie') {
             foreach (explode(';', $value) as $c) {
                 [$k, $v] = array_map('trim', explode('=', $c, 2) + [1 => '']);
@@ -159,12 +179,65 @@ function read_request($conn): ?array
             $length = (int)$value;
         }
     }
-    // Drain a request body so the connection closes cleanly; the apps ignore it.
-    $left = min($length, 1 << 20) - strlen($rest);
+    // Read a body of up to 1 MiB (the built-in apps ignore it; an APP gets it).
+    $body = substr($rest, 0, 1 << 20);
+    $left = min($length, 1 << 20) - strlen($body);
     while ($left > 0 && ($chunk = fread($conn, min(8192, $left))) !== false && $chunk !== '') {
         $left -= strlen($chunk);
+        $body .= $chunk;
     }
-    return [$method, $path, $get, $cookies];
+    return [$method, $path, $get, $cookies, $target, $headers, $body];
+}
+
+/** The superglobals as PHP's CLI set them at start: restored after every APP request. */
+function pristine_globals(): array
+{
+    static $saved = null;
+    $saved ??= [$_GET, $_POST, $_COOKIE, $_FILES, $_REQUEST, $_SERVER];
+    return $saved;
+}
+
+/**
+ * One request through an APP handler, with what PHP-FPM would reset around it: the
+ * superglobals set for this request and restored after, output echoed outside the
+ * response discarded (an open buffer must not leak into the next answer), errors as 500.
+ */
+function app_request(callable $handler, array $req, int $index): array
+{
+    [$method, $path, $get, $cookies, $target, $headers, $body] = $req;
+    $server = pristine_globals()[5];
+    $server['REQUEST_METHOD'] = $method;
+    $server['REQUEST_URI'] = $target;
+    $server['QUERY_STRING'] = (string)parse_url($target, PHP_URL_QUERY);
+    $server['SCRIPT_NAME'] = '/index.php';
+    $server['SCRIPT_FILENAME'] = '/index.php';
+    $server['PHP_SELF'] = '/index.php';
+    $server['SERVER_PROTOCOL'] = 'HTTP/1.0';
+    $server['REQUEST_TIME_FLOAT'] = microtime(true);
+    $server['REQUEST_TIME'] = time();
+    foreach ($headers as $name => $value) {
+        $key = strtoupper(str_replace('-', '_', $name));
+        $server[in_array($key, ['CONTENT_TYPE', 'CONTENT_LENGTH'], true) ? $key : "HTTP_$key"] = $value;
+    }
+    [$_GET, $_COOKIE, $_SERVER] = [$get, $cookies, $server];
+    $_REQUEST = $get + $cookies;
+    $level = ob_get_level();
+    ob_start();
+    try {
+        $answer = $handler([$method, $target, $headers, $cookies, $body, $server]);
+    } catch (Throwable $e) {
+        fwrite(STDERR, "worker $index: " . get_class($e) . ': ' . $e->getMessage() . "\n");
+        $answer = [500, [], "ERROR 500\n"];
+    } finally {
+        while (ob_get_level() > $level) {
+            ob_end_clean();
+        }
+        [$_GET, $_POST, $_COOKIE, $_FILES, $_REQUEST, $_SERVER] = pristine_globals();
+    }
+    // respond() frames the answer itself.
+    $answer[1] = array_values(array_filter($answer[1],
+        fn($h) => !preg_match('/^(content-length|connection|transfer-encoding):/i', $h)));
+    return $answer;
 }
 
 function respond($conn, int $status, array $headers, string $body): void
@@ -189,10 +262,16 @@ function respond($conn, int $status, array $headers, string $body): void
     }
 }
 
-function worker_loop($server, int $index, int $dbPort): void
+function worker_loop($server, int $index, int $dbPort, ?string $appFile, int $maxRequests, int $maxMemory): void
 {
     $served = 0;
     $started = microtime(true);
+    $handler = null;
+    if ($appFile !== null) {
+        pristine_globals();
+        $boot = require $appFile;
+        $handler = $boot();
+    }
     while (true) {
         $conn = @stream_socket_accept($server, -1);
         if ($conn === false) {
@@ -203,21 +282,36 @@ function worker_loop($server, int $index, int $dbPort): void
         if ($req !== null) {
             [, $path, $get, $cookies] = $req;
             $served++;
-            [$status, $headers, $body] = match ($path) {
-                '/cpu.php' => app_cpu(),
-                '/db.php' => app_db($get, $dbPort),
-                '/wait.php' => app_wait($get),
-                '/session.php' => app_session($get, $cookies),
-                '/opcache.php' => app_opcache(),
-                '/worker-status' => [200, ['Content-Type: application/json'], json_encode([
+            [$status, $headers, $body] = match (true) {
+                $path === '/worker-status' => [200, ['Content-Type: application/json'], json_encode([
                     'worker' => $index, 'pid' => getmypid(), 'served' => $served,
+                    'memory' => memory_get_usage(), 'app' => $handler !== null,
                     'uptime_s' => round(microtime(true) - $started, 3)]) . "\n"],
-                default => [404, [], "not found\n"],
+                $handler !== null && $path !== '/opcache.php' => app_request($handler, $req, $index),
+                default => builtin_app($path, $get, $cookies, $dbPort),
             };
             respond($conn, $status, $headers, $body);
         }
         fclose($conn);
+        // The limits are checked between requests: the answer in hand is never cut.
+        if (($maxRequests > 0 && $served >= $maxRequests)
+            || ($maxMemory > 0 && memory_get_usage() > $maxMemory)) {
+            exit(EXIT_RECYCLED);
+        }
     }
+}
+
+/** The lab's own pages (cpu, db, wait, session, opcache), without an APP. */
+function builtin_app(string $path, array $get, array $cookies, int $dbPort): array
+{
+    return match ($path) {
+        '/cpu.php' => app_cpu(),
+        '/db.php' => app_db($get, $dbPort),
+        '/wait.php' => app_wait($get),
+        '/session.php' => app_session($get, $cookies),
+        '/opcache.php' => app_opcache(),
+        default => [404, [], "not found\n"],
+    };
 }
 
 // ---- supervisor --------------------------------------------------------------------------
@@ -243,7 +337,7 @@ pcntl_signal(SIGTERM, function () use (&$stopping) { $stopping = true; }, false)
 pcntl_signal(SIGINT, function () use (&$stopping) { $stopping = true; }, false);
 
 $children = []; // pid => [worker index, start time]
-$spawn = function (int $i) use (&$children, $servers, $dbPort): void {
+$spawn = function (int $i) use (&$children, $servers, $dbPort, $appFile, $maxRequests, $maxMemory): void {
     $pid = pcntl_fork();
     if ($pid === -1) {
         fwrite(STDERR, "fork failed for worker $i\n");
@@ -254,7 +348,7 @@ $spawn = function (int $i) use (&$children, $servers, $dbPort): void {
         pcntl_signal(SIGTERM, SIG_DFL);
         pcntl_signal(SIGINT, SIG_DFL);
         mt_srand(random_int(0, PHP_INT_MAX)); // forked workers must not share one sequence
-        worker_loop($servers[$i], $i, $dbPort);
+        worker_loop($servers[$i], $i, $dbPort, $appFile, $maxRequests, $maxMemory);
         exit(0);
     }
     $children[$pid] = [$i, microtime(true)];
@@ -274,10 +368,12 @@ while (!$stopping) {
         if ($stopping) {
             break;
         }
+        $recycled = pcntl_wifexited($status) && pcntl_wexitstatus($status) === EXIT_RECYCLED;
         $how = pcntl_wifsignaled($status) ? 'signal ' . pcntl_wtermsig($status)
             : 'exit ' . pcntl_wexitstatus($status);
-        fwrite(STDOUT, "worker $i (pid $pid) died ($how), restarting\n");
-        if (microtime(true) - $since < 1.0) {
+        fwrite(STDOUT, $recycled ? "worker $i (pid $pid) reached its request or memory limit, restarting\n"
+            : "worker $i (pid $pid) died ($how), restarting\n");
+        if (!$recycled && microtime(true) - $since < 1.0) {
             usleep(200000); // a worker dying at once must not become a fork storm
         }
         $spawn($i);

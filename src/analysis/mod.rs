@@ -96,7 +96,18 @@ pub fn saturation_reasons(
         r.push(format!("{:.2}% of requests failed", failed * 100.0));
     }
     if mode == "open" {
-        if sum.throughput < THROUGHPUT_SHARE * s.offered {
+        // With scenarios the offered load counts sessions/s and the throughput responses/s:
+        // not comparable. A server that falls behind keeps sessions in flight longer until
+        // arrivals find `--max-sessions` of them and are dropped.
+        if let Some(ss) = &sum.sessions {
+            if ss.dropped > 0 {
+                r.push(format!(
+                    "{} of {} session arrivals dropped: the sessions in flight reached --max-sessions",
+                    ss.dropped,
+                    ss.started + ss.dropped
+                ));
+            }
+        } else if sum.throughput < THROUGHPUT_SHARE * s.offered {
             r.push(format!(
                 "throughput {:.1}/s is below {:.0}% of the offered {:.1}/s",
                 sum.throughput,
@@ -439,6 +450,7 @@ pub(crate) mod tests {
             first_byte_ms: LatencyStats::default(),
             tls: None,
             names: Vec::new(),
+            sessions: None,
         }
     }
 
@@ -655,6 +667,41 @@ pub(crate) mod tests {
             generator_bound("open", &s),
             None,
             "they waited for a busy connection"
+        );
+    }
+
+    #[test]
+    fn session_steps_judge_dropped_arrivals_not_responses_against_sessions() {
+        use crate::metrics::SessionSummary;
+        // 20 sessions/s offered, 3 requests each: 60 responses/s is no shortfall, and 15/s
+        // (a third of the requests) is none either: the units differ.
+        let mut a = summary(20.0, 60.0, 5.0, 0);
+        a.sessions = Some(SessionSummary {
+            offered_per_s: 20.0,
+            started: 100,
+            completed: 100,
+            completed_per_s: 20.0,
+            ..Default::default()
+        });
+        let mut b = summary(40.0, 15.0, 5.0, 0);
+        b.sessions = Some(SessionSummary {
+            offered_per_s: 40.0,
+            started: 200,
+            completed: 190,
+            completed_per_s: 38.0,
+            ..Default::default()
+        });
+        let steps = vec![step(0, 20.0, a.clone()), step(1, 40.0, b.clone())];
+        assert!(saturation_reasons("open", &steps, 0, None).is_empty());
+        assert!(saturation_reasons("open", &steps, 1, None).is_empty());
+        b.sessions.as_mut().unwrap().dropped = 25;
+        let steps = vec![step(0, 20.0, a), step(1, 40.0, b)];
+        let r = saturation_reasons("open", &steps, 1, None);
+        assert_eq!(
+            r,
+            vec![
+                "25 of 225 session arrivals dropped: the sessions in flight reached --max-sessions"
+            ]
         );
     }
 }

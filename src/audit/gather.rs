@@ -5,14 +5,20 @@
 //! reason its checks are skipped.
 use super::db::{DbEvidence, MYISAM_QUERY};
 use super::host::{HostEvidence, Listener};
-use super::http::{is_text_type, Answer, HttpEvidence, Idle, ACCEPT_ENCODING};
+use super::http::{
+    is_text_type, Answer, CompressionCost, HttpEvidence, Idle, ACCEPT_ENCODING, COST_PAIRS,
+};
 use super::php::PhpIni;
 use super::Probe;
 use crate::http_get::{self, KeptConn, Response, Trust};
+use crate::observe::agent::Reply;
+use crate::observe::client::AgentSpec;
 use crate::observe::{net, query_pairs, FpmSource, KernelLimits, MysqlConfig};
 use crate::url::{Scheme, Url};
-use std::io::Write;
-use std::time::Duration;
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// Bodies above this are counted from Content-Length, not read (a probe, not a download).
 const MAX_READ: usize = 8 << 20;
@@ -67,6 +73,7 @@ pub fn http(
         plain: Err(String::new()),
         encoded: Err(String::new()),
         gzip_estimate: None,
+        compression_cost: Err("the server does not compress this answer".into()),
         conditional: None,
         idle: Err(String::new()),
         ab_compression: Err("not measured".into()),
@@ -109,6 +116,15 @@ pub fn http(
             trust,
         );
         e.encoded = encoded.as_ref().map(answer).map_err(Clone::clone);
+        // Its cost in time, while the kept connection idles.
+        let compressed = e.encoded.as_ref().is_ok_and(|a| {
+            a.text
+                && a.header("content-encoding")
+                    .is_some_and(|c| !c.eq_ignore_ascii_case("identity"))
+        });
+        if compressed {
+            e.compression_cost = compression_cost(url, &target, timeout, trust);
+        }
         kept.join()
             .unwrap_or_else(|_| (Err("probe failed".into()), Err("probe failed".into())))
     });
@@ -146,6 +162,49 @@ pub fn http(
     e
 }
 
+/// The median of some durations, ms.
+fn p50_ms(mut v: Vec<Duration>) -> f64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).map_or(0.0, |d| d.as_secs_f64() * 1e3)
+}
+
+/// Time to first byte and to the whole answer, without and with Accept-Encoding: one kept
+/// connection, a GET of each first (unmeasured: the page and the connection warm up), then
+/// `COST_PAIRS` of each interleaved, the order swapped every pair so neither kind always
+/// follows the other.
+pub fn compression_cost(
+    url: &Url,
+    target: &str,
+    timeout: Duration,
+    trust: Trust<'_>,
+) -> Probe<CompressionCost> {
+    let mut c = KeptConn::open_trusting(url, timeout, trust)?;
+    let enc = [("Accept-Encoding", ACCEPT_ENCODING)];
+    let kinds: [&[(&str, &str)]; 2] = [&[], &enc];
+    let mut first = [Vec::new(), Vec::new()];
+    let mut total = [Vec::new(), Vec::new()];
+    for round in 0..=COST_PAIRS {
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for k in order {
+            let t = c.get_timed(target, kinds[k], timeout, MAX_READ)?;
+            if t.response.truncated {
+                return Err(format!("the answer is larger than {MAX_READ} bytes"));
+            }
+            if round > 0 {
+                first[k].push(t.first_byte);
+                total[k].push(t.total);
+            }
+        }
+    }
+    let [f0, f1] = first;
+    let [t0, t1] = total;
+    Ok(CompressionCost {
+        pairs: COST_PAIRS,
+        first_byte_ms: [p50_ms(f0), p50_ms(f1)],
+        total_ms: [p50_ms(t0), p50_ms(t1)],
+    })
+}
+
 /// Whether `url`'s host is this machine: loopback, or an address a socket can bind here.
 pub fn local_host(url: &Url) -> Probe<()> {
     if url.is_loopback() {
@@ -162,7 +221,8 @@ pub fn local_host(url: &Url) -> Probe<()> {
     }
 }
 
-/// The host's limits, the backlog in use on `port` and the listening process.
+/// The host's limits, the backlog in use on `port` and the listening process, read here
+/// when the URL's host is this machine.
 pub fn host(url: &Url) -> HostEvidence {
     let port = url.port;
     let local = local_host(url);
@@ -173,17 +233,275 @@ pub fn host(url: &Url) -> HostEvidence {
             kernel: KernelLimits::default(),
             backlog: Err(why.clone()),
             listener: Err(why.clone()),
+            read_by: None,
         };
     }
+    host_with(&LocalHost, port)
+}
+
+/// The host evidence of the machine `r` reads (this one, or the agent's for `/host`).
+pub fn host_with(r: &dyn HostReads, port: u16) -> HostEvidence {
     HostEvidence {
         port,
-        local,
-        kernel: KernelLimits::read(),
-        backlog: net::listen_queue_limits(port)
-            .map(|(_, limit)| limit)
-            .ok_or_else(|| format!("sock_diag shows no socket listening on port {port}")),
-        listener: listener(port),
+        local: Ok(()),
+        kernel: r.kernel(),
+        backlog: r.backlog(port),
+        listener: r.listener(port),
+        read_by: None,
     }
+}
+
+/// The agent's answer to `GET /host?port=N`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostReport {
+    pub host: HostEvidence,
+    pub ram_bytes: Probe<u64>,
+}
+
+/// Everything the audit reads on a host: /proc and /proc/sys, sock_diag, the PHP files and
+/// the PHP binary's own account of them. [`LocalHost`] reads this machine; tests script it.
+pub trait HostReads: Send + Sync {
+    fn read(&self, path: &Path) -> Result<String, String>;
+    /// The entries of a directory (any order).
+    fn list(&self, dir: &Path) -> Result<Vec<PathBuf>, String>;
+    /// Running processes: pid, command line (arguments joined by spaces), executable.
+    fn processes(&self) -> Vec<(u32, String, Option<PathBuf>)>;
+    /// A program by name on the PATH (or sbin), `php-fpm` also finding `php-fpm8.2`.
+    fn which(&self, name: &str) -> Option<PathBuf>;
+    /// A program's standard output (bounded in time).
+    fn run(&self, program: &Path, args: &[&str]) -> Result<String, String>;
+    fn kernel(&self) -> KernelLimits;
+    /// The LISTEN socket's backlog on `port`.
+    fn backlog(&self, port: u16) -> Probe<u64>;
+    fn listener(&self, port: u16) -> Probe<Listener>;
+    fn ram(&self) -> Probe<u64>;
+}
+
+/// This machine.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LocalHost;
+
+/// A PHP binary answering `-i` takes well under a second; one that hangs must not hang the
+/// audit.
+const RUN_LIMIT: Duration = Duration::from_secs(5);
+
+impl HostReads for LocalHost {
+    fn read(&self, path: &Path) -> Result<String, String> {
+        std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<PathBuf>, String> {
+        let d = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        Ok(d.flatten().map(|e| e.path()).collect())
+    }
+
+    fn processes(&self) -> Vec<(u32, String, Option<PathBuf>)> {
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for p in procs.flatten() {
+            let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(cmd) = std::fs::read(p.path().join("cmdline")) else {
+                continue;
+            };
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            out.push((
+                pid,
+                cmd.trim().to_string(),
+                std::fs::read_link(p.path().join("exe")).ok(),
+            ));
+        }
+        out
+    }
+
+    fn which(&self, name: &str) -> Option<PathBuf> {
+        let path = std::env::var("PATH").unwrap_or_default();
+        let dirs = path
+            .split(':')
+            .chain(["/usr/sbin", "/usr/local/sbin", "/sbin"])
+            .filter(|d| !d.is_empty());
+        for d in dirs {
+            let Ok(entries) = std::fs::read_dir(d) else {
+                continue;
+            };
+            // `php-fpm` or a versioned `php-fpm8.2`; the highest version wins.
+            let mut found: Vec<PathBuf> = entries
+                .flatten()
+                .filter(|e| {
+                    let n = e.file_name();
+                    let n = n.to_string_lossy();
+                    n.strip_prefix(name)
+                        .is_some_and(|rest| rest.chars().all(|c| c.is_ascii_digit() || c == '.'))
+                })
+                .map(|e| e.path())
+                .collect();
+            found.sort();
+            if let Some(p) = found.pop() {
+                return Some(p);
+            }
+        }
+        None
+    }
+
+    fn run(&self, program: &Path, args: &[&str]) -> Result<String, String> {
+        let what = format!("{} {}", program.display(), args.join(" "));
+        let mut child = std::process::Command::new(program)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("{what}: {e}"))?;
+        // Read beside the wait: a long `-i` fills the pipe before the program exits.
+        let mut stdout = child.stdout.take().ok_or("no stdout")?;
+        let reader = std::thread::spawn(move || {
+            let mut s = Vec::new();
+            let _ = stdout.by_ref().take(4 << 20).read_to_end(&mut s);
+            s
+        });
+        let deadline = Instant::now() + RUN_LIMIT;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(st)) => break st,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!("{what}: no answer within {RUN_LIMIT:?}"));
+                }
+                Err(e) => return Err(format!("{what}: {e}")),
+            }
+        };
+        let out = reader.join().unwrap_or_default();
+        if !status.success() {
+            return Err(format!("{what}: {status}"));
+        }
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    fn kernel(&self) -> KernelLimits {
+        KernelLimits::read()
+    }
+
+    fn backlog(&self, port: u16) -> Probe<u64> {
+        net::listen_queue_limits(port)
+            .map(|(_, limit)| limit)
+            .ok_or_else(|| format!("sock_diag shows no socket listening on port {port}"))
+    }
+
+    fn listener(&self, port: u16) -> Probe<Listener> {
+        listener(port)
+    }
+
+    fn ram(&self) -> Probe<u64> {
+        std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|t| crate::observe::proc::parse_meminfo(&t))
+            .map(|m| m.total)
+            .ok_or_else(|| "/proc/meminfo is unreadable".to_string())
+    }
+}
+
+/// What the agent answers for the audit (`/host?port=N`, `/php-ini`), from `reads`.
+#[derive(Clone)]
+pub struct AgentAnswers(pub std::sync::Arc<dyn HostReads>);
+
+impl std::fmt::Debug for AgentAnswers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AgentAnswers")
+    }
+}
+
+impl crate::observe::agent::HostQuestions for AgentAnswers {
+    fn host(&self, port: u16) -> Reply {
+        json_reply(&HostReport {
+            host: host_with(self.0.as_ref(), port),
+            ram_bytes: self.0.ram(),
+        })
+    }
+
+    fn php_ini(&self, port: Option<u16>) -> Reply {
+        json_reply(&super::ini::find(self.0.as_ref(), port, None, None))
+    }
+}
+
+fn json_reply<T: Serialize>(v: &T) -> Reply {
+    match serde_json::to_vec(v) {
+        Ok(b) => Reply::json(b),
+        Err(e) => Reply::text(500, &format!("encoding failed: {e}")),
+    }
+}
+
+/// A GET of the agent's `path`, its JSON decoded.
+pub fn from_agent<T: serde::de::DeserializeOwned>(
+    agent: &AgentSpec,
+    path: &str,
+    timeout: Duration,
+) -> Probe<T> {
+    let base = agent.url.target.trim_end_matches('/');
+    let base = base.split('?').next().unwrap_or("");
+    let auth = format!("Bearer {}", agent.token);
+    let r = http_get::get(
+        &agent.url,
+        &format!("{base}{path}"),
+        &[("Authorization", &auth)],
+        timeout,
+        8 << 20,
+    )
+    .map_err(|e| format!("agent {}: {e}", agent.name))?;
+    match r.status {
+        200 => {}
+        401 => return Err(format!("agent {}: token rejected (401)", agent.name)),
+        404 => {
+            return Err(format!(
+                "agent {}: no {path} (an agent older than this overload)",
+                agent.name
+            ))
+        }
+        s => return Err(format!("agent {}: {path} answered {s}", agent.name)),
+    }
+    serde_json::from_slice(&r.body)
+        .map_err(|e| format!("agent {}: bad {path} JSON: {e}", agent.name))
+}
+
+/// The host evidence and RAM of the agent's machine, for the server listening on `port`.
+pub fn host_via_agent(
+    agent: &AgentSpec,
+    port: u16,
+    timeout: Duration,
+) -> (HostEvidence, Probe<u64>) {
+    match from_agent::<HostReport>(agent, &format!("/host?port={port}"), timeout) {
+        Ok(mut r) => {
+            r.host.port = port;
+            r.host.read_by = Some(format!("agent {}", agent.name));
+            (r.host, r.ram_bytes)
+        }
+        Err(why) => (
+            HostEvidence {
+                port,
+                local: Err(why.clone()),
+                kernel: KernelLimits::default(),
+                backlog: Err(why.clone()),
+                listener: Err(why.clone()),
+                read_by: Some(format!("agent {}", agent.name)),
+            },
+            Err(why),
+        ),
+    }
+}
+
+/// The php.ini the agent's machine found.
+pub fn php_ini_via_agent(
+    agent: &AgentSpec,
+    port: u16,
+    timeout: Duration,
+) -> Probe<super::ini::IniFound> {
+    from_agent::<Probe<super::ini::IniFound>>(agent, &format!("/php-ini?port={port}"), timeout)?
 }
 
 /// Inodes of the LISTEN sockets on `port` in a /proc/net/tcp{,6} table.
@@ -277,11 +595,7 @@ fn listener(port: u16) -> Probe<Listener> {
 /// The host's RAM from /proc/meminfo (local hosts only).
 pub fn ram(local: &Probe<()>) -> Probe<u64> {
     local.as_ref().map_err(Clone::clone)?;
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|t| crate::observe::proc::parse_meminfo(&t))
-        .map(|m| m.total)
-        .ok_or_else(|| "/proc/meminfo is unreadable".to_string())
+    LocalHost.ram()
 }
 
 /// The PHP probe page's JSON.
@@ -333,8 +647,94 @@ pub fn db(cfg: &MysqlConfig, workers: Probe<(u64, String)>) -> DbEvidence {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+
+    /// A host as recorded: files, directories (from the files' paths), processes, the
+    /// output of commands (`PROGRAM ARGS`), kernel limits.
+    #[derive(Default)]
+    pub(crate) struct Scripted {
+        pub files: BTreeMap<String, String>,
+        pub procs: Vec<(u32, String, Option<PathBuf>)>,
+        pub commands: BTreeMap<String, String>,
+        pub programs: BTreeMap<String, PathBuf>,
+        pub kernel: KernelLimits,
+        pub backlog: Option<u64>,
+        pub listener: Option<Listener>,
+        pub ram: Option<u64>,
+    }
+
+    impl HostReads for Scripted {
+        fn read(&self, path: &Path) -> Result<String, String> {
+            let k = path.display().to_string();
+            self.files
+                .get(&k)
+                .cloned()
+                .ok_or_else(|| format!("{k}: No such file or directory"))
+        }
+        fn list(&self, dir: &Path) -> Result<Vec<PathBuf>, String> {
+            Ok(self
+                .files
+                .keys()
+                .map(PathBuf::from)
+                .filter(|p| p.parent() == Some(dir))
+                .collect())
+        }
+        fn processes(&self) -> Vec<(u32, String, Option<PathBuf>)> {
+            self.procs.clone()
+        }
+        fn which(&self, name: &str) -> Option<PathBuf> {
+            self.programs.get(name).cloned()
+        }
+        fn run(&self, program: &Path, args: &[&str]) -> Result<String, String> {
+            let k = format!("{} {}", program.display(), args.join(" "));
+            self.commands
+                .get(&k)
+                .cloned()
+                .ok_or_else(|| format!("{k}: not found"))
+        }
+        fn kernel(&self) -> KernelLimits {
+            self.kernel
+        }
+        fn backlog(&self, port: u16) -> Probe<u64> {
+            self.backlog
+                .ok_or_else(|| format!("sock_diag shows no socket listening on port {port}"))
+        }
+        fn listener(&self, port: u16) -> Probe<Listener> {
+            self.listener
+                .clone()
+                .ok_or_else(|| format!("no socket listens on port {port}"))
+        }
+        fn ram(&self) -> Probe<u64> {
+            self.ram.ok_or_else(|| "/proc/meminfo is unreadable".into())
+        }
+    }
+
+    #[test]
+    fn the_agents_answers_are_the_scripted_hosts() {
+        use crate::observe::agent::HostQuestions;
+        let h = Scripted {
+            kernel: KernelLimits {
+                somaxconn: Some(128),
+                ..KernelLimits::default()
+            },
+            backlog: Some(8),
+            ram: Some(2 << 30),
+            ..Scripted::default()
+        };
+        let a = AgentAnswers(std::sync::Arc::new(h));
+        let r = a.host(8080);
+        assert_eq!(r.status, 200);
+        let rep: HostReport = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(rep.host.kernel.somaxconn, Some(128));
+        assert_eq!(rep.host.backlog, Ok(8));
+        assert_eq!(rep.ram_bytes, Ok(2 << 30));
+        assert!(rep.host.listener.unwrap_err().contains("port 8080"));
+        let r = a.php_ini(Some(8080));
+        let found: Probe<crate::audit::ini::IniFound> = serde_json::from_slice(&r.body).unwrap();
+        assert!(found.unwrap_err().contains("no php-fpm master"));
+    }
 
     #[test]
     fn listen_inodes_and_nofile() {

@@ -27,6 +27,10 @@ pub struct HostEvidence {
     /// shows as Send-Q).
     pub backlog: Probe<u64>,
     pub listener: Probe<Listener>,
+    /// Who read these figures when not this machine (`agent 10.0.0.5:9090`): the evidence
+    /// then says so, since they describe the server's host, not the generator's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_by: Option<String>,
 }
 
 /// somaxconn below this caps the backlogs servers ask for (nginx and FPM ask 511).
@@ -41,7 +45,7 @@ const FILE_MAX_MIN: u64 = 65_536;
 const NOFILE_MIN: u64 = 4096;
 
 pub fn checks(e: &HostEvidence) -> Vec<Check> {
-    vec![
+    let mut all = vec![
         somaxconn(e),
         listen_backlog(e),
         syn_backlog(e),
@@ -49,7 +53,13 @@ pub fn checks(e: &HostEvidence) -> Vec<Check> {
         tw_reuse(e),
         file_max(e),
         nofile(e),
-    ]
+    ];
+    if let Some(by) = &e.read_by {
+        for c in &mut all {
+            c.evidence.push_str(&format!(" (read by {by})"));
+        }
+    }
+    all
 }
 
 /// The host is local and the kernel value could be read.
@@ -317,6 +327,7 @@ mod tests {
                 nofile_soft: Some(65536),
                 nofile_hard: Some(65536),
             }),
+            read_by: None,
         }
     }
 
@@ -343,6 +354,26 @@ mod tests {
             assert_eq!(c.level, Level::Skipped);
             assert!(c.evidence.contains("not this machine"), "{c:?}");
         }
+    }
+
+    #[test]
+    fn figures_read_by_the_agent_say_so() {
+        let mut e = local();
+        e.read_by = Some("agent 10.0.0.5:9090".into());
+        e.kernel.somaxconn = Some(128);
+        let c = somaxconn(&e);
+        assert_eq!(c.level, Level::Medium);
+        let all = checks(&e);
+        for c in &all {
+            assert!(
+                c.evidence.ends_with("(read by agent 10.0.0.5:9090)"),
+                "{c:?}"
+            );
+        }
+        assert!(local().read_by.is_none());
+        assert!(checks(&local())
+            .iter()
+            .all(|c| !c.evidence.contains("read by")));
     }
 
     #[test]

@@ -105,6 +105,31 @@ impl Arm {
     }
 }
 
+/// What compressing costs the server, measured on one kept connection: GETs without and
+/// with Accept-Encoding, interleaved, their medians.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CompressionCost {
+    /// GETs of each kind.
+    pub pairs: usize,
+    /// Time to first byte p50, ms: [without, with] Accept-Encoding.
+    pub first_byte_ms: [f64; 2],
+    /// Time to the whole answer p50, ms: [without, with].
+    pub total_ms: [f64; 2],
+}
+
+impl CompressionCost {
+    /// What compression adds to the first byte, ms (negative when it is faster).
+    pub fn added_ms(&self) -> f64 {
+        self.first_byte_ms[1] - self.first_byte_ms[0]
+    }
+}
+
+/// GETs of each kind the cost is measured over (a probe: a few dozen requests in all).
+pub const COST_PAIRS: usize = 10;
+/// Compression that adds more than this to the first byte, and more than the answer takes
+/// without it, is costly: a lower level keeps most of the saving (S2's level advice).
+const COSTLY_MS: f64 = 2.0;
+
 /// The Accept-Encoding the audit offers (and the A/B's compressed arm sends).
 pub const ACCEPT_ENCODING: &str = "gzip, br";
 /// Below this, compressing a body gains too little to advise (nginx's gzip_min_length
@@ -125,6 +150,8 @@ pub struct HttpEvidence {
     pub encoded: Probe<Answer>,
     /// Bytes of the plain body after gzip -6 here, when the server sent text uncompressed.
     pub gzip_estimate: Option<u64>,
+    /// What compression costs the server in time, when it compresses.
+    pub compression_cost: Probe<CompressionCost>,
     /// The conditional GET (the header sent, and the answer); None when there was no
     /// validator to send.
     pub conditional: Option<Probe<(String, Answer)>>,
@@ -328,23 +355,55 @@ pub fn compression(e: &HttpEvidence) -> Check {
         Err(_) => String::new(),
     };
     match enc.header("content-encoding") {
-        Some(coding) if !coding.eq_ignore_ascii_case("identity") => Check::ok(
-            COMPRESSION,
-            format!("text compressed ({coding})"),
-            format!(
+        Some(coding) if !coding.eq_ignore_ascii_case("identity") => {
+            let saved = pct(
+                a.body_bytes.saturating_sub(enc.body_bytes) as f64,
+                a.body_bytes as f64,
+            );
+            let (title, cost) = match &e.compression_cost {
+                Ok(c) => (
+                    format!(
+                        "{coding} saves {saved} of bytes and costs {:+.2} ms TTFB p50",
+                        c.added_ms()
+                    ),
+                    format!(
+                        "; time to first byte p50 {:.2} ms without Accept-Encoding and {:.2} ms \
+                         with it ({:+.2} ms), whole answer p50 {:.2} → {:.2} ms, over {} GETs \
+                         of each on one connection",
+                        c.first_byte_ms[0],
+                        c.first_byte_ms[1],
+                        c.added_ms(),
+                        c.total_ms[0],
+                        c.total_ms[1],
+                        c.pairs
+                    ),
+                ),
+                Err(_) => (format!("text compressed ({coding})"), String::new()),
+            };
+            let seen = format!(
                 "GET {} with Accept-Encoding: {ACCEPT_ENCODING}: Content-Encoding: {coding}, {} \
-                 → {} bytes (−{}){}",
+                 → {} bytes (−{saved}){cost}{}",
                 e.target,
                 num(a.body_bytes),
                 num(enc.body_bytes),
-                pct(
-                    a.body_bytes.saturating_sub(enc.body_bytes) as f64,
-                    a.body_bytes as f64
-                ),
                 ab(None)
-            ),
-            S2,
-        ),
+            );
+            match &e.compression_cost {
+                Ok(c) if c.added_ms() > COSTLY_MS && c.added_ms() > c.first_byte_ms[0] => {
+                    Check::finding(
+                        COMPRESSION,
+                        Level::Low,
+                        title,
+                        seen,
+                        "lower the compression level (nginx gzip_comp_level 1–4, Apache \
+                         DeflateCompressionLevel 1–4: most of the saving for a fraction of the \
+                         CPU), or serve precompressed files (nginx gzip_static on)",
+                        S2,
+                    )
+                }
+                _ => Check::ok(COMPRESSION, title, seen, S2),
+            }
+        }
         _ => {
             let (estimate, saved) = match e.gzip_estimate {
                 Some(z) => {

@@ -1,7 +1,8 @@
 //! audit: the studies' tuning advice (S1 ch. 7, S2 ch. 4–7) checked against a running stack
 //! before any load. Rules are pure functions from recorded evidence to a [`Check`], one file
 //! per group (`http`, `host`, `php`, `db`), so each is unit-tested on recorded inputs;
-//! `gather` collects the evidence (a few requests, /proc, a probe page). The load A/B and
+//! `gather` collects the evidence (a few requests, /proc, a probe page, here or through the
+//! agent), `ini` reads the php.ini found when there is no probe page. The load A/B and
 //! the lab's knowledge of its stacks live in `usecase::audit`, which calls both.
 //! docs/audit.md lists every rule.
 use serde::{Deserialize, Serialize};
@@ -10,6 +11,7 @@ pub mod db;
 pub mod gather;
 pub mod host;
 pub mod http;
+pub mod ini;
 pub mod php;
 
 /// How a check ended: a finding (by severity), passed, or could not run.

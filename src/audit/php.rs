@@ -25,6 +25,19 @@ pub struct PhpIni {
     pub open_basedir: String,
     pub memory_limit: String,
     pub session_save_handler: String,
+    /// Where each setting was found (`opcache.enable` → `/etc/php/8.2/fpm/php.ini:1790`)
+    /// when the settings come from the php.ini found rather than a probe page.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub origins: std::collections::BTreeMap<String, String>,
+}
+
+impl PhpIni {
+    /// ` (FILE:LINE)` after a setting in an evidence line; nothing for a probe page's.
+    pub fn at(&self, key: &str) -> String {
+        self.origins
+            .get(key)
+            .map_or(String::new(), |o| format!(" ({o})"))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -88,16 +101,30 @@ pub fn opcache(e: &PhpEvidence) -> Check {
                       answers with it";
     if !p.opcache_enabled {
         let why = if p.opcache_loaded {
-            "the extension is loaded but opcache.enable is off"
+            format!(
+                "the extension is loaded but opcache.enable is off{}",
+                p.at("opcache.enable")
+            )
         } else {
-            "the Zend OPcache extension is not loaded"
+            format!(
+                "the Zend OPcache extension is not loaded{}",
+                p.at("zend_extension")
+            )
+        };
+        // With the line known, the change is that line.
+        let change = match p.origins.get("opcache.enable") {
+            Some(o) if p.opcache_loaded && !o.starts_with("PHP's default") => format!(
+                "set opcache.enable=1 where it is turned off ({o}): S2 measured +58% answers \
+                 with OPcache"
+            ),
+            _ => change_off.to_string(),
         };
         return Check::finding(
             OPCACHE,
             Level::High,
             "OPcache is off",
             format!("{} (PHP {}, {}): {why}", e.probe_url, p.php, p.sapi),
-            change_off,
+            change,
             S1_S2,
         );
     }
@@ -105,7 +132,10 @@ pub fn opcache(e: &PhpEvidence) -> Check {
         .opcache_memory_consumption
         .as_deref()
         .map_or(String::new(), |m| {
-            format!("opcache.memory_consumption = {m}")
+            format!(
+                "opcache.memory_consumption = {m}{}",
+                p.at("opcache.memory_consumption")
+            )
         });
     match (p.opcache_used_memory, p.opcache_free_memory) {
         (Some(used), Some(free)) => {
@@ -142,7 +172,11 @@ pub fn opcache(e: &PhpEvidence) -> Check {
         _ => Check::ok(
             OPCACHE,
             "OPcache on",
-            format!("{}: OPcache on {size}", e.probe_url),
+            format!(
+                "{}: OPcache on{}, {size}",
+                e.probe_url,
+                p.at("opcache.enable")
+            ),
             S1_S2,
         ),
     }
@@ -157,14 +191,16 @@ pub fn realpath(e: &PhpEvidence) -> Check {
         Err(c) => return *c,
     };
     let seen = format!(
-        "{}: realpath_cache_size = {}, open_basedir = {}",
+        "{}: realpath_cache_size = {}{}, open_basedir = {}{}",
         e.probe_url,
         p.realpath_cache_size,
+        p.at("realpath_cache_size"),
         if p.open_basedir.is_empty() {
             "(unset)"
         } else {
             &p.open_basedir
-        }
+        },
+        p.at("open_basedir")
     );
     if !p.open_basedir.is_empty() {
         Check::finding(
@@ -203,9 +239,10 @@ pub fn memory_plan(e: &PhpEvidence) -> Check {
             Level::Medium,
             "memory_limit does not bound a worker",
             format!(
-                "{}: memory_limit = {} with {workers} workers ({from}) on {} of RAM",
+                "{}: memory_limit = {}{} with {workers} workers ({from}) on {} of RAM",
                 e.probe_url,
                 p.memory_limit,
+                p.at("memory_limit"),
                 mib(ram)
             ),
             "set memory_limit so that workers × memory_limit fits in RAM with the rest \
@@ -215,8 +252,9 @@ pub fn memory_plan(e: &PhpEvidence) -> Check {
     };
     let plan = limit.saturating_mul(workers);
     let seen = format!(
-        "{workers} workers ({from}) × memory_limit {} = {} against {} of RAM",
+        "{workers} workers ({from}) × memory_limit {}{} = {} against {} of RAM",
         p.memory_limit,
+        p.at("memory_limit"),
         mib(plan),
         mib(ram)
     );
@@ -247,8 +285,10 @@ pub fn sessions(e: &PhpEvidence) -> Check {
         Err(c) => return *c,
     };
     let seen = format!(
-        "{}: session.save_handler = {}",
-        e.probe_url, p.session_save_handler
+        "{}: session.save_handler = {}{}",
+        e.probe_url,
+        p.session_save_handler,
+        p.at("session.save_handler")
     );
     if p.session_save_handler == "files" {
         Check::finding(

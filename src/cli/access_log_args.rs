@@ -11,14 +11,16 @@ pub struct AccessLogArgs {
     /// Send the requests of an nginx/Apache access log (combined or common format) to the one
     /// URL's server: each URL as often as the log has it, in random order; with
     /// --replay-speed, on the log's own clock.
-    #[arg(long, value_name = "FILE", conflicts_with = "urls_file")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "urls_file",
+        group = "import"
+    )]
     pub access_log: Option<PathBuf>,
     /// The log's format: combined or common [default: detected per line].
     #[arg(long, value_name = "FORMAT", value_parser = LogFormat::parse, requires = "access_log")]
     pub log_format: Option<LogFormat>,
-    /// Also send the log's methods other than GET and HEAD (without their bodies).
-    #[arg(long, requires = "access_log")]
-    pub allow_unsafe_methods: bool,
     /// Open loop on the log's clock, X times as fast (2 = twice as fast); the run lasts the
     /// log's span / X unless --duration cuts it.
     #[arg(long, value_name = "X", value_parser = parse_rate, requires = "access_log",
@@ -27,11 +29,13 @@ pub struct AccessLogArgs {
 }
 
 impl AccessLogArgs {
-    pub fn config(self) -> Option<AccessLogConfig> {
+    /// `allow_unsafe_methods`: `--allow-unsafe-methods` (with the scenario imports' flags,
+    /// since every import reads it).
+    pub fn config(self, allow_unsafe_methods: bool) -> Option<AccessLogConfig> {
         self.access_log.map(|path| AccessLogConfig {
             path,
             format: self.log_format,
-            allow_unsafe_methods: self.allow_unsafe_methods,
+            allow_unsafe_methods,
             replay_speed: self.replay_speed,
         })
     }

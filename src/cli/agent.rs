@@ -72,6 +72,8 @@ impl AgentArgs {
             observe,
             extension,
             tls: None,
+            // Read-only, behind the same token: what `audit --agent` asks.
+            host: Some(crate::usecase::audit::agent_answers()),
         })
     }
 }

@@ -20,15 +20,32 @@ pub struct AuditArgs {
     /// else /tmp/overload-lab].
     #[arg(long, value_name = "DIR", requires = "lab")]
     pub prefix: Option<PathBuf>,
-    /// A page printing the PHP settings as JSON (docs/audit.md has one; the lab installs it).
+    /// A page printing the PHP settings as JSON (docs/audit.md has one; the lab installs it)
+    /// [default: the php.ini, conf.d and FPM pool files found on the server].
     #[arg(long, value_name = "URL")]
     pub php_probe: Option<String>,
     /// PHP-FPM's status page (pm.status_path), e.g. http://127.0.0.1/fpm-status.
     #[arg(long, value_name = "URL")]
     pub fpm_status: Option<String>,
-    /// PHP workers at most (pm.max_children or MaxRequestWorkers), for the memory plan.
+    /// PHP workers at most (pm.max_children or MaxRequestWorkers), for the memory plan
+    /// [default: the FPM pools' pm.max_children when their files are found].
     #[arg(long, value_name = "N")]
     pub workers: Option<u64>,
+    /// Read this php.ini for the PHP checks (without --php-probe) instead of finding the
+    /// files of the running php-fpm master (or mod_php, or PHP listening itself).
+    #[arg(long, value_name = "FILE")]
+    pub php_ini: Option<PathBuf>,
+    /// Read this FPM configuration (php-fpm.conf or a pool file, its include= followed) for
+    /// the pools' php_value/php_admin_value overrides and pm.max_children.
+    #[arg(long, value_name = "FILE")]
+    pub fpm_config: Option<PathBuf>,
+    /// The server's `overload agent` (http://HOST:9090): the host checks and the php.ini
+    /// found are read on the server through it, not on this machine.
+    #[arg(long, value_name = "URL")]
+    pub agent: Option<String>,
+    /// File holding the agent's bearer token (needed with --agent).
+    #[arg(long, value_name = "FILE", requires = "agent")]
+    pub agent_token_file: Option<PathBuf>,
     /// A read-only MariaDB/MySQL account, USER@HOST:PORT (its password in
     /// --mysql-password-file): query cache, max_connections, slow log, MyISAM tables.
     #[arg(long, value_name = "USER@HOST:PORT")]
@@ -78,8 +95,37 @@ pub fn run(a: AuditArgs) -> crate::Result<i32> {
                 .map_err(|e| Error::usage(format!("--mysql: {e}")))
         })
         .transpose()?;
+    let agent = match (&a.agent, &a.agent_token_file) {
+        (None, _) => None,
+        (Some(_), None) => return Err(Error::usage("--agent: needs --agent-token-file FILE")),
+        (Some(u), Some(f)) => {
+            let token = crate::observe::agent::read_token(f).map_err(|e| {
+                Error::usage(
+                    e.to_string()
+                        .replacen("--token-file", "--agent-token-file", 1),
+                )
+            })?;
+            Some(
+                crate::observe::AgentSpec::parse(u, &token)
+                    .map_err(|e| Error::usage(format!("--agent: {e}")))?,
+            )
+        }
+    };
+    for (flag, f) in [("--php-ini", &a.php_ini), ("--fpm-config", &a.fpm_config)] {
+        if let Some(f) = f {
+            if !f.is_file() {
+                return Err(Error::usage(format!(
+                    "{flag}: {} is not a readable file",
+                    f.display()
+                )));
+            }
+        }
+    }
     let cfg = AuditConfig {
         mysql,
+        agent,
+        php_ini: a.php_ini,
+        fpm_config: a.fpm_config,
         url: a.url,
         lab: a.lab,
         lab_options: a.prefix.map_or_else(LabOptions::from_env, LabOptions::new),

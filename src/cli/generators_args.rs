@@ -42,21 +42,9 @@ impl GeneratorsArgs {
             ));
         }
         let specs = request.specs()?;
-        if let Some(s) = specs
-            .iter()
-            .find(|s| s.url.scheme != crate::url::Scheme::Http)
-        {
-            return Err(Error::usage(format!(
-                "URL '{}{}': generator agents send plain http:// only (https targets: run the segments with --segment I/N and merge)",
-                s.url.origin(),
-                s.url.target
-            )));
-        }
         conn.validate()?;
-        let http = Http {
-            generators: read_generators(file)?,
-        };
-        http.check()?;
+        // The plan's own mistakes (a weighted mix, a client key, an unreadable --cacert)
+        // before any agent is asked.
         let mix = Mixture {
             requests: specs.iter().map(WireRequest::of).collect(),
             pick: WirePick::of(request.pick).ok_or_else(|| {
@@ -64,8 +52,12 @@ impl GeneratorsArgs {
                     "--generators: a weighted mix (an access log) cannot be sent to agents",
                 )
             })?,
-            conn: WireConn::of(conn),
+            conn: WireConn::of(conn)?,
         };
+        let http = Http {
+            generators: read_generators(file)?,
+        };
+        http.check()?;
         Ok(Some(Controller::new(http, mix, self.on_generator_loss)))
     }
 }

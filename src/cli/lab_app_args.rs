@@ -1,4 +1,4 @@
-//! `overload lab up`'s flags for the application stacks (wordpress, gallery): which web stack serves
+//! `overload lab up`'s flags for the application stacks (wordpress, gallery, symfony): which web stack serves
 //! the app and how much content it gets.
 use clap::Args;
 
@@ -7,8 +7,8 @@ use crate::lab::{Size, Stack};
 #[derive(Args, Debug, Default)]
 pub struct LabAppArgs {
     /// App stacks: the web stack serving the app (wordpress: nginx-fpm, apache-prefork or
-    /// apache-event-fpm; gallery: nginx-fpm or nginx-fpm-cache) [default: nginx-fpm]; that
-    /// stack's knobs then apply too.
+    /// apache-event-fpm; gallery: nginx-fpm or nginx-fpm-cache; symfony: nginx-fpm or
+    /// php-persistent) [default: nginx-fpm]; that stack's knobs then apply too.
     #[arg(long, value_enum, value_name = "STACK")]
     pub web: Option<Stack>,
     /// App stacks: generated content (wordpress small: 200 users, 1,000 posts, 10,000

@@ -166,6 +166,10 @@ pub struct OpenLoopArgs {
     /// Open loop: most connections to open (opened as needed).
     #[arg(long, default_value_t = OpenLoopConfig::default().connections, value_parser = parse_usize_count)]
     pub connections: usize,
+    /// Open loop with --scenario (--rate counts sessions/s): most sessions in flight; an
+    /// arrival past it is dropped and counted, not queued.
+    #[arg(long, default_value_t = OpenLoopConfig::default().max_sessions, value_parser = parse_usize_count)]
+    pub max_sessions: usize,
 }
 
 impl From<OpenLoopArgs> for OpenLoopConfig {
@@ -173,6 +177,7 @@ impl From<OpenLoopArgs> for OpenLoopConfig {
         OpenLoopConfig {
             arrival: a.arrival.into(),
             connections: a.connections,
+            max_sessions: a.max_sessions,
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod generators_args;
 mod hints;
 pub mod lab;
 pub mod lab_app_args;
+pub mod live_args;
 pub mod load_args;
 pub mod merge;
 pub mod observe_args;
@@ -72,7 +73,8 @@ pub enum Command {
     Compare(compare::CompareArgs),
     /// Add the results folders of a split plan's segments (--segment I/N) into one, exactly.
     Merge(merge::MergeArgs),
-    /// Sample this host (CPU, processes, TCP) and serve it to a remote controller.
+    /// Sample this host (CPU, processes, TCP) and serve it to a remote controller, and the
+    /// host and PHP settings to `audit --agent`.
     Agent(agent::AgentArgs),
     /// Run a matrix of server configurations from a TOML file and compare them in one report.
     Experiment(experiment::ExperimentArgs),

@@ -14,7 +14,8 @@ use std::time::Duration;
 pub struct RunArgs {
     #[command(flatten)]
     pub request: RequestArgs,
-    /// Open loop: requests per second on one global schedule (e.g. 2000, 1.5k) (wrk2: -R).
+    /// Open loop: requests per second on one global schedule (e.g. 2000, 1.5k) (wrk2: -R);
+    /// with a scenario, sessions started per second (httperf: --wsess).
     #[arg(long, short = 'R', value_parser = parse_rate, conflicts_with = "users")]
     pub rate: Option<f64>,
     #[command(flatten)]
@@ -73,6 +74,8 @@ pub struct RunArgs {
     pub latency: bool,
     #[command(flatten)]
     pub view: super::view_args::ViewArgs,
+    #[command(flatten)]
+    pub live: super::live_args::RunLiveArgs,
 }
 
 impl RunArgs {
@@ -105,7 +108,9 @@ impl RunArgs {
             (None, None) if !replaying => Some(DEFAULT_DURATION),
             (d, _) => d,
         };
-        let access_log = self.access_log.config();
+        let access_log = self
+            .access_log
+            .config(self.request.scenario.allow_unsafe_methods);
         Ok(RunConfig {
             load,
             open: self.open.into(),
@@ -120,6 +125,8 @@ impl RunArgs {
             name: self.name,
             live_view: false,
             hdr_log: self.view.hdr_log,
+            live_port: self.live.live_port,
+            live_listen: self.live.listen.live_listen,
             request: crate::usecase::config::RequestConfig {
                 access_log,
                 ..self.request.config()?

@@ -99,6 +99,7 @@ fn sweep_configs_parse_back_from_their_display() {
             scenario: Some(crate::usecase::config::ScenarioSource {
                 file: PathBuf::from("/tmp/a scenario.toml"),
                 max_body_capture: 4096,
+                format: crate::scenario::Format::Toml,
             }),
             access_log: None,
         },
@@ -152,6 +153,7 @@ fn sweep_configs_parse_back_from_their_display() {
         open: OpenLoopConfig {
             arrival: Arrival::Poisson,
             connections: 12,
+            max_sessions: 40,
         },
         ..plain
     };

@@ -93,7 +93,14 @@ pub(super) struct Conn<T> {
     /// Scenarios: the request rendered for this slot's user alone (the plain path sends the
     /// run's shared `requests[req]` and leaves this None).
     pub own: Option<Box<Prepared>>,
+    /// Scenarios: the worker's user (visitor) this slot's connection belongs to; NO_USER
+    /// when none. `req` is then 0 for a step's own request, 1 + its index in its page's
+    /// burst for a burst's member.
+    pub user: u32,
 }
+
+/// [`Conn::user`] of a slot no scenario user holds.
+pub(super) const NO_USER: u32 = u32::MAX;
 
 impl<T: Transport> Conn<T> {
     pub fn new(now: Instant) -> Conn<T> {
@@ -121,6 +128,7 @@ impl<T: Transport> Conn<T> {
             peer_closed: false,
             parser: ResponseParser::new(),
             own: None,
+            user: NO_USER,
         }
     }
 

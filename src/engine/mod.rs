@@ -19,10 +19,10 @@ mod worker;
 pub use crate::plan::segment::Segment;
 pub use pacing::{Arrival, Replay};
 
-use crate::metrics::Recorder;
+use crate::metrics::{Recorder, SecondLog, SecondSlot};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// A request ready to send: pre-rendered bytes for a kept-alive and a closing connection.
@@ -125,7 +125,8 @@ pub struct EngineConfig {
     pub tls: Option<tls::TlsClient>,
     /// Speak HTTP/2 (h2c with prior knowledge over TCP); None: HTTP/1.1.
     pub http2: Option<Http2>,
-    /// `--scenario`: each user follows it (closed loop); `requests` is then unused.
+    /// `--scenario`: each user follows it (closed loop: the users loop it; open loop: each
+    /// arrival starts a session, one pass through it); `requests` is then unused.
     pub scenario: Option<Arc<crate::scenario::Plan>>,
     /// The request names statistics are kept for, indexed by [`Prepared::name`] (a scenario's
     /// names, or the URL mix's: see `plan::naming`). Empty: none kept.
@@ -135,6 +136,8 @@ pub struct EngineConfig {
     /// Open loop on a recorded clock (`--replay-speed`): the arrivals and their requests
     /// replace the rate's schedule and the pick.
     pub replay: Option<Arc<Replay>>,
+    /// Open loop with a scenario: most sessions in flight (`--max-sessions`).
+    pub max_sessions: usize,
 }
 
 impl EngineConfig {
@@ -199,6 +202,10 @@ pub struct Control {
     /// Set to end the run early (SIGINT): workers stop sending and return what they have.
     pub stop: AtomicBool,
     pub live: Vec<Live>,
+    /// Each worker's finished seconds (`metrics::second`), and the run's seconds added over
+    /// the workers: the per-second series of the live view, the live page and the results.
+    pub slots: Vec<Arc<SecondSlot>>,
+    pub seconds: Mutex<SecondLog>,
 }
 
 impl Control {
@@ -206,7 +213,17 @@ impl Control {
         Arc::new(Control {
             stop: AtomicBool::new(false),
             live: (0..threads).map(|_| Live::default()).collect(),
+            slots: (0..threads).map(|_| Arc::default()).collect(),
+            seconds: Mutex::default(),
         })
+    }
+
+    /// The run's seconds so far: what the workers handed over is taken first (the engine
+    /// does it each second; a reader may too). Closed seconds only: every worker is past them.
+    pub fn seconds(&self) -> MutexGuard<'_, SecondLog> {
+        let mut log = self.seconds.lock().unwrap_or_else(|e| e.into_inner());
+        log.collect(&self.slots);
+        log
     }
 
     /// (responses, errors, bytes in) so far, over all threads; warm-up included.
@@ -279,17 +296,10 @@ pub fn run(
     if (cfg.requests.is_empty() && cfg.scenario.is_none()) || cfg.addrs.is_empty() {
         return Err(crate::Error::usage("no request to send"));
     }
-    if cfg.scenario.is_some() {
-        if matches!(cfg.load, Load::Open { .. }) {
-            return Err(crate::Error::usage(
-                "--scenario runs users in closed loop (--users); --rate is not supported with it yet",
-            ));
-        }
-        if cfg.http2.is_some() {
-            return Err(crate::Error::usage(
-                "--scenario speaks HTTP/1.1; --http 2 is not supported with it",
-            ));
-        }
+    if cfg.scenario.is_some() && cfg.http2.is_some() {
+        return Err(crate::Error::usage(
+            "--scenario speaks HTTP/1.1; --http 2 is not supported with it",
+        ));
     }
     if cfg.duration.is_none() && cfg.max_requests.is_none() {
         return Err(crate::Error::usage("a run needs --duration or --requests"));
@@ -310,6 +320,11 @@ pub fn run(
         .min(ctl.live.len().max(1))
         .min(work.max(1));
     let started = Instant::now();
+    if ctl.slots.len() < threads {
+        return Err(crate::Error::runtime(
+            "engine: fewer second slots than threads",
+        ));
+    }
     let (tx, rx) = std::sync::mpsc::channel();
     let mut handles = Vec::with_capacity(threads);
     // Every thread's epoll and timer fds, before any connection (see worker::event_fds).
@@ -359,6 +374,7 @@ pub fn run(
         match rx.recv_timeout(wait) {
             Ok(()) => done += 1,
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                drop(ctl.seconds());
                 on_tick(started.elapsed());
                 next_tick += Duration::from_secs(1);
             }
@@ -377,13 +393,16 @@ pub fn run(
             None => merged = Some(rec),
         }
     }
+    let mut recorder = merged.expect("at least one worker");
+    // Every worker handed over its last second as it ended: all are closed now.
+    recorder.seconds = ctl.seconds().take();
     if cfg.tls.as_ref().is_some_and(|t| t.insecure()) {
         notes.push("--insecure: the server's certificate was not verified".to_string());
     }
     notes.sort();
     notes.dedup();
     Ok(Outcome {
-        recorder: merged.expect("at least one worker"),
+        recorder,
         interrupted: ctl.stop.load(Ordering::Relaxed) || crate::signals::interrupted(),
         started,
         finished: Instant::now(),
@@ -420,6 +439,7 @@ mod tests {
             names: Vec::new(),
             weights: Vec::new(),
             replay: None,
+            max_sessions: 10_000,
         }
     }
 

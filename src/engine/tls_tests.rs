@@ -8,6 +8,15 @@ use std::time::Duration;
 
 /// A CA, and a server certificate it signs for `names`; (CA PEM, server config).
 fn identity(names: &[&str], expired: bool) -> (Vec<u8>, Arc<rustls::ServerConfig>) {
+    identity_with(names, expired, rustls::crypto::ring::default_provider())
+}
+
+/// [`identity`], with the server's cipher suites those of `provider`.
+fn identity_with(
+    names: &[&str],
+    expired: bool,
+    provider: rustls::crypto::CryptoProvider,
+) -> (Vec<u8>, Arc<rustls::ServerConfig>) {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
     let ca_key = KeyPair::generate().unwrap();
     let mut ca = CertificateParams::default();
@@ -23,8 +32,7 @@ fn identity(names: &[&str], expired: bool) -> (Vec<u8>, Arc<rustls::ServerConfig
     let cert = leaf
         .signed_by(&key, &Issuer::from_params(&ca, &ca_key))
         .unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+    let mut cfg = rustls::ServerConfig::builder_with_provider(Arc::new(provider))
         .with_protocol_versions(rustls::DEFAULT_VERSIONS)
         .unwrap()
         .with_no_client_auth()
@@ -139,6 +147,88 @@ fn handshakes_moves_bytes_and_resumes_on_the_threads_second_connection() {
         assert_eq!(got.len(), msg.len());
         assert!(got.iter().all(|&b| b == b'A'));
     }
+}
+
+/// A response that arrives in one segment is read with one recv: the recv came back short,
+/// so the socket is drained and no second recv goes to fetch EAGAIN. The next call still
+/// reads the socket (it may have been woken by new bytes).
+#[test]
+fn a_short_recv_ends_the_read_without_another_recv() {
+    let (ca, cfg) = identity(&["127.0.0.1"], false);
+    let addr = serve(cfg, 1);
+    let setup = client(Some(ca), addr, "127.0.0.1");
+    let mut t = Tls::connect(&setup, addr).unwrap();
+    assert_eq!(established(&mut t), Ok(true));
+    for msg in [&b"ping"[..], b"a second request"] {
+        let mut sent = 0;
+        while sent < msg.len() {
+            sent += t.write(&msg[sent..]).unwrap();
+        }
+        while t.wants_write() {
+            let _ = t.flush();
+        }
+        let mut buf = [0u8; 1024];
+        let end = Instant::now() + Duration::from_secs(5);
+        let (n, recvs) = loop {
+            let before = t.recvs;
+            match t.read(&mut buf) {
+                Ok(n) => break (n, t.recvs - before),
+                Err(e) if e.kind() == IoKind::WouldBlock && Instant::now() < end => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                Err(e) => panic!("{e}"),
+            }
+        };
+        assert_eq!(&buf[..n], msg.to_ascii_uppercase().as_slice());
+        assert_eq!(
+            recvs,
+            1,
+            "recv calls for {:?}",
+            String::from_utf8_lossy(msg)
+        );
+        let before = t.recvs;
+        assert_eq!(
+            t.read(&mut buf).map_err(|e| e.kind()),
+            Err(IoKind::WouldBlock)
+        );
+        assert_eq!(t.recvs - before, 1, "a new call reads the socket again");
+    }
+}
+
+/// The client offers AES-128-GCM first, so a server that follows the client's order (nginx
+/// and rustls by default) picks it; a server without it still gets its own choice.
+#[test]
+fn aes_128_gcm_is_offered_first_and_the_server_keeps_its_choice() {
+    use rustls::CipherSuite as S;
+    let (ca, cfg) = identity(&["127.0.0.1"], false);
+    let addr = serve(cfg, 1);
+    let setup = client(Some(ca), addr, "127.0.0.1");
+    let offered: Vec<S> = setup
+        .config
+        .crypto_provider()
+        .cipher_suites
+        .iter()
+        .map(|s| s.suite())
+        .collect();
+    assert_eq!(offered[0], S::TLS13_AES_128_GCM_SHA256, "{offered:?}");
+    assert!(offered.contains(&S::TLS13_AES_256_GCM_SHA384));
+    assert!(offered.contains(&S::TLS13_CHACHA20_POLY1305_SHA256));
+    let mut t = Tls::connect(&setup, addr).unwrap();
+    assert_eq!(established(&mut t), Ok(true));
+    let got = t.conn.negotiated_cipher_suite().map(|s| s.suite());
+    assert_eq!(got, Some(S::TLS13_AES_128_GCM_SHA256));
+
+    let mut only_256 = rustls::crypto::ring::default_provider();
+    only_256
+        .cipher_suites
+        .retain(|s| s.suite() == S::TLS13_AES_256_GCM_SHA384);
+    let (ca, cfg) = identity_with(&["127.0.0.1"], false, only_256);
+    let addr = serve(cfg, 1);
+    let setup = client(Some(ca), addr, "127.0.0.1");
+    let mut t = Tls::connect(&setup, addr).unwrap();
+    assert_eq!(established(&mut t), Ok(true));
+    let got = t.conn.negotiated_cipher_suite().map(|s| s.suite());
+    assert_eq!(got, Some(S::TLS13_AES_256_GCM_SHA384));
 }
 
 #[test]

@@ -248,7 +248,7 @@ pub fn watch(c: &Config) -> Vec<String> {
     }
 }
 
-fn request_config(c: &Config, base: &str) -> RequestConfig {
+pub(crate) fn request_config(c: &Config, base: &str) -> RequestConfig {
     let r = &c.request;
     RequestConfig {
         urls: urls(c, base),
@@ -260,6 +260,15 @@ fn request_config(c: &Config, base: &str) -> RequestConfig {
         method: r.method.clone(),
         headers: r.headers.clone(),
         body: r.body.clone(),
+        // The scenario's relative URLs go to the server: its base is the one URL.
+        scenario: r
+            .scenario
+            .clone()
+            .map(|file| crate::usecase::config::ScenarioSource {
+                file,
+                max_body_capture: crate::scenario::DEFAULT_MAX_BODY_CAPTURE,
+                format: crate::scenario::Format::Toml,
+            }),
         ..RequestConfig::default()
     }
 }
@@ -287,6 +296,7 @@ fn open_config(c: &Config) -> OpenLoopConfig {
             Arrival::Constant
         },
         connections: c.load.connections,
+        ..OpenLoopConfig::default()
     }
 }
 

@@ -10,6 +10,7 @@ use crate::report::charts::PALETTE;
 use crate::report::compare;
 use crate::report::html;
 use crate::report::svg::{esc, Axis, Chart, Series};
+use crate::report::table;
 use crate::report::{export, RunReport};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -268,11 +269,11 @@ pub fn table(exp: &Experiment, dir: &Path, state: &State) -> String {
         let loads = compare::common_loads(&reps);
         if !loads.is_empty() {
             o.push_str("\nfailed requests and mean response time:\n");
-            o.push_str(&compare::align(&failure_rows(&reps, &names, &loads)));
+            o.push_str(&table::align(&failure_rows(&reps, &names, &loads)));
         }
         if g.sets.iter().any(|s| s.len() > 1) {
             o.push_str("\nspread across repetitions (median (min–max, ±half-range)):\n");
-            o.push_str(&compare::align(&compare::spread_rows(&g.sets, &names)));
+            o.push_str(&table::align(&compare::spread_rows(&g.sets, &names)));
         }
     }
     o
@@ -309,12 +310,12 @@ pub fn write(exp: &Experiment, dir: &Path, state: &State) -> crate::Result<PathB
         let names: Vec<String> = g.configs.iter().map(|c| c.name.clone()).collect();
         let reps: Vec<RunReport> = g.sets.iter().map(|s| representative(s).clone()).collect();
         let _ = writeln!(o, "<h2>{}</h2>", esc(&g.name));
-        compare::html_table(&mut o, &config_rows(g));
+        table::html_table(&mut o, &config_rows(g));
         o.push_str("<h3>Runs (ratios to the first configuration)</h3>\n");
-        compare::html_table(&mut o, &compare::summary_rows(&reps, &names));
+        table::html_table(&mut o, &compare::summary_rows(&reps, &names));
         if g.sets.iter().any(|s| s.len() > 1) {
             o.push_str("<h3>Spread across repetitions</h3>\n<p class=\"muted\">median (min–max, ± half the range over the median); the curves show the repetition with the median peak throughput</p>\n");
-            compare::html_table(&mut o, &compare::spread_rows(&g.sets, &names));
+            table::html_table(&mut o, &compare::spread_rows(&g.sets, &names));
         }
         // A burst (one step per run) is a story in time: its time charts come first.
         let mut charts: Vec<Chart> = Vec::new();
@@ -328,15 +329,18 @@ pub fn write(exp: &Experiment, dir: &Path, state: &State) -> crate::Result<PathB
         if !burst_group {
             charts.extend(processes_chart(g));
         }
-        o.push_str(&html::chart_grid(&charts, &format!("g{gi}c")));
+        o.push_str(&crate::report::charts::chart_grid(
+            &charts,
+            &format!("g{gi}c"),
+        ));
         let loads = compare::common_loads(&reps);
         o.push_str("<h3>Response time at common load levels</h3>\n");
         if loads.is_empty() {
             o.push_str("<p class=\"muted\">no load level is common to all runs</p>\n");
         } else {
-            compare::html_table(&mut o, &compare::latency_rows(&reps, &names, &loads));
+            table::html_table(&mut o, &compare::latency_rows(&reps, &names, &loads));
             o.push_str("<h3>Failed requests and mean response time</h3>\n<p class=\"muted\">response times count answered requests only: read them with the failures beside them</p>\n");
-            compare::html_table(&mut o, &failure_rows(&reps, &names, &loads));
+            table::html_table(&mut o, &failure_rows(&reps, &names, &loads));
         }
         o.push_str(&crate::report::tls::compare_html(&reps, &names, "h3"));
         o.push_str("<p>Reports of each run: ");

@@ -1,24 +1,14 @@
-//! What the application stacks (wordpress, gallery) share: their preparation before the
-//! front starts, their URL file, and PHP scripts run through php-cli as the web workers' user.
+//! What the application stacks (wordpress, gallery, symfony) share: their URL file, clearing
+//! what an earlier start left, and PHP scripts run through php-cli as the web workers' user.
+//! A leaf: the stacks' own files use it; `web.rs` dispatches to them.
 use std::fs;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::process::DAEMON_PATH;
-use super::resolve::Resolved;
-use super::stacks::Stack;
 use super::state::Layout;
 use crate::{Error, Result};
-
-/// Fills an app stack's document root (and its data) before its front starts.
-pub(super) fn prepare(cfg: &Resolved, l: &Layout, www_user: (u32, u32)) -> Result<()> {
-    match cfg.stack {
-        Stack::Wordpress => super::wordpress::prepare(cfg, l, www_user),
-        Stack::Gallery => super::gallery::prepare(cfg, l, www_user),
-        other => Err(Error::runtime(format!("{other} is not an app stack"))),
-    }
-}
 
 /// An app stack's URL file in siege's format (for `--urls`), rewritten at every start.
 pub fn urls_path(l: &Layout) -> PathBuf {

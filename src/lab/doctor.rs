@@ -29,6 +29,18 @@ pub const APP_PACKAGES: &[(&str, &[&str])] = &[
         &["wordpress", "wordpress-theme-twentytwentyone"],
     ),
     ("gallery", &["php8.2-gd"]),
+    // The components the app loads (each brings its own dependencies: event-dispatcher,
+    // http-foundation, error-handler, the contracts, psr/log, psr/container).
+    (
+        "symfony",
+        &[
+            "php-symfony-http-kernel",
+            "php-symfony-dependency-injection",
+            "php-symfony-config",
+            "php-symfony-routing",
+            "php-twig",
+        ],
+    ),
 ];
 
 /// The programs and files the stacks run, with the package that brings each.

@@ -16,12 +16,14 @@ pub mod apps;
 pub mod doctor;
 pub mod gallery;
 pub mod launch;
+mod login;
 pub mod mariadb;
 pub mod process;
 pub mod render;
 pub mod resolve;
 pub mod stacks;
 pub mod state;
+pub mod symfony;
 pub mod tls;
 mod web;
 pub mod wordpress;
@@ -416,7 +418,7 @@ pub fn url(stack: Stack, opts: &LabOptions) -> Result<String> {
 pub fn urls_file(stack: Stack, opts: &LabOptions) -> Result<PathBuf> {
     if !stack.is_app() {
         return Err(Error::usage(format!(
-            "{stack} has no URL file (app stacks have one: wordpress, gallery)"
+            "{stack} has no URL file (app stacks have one: wordpress, gallery, symfony)"
         )));
     }
     url(stack, opts)?;

@@ -102,6 +102,7 @@ pub fn stack_files(cfg: &Resolved, l: &Layout) -> Result<Vec<(PathBuf, String)>>
     vars.push(("CACHE_VALID", "60s".to_string()));
     vars.extend(tls_vars(cfg, l));
     vars.push(("BACKLOG", cfg.backlog.to_string()));
+    vars.extend(app_route_vars(cfg.stack));
     let mut files = Vec::new();
     if let Some(f) = &cfg.fpm {
         let extra = match f.pm {
@@ -157,13 +158,33 @@ pub fn stack_files(cfg: &Resolved, l: &Layout) -> Result<Vec<(PathBuf, String)>>
             files.push((l.conf.join("httpd.conf"), render(name, tpl, &vars)?));
             files.push((l.conf.join("mime.types"), APACHE_MIME.to_string()));
         }
-        Stack::Mariadb | Stack::Wordpress | Stack::Gallery => {
+        Stack::Mariadb | Stack::Wordpress | Stack::Gallery | Stack::Symfony => {
             return Err(Error::runtime(format!(
                 "stack_files: {stack} is not a web front"
             )));
         }
     }
     Ok(files)
+}
+
+/// nginx's routing of paths that are no file: Symfony's routes go to its front controller
+/// (nginx-fpm) or to the workers (php-persistent); the other stacks answer 404 as before.
+fn app_route_vars(stack: Stack) -> Vec<(&'static str, String)> {
+    if stack != Stack::Symfony {
+        return vec![
+            ("FRONT_CONTROLLER", String::new()),
+            ("PERSISTENT_TRY", "$uri $uri/ =404".to_string()),
+        ];
+    }
+    vec![
+        (
+            "FRONT_CONTROLLER",
+            "        # The app's routes: a path that is no file goes to its front controller.\n        \
+             location / {\n            try_files $uri /index.php$is_args$args;\n        }\n"
+                .to_string(),
+        ),
+        ("PERSISTENT_TRY", "$uri @workers".to_string()),
+    ]
 }
 
 /// The TLS lines of nginx and Apache: empty without `--tls`, so plain stacks render as before.
@@ -211,6 +232,7 @@ fn tls_vars(cfg: &Resolved, l: &Layout) -> Vec<(&'static str, String)> {
 pub fn www_files(l: &Layout, db_port: u16) -> Result<Vec<(PathBuf, String)>> {
     let vars = [("DB_PORT", db_port.to_string())];
     WWW.iter()
+        .chain(super::login::PAGES)
         .map(|(name, tpl)| Ok((l.www.join(name), render(name, tpl, &vars)?)))
         .collect()
 }
@@ -308,6 +330,26 @@ mod tests {
                 assert!(conf.contains(" ssl"), "{stack}");
             }
         }
+        // Symfony's routes reach its front controller (FPM) or the workers (persistent);
+        // the plain stacks keep answering 404 for paths that are no file.
+        let conf = |stack, web| {
+            let mut spec = StackSpec::new(stack);
+            spec.knobs.web = web;
+            let cfg = spec.resolve().unwrap();
+            let l = Layout::new(Path::new("/tmp/ol"), stack);
+            stack_files(&cfg, &l)
+                .unwrap()
+                .into_iter()
+                .find(|(p, _)| p.ends_with("nginx.conf"))
+                .unwrap()
+                .1
+        };
+        assert!(conf(Stack::Symfony, None).contains("try_files $uri /index.php$is_args$args;"));
+        assert!(!conf(Stack::NginxFpm, None).contains("/index.php$is_args"));
+        let persistent = conf(Stack::Symfony, Some(Stack::PhpPersistent));
+        assert!(persistent.contains("try_files $uri @workers;"));
+        assert!(persistent.contains("location @workers {"));
+        assert!(conf(Stack::PhpPersistent, None).contains("try_files $uri $uri/ =404;"));
         let db = www.iter().find(|(p, _)| p.ends_with("db.php")).unwrap();
         assert!(db.1.contains("13399"));
         let st = www

@@ -602,6 +602,34 @@ mod tests {
             let e = spec(Stack::Gallery, bad).resolve().unwrap_err();
             assert!(matches!(e, Error::Usage(_)), "{e}");
         }
+        // Symfony: booted per request on nginx-fpm, once per worker on php-persistent.
+        let r = StackSpec::new(Stack::Symfony).resolve().unwrap();
+        assert_eq!((r.web(), r.port), (Stack::NginxFpm, 18088));
+        assert!(r.use_db && r.fpm.is_some() && r.workers.is_none());
+        let r = spec(
+            Stack::Symfony,
+            Knobs {
+                web: Some(Stack::PhpPersistent),
+                workers: Some(3),
+                opcache: Some(false),
+                ..Knobs::default()
+            },
+        )
+        .resolve()
+        .unwrap();
+        assert_eq!((r.workers, r.opcache), (Some(3), false));
+        assert!(r.fpm.is_none());
+        let e = spec(
+            Stack::Symfony,
+            Knobs {
+                web: Some(Stack::PhpPersistent),
+                max_children: Some(3),
+                ..Knobs::default()
+            },
+        )
+        .resolve()
+        .unwrap_err();
+        assert!(matches!(e, Error::Usage(_)), "{e}");
         let e = spec(
             Stack::NginxFpm,
             Knobs {

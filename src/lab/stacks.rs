@@ -24,13 +24,16 @@ pub enum Stack {
     /// S4's slow image gallery (thumbnails made on request with GD), on nginx-fpm or
     /// nginx-fpm-cache (`--web`).
     Gallery,
+    /// A Symfony application on Debian's components, on nginx-fpm (booted per request) or
+    /// php-persistent (booted once per worker) (`--web`) (S3).
+    Symfony,
     /// MariaDB with a private datadir (S1, S2).
     Mariadb,
 }
 
 impl Stack {
     /// Web stacks first and MariaDB last: `down --all` stops them in this order.
-    pub const ALL: [Stack; 8] = [
+    pub const ALL: [Stack; 9] = [
         Stack::NginxFpm,
         Stack::ApachePrefork,
         Stack::ApacheEventFpm,
@@ -38,6 +41,7 @@ impl Stack {
         Stack::PhpPersistent,
         Stack::Wordpress,
         Stack::Gallery,
+        Stack::Symfony,
         Stack::Mariadb,
     ];
 
@@ -57,6 +61,9 @@ impl Stack {
             Stack::Gallery => {
                 "S4's slow image gallery (GD thumbnails per request), --web picks the front (S4)"
             }
+            Stack::Symfony => {
+                "A Symfony app (kernel, routes, Twig, MariaDB); --web nginx-fpm or php-persistent (S3)"
+            }
             Stack::Mariadb => "MariaDB with a private datadir (S1, S2)",
         }
     }
@@ -70,6 +77,7 @@ impl Stack {
             Stack::PhpPersistent => "php-persistent",
             Stack::Wordpress => "wordpress",
             Stack::Gallery => "gallery",
+            Stack::Symfony => "symfony",
             Stack::Mariadb => "mariadb",
         }
     }
@@ -84,6 +92,7 @@ impl Stack {
             Stack::PhpPersistent => 18085,
             Stack::Wordpress => 18086,
             Stack::Gallery => 18087,
+            Stack::Symfony => 18088,
             Stack::Mariadb => 13306,
         }
     }
@@ -103,6 +112,7 @@ impl Stack {
         match self {
             Stack::Wordpress => &[Stack::NginxFpm, Stack::ApachePrefork, Stack::ApacheEventFpm],
             Stack::Gallery => &[Stack::NginxFpm, Stack::NginxFpmCache],
+            Stack::Symfony => &[Stack::NginxFpm, Stack::PhpPersistent],
             _ => &[],
         }
     }
@@ -154,7 +164,7 @@ impl Stack {
             Stack::PhpPersistent => &[Workers, Opcache, KeepAlive, Tls, Http2, Backlog],
             // Plus the knobs of the front it runs on (`resolve` adds them).
             Stack::Wordpress => &[Web, Size],
-            Stack::Gallery => &[Web],
+            Stack::Gallery | Stack::Symfony => &[Web],
             Stack::Mariadb => &[QueryCache, Engine],
         }
     }
@@ -167,7 +177,7 @@ impl Stack {
             Stack::ApacheEventFpm => &["apache=apache2", "php=php-fpm"],
             Stack::PhpPersistent => &["php=php", "nginx=nginx"],
             // The front's processes: `Resolved::web` names the front.
-            Stack::Wordpress | Stack::Gallery => &[],
+            Stack::Wordpress | Stack::Gallery | Stack::Symfony => &[],
             Stack::Mariadb => &["db=mariadbd"],
         }
     }
@@ -181,6 +191,7 @@ impl Stack {
             Stack::PhpPersistent => "persistent pre-forked PHP workers behind nginx",
             Stack::Wordpress => "Debian's WordPress",
             Stack::Gallery => "S4's image gallery, thumbnails made with GD on every request",
+            Stack::Symfony => "a Symfony 5.4 app (HttpKernel, Routing, Twig, a MariaDB row)",
             Stack::Mariadb => "MariaDB, private datadir",
         }
     }

@@ -12,6 +12,18 @@ use super::state::{make_dir, Layout};
 use super::tls::TlsFiles;
 use crate::Result;
 
+/// Fills an app stack's document root (and its data) before its front starts.
+fn prepare_app(cfg: &Resolved, l: &Layout, www_user: (u32, u32)) -> Result<()> {
+    match cfg.stack {
+        Stack::Wordpress => super::wordpress::prepare(cfg, l, www_user),
+        Stack::Gallery => super::gallery::prepare(cfg, l, www_user),
+        Stack::Symfony => super::symfony::prepare(cfg, l, www_user),
+        other => Err(crate::Error::runtime(format!(
+            "{other} is not an app stack"
+        ))),
+    }
+}
+
 /// Readiness body of static.html (its first bytes).
 const STATIC_START: &str = "<!DOCTYPE html>";
 
@@ -45,7 +57,7 @@ fn prepare(cfg: &Resolved, l: &Layout, www_user: (u32, u32)) -> Result<()> {
     }
     let mut files = render::stack_files(cfg, l)?;
     if cfg.stack.is_app() {
-        super::apps::prepare(cfg, l, www_user)?;
+        prepare_app(cfg, l, www_user)?;
     } else {
         // --no-db: db.php must not reach whatever MariaDB happens to listen on the default port.
         files.extend(render::www_files(
@@ -57,6 +69,20 @@ fn prepare(cfg: &Resolved, l: &Layout, www_user: (u32, u32)) -> Result<()> {
         fs::write(&path, text)?;
     }
     Ok(())
+}
+
+/// server.php's APP MAX_REQUESTS MAX_MEMORY_MB: the Symfony worker with PHP-PM's limits, or
+/// the built-in pages without limits (as before the app mode).
+fn persistent_app_args(cfg: &Resolved, l: &Layout) -> Vec<String> {
+    if cfg.stack == Stack::Symfony {
+        vec![
+            s(super::symfony::worker_file(l).display()),
+            s(super::symfony::MAX_REQUESTS),
+            s(super::symfony::MAX_MEMORY_MB),
+        ]
+    } else {
+        vec![s("-"), s(0), s(0)]
+    }
 }
 
 fn s(x: impl std::fmt::Display) -> String {
@@ -106,7 +132,10 @@ pub fn launch(
                 s(workers),
                 s(cfg.db_port),
                 s(l.sessions.display()),
-            ],
+            ]
+            .into_iter()
+            .chain(persistent_app_args(cfg, l))
+            .collect(),
             &l.logs,
             vec![],
             // The whole server runs as www-data: no privilege dropping inside PHP.
@@ -152,7 +181,7 @@ pub fn launch(
                 None,
             )?;
         }
-        Stack::Mariadb | Stack::Wordpress | Stack::Gallery => {}
+        Stack::Mariadb | Stack::Wordpress | Stack::Gallery | Stack::Symfony => {}
     }
     // Over HTTPS the readiness checks verify the prefix's certificate: a stack that is
     // "up" serves what a run with --cacert accepts.

@@ -1,12 +1,15 @@
 //! The live report page: a small blocking server on one thread (one browser tab is its
-//! audience), rendering the report from the results folder at each request.
+//! audience), rendering the report from the results folder at each request, with the
+//! per-second series of the step in progress that the runner shows it (a single run stores
+//! its only step at the end: without them its page would stay empty until then).
 use crate::report::RunReport;
+use crate::store::SeriesPoint;
 use crate::Error;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -17,6 +20,8 @@ pub struct LivePage {
     url: String,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    /// The seconds of the step in progress, not yet in the folder.
+    running: Arc<Mutex<Vec<SeriesPoint>>>,
 }
 
 impl LivePage {
@@ -34,16 +39,25 @@ impl LivePage {
         let path = format!("/{token}/");
         let url = format!("http://{bound}{path}");
         let stop = Arc::new(AtomicBool::new(false));
+        let running = Arc::new(Mutex::new(Vec::new()));
         let (stop2, dir) = (Arc::clone(&stop), dir.to_path_buf());
+        let running2 = Arc::clone(&running);
         let thread = std::thread::Builder::new()
             .name("live-page".into())
-            .spawn(move || serve(listener, &path, &dir, &stop2))
+            .spawn(move || serve(listener, &path, &dir, &running2, &stop2))
             .map_err(|e| Error::runtime(format!("{flag}: {e}")))?;
         Ok(LivePage {
             url,
             stop,
             thread: Some(thread),
+            running,
         })
+    }
+
+    /// The per-second series of the step in progress so far (replacing the last ones
+    /// shown); the page shows them beside the folder's until that step is stored.
+    pub fn show_series(&self, points: Vec<SeriesPoint>) {
+        *self.running.lock().unwrap_or_else(|e| e.into_inner()) = points;
     }
 
     /// The page's address, token included.
@@ -70,10 +84,12 @@ fn token() -> crate::Result<String> {
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
-fn serve(listener: TcpListener, path: &str, dir: &Path, stop: &AtomicBool) {
+type Running = Mutex<Vec<SeriesPoint>>;
+
+fn serve(listener: TcpListener, path: &str, dir: &Path, running: &Running, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
-            Ok((conn, _)) => answer(conn, path, dir),
+            Ok((conn, _)) => answer(conn, path, dir, running),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(50))
             }
@@ -102,7 +118,7 @@ enum Route {
     NotFound,
 }
 
-fn answer(mut conn: TcpStream, path: &str, dir: &Path) {
+fn answer(mut conn: TcpStream, path: &str, dir: &Path, running: &Running) {
     let _ = conn.set_nonblocking(false);
     let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
     let _ = conn.set_write_timeout(Some(Duration::from_secs(2)));
@@ -115,7 +131,7 @@ fn answer(mut conn: TcpStream, path: &str, dir: &Path) {
         }
     }
     let (status, body) = match route(&String::from_utf8_lossy(&head), path) {
-        Route::Page => ("200 OK", page(dir)),
+        Route::Page => ("200 OK", page(dir, running)),
         Route::NotAllowed => ("405 Method Not Allowed", "only GET\n".to_string()),
         Route::NotFound => ("404 Not Found", "not found\n".to_string()),
     };
@@ -127,11 +143,21 @@ fn answer(mut conn: TcpStream, path: &str, dir: &Path) {
     );
 }
 
-/// The report of what is stored so far, reloaded by the browser every second.
-fn page(dir: &Path) -> String {
+/// The report of what is stored so far, with the seconds of the step in progress, reloaded
+/// by the browser every second.
+fn page(dir: &Path, running: &Running) -> String {
     const REFRESH: &str = "<meta http-equiv=\"refresh\" content=\"1\"/>";
     match RunReport::load(dir) {
-        Ok(r) => crate::report::html::render(&r).replacen("<head>", &format!("<head>{REFRESH}"), 1),
+        Ok(mut r) => {
+            let shown = running.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            // Once its step is stored, the folder has these seconds (and the server's side).
+            r.data.series.extend(
+                shown
+                    .into_iter()
+                    .filter(|p| !r.steps.iter().any(|s| s.step == p.step)),
+            );
+            crate::report::html::render(&r).replacen("<head>", &format!("<head>{REFRESH}"), 1)
+        }
         Err(e) => format!(
             "<!DOCTYPE html><html><head>{REFRESH}<title>overload: waiting</title></head>\
              <body><p>waiting for the run's first figures ({})</p></body></html>",

@@ -17,7 +17,7 @@
 use crate::analysis;
 use crate::metrics::histo;
 use crate::metrics::names::sort_names;
-use crate::metrics::summary::{LatencyStats, TlsSummary};
+use crate::metrics::{LatencyStats, TlsSummary};
 use crate::metrics::{NameSummary, Summary};
 use crate::store::{GeneratorStats, RunData, RunInfo, SeriesPoint, StepHists, StepRecord};
 use hdrhistogram::Histogram;
@@ -484,6 +484,21 @@ fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, S
         protocols: sum_maps(parts.iter().map(|(_, s)| s.summary.protocols.clone())),
         tls: tls.as_ref().map(|(t, _)| t.clone()),
         names: Vec::new(),
+        // Generators' sessions add up as their requests do.
+        sessions: s0.summary.sessions.as_ref().map(|_| {
+            let of = |f: &dyn Fn(&crate::metrics::SessionSummary) -> u64| {
+                sum(&|s| s.sessions.as_ref().map_or(0, f))
+            };
+            let completed = of(&|x| x.completed);
+            crate::metrics::SessionSummary {
+                offered_per_s: offered,
+                started: of(&|x| x.started),
+                completed,
+                completed_per_s: per_s(completed),
+                failed: of(&|x| x.failed),
+                dropped: of(&|x| x.dropped),
+            }
+        }),
     };
     summary.goodput = per_s(summary.ok_count());
     let (names, name_hists) = merge_names(k, parts, duration_s)?;

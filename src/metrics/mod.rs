@@ -3,11 +3,14 @@
 pub mod histo;
 pub mod names;
 pub mod recorder;
+pub mod second;
 pub mod summary;
 
+pub use histo::LatencyStats;
 pub use names::{NameStats, NameSummary};
-pub use recorder::{Recorder, SecondBucket};
-pub use summary::{LatencyStats, Summary, TlsSummary};
+pub use recorder::{Recorder, SessionTally};
+pub use second::{SecondBucket, SecondLog, SecondSlot};
+pub use summary::{SessionSummary, Summary, TlsSummary};
 
 /// Transport-level failures. HTTP statuses (4xx, 5xx) are answers, counted apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -1,42 +1,16 @@
 //! The per-thread recorder: histograms and counters filled by the engine's hot loop.
-//! Everything is allocated up front; recording a request touches no allocator.
+//! Everything is allocated up front; recording a request touches no allocator. The second in
+//! progress goes to the run's [`SecondSlot`] when the next one starts (see `second.rs`).
+use super::histo::{new_hist, MAX_US};
 use super::names::NameStats;
+use super::second::{SecondBucket, SecondSlot};
 use super::{ErrorKind, TlsReason};
 use hdrhistogram::Histogram;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Highest latency a histogram holds (1 hour, in µs); larger values saturate.
-const MAX_US: u64 = 3_600_000_000;
 /// Status codes 0..=599 are counted by index; anything else lands in slot 0.
 const STATUS_SLOTS: usize = 600;
-
-/// Counters for one second of the run (by completion time), for timelines.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct SecondBucket {
-    pub responses: u64,
-    /// 2xx and 3xx responses.
-    pub ok: u64,
-    pub errors: u64,
-    pub bytes_in: u64,
-    pub response_time_sum_us: u64,
-    pub response_time_max_us: u64,
-    /// Send lag of the responses counted here (a trend within a step is a queue growing
-    /// in front of the server or a generator falling behind).
-    #[serde(default)]
-    pub send_lag_sum_us: u64,
-}
-
-impl SecondBucket {
-    pub fn add(&mut self, o: &SecondBucket) {
-        self.responses += o.responses;
-        self.ok += o.ok;
-        self.errors += o.errors;
-        self.bytes_in += o.bytes_in;
-        self.response_time_sum_us += o.response_time_sum_us;
-        self.response_time_max_us = self.response_time_max_us.max(o.response_time_max_us);
-        self.send_lag_sum_us += o.send_lag_sum_us;
-    }
-}
 
 /// One thread's measurements; [`Recorder::merge`] folds threads together.
 #[derive(Debug, Clone)]
@@ -83,9 +57,12 @@ pub struct Recorder {
     pub retries: u64,
     /// Closed-loop users stopped because no file descriptor was left for their connection.
     pub users_stopped: u64,
+    /// Open-loop scenario sessions (`--rate` with `--scenario`): arrivals and outcomes.
+    pub sessions: SessionTally,
     /// Requests sent, by protocol: [HTTP/1.1, HTTP/2].
     pub protocols: [u64; 2],
-    /// Counted completions and errors, per second since `origin`.
+    /// Counted completions and errors, per second since `origin`: empty in a worker (its
+    /// seconds go to `slot`), the run's closed seconds once the engine has collected them.
     pub seconds: Vec<SecondBucket>,
     pub origin: Instant,
     /// The measured window: from the end of warm-up to the last counted completion.
@@ -96,10 +73,12 @@ pub struct Recorder {
     /// Per request name (`EngineConfig::names`), indexed by `Prepared::name`; empty when the
     /// run keeps none (see [`Recorder::keep_names`]).
     pub names: Vec<NameStats>,
-}
-
-pub(super) fn new_hist() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_US, 3).expect("static histogram bounds are valid")
+    /// The second in progress (since `origin`), its counters and response times.
+    pub second: usize,
+    pub second_bucket: SecondBucket,
+    pub second_hist: Histogram<u64>,
+    /// Where finished seconds go (the engine's `Control` holds one per worker).
+    pub slot: Arc<SecondSlot>,
 }
 
 fn us(d: Duration) -> u64 {
@@ -107,7 +86,7 @@ fn us(d: Duration) -> u64 {
 }
 
 impl Recorder {
-    /// `expected_secs` pre-sizes the per-second series so the hot loop does not grow it.
+    /// `expected_secs` pre-sizes the per-second series (a recorder that is not a worker's).
     pub fn new(origin: Instant, window_start: Instant, expected_secs: usize) -> Recorder {
         Recorder {
             response_time: new_hist(),
@@ -134,6 +113,7 @@ impl Recorder {
             pool_waits: 0,
             retries: 0,
             users_stopped: 0,
+            sessions: SessionTally::default(),
             protocols: [0; 2],
             seconds: Vec::with_capacity(expected_secs + 2),
             origin,
@@ -141,11 +121,15 @@ impl Recorder {
             first_event: None,
             last_event: None,
             names: Vec::new(),
+            second: 0,
+            second_bucket: SecondBucket::default(),
+            second_hist: new_hist(),
+            slot: Arc::default(),
         }
     }
 
-    /// Keeps statistics per name of `names` (allocated here, before the run: about 190 KB of
-    /// histogram per name, so the hot loop only indexes them).
+    /// Keeps statistics per name of `names` (the counters allocated here, before the run, so
+    /// the hot loop only indexes them; each histogram on its name's first response).
     pub fn keep_names(&mut self, names: &[String]) {
         self.names = names.iter().map(|n| NameStats::new(n)).collect();
     }
@@ -157,7 +141,17 @@ impl Recorder {
         if let Some(n) = self.names.get_mut(name as usize) {
             n.responses += 1;
             n.ok += u64::from((200..400).contains(&status));
-            let _ = n.response_time.record(rt_us.max(1));
+            n.record(rt_us);
+        }
+    }
+
+    /// A counted page's load time (its response and its burst's), µs, under its name.
+    pub fn name_page_load(&mut self, name: u16, us: u64) {
+        if let Some(n) = self.names.get_mut(name as usize) {
+            let _ = n
+                .page_load
+                .get_or_insert_with(super::names::new_name_hist)
+                .record(us.max(1));
         }
     }
 
@@ -169,13 +163,47 @@ impl Recorder {
         }
     }
 
+    /// The second `at` falls in, handing over the one in progress when `at` is past it (a
+    /// completion stamped a moment before the last turn counts in the second in progress).
     #[inline]
     fn bucket(&mut self, at: Instant) -> &mut SecondBucket {
         let s = at.saturating_duration_since(self.origin).as_secs() as usize;
-        if s >= self.seconds.len() {
-            self.seconds.resize(s + 1, SecondBucket::default());
+        if s > self.second {
+            self.turn(s);
         }
-        &mut self.seconds[s]
+        &mut self.second_bucket
+    }
+
+    /// Hands the second in progress to the slot and starts second `next`.
+    #[cold]
+    fn turn(&mut self, next: usize) {
+        let b = std::mem::take(&mut self.second_bucket);
+        self.slot
+            .hand_over(self.second, b, &mut self.second_hist, next);
+        self.second = next;
+    }
+
+    /// The worker's clock reads `now`: a second that has ended without completions in it
+    /// is passed, so the reader need not wait for it (called from the worker's scan).
+    pub fn roll(&mut self, now: Instant) {
+        let s = now.saturating_duration_since(self.origin).as_secs() as usize;
+        if s > self.second {
+            self.turn(s);
+        }
+    }
+
+    /// The worker ended: the second in progress is handed over, and no other will be.
+    pub fn close_seconds(&mut self) {
+        self.turn(usize::MAX);
+    }
+
+    /// A recorder of its own (no engine): closes its seconds into `seconds`, as the engine
+    /// does for the threads of a run.
+    pub fn collect_own_seconds(&mut self) {
+        self.close_seconds();
+        let mut log = super::second::SecondLog::default();
+        log.collect(&[Arc::clone(&self.slot)]);
+        self.seconds = log.take();
     }
 
     /// A complete response to a counted request.
@@ -224,6 +252,7 @@ impl Recorder {
         b.response_time_sum_us += rt;
         b.response_time_max_us = b.response_time_max_us.max(rt);
         b.send_lag_sum_us += lag;
+        let _ = self.second_hist.record(rt.max(1));
         rt
     }
 
@@ -302,6 +331,7 @@ impl Recorder {
         self.protocols[0] += o.protocols[0];
         self.protocols[1] += o.protocols[1];
         self.users_stopped += o.users_stopped;
+        self.sessions.add(&o.sessions);
         // Threads share one origin, so buckets line up by index.
         let shift = o.origin.saturating_duration_since(self.origin).as_secs() as usize;
         if o.seconds.len() + shift > self.seconds.len() {
@@ -398,6 +428,9 @@ mod tests {
         b.handshake(ms(3), false);
         b.handshake(ms(1), true);
         b.tls_failure(TlsReason::Expired, t0 + ms(1600));
+        assert!(a.seconds.is_empty(), "seconds go to the slot");
+        a.collect_own_seconds();
+        b.collect_own_seconds();
         a.merge(&b);
         assert!(a.tls);
         assert_eq!((a.handshakes_full, a.handshakes_resumed), (1, 1));
@@ -414,6 +447,9 @@ mod tests {
         assert_eq!(a.seconds[0].responses, 1);
         assert_eq!(a.seconds[1].responses, 1);
         assert_eq!(a.seconds[1].errors, 2);
+        // Each second's percentiles, from its own response times: 10 ms, then 1.5 s.
+        assert_eq!(a.seconds[0].p99_us / 1000, 10);
+        assert_eq!(a.seconds[1].p50_us / 10_000, 150);
         assert_eq!(a.response_time.len(), 2);
         // With 1 ms of pacing slack the first response's deliberate 1 ms of lag is forgiven.
         let mut c = Recorder::new(t0, t0, 4);
@@ -452,12 +488,38 @@ mod tests {
         a.merge(&b);
         assert_eq!(a.names.len(), 2);
         assert_eq!((a.names[0].responses, a.names[0].ok), (1, 1));
-        assert_eq!(a.names[0].response_time.max() / 1000, 20);
+        assert_eq!(a.names[0].response_time.as_ref().unwrap().max() / 1000, 20);
         assert_eq!((a.names[1].responses, a.names[1].ok), (1, 0));
         assert_eq!(a.names[1].errors[ErrorKind::Timeout.index()], 1);
         assert_eq!(a.names[1].error_count(), 1);
         let mut none = Recorder::new(t0, t0, 1);
         none.name_response(0, 200, 1);
         assert!(none.names.is_empty());
+    }
+}
+
+/// Open-loop scenario sessions (httperf's `--wsess`): each arrival starts one user's pass
+/// through its scenario, unless `--max-sessions` are already in flight (then it is dropped).
+/// Only sessions that arrived after the warm-up are counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTally {
+    /// The run counts sessions (open loop with a scenario).
+    pub open: bool,
+    pub started: u64,
+    /// Sessions that went through their scenario to its end.
+    pub completed: u64,
+    /// Sessions ended by a failed request, check or extraction.
+    pub failed: u64,
+    /// Arrivals that found `--max-sessions` in flight.
+    pub dropped: u64,
+}
+
+impl SessionTally {
+    pub fn add(&mut self, o: &SessionTally) {
+        self.open |= o.open;
+        self.started += o.started;
+        self.completed += o.completed;
+        self.failed += o.failed;
+        self.dropped += o.dropped;
     }
 }

@@ -1,46 +1,11 @@
 //! The summary of a run (or of one step of a sweep): the object `run --json` writes and the
 //! terminal report prints. Its fields are documented in docs/results.md.
+use super::histo::LatencyStats;
 use super::names::{sort_names, NameSummary};
 use super::{ErrorKind, Recorder, TlsReason};
-use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
-
-/// Latency statistics in milliseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct LatencyStats {
-    pub mean: f64,
-    pub p50: f64,
-    pub p90: f64,
-    /// Absent from results written before p95 was added: read as 0.
-    #[serde(default)]
-    pub p95: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-    pub count: u64,
-}
-
-impl LatencyStats {
-    /// From a histogram of microseconds.
-    pub fn from_hist(h: &Histogram<u64>) -> LatencyStats {
-        if h.is_empty() {
-            return LatencyStats::default();
-        }
-        let ms = |v: u64| v as f64 / 1000.0;
-        LatencyStats {
-            mean: h.mean() / 1000.0,
-            p50: ms(h.value_at_quantile(0.50)),
-            p90: ms(h.value_at_quantile(0.90)),
-            p95: ms(h.value_at_quantile(0.95)),
-            p99: ms(h.value_at_quantile(0.99)),
-            p999: ms(h.value_at_quantile(0.999)),
-            max: ms(h.max()),
-            count: h.len(),
-        }
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -94,6 +59,24 @@ pub struct Summary {
     /// (absent from results written before names were kept: read as none).
     #[serde(default)]
     pub names: Vec<NameSummary>,
+    /// Open loop with a scenario: the sessions (`offered_rate` is then sessions/s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionSummary>,
+}
+
+/// Open-loop scenario sessions (httperf's `--wsess`): arrivals per second and what became of
+/// them. Sessions cut off by the end of the run are started but neither completed nor failed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    /// Sessions per second the plan scheduled.
+    pub offered_per_s: f64,
+    pub started: u64,
+    pub completed: u64,
+    pub completed_per_s: f64,
+    /// Ended by a failed request, check or extraction.
+    pub failed: u64,
+    /// Arrivals that found `--max-sessions` in flight.
+    pub dropped: u64,
 }
 
 /// What TLS cost and how it went: handshakes apart from the requests they carried.
@@ -202,6 +185,14 @@ impl Summary {
                 sort_names(&mut names);
                 names
             },
+            sessions: r.sessions.open.then(|| SessionSummary {
+                offered_per_s: offered_rate.unwrap_or(0.0),
+                started: r.sessions.started,
+                completed: r.sessions.completed,
+                completed_per_s: per_s(r.sessions.completed),
+                failed: r.sessions.failed,
+                dropped: r.sessions.dropped,
+            }),
         }
     }
 

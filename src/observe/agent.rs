@@ -3,8 +3,11 @@
 //! A small hand-written HTTP/1.1 server on std threads: one thread blocks in accept, one
 //! short-lived thread per connection, one request per connection. Security model: loopback
 //! unless allowed otherwise; every request must carry `Authorization: Bearer TOKEN`
-//! (compared in constant time); read-only — GET of two fixed paths, no file serving, no
-//! command execution, nothing in a request changes what is sampled.
+//! (compared in constant time); read-only — GET of fixed paths, no file serving, nothing in
+//! a request changes what is sampled. The audit's two questions (`/host?port=N`: kernel
+//! limits, the backlog on port N, the listener's open-files limit; `/php-ini`: the PHP
+//! settings found, which runs the FPM binary's `-i` or `php --ini`, fixed commands no
+//! request can change) are answered by [`HostQuestions`].
 //!
 //! `overload agent --generate` adds one [`Extension`] (the generator, `scale::agent`): the
 //! same listener, token check and connection limits then also take POSTs with a bounded body,
@@ -52,6 +55,17 @@ pub struct AgentConfig {
     pub extension: Option<Arc<dyn Extension>>,
     /// Serve over TLS with this configuration; None: plain HTTP.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Answers the audit's `/host` and `/php-ini`; None: 404.
+    pub host: Option<Arc<dyn HostQuestions>>,
+}
+
+/// The audit's read-only questions about this host (`GET /host?port=N`, `GET /php-ini`),
+/// answered as JSON by `audit::gather::AgentAnswers`; handed in because audit sits above
+/// observe.
+pub trait HostQuestions: Send + Sync + std::fmt::Debug {
+    fn host(&self, port: u16) -> Reply;
+    /// `port`: the audited server's, so PHP's files are not taken for another program's.
+    fn php_ini(&self, port: Option<u16>) -> Reply;
 }
 
 /// What an extension answers: a status and a body.
@@ -140,6 +154,7 @@ struct Ctx {
     scrape: Mutex<Sampler>,
     ext: Option<Arc<dyn Extension>>,
     tls: Option<Arc<rustls::ServerConfig>>,
+    host: Option<Arc<dyn HostQuestions>>,
 }
 
 /// Starts sampling and serving; returns once the socket listens.
@@ -171,6 +186,7 @@ pub fn start(cfg: AgentConfig) -> crate::Result<AgentHandle> {
         scrape: Mutex::new(scrape),
         ext: cfg.extension,
         tls: cfg.tls,
+        host: cfg.host,
     });
     let thread = std::thread::Builder::new()
         .name("agent-accept".into())
@@ -280,46 +296,8 @@ fn refuse(mut s: TcpStream) {
 }
 
 /// A connection's byte stream: plain TCP, or TLS over it (rustls, blocking).
-enum Stream {
-    Plain(TcpStream),
-    Tls(Box<rustls::StreamOwned<rustls::ServerConnection, TcpStream>>),
-}
+type Stream = crate::http_get::Stream<rustls::ServerConnection>;
 
-impl Stream {
-    fn tcp(&self) -> &TcpStream {
-        match self {
-            Stream::Plain(s) => s,
-            Stream::Tls(t) => &t.sock,
-        }
-    }
-}
-
-impl Read for Stream {
-    fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Stream::Plain(s) => s.read(b),
-            Stream::Tls(t) => t.read(b),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Stream::Plain(s) => s.write(b),
-            Stream::Tls(t) => t.write(b),
-        }
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            Stream::Plain(s) => s.flush(),
-            Stream::Tls(t) => t.flush(),
-        }
-    }
-}
-
-/// Reads one request (head and body, bounded in size and time) and answers it. Over TLS the
-/// handshake runs inside the first read, under the same deadline.
 fn serve(tcp: TcpStream, ctx: &Ctx) {
     let _ = tcp.set_write_timeout(Some(WRITE_TIMEOUT));
     let mut s = match &ctx.tls {
@@ -375,14 +353,24 @@ fn serve(tcp: TcpStream, ctx: &Ctx) {
 }
 
 fn answer(buf: &[u8], ctx: &Ctx) -> Option<Vec<u8>> {
-    handle_with(buf, &ctx.obs, &ctx.token, ctx.ext.as_deref(), || {
-        lock(&ctx.scrape).sample()
-    })
+    handle_with(
+        buf,
+        &ctx.obs,
+        &ctx.token,
+        ctx.ext.as_deref(),
+        ctx.host.as_deref(),
+        || lock(&ctx.scrape).sample(),
+    )
 }
 
 /// The answer to a request head in `buf`, or None if the head is incomplete.
-pub fn handle(buf: &[u8], obs: &ObserverHandle, token: &[u8]) -> Option<Vec<u8>> {
-    handle_with(buf, obs, token, None, || {
+pub fn handle(
+    buf: &[u8],
+    obs: &ObserverHandle,
+    token: &[u8],
+    host: Option<&dyn HostQuestions>,
+) -> Option<Vec<u8>> {
+    handle_with(buf, obs, token, None, host, || {
         Sampler::new(SamplerConfig {
             source: LOCAL.to_string(),
             groups: Vec::new(),
@@ -405,6 +393,7 @@ fn handle_with(
     obs: &ObserverHandle,
     token: &[u8],
     ext: Option<&dyn Extension>,
+    host: Option<&dyn HostQuestions>,
     sample_now: impl FnOnce() -> super::Sample,
 ) -> Option<Vec<u8>> {
     let mut hs = [httparse::EMPTY_HEADER; 32];
@@ -502,6 +491,19 @@ fn handle_with(
                 prom::render(&latest).as_bytes(),
                 &[],
             )
+        }
+        "/host" | "/php-ini" if host.is_some() => {
+            let h = host.expect("checked");
+            let given = query.split('&').find_map(|kv| kv.strip_prefix("port="));
+            let port = given.and_then(|v| v.parse::<u16>().ok()).filter(|p| *p > 0);
+            let r = match (route, given, port) {
+                (_, Some(_), None) | ("/host", None, _) => {
+                    Reply::text(400, "port: expected ?port=N, N in 1-65535")
+                }
+                ("/php-ini", _, p) => h.php_ini(p),
+                (_, _, p) => h.host(p.expect("matched above")),
+            };
+            response(r.status, r.content_type, &r.body, &[])
         }
         other => match ext.and_then(|e| e.get(other)) {
             Some(r) => response(r.status, r.content_type, &r.body, &[]),
@@ -693,7 +695,7 @@ mod tests {
         .unwrap();
         let tok = b"0123456789abcdef";
         let status = |raw: &[u8]| -> Option<u16> {
-            let r = handle(raw, &obs, tok)?;
+            let r = handle(raw, &obs, tok, None)?;
             std::str::from_utf8(&r[9..12]).ok()?.parse().ok()
         };
         assert_eq!(
@@ -724,6 +726,67 @@ mod tests {
             status(format!("GET /metrics HTTP/1.1\r\n{auth}").as_bytes()),
             Some(200)
         );
+        assert_eq!(
+            status(format!("GET /host?port=80 HTTP/1.1\r\n{auth}").as_bytes()),
+            Some(404),
+            "no audit answers handed in"
+        );
+        obs.stop();
+    }
+
+    /// Answers that say which question they got.
+    #[derive(Debug)]
+    struct Echo;
+    impl HostQuestions for Echo {
+        fn host(&self, port: u16) -> Reply {
+            Reply::json(format!("{{\"port\":{port}}}").into_bytes())
+        }
+        fn php_ini(&self, port: Option<u16>) -> Reply {
+            Reply::json(format!("{{\"ini\":{}}}", port.unwrap_or(0)).into_bytes())
+        }
+    }
+
+    #[test]
+    fn the_audits_questions_need_the_token_and_a_port() {
+        let obs = Observer::start(ObserveConfig {
+            every: Duration::from_millis(50),
+            ..Default::default()
+        })
+        .unwrap();
+        let tok = b"0123456789abcdef";
+        let ask = |raw: String| -> (u16, String) {
+            let r = handle(raw.as_bytes(), &obs, tok, Some(&Echo)).unwrap();
+            let text = String::from_utf8_lossy(&r).into_owned();
+            let status = text[9..12].parse().unwrap();
+            let body = text.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+            (status, body)
+        };
+        let auth = "Authorization: Bearer 0123456789abcdef\r\n\r\n";
+        assert_eq!(
+            ask("GET /host?port=8080 HTTP/1.1\r\n\r\n".into()).0,
+            401,
+            "no token, no answer"
+        );
+        assert_eq!(
+            ask(format!("GET /host?port=8080 HTTP/1.1\r\n{auth}")),
+            (200, "{\"port\":8080}".into())
+        );
+        assert_eq!(ask(format!("GET /host HTTP/1.1\r\n{auth}")).0, 400);
+        assert_eq!(ask(format!("GET /host?port=0 HTTP/1.1\r\n{auth}")).0, 400);
+        assert_eq!(ask(format!("GET /host?port=x HTTP/1.1\r\n{auth}")).0, 400);
+        assert_eq!(
+            ask(format!("GET /php-ini HTTP/1.1\r\n{auth}")),
+            (200, "{\"ini\":0}".into())
+        );
+        assert_eq!(
+            ask(format!("GET /php-ini?port=9000 HTTP/1.1\r\n{auth}")),
+            (200, "{\"ini\":9000}".into())
+        );
+        assert_eq!(
+            ask(format!("GET /php-ini?port=x HTTP/1.1\r\n{auth}")).0,
+            400
+        );
+        assert_eq!(ask(format!("POST /php-ini HTTP/1.1\r\n{auth}")).0, 405);
         obs.stop();
     }
 }

@@ -96,6 +96,10 @@ pub struct ApacheObservation {
     pub url: String,
     pub busy: Stat,
     pub idle: Stat,
+    /// Busy plus idle in each sample: the pool's size then. The sum of `busy.max` and
+    /// `idle.max` is not, as they come from different moments (4 idle before the load rose,
+    /// 8 busy after, in a pool of 8). 0 in results written before it was recorded.
+    pub workers: Stat,
     /// Scoreboard slots (the most seen).
     pub slots: u64,
     pub open_slots: Stat,
@@ -116,7 +120,7 @@ impl ApacheObservation {
 
 /// The step's summary of each page, in the order the pages were given.
 pub(super) fn observe(samples: &[&Sample]) -> Vec<ApacheObservation> {
-    let mut out: Vec<(ApacheObservation, [Acc; 4])> = Vec::new();
+    let mut out: Vec<(ApacheObservation, [Acc; 5])> = Vec::new();
     for a in samples.iter().flat_map(|s| &s.apache) {
         let i = match out.iter().position(|(o, _)| o.url == a.url) {
             Some(i) => i,
@@ -126,7 +130,7 @@ pub(super) fn observe(samples: &[&Sample]) -> Vec<ApacheObservation> {
                         url: a.url.clone(),
                         ..Default::default()
                     },
-                    [Acc::default(); 4],
+                    [Acc::default(); 5],
                 ));
                 out.len() - 1
             }
@@ -139,7 +143,7 @@ pub(super) fn observe(samples: &[&Sample]) -> Vec<ApacheObservation> {
         o.slots = o.slots.max(a.slots);
         for (x, v) in acc
             .iter_mut()
-            .zip([a.busy, a.idle, a.open_slots, a.reading])
+            .zip([a.busy, a.idle, a.open_slots, a.reading, a.busy + a.idle])
         {
             x.add(v as f64);
         }
@@ -150,6 +154,7 @@ pub(super) fn observe(samples: &[&Sample]) -> Vec<ApacheObservation> {
             o.idle = a[1].stat();
             o.open_slots = a[2].stat();
             o.reading = a[3].stat();
+            o.workers = a[4].stat();
             o
         })
         .collect()
@@ -205,6 +210,9 @@ mod tests {
             }
         );
         assert_eq!((o[0].slots, o[0].errors), (8, 1));
+        // 2 idle at one moment, 8 busy at another: a pool of 8 all along, not 10.
+        assert_eq!(o[0].workers.max, 8.0);
+        assert_eq!(o[0].busy.max + o[0].idle.max, 10.0);
         // An idle worker in one sample: not full over the step.
         assert!(!o[0].full());
         let v = [page(8, 0, 0, None), page(8, 0, 0, None)];

@@ -21,7 +21,7 @@ pub struct SamplesResponse {
 }
 
 /// `--agent [NAME=]URL`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AgentSpec {
     pub name: String,
     pub url: Url,

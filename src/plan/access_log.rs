@@ -299,18 +299,7 @@ fn parse_time(s: &str) -> Result<i64, String> {
     let zh: i64 = zone[1..3].parse().map_err(|_| bad())?;
     let zm: i64 = zone[3..5].parse().map_err(|_| bad())?;
     let offset = (zh * 3600 + zm * 60) * if zb[0] == b'-' { -1 } else { 1 };
-    Ok(days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + sec - offset)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    Ok(crate::units::days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + sec - offset)
 }
 
 #[cfg(test)]
@@ -330,8 +319,8 @@ mod tests {
         assert_eq!((t2 - t, m, target.as_str()), (1, "HEAD", "/"));
         assert!(parse_line(COMMON, Some(LogFormat::Combined)).is_err());
         assert!(parse_line(COMBINED, Some(LogFormat::Common)).is_err());
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2024, 3, 1), 19_783);
+        assert_eq!(crate::units::days_from_civil(1970, 1, 1), 0);
+        assert_eq!(crate::units::days_from_civil(2024, 3, 1), 19_783);
     }
 
     #[test]

@@ -2,11 +2,12 @@
 //! a new chart (server CPU vs load, processes over time…) is one more function added to
 //! [`sweep_charts`]; [`load_axis`], [`mark_load`] and [`step_bands`] are there to reuse.
 use super::model::RunReport;
-use super::svg::{Axis, Band, Chart, Line, Marker, Series};
+use super::svg::{esc, Axis, Band, Chart, Line, Marker, Series};
 use crate::analysis::usl;
 use crate::metrics::ErrorKind;
 use crate::store::StepRecord;
 use crate::units::fmt_num;
+use std::fmt::Write;
 
 /// Distinct series colours (colour-blind friendly where it matters: blue/orange first).
 pub const PALETTE: [&str; 10] = [
@@ -464,6 +465,38 @@ pub fn timeline_charts(r: &RunReport) -> Vec<Chart> {
     vec![a, b]
 }
 
+/// Charts in a responsive grid; `prefix` keeps the SVG ids unique on the page. A chart with
+/// nothing to draw is one line of text under the grid, not an empty frame.
+pub fn chart_grid(charts: &[Chart], prefix: &str) -> String {
+    let mut o = String::from("<div class=\"charts\">\n");
+    let mut empty = String::new();
+    for (i, c) in charts.iter().enumerate() {
+        if !c.has_data() {
+            let _ = writeln!(
+                empty,
+                "<p class=\"empty-chart\"><strong>{}</strong>: {}</p>",
+                esc(&c.title),
+                esc(&c.empty_note)
+            );
+            continue;
+        }
+        // Wide charts (timelines) take a whole row.
+        let class = if c.width > 900.0 {
+            " class=\"wide\""
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            o,
+            "<figure{class}>\n{}</figure>",
+            c.to_svg(&format!("{prefix}{i}"))
+        );
+    }
+    o.push_str("</div>\n");
+    o.push_str(&empty);
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testdata;
@@ -558,5 +591,18 @@ mod tests {
             let svg = c.to_svg(&i.to_string());
             assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
         }
+    }
+
+    #[test]
+    fn a_chart_without_data_is_one_line_not_an_empty_frame() {
+        let mut empty = Chart::new("Errors vs load", Axis::linear("x"), Axis::linear("y"));
+        empty.empty_note = "no transport errors".into();
+        let mut full = Chart::new("Throughput", Axis::linear("x"), Axis::linear("y"));
+        full.add(Series::new("a", "#000", vec![(1.0, 2.0)]));
+        let html = chart_grid(&[empty, full], "t");
+        assert_eq!(html.matches("<svg").count(), 1, "{html}");
+        assert!(html.contains(
+            "<p class=\"empty-chart\"><strong>Errors vs load</strong>: no transport errors</p>"
+        ));
     }
 }

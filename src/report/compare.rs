@@ -7,6 +7,7 @@ use super::html;
 use super::model::RunReport;
 use super::server;
 use super::svg::{esc, Axis, Chart, Line, Series};
+use super::table::{align, html_table};
 use crate::store::StepRecord;
 use crate::units::fmt_ms;
 use crate::units::fmt_num;
@@ -122,30 +123,6 @@ fn capacity_cell(r: &RunReport, base: &RunReport, first: bool) -> String {
         }
         _ => text,
     }
-}
-
-/// Rows of cells aligned in columns (first column left, others left too: they hold units).
-pub fn align(rows: &[Vec<String>]) -> String {
-    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let w: Vec<usize> = (0..cols)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut o = String::new();
-    for r in rows {
-        let line: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(i, s)| format!("{s}{}", " ".repeat(w[i] - s.chars().count())))
-            .collect();
-        let _ = writeln!(o, "{}", line.join("  ").trim_end());
-    }
-    o
 }
 
 fn latency_ok(s: &StepRecord) -> bool {
@@ -338,32 +315,6 @@ pub fn table(runs: &[RunReport], names: &[String]) -> String {
     o
 }
 
-pub fn html_table(o: &mut String, rows: &[Vec<String>]) {
-    o.push_str("<div class=\"tablewrap fit\"><table>\n<thead><tr>");
-    for (i, h) in rows[0].iter().enumerate() {
-        let _ = write!(
-            o,
-            "<th{}>{}</th>",
-            if i == 0 { " class=\"l\"" } else { "" },
-            esc(h)
-        );
-    }
-    o.push_str("</tr></thead>\n<tbody>\n");
-    for r in &rows[1..] {
-        o.push_str("<tr>");
-        for (i, c) in r.iter().enumerate() {
-            let _ = write!(
-                o,
-                "<td{}>{}</td>",
-                if i == 0 { " class=\"l\"" } else { "" },
-                esc(c)
-            );
-        }
-        o.push_str("</tr>\n");
-    }
-    o.push_str("</tbody></table></div>\n");
-}
-
 /// The overlay charts: one colour per run.
 pub fn compare_charts(runs: &[RunReport], names: &[String]) -> Vec<Chart> {
     let open = runs.first().is_none_or(RunReport::is_open);
@@ -512,7 +463,10 @@ pub fn html(runs: &[RunReport], names: &[String]) -> String {
         let _ = writeln!(o, "<pre>{}</pre>", esc(lines.trim_end()));
     }
     o.push_str("<h2>Charts</h2>\n");
-    o.push_str(&html::chart_grid(&compare_charts(runs, names), "k"));
+    o.push_str(&super::charts::chart_grid(
+        &compare_charts(runs, names),
+        "k",
+    ));
     let loads = common_loads(runs);
     o.push_str("<h2>Response time at common load levels</h2>\n");
     if loads.is_empty() {

@@ -1,4 +1,6 @@
-//! `report --format csv`: one row per step, for spreadsheets. Columns are documented in
+//! `report --format csv`: one row per step, for spreadsheets; and, when the run kept
+//! statistics per request name, a second file beside it with one row per step and name (long
+//! format: a pivot table or a filter on `name` gives any view). Columns are documented in
 //! docs/report.md; error kinds follow [`ErrorKind::ALL`] so the layout never depends on data.
 use super::charts::is_ok_status;
 use super::model::Exporter;
@@ -136,6 +138,96 @@ pub fn render(r: &RunReport) -> String {
     o
 }
 
+pub fn names_header() -> Vec<String> {
+    let mut h: Vec<String> = [
+        "step",
+        "offered",
+        "name",
+        "requests",
+        "responses",
+        "ok",
+        "throughput",
+        "error_count",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    h.extend(
+        ErrorKind::ALL
+            .iter()
+            .map(|k| format!("err_{}", k.name().replace('-', "_"))),
+    );
+    h.extend(
+        [
+            "rt_mean_ms",
+            "rt_p50_ms",
+            "rt_p90_ms",
+            "rt_p95_ms",
+            "rt_p99_ms",
+            "rt_max_ms",
+            "time_spent_s",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    h
+}
+
+/// One row per step and name (names in each step's order: most time spent first); None
+/// when no step kept names (results written before they were kept).
+pub fn render_names(r: &RunReport) -> Option<String> {
+    if r.steps.iter().all(|s| s.summary.names.is_empty()) {
+        return None;
+    }
+    let mut o = names_header().join(",");
+    o.push('\n');
+    for s in &r.steps {
+        for n in &s.summary.names {
+            let rt = &n.response_time_ms;
+            // No response, no response time: empty cells, not zeros.
+            let ms = |v: f64| if rt.count > 0 { num(v) } else { String::new() };
+            let mut row = vec![
+                (s.step + 1).to_string(),
+                num(s.offered),
+                n.name.clone(),
+                n.requests.to_string(),
+                n.responses.to_string(),
+                n.ok.to_string(),
+                num(n.throughput),
+                n.error_count.to_string(),
+            ];
+            row.extend(
+                ErrorKind::ALL
+                    .iter()
+                    .map(|k| n.errors.get(k.name()).copied().unwrap_or(0).to_string()),
+            );
+            row.extend([
+                ms(rt.mean),
+                ms(rt.p50),
+                ms(rt.p90),
+                ms(rt.p95),
+                ms(rt.p99),
+                ms(rt.max),
+                num(n.time_spent_s),
+            ]);
+            let _ = writeln!(
+                o,
+                "{}",
+                row.iter().map(|f| field(f)).collect::<Vec<_>>().join(",")
+            );
+        }
+    }
+    Some(o)
+}
+
+/// Where the per-name rows go: beside `out`, its stem and `-names.csv` (`steps-names.csv`).
+pub fn names_path(out: &Path) -> PathBuf {
+    let stem = out
+        .file_stem()
+        .map_or("steps".into(), |s| s.to_string_lossy().into_owned());
+    out.with_file_name(format!("{stem}-names.csv"))
+}
+
 /// `overload report --format csv`.
 pub struct CsvExporter;
 
@@ -145,7 +237,11 @@ impl Exporter for CsvExporter {
     }
 
     fn serialize(&self, r: &RunReport, out: &Path) -> crate::Result<Vec<(PathBuf, Vec<u8>)>> {
-        Ok(vec![(out.to_path_buf(), render(r).into_bytes())])
+        let mut files = vec![(out.to_path_buf(), render(r).into_bytes())];
+        if let Some(names) = render_names(r) {
+            files.push((names_path(out), names.into_bytes()));
+        }
+        Ok(files)
     }
 }
 
@@ -187,5 +283,72 @@ mod tests {
         assert_eq!(at("err_timeout"), "30");
         assert_eq!(at("non_2xx_3xx"), "20");
         assert_eq!(field("x\"y"), "\"x\"\"y\"");
+        assert!(render_names(&r).is_none(), "no names kept, no second file");
+    }
+
+    #[test]
+    fn one_row_per_step_and_name_beside_the_steps() {
+        use crate::metrics::names::NameSummary;
+        use crate::metrics::LatencyStats;
+        let mut steps = testdata::open_sweep();
+        steps.truncate(2);
+        let name = |n: &str, count: u64, p95: f64| NameSummary {
+            name: n.into(),
+            requests: count + 2,
+            responses: count,
+            ok: count,
+            throughput: count as f64 / 10.0,
+            errors: [("check-failed".to_string(), 2)].into(),
+            error_count: 2,
+            response_time_ms: LatencyStats {
+                p95,
+                count,
+                ..Default::default()
+            },
+            time_spent_s: 1.5,
+            page_load_ms: None,
+        };
+        steps[0].summary.names = vec![name("GET /a,b", 10, 40.0), name("/x", 0, 0.0)];
+        steps[1].summary.names = vec![name("GET /a,b", 20, 80.0)];
+        let r = RunReport::from_data(RunData {
+            dir: "/tmp/x".into(),
+            info: testdata::info("t", "open", None),
+            steps,
+            series: vec![],
+            skipped: vec![],
+        });
+        let csv = render_names(&r).unwrap();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 4, "{csv}");
+        let h = names_header();
+        let cell = |line: usize, col: &str| -> String {
+            // The name holds a comma: quoted, one field.
+            let f: Vec<String> = lines[line]
+                .replace("\"GET /a,b\"", "GET /a;b")
+                .split(',')
+                .map(String::from)
+                .collect();
+            assert_eq!(f.len(), h.len(), "{}", lines[line]);
+            f[h.iter().position(|c| c == col).unwrap()].clone()
+        };
+        assert!(
+            lines[1].starts_with("1,100,\"GET /a,b\",12,10,10,1,2,"),
+            "{}",
+            lines[1]
+        );
+        assert_eq!(cell(1, "err_check_failed"), "2");
+        assert_eq!(cell(1, "rt_p95_ms"), "40");
+        assert_eq!(cell(2, "name"), "/x");
+        assert_eq!(cell(2, "rt_p95_ms"), "", "no response: no percentile");
+        assert_eq!(
+            (cell(3, "step"), cell(3, "rt_p95_ms")),
+            ("2".into(), "80".into())
+        );
+        assert_eq!(
+            names_path(Path::new("/o/steps.csv")),
+            Path::new("/o/steps-names.csv")
+        );
+        let files = CsvExporter.serialize(&r, Path::new("/o/run.csv")).unwrap();
+        assert_eq!(files[1].0, Path::new("/o/run-names.csv"));
     }
 }

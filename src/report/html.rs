@@ -2,11 +2,11 @@
 //! table, findings and run info. No script, no network: styles are inline and fonts are the
 //! system's. The markup is XHTML-compatible (closed empty tags, numeric entities only) so
 //! any XML parser can check it.
-use super::charts::{self, is_ok_status};
+use super::charts::{self, chart_grid, is_ok_status};
 use super::model::Exporter;
 use super::model::RunReport;
 use super::server;
-use super::svg::{esc, Chart};
+use super::svg::esc;
 use crate::units::fmt_ms;
 use crate::units::{fmt_num, fmt_unix_ms, shell_join};
 use std::fmt::Write;
@@ -113,38 +113,6 @@ pub fn page_end(footer: &str) -> String {
         "<footer>{}</footer>\n</main>\n</body>\n</html>\n",
         esc(footer)
     )
-}
-
-/// Charts in a responsive grid; `prefix` keeps the SVG ids unique on the page. A chart with
-/// nothing to draw is one line of text under the grid, not an empty frame.
-pub fn chart_grid(charts: &[Chart], prefix: &str) -> String {
-    let mut o = String::from("<div class=\"charts\">\n");
-    let mut empty = String::new();
-    for (i, c) in charts.iter().enumerate() {
-        if !c.has_data() {
-            let _ = writeln!(
-                empty,
-                "<p class=\"empty-chart\"><strong>{}</strong>: {}</p>",
-                esc(&c.title),
-                esc(&c.empty_note)
-            );
-            continue;
-        }
-        // Wide charts (timelines) take a whole row.
-        let class = if c.width > 900.0 {
-            " class=\"wide\""
-        } else {
-            ""
-        };
-        let _ = writeln!(
-            o,
-            "<figure{class}>\n{}</figure>",
-            c.to_svg(&format!("{prefix}{i}"))
-        );
-    }
-    o.push_str("</div>\n");
-    o.push_str(&empty);
-    o
 }
 
 fn card(o: &mut String, class: &str, k: &str, v: &str, d: &str) {
@@ -325,6 +293,7 @@ pub fn render(r: &RunReport) -> String {
 
     o.push_str("<h2>Steps</h2>\n");
     steps_table(&mut o, r);
+    o.push_str(&super::html_names::section(r));
     o.push_str(&super::tls::section(r));
 
     o.push_str(&super::audit::section(r));
@@ -616,7 +585,6 @@ fn capitalized(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::svg::{Axis, Series};
     use super::super::testdata;
     use super::*;
     use crate::store::RunData;
@@ -656,19 +624,6 @@ mod tests {
         assert!(!html.contains("src="));
         // The run's URL appears as text only.
         assert!(!html.contains("href="));
-    }
-
-    #[test]
-    fn a_chart_without_data_is_one_line_not_an_empty_frame() {
-        let mut empty = Chart::new("Errors vs load", Axis::linear("x"), Axis::linear("y"));
-        empty.empty_note = "no transport errors".into();
-        let mut full = Chart::new("Throughput", Axis::linear("x"), Axis::linear("y"));
-        full.add(Series::new("a", "#000", vec![(1.0, 2.0)]));
-        let html = chart_grid(&[empty, full], "t");
-        assert_eq!(html.matches("<svg").count(), 1, "{html}");
-        assert!(html.contains(
-            "<p class=\"empty-chart\"><strong>Errors vs load</strong>: no transport errors</p>"
-        ));
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod export;
 pub mod gnuplot;
 pub mod hist;
 pub mod html;
+pub mod html_names;
 pub mod json;
 pub mod jsonfmt;
 pub mod model;
@@ -21,6 +22,7 @@ pub mod progress;
 pub mod server;
 pub mod style;
 pub mod svg;
+pub mod table;
 pub mod terminal;
 #[cfg(test)]
 mod testdata;

@@ -39,6 +39,35 @@ pub fn table(s: &Summary) -> String {
     for n in &s.names {
         row(&mut o, n, width, checks);
     }
+    o.push_str(&page_loads(s, width));
+    o
+}
+
+/// Pages with a burst: their load time (the page's answer and its burst's), beside their
+/// own response time above.
+fn page_loads(s: &Summary, width: usize) -> String {
+    let mut o = String::new();
+    for n in &s.names {
+        let Some(l) = n.page_load_ms.as_ref().filter(|l| l.count > 0) else {
+            continue;
+        };
+        if o.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n  page load: a page and its burst of resources\n  {:<width$} {:>9} {:>9} {:>9} {:>9}",
+                "name", "count", "p50", "p95", "p99"
+            );
+        }
+        let _ = writeln!(
+            o,
+            "  {:<width$} {:>9} {:>9} {:>9} {:>9}",
+            shorten(&n.name, width),
+            l.count,
+            fmt_ms(l.p50),
+            fmt_ms(l.p95),
+            fmt_ms(l.p99)
+        );
+    }
     o
 }
 

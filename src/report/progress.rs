@@ -26,6 +26,32 @@ pub struct Tick {
     /// This process's CPU since the reading before, % of one core: the generator's own effort
     /// (its workers, and the little the display costs).
     pub cpu_pct: f64,
+    /// Response times of the newest closed second (None: it had no counted response).
+    pub latency: Option<SecondLatency>,
+}
+
+/// The response times of one second of the step (or run), by completion, over all threads:
+/// the engine's per-second series (`metrics::second`), the same the results store.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SecondLatency {
+    /// Seconds since the step (or run) started, warm-up included.
+    pub second: usize,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+}
+
+impl SecondLatency {
+    /// The newest closed second of `closed`, when it had responses.
+    pub fn newest(closed: &[crate::metrics::SecondBucket]) -> Option<SecondLatency> {
+        let b = closed.last().filter(|b| b.responses > 0)?;
+        Some(SecondLatency {
+            second: closed.len() - 1,
+            p50_ms: b.p50_us as f64 / 1e3,
+            p95_ms: b.p95_us as f64 / 1e3,
+            p99_ms: b.p99_us as f64 / 1e3,
+        })
+    }
 }
 
 /// Turns successive readings of the live counters into [`Tick`]s.
@@ -54,7 +80,9 @@ impl Ticker {
             .iter()
             .map(|l| l.in_flight.load(Ordering::Relaxed))
             .sum();
-        self.next(elapsed, responses, errors, in_flight, process_cpu_us())
+        let mut tick = self.next(elapsed, responses, errors, in_flight, process_cpu_us());
+        tick.latency = SecondLatency::newest(ctl.seconds().closed());
+        tick
     }
 
     /// The tick for a reading of the counters (pure: the unit tests script it).
@@ -80,6 +108,7 @@ impl Ticker {
             rate: per_s(responses.saturating_sub(r0)),
             error_rate: per_s(errors.saturating_sub(e0)),
             cpu_pct: per_s(cpu_us.saturating_sub(c0)) / 1e4,
+            latency: None,
         }
     }
 }

@@ -8,6 +8,14 @@ use std::fmt::Write;
 /// One line describing the plan, printed before the run starts.
 pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
     let load = match cfg.load {
+        Load::Open { rate, arrival, .. } if cfg.scenario.is_some() => format!(
+            "open loop, {} sessions/s {:?} arrivals, up to {} sessions in flight",
+            fmt_num(rate),
+            arrival,
+            cfg.max_sessions
+        )
+        .replace("Constant", "constant")
+        .replace("Poisson", "poisson"),
         Load::Open {
             rate,
             arrival,
@@ -98,6 +106,8 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
         );
     }
     let offered = match (s.offered_rate, s.users) {
+        // Open loop with a scenario: the rate counts sessions (httperf's --wsess).
+        (Some(r), _) if s.sessions.is_some() => format!("offered {} sessions/s", fmt_num(r)),
         (Some(r), _) => format!("offered {} req/s", fmt_num(r)),
         (_, Some(u)) => format!("offered {u} users"),
         _ => String::new(),
@@ -109,6 +119,17 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
         style::bold(&format!("{:.1} responses/s", s.throughput)),
         s.goodput
     );
+    if let Some(x) = &s.sessions {
+        let _ = writeln!(
+            o,
+            "  sessions       {} started, {} completed ({:.1}/s), {} failed, {} dropped (--max-sessions in flight)",
+            x.started,
+            x.completed,
+            x.completed_per_s,
+            x.failed,
+            x.dropped
+        );
+    }
     o.push_str(&requests_line(s));
     let _ = writeln!(
         o,

@@ -109,6 +109,7 @@ pub fn step(
         first_byte_ms: LatencyStats::default(),
         tls: None,
         names: Vec::new(),
+        sessions: None,
     };
     let start_s = i as f64 * 12.0;
     StepRecord {

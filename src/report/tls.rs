@@ -209,7 +209,7 @@ pub fn compare_html(runs: &[RunReport], names: &[String], tag: &str) -> String {
                 .trim_start_matches("protocols and TLS (")
                 .trim_end_matches("):"))
         );
-        super::compare::html_table(&mut o, &rows);
+        super::table::html_table(&mut o, &rows);
     }
     o
 }

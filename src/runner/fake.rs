@@ -6,7 +6,7 @@ use super::executor::Executor;
 use super::step::{offered_of, RunClock, StepResult};
 use crate::analysis::Slo;
 use crate::engine::{Control, EngineConfig, Load, Pick};
-use crate::metrics::summary::LatencyStats;
+use crate::metrics::LatencyStats;
 use crate::metrics::Summary;
 use crate::store::{GeneratorStats, RunInfo, StepRecord, Writer};
 use std::collections::BTreeMap;
@@ -201,6 +201,7 @@ pub fn record(index: usize, load: &Load, s: Shape, secs: f64) -> StepRecord {
             first_byte_ms: LatencyStats::default(),
             tls: None,
             names: Vec::new(),
+            sessions: None,
         },
         generator: GeneratorStats {
             cpu_pct: s.generator_cpu_pct,
@@ -240,6 +241,7 @@ pub fn base(load: Load) -> EngineConfig {
         names: Vec::new(),
         weights: Vec::new(),
         replay: None,
+        max_sessions: 10_000,
     }
 }
 

@@ -46,6 +46,8 @@ pub struct Stepper<'a> {
     /// `--start-at`: step k starts at `clock.start + k × grid` (warm-up + step + rest), so
     /// the steps of generators sharing a plan line up; a step's drain eats into its rest.
     pub grid: Option<Duration>,
+    /// `--live-port`: the page is shown each second's series of the step in progress.
+    pub page: Option<&'a crate::live::LivePage>,
 }
 
 impl<'a> Stepper<'a> {
@@ -72,6 +74,7 @@ impl<'a> Stepper<'a> {
             exec,
             check_sustained: false,
             grid: None,
+            page: None,
         }
     }
 
@@ -86,13 +89,24 @@ impl<'a> Stepper<'a> {
         let offered = step::offered_of(&load);
         let progress = &mut self.progress;
         let observer = self.observer.as_ref();
+        let (page, clock) = (self.page, &self.clock);
+        // The step's own configuration: its offered load and warm-up label the live seconds.
+        let step_cfg = page.map(|_| EngineConfig {
+            load,
+            ..self.base.clone()
+        });
         let mut result = self.exec.run_step(
             self.base,
             load,
             index,
-            &self.clock,
+            clock,
             self.slo,
-            &mut |ctl, elapsed| progress.tick(index, offered, ctl, elapsed, observer),
+            &mut |ctl, elapsed| {
+                progress.tick(index, offered, ctl, elapsed, observer);
+                if let (Some(page), Some(cfg)) = (page, &step_cfg) {
+                    page.show_series(step::live_series(cfg, ctl, elapsed, index, clock));
+                }
+            },
         )?;
         if self.progress.take_ended_early(index) && !self.exec.interrupted() {
             step::ended_early(&mut result);

@@ -3,7 +3,7 @@
 use crate::analysis::{self, Slo};
 use crate::clock::unix_ms;
 use crate::engine::{self, Control, EngineConfig, Load};
-use crate::metrics::{histo, Summary};
+use crate::metrics::{histo, SecondBucket, Summary};
 use crate::store::{GeneratorStats, SeriesPoint, StepHists, StepRecord};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,7 +36,8 @@ impl RunClock {
             start_unix_ms: at_ms,
         }
     }
-    fn secs(&self, t: Instant) -> f64 {
+    /// Seconds from the run's start to `t`.
+    pub fn secs(&self, t: Instant) -> f64 {
         t.saturating_duration_since(self.start).as_secs_f64()
     }
 }
@@ -123,34 +124,7 @@ pub fn record_of(
         Load::Open { .. } => 0.0,
     };
     let start_s = clock.secs(outcome.started);
-    let warm_secs = cfg.warmup.as_secs_f64();
-    let series = rec
-        .seconds
-        .iter()
-        .enumerate()
-        .map(|(i, b)| SeriesPoint {
-            t: start_s + i as f64,
-            step: index,
-            offered,
-            warmup: (i as f64) < warm_secs,
-            responses: b.responses,
-            ok: b.ok,
-            errors: b.errors,
-            bytes_in: b.bytes_in,
-            response_time_mean_ms: if b.responses > 0 {
-                b.response_time_sum_us as f64 / b.responses as f64 / 1e3
-            } else {
-                0.0
-            },
-            response_time_max_ms: b.response_time_max_us as f64 / 1e3,
-            send_lag_mean_ms: if b.responses > 0 {
-                b.send_lag_sum_us as f64 / b.responses as f64 / 1e3
-            } else {
-                0.0
-            },
-            server: None,
-        })
-        .collect();
+    let series = series_of(cfg, &rec.seconds, index, start_s);
     let mut record = StepRecord {
         step: index,
         offered,
@@ -171,8 +145,7 @@ pub fn record_of(
             names: rec
                 .names
                 .iter()
-                .filter(|n| !n.response_time.is_empty())
-                .map(|n| (n.name.clone(), histo::encode(&n.response_time)))
+                .filter_map(|n| Some((n.name.clone(), histo::encode(n.response_time.as_ref()?))))
                 .collect(),
         }),
         flags: Vec::new(),
@@ -191,6 +164,60 @@ pub fn record_of(
         interrupted: outcome.interrupted,
         notes: outcome.notes.clone(),
     }
+}
+
+/// The stored per-second series of a step (or run) whose engine started `start_s` seconds
+/// into the run: its closed seconds (`Control::seconds` while it runs, the recorder's after),
+/// as results store them and the live page shows them.
+pub fn series_of(
+    cfg: &EngineConfig,
+    seconds: &[SecondBucket],
+    index: usize,
+    start_s: f64,
+) -> Vec<SeriesPoint> {
+    let (rate, users) = cfg.offered();
+    let offered = rate.unwrap_or(users.unwrap_or(0) as f64);
+    let warm_secs = cfg.warmup.as_secs_f64();
+    let mean = |sum_us: u64, n: u64| {
+        if n > 0 {
+            sum_us as f64 / n as f64 / 1e3
+        } else {
+            0.0
+        }
+    };
+    seconds
+        .iter()
+        .enumerate()
+        .map(|(i, b)| SeriesPoint {
+            t: start_s + i as f64,
+            step: index,
+            offered,
+            warmup: (i as f64) < warm_secs,
+            responses: b.responses,
+            ok: b.ok,
+            errors: b.errors,
+            bytes_in: b.bytes_in,
+            response_time_mean_ms: mean(b.response_time_sum_us, b.responses),
+            response_time_max_ms: b.response_time_max_us as f64 / 1e3,
+            send_lag_mean_ms: mean(b.send_lag_sum_us, b.responses),
+            server: None,
+        })
+        .collect()
+}
+
+/// The closed seconds so far of an engine running for `elapsed`, as [`series_of`] stores
+/// them: what the live page shows of the step (or run) in progress.
+pub fn live_series(
+    cfg: &EngineConfig,
+    ctl: &Control,
+    elapsed: Duration,
+    index: usize,
+    clock: &RunClock,
+) -> Vec<SeriesPoint> {
+    // The engine started `elapsed` ago: its seconds count from there.
+    let started = Instant::now().checked_sub(elapsed).unwrap_or(clock.start);
+    let seconds = ctl.seconds();
+    series_of(cfg, seconds.closed(), index, clock.secs(started))
 }
 
 /// A step the user ended before its time (the live view's `n`): its engine was stopped as an

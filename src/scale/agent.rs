@@ -141,14 +141,7 @@ impl Generator {
         let seg = plan.segment().map_err(unprocessable)?;
         let mut specs = Vec::with_capacity(plan.requests.len());
         for r in &plan.requests {
-            let s = r.spec().map_err(unprocessable)?;
-            if s.url.scheme != crate::url::Scheme::Http {
-                return Err(unprocessable(format!(
-                    "URL '{}': generator agents send plain http:// only",
-                    r.url
-                )));
-            }
-            specs.push(s);
+            specs.push(r.spec().map_err(unprocessable)?);
         }
         if specs.is_empty() {
             return Err(unprocessable("the step has no request".into()));
@@ -357,7 +350,7 @@ mod tests {
                 arrival: WireArrival::Constant,
                 max_connections: 100,
             },
-            conn: WireConn::of(&Default::default()),
+            conn: WireConn::of(&Default::default()).unwrap(),
             warmup_ms: 1000,
             duration_ms: 5000,
             index: 0,
@@ -388,9 +381,32 @@ mod tests {
                 "{why}"
             );
         }
-        let (status, why) = refusal(&g, &plan("https://127.0.0.1:8080/", 100.0, 1));
+        // https:// to an allowed address passes (the allow-list is addresses, not schemes);
+        // to another one it is refused as plain http is.
+        let cfg = g
+            .admit(&plan("https://127.0.0.1:8080/", 100.0, 1))
+            .expect("https to an allowed target");
+        assert!(cfg.tls.is_some());
+        assert_eq!(
+            refusal(&g, &plan("https://127.0.0.1:8443/", 100.0, 1)).0,
+            403
+        );
+    }
+
+    #[test]
+    fn tls_options_arrive_as_values_and_bad_ones_are_refused() {
+        let g = generator(Limits::default());
+        let mut p = plan("https://127.0.0.1:8080/", 100.0, 1);
+        p.conn.tls.ca_pem = Some("not a certificate".into());
+        let (status, why) = refusal(&g, &p);
         assert_eq!(status, 422);
-        assert!(why.contains("http:// only"), "{why}");
+        assert!(why.contains("--cacert"), "{why}");
+        // TLS options on a plain-http step are the plan's mistake, said as for one host.
+        let mut p = plan("http://127.0.0.1:8080/", 100.0, 1);
+        p.conn.tls.insecure = true;
+        let (status, why) = refusal(&g, &p);
+        assert_eq!(status, 422);
+        assert!(why.contains("need https://"), "{why}");
     }
 
     #[test]

@@ -1,12 +1,16 @@
 //! How the controller reaches its generator agents: the `--generators FILE` list, and one
 //! blocking HTTP/1.1 exchange per request (plain, or TLS pinned to a fingerprint or checked
 //! against a CA file), behind the [`Channel`] seam that the unit tests script.
+//!
+//! A line may stand for several agents: `addresses=N` says its host name resolves to N of
+//! them (a Kubernetes headless Service lists its ready pods so), one generator per address,
+//! each reached at its address while TLS checks the certificate against the name.
 use super::tls::{self, Trust};
 use super::wire::{GeneratorInfo, StepAnswer, StepPlan, PROTOCOL};
 use crate::url::{Scheme, Url};
 use crate::Error;
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,11 +44,21 @@ pub struct Generator {
     pub shown: String,
     pub token: String,
     tls: Option<Arc<rustls::ClientConfig>>,
+    /// `addresses=N`: the line stands for the N addresses its name resolves to.
+    pub addresses: Option<usize>,
+    /// The address this generator is reached at (one of a line's `addresses=N`); None: the
+    /// URL's.
+    pub addr: Option<SocketAddr>,
 }
 
+/// How long `addresses=N` waits for its name to resolve to N addresses: the pods of a
+/// Deployment started beside the controller take a while to be ready.
+pub const RESOLVE_PATIENCE: Duration = Duration::from_secs(120);
+
 /// Reads `--generators FILE`: one agent a line, `URL token-file=FILE [fingerprint=sha256:…]
-/// [cacert=FILE]`; blank lines and `#` comments skipped. https:// needs a fingerprint or a
-/// CA file. Errors name the line.
+/// [cacert=FILE] [addresses=N]`; blank lines and `#` comments skipped. https:// needs a
+/// fingerprint or a CA file. Errors name the line. Lines with `addresses=N` are expanded
+/// ([`expand`], waiting up to [`RESOLVE_PATIENCE`]).
 pub fn read_generators(path: &Path) -> crate::Result<Vec<Generator>> {
     let text = crate::fsutil::read_capped(path, 1 << 20, "--generators").map_err(Error::usage)?;
     let text = String::from_utf8(text)
@@ -66,20 +80,75 @@ pub fn read_generators(path: &Path) -> crate::Result<Vec<Generator>> {
             path.display()
         )));
     }
+    let out = expand(out, RESOLVE_PATIENCE)?;
     if out.len() > crate::plan::segment::MAX_SEGMENTS as usize {
         return Err(Error::usage("--generators: too many generators"));
     }
     Ok(out)
 }
 
+/// One generator per address of each `addresses=N` line, in address order (so a rerun cuts
+/// the same segments); the name is resolved again each second, up to `patience`, until it
+/// gives N addresses. Fewer or more after that: a one-line error saying what it resolved to.
+pub fn expand(gens: Vec<Generator>, patience: Duration) -> crate::Result<Vec<Generator>> {
+    let mut out = Vec::with_capacity(gens.len());
+    for g in gens {
+        let Some(n) = g.addresses else {
+            out.push(g);
+            continue;
+        };
+        let deadline = std::time::Instant::now() + patience;
+        let addrs = loop {
+            let found = all_addresses(&g.url);
+            let done = matches!(&found, Ok(a) if a.len() >= n);
+            if done || std::time::Instant::now() >= deadline {
+                break found;
+            }
+            std::thread::sleep(Duration::from_secs(1).min(patience));
+        };
+        let addrs = addrs.map_err(|e| Error::usage(format!("generator {}: {e}", g.shown)))?;
+        if addrs.len() != n {
+            let list: Vec<String> = addrs.iter().map(|a| a.ip().to_string()).collect();
+            return Err(Error::usage(format!(
+                "generator {}: addresses={n}, but '{}' resolves to {} address(es) [{}] after {}",
+                g.shown,
+                g.url.host,
+                addrs.len(),
+                list.join(", "),
+                crate::units::fmt_duration(patience)
+            )));
+        }
+        for a in addrs {
+            out.push(Generator {
+                shown: format!("{} ({a})", g.shown),
+                addr: Some(a),
+                addresses: None,
+                ..g.clone()
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Every address `url`'s host resolves to, sorted, without repeats.
+fn all_addresses(url: &Url) -> Result<Vec<SocketAddr>, String> {
+    let mut a: Vec<SocketAddr> = (url.host.as_str(), url.port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve host '{}': {e}", url.host))?
+        .collect();
+    a.sort();
+    a.dedup();
+    Ok(a)
+}
+
 fn parse_line(line: &str, base: &Path) -> Result<Generator, String> {
     let mut words = line.split_whitespace();
     let u = words.next().unwrap_or_default();
     let url = Url::parse(u).map_err(|e| format!("URL {e}"))?;
-    let (mut token, mut trust) = (None, None);
+    let (mut token, mut trust, mut addresses) = (None, None, None);
     for w in words {
         let (k, v) = w.split_once('=').ok_or_else(|| {
-            format!("'{w}': expected token-file=FILE, fingerprint=… or cacert=FILE")
+            format!("'{w}': expected token-file=FILE, fingerprint=…, cacert=FILE or addresses=N")
         })?;
         let file = |v: &str| {
             let p = Path::new(v);
@@ -99,9 +168,18 @@ fn parse_line(line: &str, base: &Path) -> Result<Generator, String> {
                 let pem = crate::fsutil::read_capped(&file(v), 1 << 20, "cacert")?;
                 trust = Some(Trust::Ca(pem));
             }
+            "addresses" => {
+                let max = crate::plan::segment::MAX_SEGMENTS as usize;
+                addresses = Some(
+                    v.parse::<usize>()
+                        .ok()
+                        .filter(|n| (1..=max).contains(n))
+                        .ok_or_else(|| format!("addresses={v}: use a count from 1 to {max}"))?,
+                );
+            }
             _ => {
                 return Err(format!(
-                    "'{k}': unknown field (token-file, fingerprint, cacert)"
+                    "'{k}': unknown field (token-file, fingerprint, cacert, addresses)"
                 ))
             }
         }
@@ -126,6 +204,8 @@ fn parse_line(line: &str, base: &Path) -> Result<Generator, String> {
         url,
         token,
         tls,
+        addresses,
+        addr: None,
     })
 }
 
@@ -214,7 +294,10 @@ fn exchange(
     body: &[u8],
     wait: Duration,
 ) -> Result<(u16, Vec<u8>), String> {
-    let addr = g.url.resolve()?;
+    let addr = match g.addr {
+        Some(a) => a,
+        None => g.url.resolve()?,
+    };
     let tcp = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
         .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
     tcp.set_read_timeout(Some(wait.max(Duration::from_millis(1))))
@@ -277,6 +360,51 @@ fn exchange(
 mod tests {
     use super::*;
 
+    fn line(text: &str) -> Generator {
+        let dir = tempfile::tempdir().unwrap();
+        let tok = dir.path().join("tok");
+        std::fs::write(&tok, "0123456789abcdef0123").unwrap();
+        std::fs::set_permissions(&tok, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+        parse_line(&format!("{text} token-file=tok"), dir.path()).unwrap()
+    }
+
+    #[test]
+    fn a_line_with_addresses_n_is_one_generator_per_address() {
+        // An IP resolves to itself: one address.
+        let g = expand(
+            vec![line("http://127.0.0.1:9091 addresses=1")],
+            Duration::ZERO,
+        )
+        .unwrap();
+        assert_eq!(g.len(), 1);
+        assert_eq!(g[0].addr, Some("127.0.0.1:9091".parse().unwrap()));
+        assert_eq!(g[0].shown, "http://127.0.0.1:9091 (127.0.0.1:9091)");
+        assert_eq!(g[0].addresses, None);
+        // Asked for more than the name gives: one line saying what it found.
+        let e = expand(
+            vec![line("http://127.0.0.1:9091 addresses=3")],
+            Duration::ZERO,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("addresses=3") && e.contains("resolves to 1 address(es) [127.0.0.1]"),
+            "{e}"
+        );
+        // Lines without it pass as they are, in order.
+        let g = expand(
+            vec![
+                line("http://10.0.0.1:1"),
+                line("http://127.0.0.1:2 addresses=1"),
+            ],
+            Duration::ZERO,
+        )
+        .unwrap();
+        assert_eq!(g[0].addr, None);
+        assert_eq!(g[1].addr.unwrap().port(), 2);
+    }
+
     #[test]
     fn generator_lines() {
         let dir = tempfile::tempdir().unwrap();
@@ -311,6 +439,9 @@ mod tests {
             let e = read_generators(&list).unwrap_err().to_string();
             assert!(e.contains(":2: ") && e.contains(needle), "{line}: {e}");
         }
+        std::fs::write(&list, "http://a:1 token-file=tok addresses=0\n").unwrap();
+        let e = read_generators(&list).unwrap_err().to_string();
+        assert!(e.contains(":1: addresses=0: use a count"), "{e}");
         std::fs::write(&list, "# nothing\n").unwrap();
         assert!(read_generators(&list)
             .unwrap_err()

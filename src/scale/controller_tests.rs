@@ -90,7 +90,7 @@ fn controller(n: usize, fail: Vec<(usize, usize, Failure)>, on_loss: OnLoss) -> 
     let mix = Mixture {
         requests: Vec::new(),
         pick: WirePick::Sequence,
-        conn: WireConn::of(&Default::default()),
+        conn: WireConn::of(&Default::default()).unwrap(),
     };
     Controller::new(script, mix, on_loss)
 }

@@ -6,6 +6,11 @@
 //! derives and hold resolved addresses, so the wire mirrors them field for field and converts
 //! both ways: the agent resolves the URLs itself, which is what lets it check them against its
 //! allow-list.
+//!
+//! TLS options travel as values, never as paths: the controller reads `--cacert` and sends
+//! the PEM text (a path on the controller means nothing on the agent). A client key never
+//! travels: `--client-cert`/`--client-key` are refused with `--generators`.
+use crate::engine::tls::TlsVersion;
 use crate::engine::{Arrival, Load, Pick};
 use crate::plan::{RequestSpec, Segment, Url};
 use crate::store::{SeriesPoint, StepRecord};
@@ -15,7 +20,11 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Bumped when a field changes meaning; an agent refuses another version in one line.
-pub const PROTOCOL: u32 = 1;
+/// 2: the connection's HTTP version and streams as given (`http`, `streams`), and TLS.
+pub const PROTOCOL: u32 = 2;
+
+/// Largest `--cacert` file sent (PEM bundles are tens of KB; the system's is about 200 KB).
+const MAX_CA_PEM: u64 = 1 << 20;
 
 /// One step for one generator.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,9 +85,12 @@ pub enum WireLoad {
     },
 }
 
-/// How connections behave (the plain-HTTP part of `ConnConfig`).
+/// How connections behave (`ConnConfig`, its TLS files read).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WireConn {
+    pub http: WireHttp,
+    /// HTTP/2: concurrent streams per connection.
+    pub streams: u32,
     pub keep_alive: bool,
     pub calls_per_connection: Option<u32>,
     pub timeout_ms: u64,
@@ -87,8 +99,40 @@ pub struct WireConn {
     pub threads: Option<usize>,
     pub pacing_slack_us: u64,
     pub seed: u64,
-    /// Some: HTTP/2 (h2c) with this many streams per connection.
-    pub http2_streams: Option<u32>,
+    /// For https:// URLs.
+    pub tls: WireTls,
+}
+
+/// `--http`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WireHttp {
+    #[serde(rename = "1.1")]
+    V1,
+    #[serde(rename = "2")]
+    V2,
+    #[serde(rename = "auto")]
+    Auto,
+}
+
+/// The TLS options of https:// targets, as values.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireTls {
+    /// `--cacert`'s contents (PEM text); None: the agent's system roots.
+    pub ca_pem: Option<String>,
+    /// `--insecure`.
+    pub insecure: bool,
+    /// `--tls-version`; None: 1.2 or 1.3.
+    pub version: Option<WireTlsVersion>,
+    /// `--tls-resumption`.
+    pub resumption: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WireTlsVersion {
+    #[serde(rename = "1.2")]
+    V12,
+    #[serde(rename = "1.3")]
+    V13,
 }
 
 /// A generator's answer: its part of the step.
@@ -218,10 +262,34 @@ impl WireLoad {
 }
 
 impl WireConn {
-    /// The wire form of `c`; TLS options have no wire form (https targets are refused
-    /// before: see `scale::controller`).
-    pub fn of(c: &ConnConfig) -> WireConn {
-        WireConn {
+    /// The wire form of `c`, `--cacert` read into it; errors in one line (a client key
+    /// refused: it must not leave this host).
+    pub fn of(c: &ConnConfig) -> crate::Result<WireConn> {
+        let t = &c.tls;
+        if t.client_cert.is_some() || t.client_key.is_some() {
+            return Err(crate::Error::usage(
+                "--client-cert/--client-key: a client key is not sent to generator agents; \
+                 with --generators, leave them out (or run the segments with --segment I/N and merge)",
+            ));
+        }
+        let ca_pem = match (&t.cacert, &t.ca_pem) {
+            (Some(path), _) => {
+                let pem = crate::fsutil::read_capped(path, MAX_CA_PEM, "--cacert")
+                    .map_err(crate::Error::usage)?;
+                Some(String::from_utf8(pem).map_err(|_| {
+                    crate::Error::usage(format!("--cacert {}: not a PEM text file", path.display()))
+                })?)
+            }
+            (None, Some(pem)) => Some(String::from_utf8_lossy(pem).into_owned()),
+            (None, None) => None,
+        };
+        Ok(WireConn {
+            http: match c.http {
+                HttpVersion::V1 => WireHttp::V1,
+                HttpVersion::V2 => WireHttp::V2,
+                HttpVersion::Auto => WireHttp::Auto,
+            },
+            streams: c.streams,
             keep_alive: c.keep_alive,
             calls_per_connection: c.calls_per_connection,
             timeout_ms: ms(c.timeout),
@@ -229,17 +297,28 @@ impl WireConn {
             threads: c.threads,
             pacing_slack_us: c.pacing_slack.as_micros().min(u128::from(u64::MAX)) as u64,
             seed: c.seed,
-            http2_streams: c.http2().map(|h| h.streams),
-        }
+            tls: WireTls {
+                ca_pem,
+                insecure: t.insecure,
+                version: t.version.map(|v| match v {
+                    TlsVersion::V12 => WireTlsVersion::V12,
+                    TlsVersion::V13 => WireTlsVersion::V13,
+                }),
+                resumption: t.resumption,
+            },
+        })
     }
+
+    /// The connection options on the agent: the CA's PEM text given inline
+    /// (`TlsConfig::ca_pem`), the agent's own system roots without one.
     pub fn conn(&self) -> ConnConfig {
         ConnConfig {
-            http: if self.http2_streams.is_some() {
-                HttpVersion::V2
-            } else {
-                HttpVersion::V1
+            http: match self.http {
+                WireHttp::V1 => HttpVersion::V1,
+                WireHttp::V2 => HttpVersion::V2,
+                WireHttp::Auto => HttpVersion::Auto,
             },
-            streams: self.http2_streams.unwrap_or(ConnConfig::default().streams),
+            streams: self.streams,
             keep_alive: self.keep_alive,
             calls_per_connection: self.calls_per_connection,
             timeout: Duration::from_millis(self.timeout_ms),
@@ -247,7 +326,16 @@ impl WireConn {
             threads: self.threads,
             pacing_slack: Duration::from_micros(self.pacing_slack_us),
             seed: self.seed,
-            tls: TlsConfig::default(),
+            tls: TlsConfig {
+                ca_pem: self.tls.ca_pem.as_ref().map(|p| p.clone().into_bytes()),
+                insecure: self.tls.insecure,
+                version: self.tls.version.map(|v| match v {
+                    WireTlsVersion::V12 => TlsVersion::V12,
+                    WireTlsVersion::V13 => TlsVersion::V13,
+                }),
+                resumption: self.tls.resumption,
+                ..TlsConfig::default()
+            },
         }
     }
 }
@@ -295,9 +383,55 @@ mod tests {
             threads: Some(3),
             pacing_slack: Duration::from_micros(250),
             seed: 42,
-            tls: TlsConfig::default(),
+            tls: TlsConfig {
+                insecure: true,
+                version: Some(TlsVersion::V12),
+                resumption: false,
+                ..TlsConfig::default()
+            },
         };
-        assert_eq!(WireConn::of(&c).conn(), c);
+        let wire = WireConn::of(&c).unwrap();
+        let text = serde_json::to_string(&wire).unwrap();
+        let back: WireConn = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.conn(), c, "{text}");
+        for http in [HttpVersion::V1, HttpVersion::Auto] {
+            let c = ConnConfig {
+                http,
+                ..ConnConfig::default()
+            };
+            assert_eq!(WireConn::of(&c).unwrap().conn(), c);
+        }
+    }
+
+    #[test]
+    fn the_cacert_travels_as_its_text_and_a_client_key_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = dir.path().join("ca.pem");
+        let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+        std::fs::write(&ca, pem).unwrap();
+        let mut c = ConnConfig::default();
+        c.tls.cacert = Some(ca.clone());
+        let wire = WireConn::of(&c).unwrap();
+        let text = serde_json::to_string(&wire).unwrap();
+        assert!(
+            !text.contains(ca.to_str().unwrap()),
+            "no path on the wire: {text}"
+        );
+        assert_eq!(wire.tls.ca_pem.as_deref(), Some(pem));
+        let on_agent = wire.conn().tls;
+        assert_eq!(on_agent.cacert, None);
+        assert_eq!(on_agent.ca_pem.as_deref(), Some(pem.as_bytes()));
+
+        c.tls.cacert = Some(dir.path().join("missing.pem"));
+        let e = WireConn::of(&c).unwrap_err().to_string();
+        assert!(e.contains("--cacert") && e.contains("missing.pem"), "{e}");
+
+        let mut c = ConnConfig::default();
+        c.tls.client_cert = Some(dir.path().join("client.pem"));
+        c.tls.client_key = Some(dir.path().join("client.key"));
+        let e = WireConn::of(&c).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("client key is not sent"), "{e}");
     }
 
     #[test]

@@ -241,22 +241,11 @@ pub fn parse_cookie_date(s: &str) -> Option<u64> {
     if !(1..=31).contains(&d) || y < 1601 || h > 23 || mi > 59 || sec > 59 {
         return None;
     }
-    let days = days_from_civil(y as i64, m as i64, d as i64);
+    let days = crate::units::days_from_civil(y as i64, m as i64, d as i64);
     if days < 0 {
         return Some(0);
     }
     Some(days as u64 * 86_400 + h * 3600 + mi * 60 + sec)
-}
-
-/// Days since 1970-01-01 of a civil date (the inverse of `units::utc_fields`).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]

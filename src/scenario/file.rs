@@ -19,6 +19,7 @@ const MAX_FILE: u64 = 4 << 20;
 struct RawFile {
     base: Option<Spanned<String>>,
     cookies: Option<bool>,
+    connections_per_host: Option<Spanned<i64>>,
     #[serde(default)]
     vars: BTreeMap<String, Spanned<String>>,
     feeder: Option<RawFeeder>,
@@ -63,6 +64,36 @@ struct RawRequest {
     contains: Option<Spanned<String>>,
     #[serde(default)]
     extract: Vec<Spanned<RawExtract>>,
+    #[serde(default)]
+    burst: Vec<RawResource>,
+}
+
+/// A burst's member: an embedded resource (no checks, extraction or think time of its own).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawResource {
+    name: Option<Spanned<String>>,
+    method: Option<Spanned<String>>,
+    url: Spanned<String>,
+    #[serde(default)]
+    headers: Vec<Spanned<String>>,
+}
+
+impl From<RawResource> for RawRequest {
+    fn from(r: RawResource) -> RawRequest {
+        RawRequest {
+            name: r.name,
+            method: r.method,
+            url: r.url,
+            headers: r.headers,
+            body: None,
+            think: None,
+            status: None,
+            contains: None,
+            extract: Vec::new(),
+            burst: Vec::new(),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -261,7 +292,10 @@ pub(super) fn parse(
             steps.push(b.step(r, &key, &mut known)?);
         }
         let mut names: Vec<&str> = Vec::new();
-        for s in &steps {
+        for s in steps
+            .iter()
+            .flat_map(|s| std::iter::once(s).chain(&s.burst))
+        {
             if names.contains(&s.name.as_str()) {
                 return Err(format!("{}: {prefix}request: the name '{}' is used twice; names tell requests apart in the results", cx.file, s.name));
             }
@@ -285,7 +319,23 @@ pub(super) fn parse(
     let mut names = crate::plan::naming::Names::new();
     for step in scenarios.iter_mut().flat_map(|s| s.steps.iter_mut()) {
         step.name_id = names.index(&step.name);
+        for m in &mut step.burst {
+            m.name_id = names.index(&m.name);
+        }
     }
+    let connections_per_host = match &raw.connections_per_host {
+        None => super::DEFAULT_CONNECTIONS_PER_HOST,
+        Some(n) => match usize::try_from(*n.get_ref()) {
+            Ok(v @ 1..=64) => v,
+            _ => {
+                return cx.err(
+                    n.span(),
+                    "connections_per_host",
+                    "a whole number from 1 to 64",
+                )
+            }
+        },
+    };
     Ok(Plan {
         scenarios,
         names: names.into_vec(),
@@ -296,6 +346,7 @@ pub(super) fn parse(
         servers: b.servers,
         max_body,
         begun: AtomicU64::new(0),
+        connections_per_host,
     })
 }
 
@@ -412,6 +463,13 @@ impl Builder<'_> {
             .as_ref()
             .map(|c| self.template(c, &format!("{key}.contains"), known))
             .transpose()?;
+        // Members see the variables their page sees (not what the page extracts: they are
+        // sent with its answer in hand, but a browser's resource URLs are in the page already).
+        let mut burst = Vec::new();
+        for (k, m) in r.burst.into_iter().enumerate() {
+            let mkey = format!("{key}.burst[{}]", k + 1);
+            burst.push(self.step(m.into(), &mkey, known)?);
+        }
         // Extracted values are known to the requests after this one.
         let mut extract = Vec::new();
         for (k, e) in r.extract.iter().enumerate() {
@@ -434,6 +492,7 @@ impl Builder<'_> {
             extract,
             status,
             contains,
+            burst,
         })
     }
 
@@ -643,6 +702,45 @@ contains = "ok"
             ))
         );
         assert!(p.cookies);
+    }
+
+    #[test]
+    fn bursts_and_their_connections() {
+        let p = plan_of(
+            "connections_per_host = 2\n[vars]\nv = \"1\"\n[[request]]\nname = \"home\"\nurl = \"/\"\n\
+             burst = [{ url = \"/a.css?v=${v}\" }, { name = \"logo\", url = \"/l.png\", method = \"HEAD\", headers = [\"X-A: 1\"] }]\n",
+        );
+        assert_eq!(p.connections_per_host, 2);
+        let b = &p.scenarios[0].steps[0].burst;
+        assert_eq!(
+            b.iter()
+                .map(|m| (m.name.as_str(), m.method.as_str()))
+                .collect::<Vec<_>>(),
+            [("GET /a.css", "GET"), ("logo", "HEAD")]
+        );
+        // Members are named in the results beside the steps.
+        assert_eq!(p.names, ["home", "GET /a.css", "logo"]);
+        assert_eq!(b[1].name_id, 2);
+        assert_eq!(
+            plan_of("[[request]]\nurl = \"/\"\n").connections_per_host,
+            6
+        );
+        let e = err_of("[[request]]\nurl = \"/\"\nburst = [{ url = \"/a\", status = 200 }]\n");
+        assert!(e.starts_with("t.toml:3: unknown field `status`"), "{e}");
+        let e = err_of("[[request]]\nurl = \"/\"\nburst = [{ url = \"/a?${nope}\" }]\n");
+        assert!(
+            e.starts_with("t.toml:3: request[1].burst[1].url: unknown variable"),
+            "{e}"
+        );
+        let e = err_of("connections_per_host = 0\n[[request]]\nurl = \"/\"\n");
+        assert_eq!(
+            e,
+            "t.toml:1: connections_per_host: a whole number from 1 to 64"
+        );
+        let e = err_of(
+            "[[request]]\nname = \"x\"\nurl = \"/\"\nburst = [{ name = \"x\", url = \"/a\" }]\n",
+        );
+        assert!(e.contains("the name 'x' is used twice"), "{e}");
     }
 
     #[test]

@@ -4,11 +4,17 @@
 //! line and key), `${var}` templates, the cookie jar, the feeders, and one user's state
 //! (`user.rs`: the next request's bytes, the verdict on a response). The engine drives users
 //! through it inside its own event loop.
+//!
+//! Recordings become scenarios too (`import.rs` what they share): a browser's HAR file
+//! (`har.rs`) and httperf's session log (`wsesslog.rs`).
 pub mod cookies;
 pub mod feeder;
 mod file;
+pub mod har;
+pub mod import;
 pub mod template;
 pub mod user;
+pub mod wsesslog;
 
 pub use file::load;
 pub use user::{User, Verdict};
@@ -21,6 +27,63 @@ use template::Template;
 
 /// Most bytes of a response body kept for extraction and checks (`--max-body-capture`).
 pub const DEFAULT_MAX_BODY_CAPTURE: usize = 1 << 20;
+
+/// What a scenario file is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Format {
+    /// `--scenario FILE.toml` (docs/scenarios.md).
+    #[default]
+    Toml,
+    /// `--har FILE`: a browser's recording, one scenario.
+    Har(har::Options),
+    /// `--wsesslog FILE`: httperf's sessions, one scenario each; the flag is
+    /// `--allow-unsafe-methods`.
+    Wsesslog { allow_unsafe_methods: bool },
+}
+
+/// Loads a scenario file of any [`Format`], with a note on what an import left out (printed
+/// before the run). `base`: the URL argument (the server of relative URLs; for a HAR, the
+/// server that replaces the recording's).
+pub fn load_as(
+    path: &std::path::Path,
+    format: Format,
+    base: Option<&str>,
+    max_body: usize,
+) -> Result<(Plan, Option<String>), String> {
+    let base_url = || {
+        base.map(crate::url::Url::parse)
+            .transpose()
+            .map_err(|e| format!("URL {e}"))
+    };
+    let shown = crate::fsutil::shown(path);
+    let mut b = import::Builder::default();
+    let note = match format {
+        Format::Toml => return load(path, base, max_body).map(|p| (p, None)),
+        Format::Har(opts) => {
+            let h = har::read(path, base_url()?.as_ref(), opts)?;
+            let name = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("har")
+                .to_string();
+            b.scenario(name, h.requests)
+                .map_err(|e| format!("{shown}: {e}"))?;
+            h.note
+        }
+        Format::Wsesslog {
+            allow_unsafe_methods,
+        } => {
+            let sessions = wsesslog::read(path, base_url()?.as_ref(), allow_unsafe_methods)?;
+            for (i, s) in sessions.into_iter().enumerate() {
+                b.scenario(format!("session{}", i + 1), s)
+                    .map_err(|e| format!("{shown}: session {}: {e}", i + 1))?;
+            }
+            None
+        }
+    };
+    let plan = b.plan(max_body).map_err(|e| format!("{shown}: {e}"))?;
+    Ok((plan, note))
+}
 
 /// A scenario file, loaded and checked: everything a user needs, shared by all users.
 #[derive(Debug)]
@@ -42,7 +105,12 @@ pub struct Plan {
     pub max_body: usize,
     /// Iterations (and open-loop sessions) begun by all users, for feeder rows.
     pub begun: AtomicU64,
+    /// Connections a user opens at most to one server for a burst (a browser's 6).
+    pub connections_per_host: usize,
 }
+
+/// A browser's connections per host (Chrome's and Firefox's HTTP/1.1 limit).
+pub const DEFAULT_CONNECTIONS_PER_HOST: usize = 6;
 
 /// One server of the plan: where to connect, and what the jar and the Host header see.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +150,10 @@ pub struct Step {
     pub status: Vec<u16>,
     /// The body must contain this text.
     pub contains: Option<Template>,
+    /// Embedded resources fetched in parallel after this request's answer (a page's images,
+    /// CSS, scripts), on up to [`Plan::connections_per_host`] connections per server; the
+    /// think time follows the whole burst. Members have no checks, extraction or burst.
+    pub burst: Vec<Step>,
 }
 
 impl Step {

@@ -77,7 +77,11 @@ impl User {
     /// Writes the current step's request into `out` (cleared first). `close` asks the server
     /// to close the connection after it; `now`: Unix seconds, for cookie expiry.
     pub fn render(&self, plan: &Plan, close: bool, now: u64, out: &mut Vec<u8>) {
-        let step = self.current(plan);
+        self.render_step(plan, self.current(plan), close, now, out);
+    }
+
+    /// As [`User::render`], for `step`: the current step or a member of its burst.
+    pub fn render_step(&self, plan: &Plan, step: &Step, close: bool, now: u64, out: &mut Vec<u8>) {
         let server = &plan.servers[step.server];
         out.clear();
         out.extend_from_slice(step.method.as_bytes());
@@ -162,25 +166,7 @@ impl User {
         let mut resp = httparse::Response::new(&mut headers);
         let parsed = resp.parse(head).is_ok();
         let headers: &[httparse::Header<'_>] = if parsed { resp.headers } else { &[] };
-        if plan.cookies {
-            let server = &plan.servers[step.server];
-            let mut target = Vec::new();
-            render(&step.target, &self.vars, Escape::Target, &mut target);
-            let path = request_path(&target);
-            let from = Origin {
-                host: &server.host,
-                path,
-                https: server.https,
-            };
-            for h in headers
-                .iter()
-                .filter(|h| h.name.eq_ignore_ascii_case("set-cookie"))
-            {
-                if let Ok(v) = std::str::from_utf8(h.value) {
-                    self.jar.store(v, from, now);
-                }
-            }
-        }
+        self.store_cookies(plan, step, headers, now);
         if !step.status.is_empty() && !step.status.contains(&status) {
             return Verdict::CheckFailed;
         }
@@ -217,6 +203,48 @@ impl User {
             }
         }
         Verdict::Ok
+    }
+
+    /// A burst member's answer: its cookies are stored (a browser keeps those of images and
+    /// scripts too); it has nothing to check or extract.
+    pub fn on_resource(&mut self, plan: &Plan, member: &Step, head: &[u8], now: u64) {
+        if !plan.cookies {
+            return;
+        }
+        let mut headers = [httparse::EMPTY_HEADER; 100];
+        let mut resp = httparse::Response::new(&mut headers);
+        if resp.parse(head).is_ok() {
+            self.store_cookies(plan, member, resp.headers, now);
+        }
+    }
+
+    fn store_cookies(
+        &mut self,
+        plan: &Plan,
+        step: &Step,
+        headers: &[httparse::Header<'_>],
+        now: u64,
+    ) {
+        if !plan.cookies {
+            return;
+        }
+        let server = &plan.servers[step.server];
+        let mut target = Vec::new();
+        render(&step.target, &self.vars, Escape::Target, &mut target);
+        let path = request_path(&target);
+        let from = Origin {
+            host: &server.host,
+            path,
+            https: server.https,
+        };
+        for h in headers
+            .iter()
+            .filter(|h| h.name.eq_ignore_ascii_case("set-cookie"))
+        {
+            if let Ok(v) = std::str::from_utf8(h.value) {
+                self.jar.store(v, from, now);
+            }
+        }
     }
 
     /// The user's heap bytes (variables and jar), for the memory estimate of many users.

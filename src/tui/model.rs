@@ -2,7 +2,7 @@
 //! and the observer's newest samples, drawn by `view.rs`. No terminal here, so the unit tests
 //! script a sequence of ticks and read what each panel holds.
 use crate::observe::Sample;
-use crate::report::progress::Tick;
+use crate::report::progress::{SecondLatency, Tick};
 use crate::store::StepRecord;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -40,8 +40,8 @@ pub struct Second {
     pub achieved: f64,
     pub errors: f64,
     pub in_flight: u64,
-    /// Mean response time by Little's law (in flight ÷ rate), ms; None without responses.
-    pub little_ms: Option<f64>,
+    /// Response times of the newest closed second at this tick (None: no response in it).
+    pub latency: Option<SecondLatency>,
     /// The generator process's CPU, % of one core.
     pub cpu_pct: f64,
 }
@@ -76,6 +76,11 @@ pub struct Model {
     pub stopping: bool,
     /// `n` was pressed: the step in progress ends at the next tick.
     pub ending_step: bool,
+    /// p99 of each closed second (ms; 0 for a second without responses), oldest first, at
+    /// most [`HISTORY`]: one point per second even when a tick repeats or skips one.
+    pub p99: VecDeque<f64>,
+    /// The (step, second) of the newest point of `p99`.
+    p99_at: Option<(Option<usize>, usize)>,
 }
 
 impl Model {
@@ -88,6 +93,8 @@ impl Model {
             server: Vec::new(),
             stopping: false,
             ending_step: false,
+            p99: VecDeque::with_capacity(HISTORY),
+            p99_at: None,
         }
     }
 
@@ -105,9 +112,34 @@ impl Model {
             achieved: t.rate,
             errors: t.error_rate,
             in_flight: t.in_flight,
-            little_ms: (t.rate > 0.0).then(|| t.in_flight as f64 / t.rate * 1e3),
+            latency: t.latency,
             cpu_pct: t.cpu_pct,
         });
+        if let Some(l) = t.latency {
+            self.p99_point(step, l);
+        }
+    }
+
+    /// Adds the second's p99 to the sparkline, once per second: a tick that reads the same
+    /// second again adds nothing, one that skipped a second (no response in it) adds a zero.
+    fn p99_point(&mut self, step: Option<usize>, l: SecondLatency) {
+        let from = match self.p99_at {
+            Some((s, sec)) if s == step => {
+                if l.second <= sec {
+                    return;
+                }
+                sec + 1
+            }
+            _ => l.second,
+        };
+        for sec in from..=l.second {
+            if self.p99.len() == HISTORY {
+                self.p99.pop_front();
+            }
+            self.p99
+                .push_back(if sec == l.second { l.p99_ms } else { 0.0 });
+        }
+        self.p99_at = Some((step, l.second));
     }
 
     pub fn step_done(&mut self, rec: &StepRecord) {

@@ -4,7 +4,7 @@ use super::model::{Model, Setup, HISTORY};
 use super::{key, view, Shared};
 use crate::engine::{Arrival, Load};
 use crate::observe::{FpmSample, GroupSample, HostSample, Sample, TcpSample};
-use crate::report::progress::Tick;
+use crate::report::progress::{SecondLatency, Tick};
 use crate::runner::fake::{record, Shape};
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -43,6 +43,20 @@ fn tick(secs: u64, rate: f64, errors: f64, in_flight: u64) -> Tick {
         rate,
         error_rate: errors,
         cpu_pct: 12.0,
+        latency: None,
+    }
+}
+
+/// A tick whose newest closed second is `second`, with p99 `p99_ms` (p50 a tenth, p95 half).
+fn tick_at(secs: u64, second: usize, p99_ms: f64) -> Tick {
+    Tick {
+        latency: Some(SecondLatency {
+            second,
+            p50_ms: p99_ms / 10.0,
+            p95_ms: p99_ms / 2.0,
+            p99_ms,
+        }),
+        ..tick(secs, 100.0, 0.0, 2)
     }
 }
 
@@ -77,18 +91,25 @@ fn a_scripted_sweep_shows_its_steps_and_the_saturation_mark() {
     let mut m = Model::new(sweep_setup());
     let s = screen(&m);
     assert!(shows(&s, "starting"), "{s:#?}");
-    for t in 1..=3 {
+    for t in 1..=2 {
         m.tick(Some(0), 100.0, &tick(t, 100.0, 0.0, 2));
     }
+    let s = screen(&m);
+    assert!(
+        shows(&s, "2 in flight · p50 - p95 - p99 - ·"),
+        "none closed yet: {s:#?}"
+    );
+    m.tick(Some(0), 100.0, &tick_at(3, 2, 40.0));
     let s = screen(&m);
     assert!(shows(&s, "step 1/3 · 100 req/s · 3s of 12s"), "{s:#?}");
     // Two steps of 14 s to come, and 9 s left of this one.
     assert!(shows(&s, "sweep ETA ≤ 37s"), "{s:#?}");
     assert!(shows(
         &s,
-        "now: 100/s achieved · 0 errors/s · 2 in flight · ≈ mean 20.00ms"
-    ));
-    assert!(shows(&s, "generator CPU 12%"));
+        "now: 100/s achieved · 0 errors/s · 2 in flight · p50 4.00ms p95 20.00ms p99 40.00ms · gen CPU 12%"
+    ), "{s:#?}");
+    assert!(shows(&s, "p99 per second: 40.00ms"), "{s:#?}");
+    assert!(!shows(&s, "≈"), "no estimate: the percentiles are measured");
 
     m.step_done(&record(0, &open(100.0), Shape::ok(100.0, 5.0), 10.0));
     let s = screen(&m);
@@ -119,21 +140,45 @@ fn a_scripted_sweep_shows_its_steps_and_the_saturation_mark() {
     assert!(shows(&s, "n  end this step, go on to the next"));
 }
 
-/// The charts keep the last HISTORY seconds; Little's law gives the mean response time only
-/// when something was answered.
+/// The charts keep the last HISTORY seconds; the percentiles shown are the newest closed
+/// second's, and a tick without one (no response in it) shows none.
 #[test]
-fn seconds_are_kept_for_the_charts_and_the_mean_follows_littles_law() {
+fn seconds_are_kept_for_the_charts_with_the_last_seconds_percentiles() {
     let mut m = Model::new(sweep_setup());
     for t in 0..(HISTORY as u64 + 5) {
-        m.tick(Some(0), 100.0, &tick(t, t as f64, 0.0, 3));
+        let mut k = tick_at(t, t as usize, t as f64);
+        k.rate = t as f64;
+        m.tick(Some(0), 100.0, &k);
     }
     assert_eq!(m.seconds.len(), HISTORY);
     assert_eq!(m.seconds.front().unwrap().achieved, 5.0, "oldest dropped");
     let last = m.seconds.back().unwrap();
     assert_eq!(last.achieved, (HISTORY + 4) as f64);
-    assert!((last.little_ms.unwrap() - 3.0 / last.achieved * 1e3).abs() < 1e-9);
+    assert_eq!(last.latency.unwrap().p99_ms, (HISTORY + 4) as f64);
+    assert_eq!(m.p99.len(), HISTORY, "the sparkline rolls too");
+    assert_eq!(m.p99.front(), Some(&5.0));
     m.tick(Some(0), 100.0, &tick(200, 0.0, 0.0, 7));
-    assert_eq!(m.seconds.back().unwrap().little_ms, None);
+    assert_eq!(m.seconds.back().unwrap().latency, None);
+    assert!(shows(&screen(&m), "p50 - p95 - p99 -"));
+}
+
+/// The p99 sparkline has one point per closed second: a tick that reads the same second
+/// again adds none, a skipped second (no response in it) is a zero, and a new step starts
+/// from its own seconds.
+#[test]
+fn the_p99_sparkline_has_one_point_per_second() {
+    let mut m = Model::new(sweep_setup());
+    m.tick(Some(0), 100.0, &tick_at(2, 1, 10.0));
+    m.tick(Some(0), 100.0, &tick_at(3, 1, 10.0));
+    m.tick(Some(0), 100.0, &tick_at(4, 3, 30.0));
+    assert_eq!(Vec::from(m.p99.clone()), [10.0, 0.0, 30.0]);
+    // The next step's seconds count from its own start.
+    m.tick(Some(1), 200.0, &tick_at(1, 0, 50.0));
+    m.tick(Some(1), 200.0, &tick_at(2, 1, 60.0));
+    assert_eq!(Vec::from(m.p99.clone()), [10.0, 0.0, 30.0, 50.0, 60.0]);
+    let s = screen(&m);
+    assert!(shows(&s, "p99 per second: 60.00ms"), "{s:#?}");
+    assert!(shows(&s, "p50 6.00ms p95 30.00ms p99 60.00ms"), "{s:#?}");
 }
 
 /// A single run: no step table, no `n` key; the header counts the run's own time.

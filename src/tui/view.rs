@@ -1,7 +1,7 @@
 //! Draws the [`Model`] with ratatui: header, live rates, the sweep so far, the server's side
 //! and the keys. Drawn on the view's own thread; `tests.rs` draws it on a `TestBackend`.
 use super::model::{Model, StepRow};
-use crate::report::progress::fmt_secs;
+use crate::report::progress::{fmt_secs, SecondLatency};
 use crate::units::{fmt_ms, fmt_num};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -73,11 +73,11 @@ fn header(f: &mut Frame, area: Rect, m: &Model) {
     }
     let now = match (&m.current, m.seconds.back()) {
         (Some((_, _, t)), Some(s)) => format!(
-            "now: {}/s achieved · {} errors/s · {} in flight · ≈ mean {} · generator CPU {:.0}% · {} responses so far",
+            "now: {}/s achieved · {} errors/s · {} in flight · {} · gen CPU {:.0}% · {} responses so far",
             fmt_num(s.achieved),
             fmt_num(s.errors),
             s.in_flight,
-            s.little_ms.map_or("-".to_string(), fmt_ms),
+            percentiles(s.latency),
             s.cpu_pct,
             t.responses
         ),
@@ -153,27 +153,44 @@ fn rate_chart(f: &mut Frame, area: Rect, m: &Model) {
     f.render_widget(chart, area);
 }
 
-/// Errors, in flight (with the mean response time it implies) and the generator's CPU, per
-/// second.
+/// The last second's response-time percentiles, or a dash before any.
+fn percentiles(l: Option<SecondLatency>) -> String {
+    match l {
+        Some(l) => format!(
+            "p50 {} p95 {} p99 {}",
+            fmt_ms(l.p50_ms),
+            fmt_ms(l.p95_ms),
+            fmt_ms(l.p99_ms)
+        ),
+        None => "p50 - p95 - p99 -".to_string(),
+    }
+}
+
+/// p99 of each second, errors, in flight and the generator's CPU, per second.
 fn sparklines(f: &mut Frame, area: Rect, m: &Model) {
-    let [errors, flight, cpu] = Layout::vertical([
-        Constraint::Ratio(1, 3),
-        Constraint::Ratio(1, 3),
-        Constraint::Ratio(1, 3),
+    let [p99, errors, flight, cpu] = Layout::vertical([
+        Constraint::Ratio(1, 4),
+        Constraint::Ratio(1, 4),
+        Constraint::Ratio(1, 4),
+        Constraint::Ratio(1, 4),
     ])
     .areas(area);
     let width = area.width.saturating_sub(2) as usize;
     let tail = |v: Vec<u64>| -> Vec<u64> { v[v.len().saturating_sub(width)..].to_vec() };
     let last = m.seconds.back();
+    // In µs: the sparkline draws integers.
+    let p = tail(m.p99.iter().map(|ms| (ms * 1e3).round() as u64).collect());
+    let title = format!(
+        " p99 per second: {} ",
+        last.and_then(|s| s.latency)
+            .map_or("-".into(), |l| fmt_ms(l.p99_ms))
+    );
+    spark(f, p99, &title, &p, Color::Blue);
     let e = tail(m.seconds.iter().map(|s| s.errors.round() as u64).collect());
     let title = format!(" errors/s: {} ", last.map_or(0.0, |s| s.errors.round()));
     spark(f, errors, &title, &e, BAD);
     let q = tail(m.seconds.iter().map(|s| s.in_flight).collect());
-    let title = format!(
-        " in flight: {} · ≈ mean {} ",
-        last.map_or(0, |s| s.in_flight),
-        last.and_then(|s| s.little_ms).map_or("-".into(), fmt_ms)
-    );
+    let title = format!(" in flight: {} ", last.map_or(0, |s| s.in_flight));
     spark(f, flight, &title, &q, Color::Yellow);
     let c = tail(m.seconds.iter().map(|s| s.cpu_pct.round() as u64).collect());
     let title = format!(

@@ -8,13 +8,15 @@ use super::config::{ConnConfig, HttpVersion, RequestConfig, TlsConfig};
 use super::run::{self, RunConfig, RunLoad};
 use crate::audit::db::{self, DbEvidence};
 use crate::audit::http::{Arm, ACCEPT_ENCODING};
-use crate::audit::php::PhpEvidence;
-use crate::audit::{gather, host, http, php, Audit, Probe};
+use crate::audit::php::{PhpEvidence, PhpIni};
+use crate::audit::{gather, host, http, ini, php, Audit, Probe};
 use crate::lab::{LabOptions, Stack};
+use crate::observe::client::AgentSpec;
 use crate::observe::MysqlConfig;
 use crate::url::{Scheme, Url};
 use crate::Error;
 use std::fmt;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +42,13 @@ pub struct AuditConfig {
     pub tls: TlsConfig,
     /// A read-only database account (`--mysql USER@HOST:PORT`); with `lab`, the lab's.
     pub mysql: Option<MysqlConfig>,
+    /// The server's agent (`--agent URL`): the host checks and the php.ini found are read
+    /// there rather than on this machine.
+    pub agent: Option<AgentSpec>,
+    /// A php.ini and an FPM configuration to read instead of finding them (`--php-ini`,
+    /// `--fpm-config`).
+    pub php_ini: Option<PathBuf>,
+    pub fpm_config: Option<PathBuf>,
 }
 
 /// Users of each A/B arm: enough to measure, few enough to stay a probe.
@@ -61,6 +70,9 @@ impl Default for AuditConfig {
             timeout: Duration::from_secs(3),
             tls: TlsConfig::default(),
             mysql: None,
+            agent: None,
+            php_ini: None,
+            fpm_config: None,
         }
     }
 }
@@ -203,25 +215,31 @@ pub fn run(cfg: &AuditConfig) -> crate::Result<AuditOutcome> {
     if p.url.scheme == Scheme::Https {
         http_ev.alpn = alpn(cfg, &p.url);
     }
-    let host_ev = gather::host(&p.url);
+    let (host_ev, ram_bytes) = match &cfg.agent {
+        Some(a) => gather::host_via_agent(a, p.url.port, cfg.timeout),
+        None => {
+            let h = gather::host(&p.url);
+            let ram = gather::ram(&h.local);
+            (h, ram)
+        }
+    };
+    let (php_label, probe, ini_workers) = php_settings(cfg, &p, &host_ev);
+    let workers = match (&p.workers, ini_workers) {
+        (Err(_), Some(Ok(w))) => Ok(w),
+        (w, _) => w.clone(),
+    };
     let php_ev = PhpEvidence {
-        probe_url: p
-            .php_probe
-            .as_ref()
-            .map_or(String::new(), |u| format!("{}{}", u.origin(), u.target)),
-        probe: match &p.php_probe {
-            Some(u) => gather::php_probe(u, cfg.timeout),
-            None => Err("no PHP probe page (give --php-probe URL; docs/audit.md has one)".into()),
-        },
+        probe_url: php_label,
+        probe,
         fpm: match &p.fpm_status {
             Some(s) => gather::fpm_status(s, cfg.timeout),
             None => Err("no FPM status page (give --fpm-status URL)".into()),
         },
-        workers: p.workers.clone(),
-        ram_bytes: gather::ram(&host_ev.local),
+        workers: workers.clone(),
+        ram_bytes,
     };
     let db_ev = match &p.mysql {
-        Some(m) => gather::db(m, p.workers.clone()),
+        Some(m) => gather::db(m, workers.clone()),
         None => {
             let why = "no database account (give --mysql USER@HOST:PORT)".to_string();
             DbEvidence {
@@ -229,7 +247,7 @@ pub fn run(cfg: &AuditConfig) -> crate::Result<AuditOutcome> {
                 variables: Err(why.clone()),
                 status: Err(why.clone()),
                 myisam: Err(why),
-                workers: p.workers.clone(),
+                workers: workers.clone(),
             }
         }
     };
@@ -246,6 +264,54 @@ pub fn run(cfg: &AuditConfig) -> crate::Result<AuditOutcome> {
     };
     audit.sort();
     Ok(AuditOutcome { audit })
+}
+
+/// How the evidence names the PHP settings, the settings, and the pool size FPM's files give.
+type PhpSettings = (String, Probe<PhpIni>, Option<Probe<(u64, String)>>);
+
+/// The PHP settings the rules judge, how the evidence names them, and the pool size when
+/// FPM's files give it: the probe page when there is one, else the php.ini found (given
+/// files; else on the agent's machine; else on this one when it is the server).
+fn php_settings(
+    cfg: &AuditConfig,
+    p: &Plan,
+    host: &crate::audit::host::HostEvidence,
+) -> PhpSettings {
+    if let Some(u) = &p.php_probe {
+        return (
+            format!("{}{}", u.origin(), u.target),
+            gather::php_probe(u, cfg.timeout),
+            None,
+        );
+    }
+    let given = cfg.php_ini.is_some() || cfg.fpm_config.is_some();
+    let found = if given {
+        ini::find(
+            &gather::LocalHost,
+            None,
+            cfg.php_ini.as_deref(),
+            cfg.fpm_config.as_deref(),
+        )
+    } else if let Some(a) = &cfg.agent {
+        gather::php_ini_via_agent(a, p.url.port, cfg.timeout)
+    } else {
+        host.local
+            .clone()
+            .and_then(|()| ini::find(&gather::LocalHost, Some(p.url.port), None, None))
+    };
+    match found {
+        Ok(f) => (f.label(), Ok(f.effective()), Some(f.workers())),
+        Err(why) => (
+            String::new(),
+            Err(format!("no PHP probe page, and no php.ini found: {why}")),
+            None,
+        ),
+    }
+}
+
+/// What the agent answers for `audit --agent`: this machine's reads.
+pub fn agent_answers() -> std::sync::Arc<dyn crate::observe::agent::HostQuestions> {
+    std::sync::Arc::new(gather::AgentAnswers(std::sync::Arc::new(gather::LocalHost)))
 }
 
 /// The ALPN answer to `h2, http/1.1` (one handshake).

@@ -189,8 +189,10 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
     let first = cfg.open.load(cfg.start);
     let (mut base, urls) =
         base_config(&cfg.request, &cfg.conn, first, Some(t.step), None, t.warmup)?;
+    slo.check_names(&base.names).map_err(Error::usage)?;
     cfg.segment.validate(t.step, &[first])?;
     base.segment = cfg.segment.segment;
+    base.max_sessions = cfg.open.max_sessions;
     let config = serde_json::json!({
         "start": cfg.start, "max": cfg.max, "precision": cfg.precision, "repeat": cfg.repeat,
         "warmup_s": t.warmup.as_secs_f64(), "step_s": t.step.as_secs_f64(),
@@ -218,7 +220,7 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
     crate::signals::install();
     let dir = writer.dir().to_path_buf();
     // Named, not `_`: the page lives until the function returns, after the last report.
-    let _live = super::results::live_page(out, &dir)?;
+    let live = super::results::live_page(out, &dir)?;
     if !out.quiet {
         crate::eoutln!(
             "overload capacity: SLO '{}', from {:.0} req/s, precision {:.0}%; results in {}",
@@ -250,6 +252,7 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
         stepper.grid = Some(t.warmup + t.step + t.rest);
     }
     stepper.observer = Some(crate::observe::Observer::start(observe_cfg)?);
+    stepper.page = live.as_ref();
     let search = CapacitySearch::new(cfg.start, cfg.max, cfg.precision);
     let result = crate::runner::capacity::search(
         &mut stepper,

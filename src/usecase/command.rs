@@ -75,7 +75,29 @@ pub fn request(a: &mut Argv, r: &RequestConfig, c: &ConnConfig) {
         a.opt("--body", b.clone());
     }
     if let Some(s) = &r.scenario {
-        a.opt("--scenario", s.file.display().to_string());
+        let file = s.file.display().to_string();
+        match s.format {
+            crate::scenario::Format::Toml => {
+                a.opt("--scenario", file);
+            }
+            crate::scenario::Format::Har(o) => {
+                a.opt("--har", file);
+                if o.assets {
+                    a.arg("--har-assets");
+                }
+                if o.allow_unsafe_methods {
+                    a.arg("--allow-unsafe-methods");
+                }
+            }
+            crate::scenario::Format::Wsesslog {
+                allow_unsafe_methods,
+            } => {
+                a.opt("--wsesslog", file);
+                if allow_unsafe_methods {
+                    a.arg("--allow-unsafe-methods");
+                }
+            }
+        }
         if s.max_body_capture != crate::scenario::DEFAULT_MAX_BODY_CAPTURE {
             a.opt("--max-body-capture", s.max_body_capture.to_string());
         }
@@ -160,6 +182,9 @@ pub fn think(a: &mut Argv, think: Option<(Duration, Duration)>) {
 pub fn open_loop(a: &mut Argv, o: &OpenLoopConfig) {
     a.opt("--arrival", arrival_name(o.arrival));
     a.opt("--connections", o.connections.to_string());
+    if o.max_sessions != OpenLoopConfig::default().max_sessions {
+        a.opt("--max-sessions", o.max_sessions.to_string());
+    }
 }
 
 pub fn observe(a: &mut Argv, o: &ObserveArgs) {

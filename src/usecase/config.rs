@@ -43,6 +43,8 @@ pub struct ScenarioSource {
     pub file: PathBuf,
     /// `--max-body-capture`: body bytes kept per answer that a check or extraction reads.
     pub max_body_capture: usize,
+    /// A scenario TOML, or a recording imported as scenarios (`--har`, `--wsesslog`).
+    pub format: crate::scenario::Format,
 }
 
 /// `--access-log FILE`: a weighted URL mix, or a replay on the log's clock.
@@ -134,6 +136,9 @@ pub struct TlsConfig {
     pub resumption: bool,
     /// ALPN protocols offered, most preferred first.
     pub alpn: Vec<String>,
+    /// PEM certificates to trust given as text, not as a file: what a generator agent
+    /// receives in a step (`scale::wire`), where paths mean nothing.
+    pub ca_pem: Option<Vec<u8>>,
 }
 
 impl Default for TlsConfig {
@@ -146,6 +151,7 @@ impl Default for TlsConfig {
             version: None,
             resumption: true,
             alpn: vec!["http/1.1".into()],
+            ca_pem: None,
         }
     }
 }
@@ -158,6 +164,7 @@ impl TlsConfig {
     fn any_set(&self) -> bool {
         let d = TlsConfig::default();
         self.cacert.is_some()
+            || self.ca_pem.is_some()
             || self.insecure
             || self.client_cert.is_some()
             || self.client_key.is_some()
@@ -169,9 +176,9 @@ impl TlsConfig {
         match (&self.client_cert, &self.client_key) {
             (Some(_), None) => Err(Error::usage("--client-cert needs --client-key")),
             (None, Some(_)) => Err(Error::usage("--client-key needs --client-cert")),
-            _ if self.insecure && self.cacert.is_some() => Err(Error::usage(
-                "--insecure and --cacert contradict each other (nothing is verified)",
-            )),
+            _ if self.insecure && (self.cacert.is_some() || self.ca_pem.is_some()) => Err(
+                Error::usage("--insecure and --cacert contradict each other (nothing is verified)"),
+            ),
             _ => Ok(()),
         }
     }
@@ -185,7 +192,7 @@ impl TlsConfig {
                 .transpose()
         };
         let opts = TlsClientOptions {
-            ca_pem: read(&self.cacert, "--cacert")?,
+            ca_pem: read(&self.cacert, "--cacert")?.or_else(|| self.ca_pem.clone()),
             client_cert_pem: read(&self.client_cert, "--client-cert")?,
             client_key_pem: read(&self.client_key, "--client-key")?,
             insecure: self.insecure,
@@ -220,6 +227,8 @@ pub struct OpenLoopConfig {
     pub arrival: Arrival,
     /// Most connections to open.
     pub connections: usize,
+    /// With a scenario: most sessions in flight; arrivals past it are dropped.
+    pub max_sessions: usize,
 }
 
 impl Default for OpenLoopConfig {
@@ -227,6 +236,7 @@ impl Default for OpenLoopConfig {
         OpenLoopConfig {
             arrival: Arrival::Constant,
             connections: 10_000,
+            max_sessions: 10_000,
         }
     }
 }
@@ -237,6 +247,12 @@ impl OpenLoopConfig {
             return Err(Error::usage(format!(
                 "--connections {}: use 1 to 1000000",
                 self.connections
+            )));
+        }
+        if self.max_sessions == 0 || self.max_sessions > 1_000_000 {
+            return Err(Error::usage(format!(
+                "--max-sessions {}: use 1 to 1000000",
+                self.max_sessions
             )));
         }
         Ok(())
@@ -454,28 +470,37 @@ impl RequestConfig {
     /// A scenario file instead of URLs: loaded and checked now, before any connection. A URL
     /// argument is the server its relative URLs (`/login`) go to.
     fn scenario_mix(&self, s: &ScenarioSource) -> crate::Result<Mix> {
+        let (flag, what) = match s.format {
+            crate::scenario::Format::Toml => ("--scenario", "scenario"),
+            crate::scenario::Format::Har(_) => ("--har", "HAR"),
+            crate::scenario::Format::Wsesslog { .. } => ("--wsesslog", "session log"),
+        };
         if self.urls.len() > 1 || self.urls_file.is_some() {
-            return Err(Error::usage(
-                "--scenario takes at most one URL (the server of its relative URLs), and no --urls",
-            ));
+            return Err(Error::usage(format!(
+                "{flag} takes at most one URL (the server of its relative URLs), and no --urls"
+            )));
         }
         if self.body.is_some() || !self.headers.is_empty() || self.method != "GET" {
-            return Err(Error::usage(
-                "--scenario: methods, headers and bodies go in the scenario file, not -X, -H, --body",
-            ));
+            return Err(Error::usage(format!(
+                "{flag}: methods, headers and bodies come from the file, not -X, -H, --body"
+            )));
         }
-        let plan = crate::scenario::load(
+        let (plan, note) = crate::scenario::load_as(
             &s.file,
+            s.format,
             self.urls.first().map(String::as_str),
             s.max_body_capture,
         )
         .map_err(Error::usage)?;
+        if let Some(note) = note {
+            crate::eoutln!("overload: {note}");
+        }
         let servers = &plan.servers;
         Ok(Mix {
             addrs: servers.iter().map(|s| s.addr).collect(),
             requests: Vec::new(),
             pick: self.pick,
-            urls: vec![format!("scenario {}", crate::fsutil::shown(&s.file))],
+            urls: vec![format!("{what} {}", crate::fsutil::shown(&s.file))],
             tls_servers: servers
                 .iter()
                 .filter(|s| s.https)
@@ -791,6 +816,7 @@ pub fn base_config_of(
         names: mix.names,
         weights: mix.weights,
         replay: mix.replay,
+        max_sessions: OpenLoopConfig::default().max_sessions,
     };
     Ok((cfg, mix.urls))
 }

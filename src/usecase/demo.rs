@@ -177,6 +177,7 @@ pub fn run(
         names: Vec::new(),
         weights: Vec::new(),
         replay: None,
+        max_sessions: 10_000,
     };
     let urls = [format!("GET {url}")];
     let config = serde_json::json!({ "demo": true, "workers": cfg.workers, "service_ms": cfg.service_ms, "capacity": capacity });

@@ -8,7 +8,7 @@ use crate::engine::{self, Control, EngineConfig, Load, Outcome};
 use crate::metrics::Summary;
 use crate::observe::{ObserveArgs, StepObservation};
 use crate::report::{json, progress::Progress, terminal};
-use crate::runner::step::RunClock;
+use crate::runner::step::{live_series, RunClock};
 use crate::Error;
 use std::fmt;
 use std::path::PathBuf;
@@ -57,6 +57,10 @@ pub struct RunConfig {
     /// Write HdrHistogram's interval log here when the run ends (a results folder is then
     /// written too, as with `report`).
     pub hdr_log: Option<PathBuf>,
+    /// Serve the report page while the run goes on, its per-second series as they come:
+    /// `--live-port` (loopback) or `--live-listen` (a results folder is then written too).
+    pub live_port: Option<u16>,
+    pub live_listen: Option<std::net::SocketAddr>,
 }
 
 /// Users of the closed loop when neither a rate nor users are given.
@@ -87,6 +91,8 @@ impl Default for RunConfig {
             name: None,
             live_view: false,
             hdr_log: None,
+            live_port: None,
+            live_listen: None,
         }
     }
 }
@@ -135,6 +141,7 @@ impl RunConfig {
             self.warmup,
         )?;
         cfg.segment = self.segment.segment;
+        cfg.max_sessions = self.open.max_sessions;
         if let Some(r) = &cfg.replay {
             // The log's clock is the schedule: the open loop at its mean rate, for as long as
             // the log lasts (scaled) unless --duration cuts it.
@@ -280,7 +287,7 @@ pub fn execute(
     urls: &[String],
     quiet: bool,
 ) -> crate::Result<(Summary, Outcome)> {
-    execute_shown(cfg, urls, quiet, None, None)
+    execute_shown(cfg, urls, quiet, None, None, None)
 }
 
 /// [`execute`], shown in the live view when `view` is given (with the server's side from
@@ -291,6 +298,7 @@ fn execute_shown(
     quiet: bool,
     view: Option<crate::tui::Setup>,
     observer: Option<&crate::observe::ObserverHandle>,
+    page: Option<(&crate::live::LivePage, &RunClock)>,
 ) -> crate::Result<(Summary, Outcome)> {
     crate::signals::install();
     let ctl = Control::new(cfg.threads);
@@ -301,7 +309,12 @@ fn execute_shown(
     if let Some(setup) = view.filter(|_| !quiet) {
         progress = progress.with_view(Box::new(crate::tui::LiveScreen::start(setup)?));
     }
-    let outcome = engine::run(cfg, &ctl, |elapsed| progress.tick(&ctl, elapsed, observer));
+    let outcome = engine::run(cfg, &ctl, |elapsed| {
+        progress.tick(&ctl, elapsed, observer);
+        if let Some((page, clock)) = page {
+            page.show_series(live_series(cfg, &ctl, elapsed, 0, clock));
+        }
+    });
     progress.finish();
     let outcome = outcome?;
     let (rate, users) = cfg.offered();
@@ -332,10 +345,21 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
     if !rc.segment.wait_for_start(rc.quiet) {
         return Err(Error::runtime("interrupted while waiting for --start-at"));
     }
-    let mut writer = if rc.out.is_some() || rc.report || rc.hdr_log.is_some() {
+    let live_out = super::config::Output {
+        live_port: rc.live_port,
+        live_listen: rc.live_listen,
+        ..Default::default()
+    };
+    let wants_folder = rc.out.is_some() || rc.report || rc.hdr_log.is_some();
+    let mut writer = if wants_folder || live_out.live_addr().is_some() {
         Some(open_results(rc, &cfg, &urls, slo.as_ref())?)
     } else {
         None
+    };
+    // Kept until the report is written, so the page's last reload shows the stored run.
+    let live = match &writer {
+        Some(w) => results::live_page(&live_out, w.dir())?,
+        None => None,
     };
     let clock = RunClock::now();
     let from = crate::clock::unix_ms();
@@ -352,7 +376,8 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
         per_step: Duration::ZERO,
         end_step_key: false,
     });
-    let (summary, outcome) = execute_shown(&cfg, &urls, rc.quiet, view, observer.as_ref())?;
+    let page = live.as_ref().map(|p| (p, &clock));
+    let (summary, outcome) = execute_shown(&cfg, &urls, rc.quiet, view, observer.as_ref(), page)?;
     let to = crate::clock::unix_ms();
     let stored = match writer.as_mut() {
         Some(w) => Some(store_run(

@@ -186,8 +186,12 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
     let t = &cfg.timing;
     let (mut base, urls) =
         base_config(&cfg.request, &cfg.conn, first, Some(t.step), None, t.warmup)?;
+    if let Some(s) = &slo {
+        s.check_names(&base.names).map_err(Error::usage)?;
+    }
     cfg.segment.validate(t.step, &loads)?;
     base.segment = cfg.segment.segment;
+    base.max_sessions = cfg.open.max_sessions;
     let think = match &cfg.levels {
         Levels::Users { think, .. } => *think,
         Levels::Rates(_) => None,
@@ -227,7 +231,7 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
     crate::signals::install();
     let dir = writer.dir().to_path_buf();
     // Named, not `_`: the page lives until the function returns, after the last report.
-    let _live = results::live_page(out, &dir)?;
+    let live = results::live_page(out, &dir)?;
     if !out.quiet {
         crate::eoutln!(
             "overload sweep: {} steps of {} (+{} warm-up, {} rest), {mode} loop; results in {}",
@@ -271,6 +275,7 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
         stepper.grid = Some(t.warmup + t.step + t.rest);
     }
     stepper.observer = Some(crate::observe::Observer::start(observe_cfg)?);
+    stepper.page = live.as_ref();
     let result = crate::runner::sweep::sweep(&mut stepper, &plan);
     let done = stepper.finish(&result, String::clone)?;
     result?;

@@ -155,6 +155,22 @@ pub fn trial(name: &str, needs: &'static [Need], test: fn()) -> Trial {
     })
 }
 
+/// [`trial`] for a test that can tell only once it has run that it could not measure what it
+/// checks (the host got busy under it): `Some(why)` reports it ignored with that reason,
+/// never passed.
+#[allow(dead_code)] // not every test binary that includes this module has such a test
+pub fn trial_or_ignored(name: &str, needs: &'static [Need], test: fn() -> Option<String>) -> Trial {
+    Trial::ignorable_test(name, move || {
+        if let Some(why) = needs.iter().find_map(|n| n.missing()) {
+            return Ok(Completion::ignored_with(why));
+        }
+        Ok(match test() {
+            Some(why) => Completion::ignored_with(why),
+            None => Completion::Completed,
+        })
+    })
+}
+
 /// Runs the trials like libtest does (same flags, same summary line) and exits.
 pub fn main(trials: Vec<Trial>) -> ! {
     libtest_mimic::run(&Arguments::from_args(), trials).exit()

@@ -34,9 +34,16 @@ pub(super) fn pool(c: &Ctx) -> Option<Candidate> {
                 .iter()
                 .fold((0.0, 0.0), |(b, n), f| (b + f.active.max, n + f.total.max));
             let a = o.apache.iter().fold((0.0, 0.0), |(b, n), a| {
+                // Results from before `workers` was recorded: the sum of the maxima, which
+                // can overstate the pool.
+                let size = if a.workers.max > 0.0 {
+                    a.workers.max
+                } else {
+                    a.busy.max + a.idle.max
+                };
                 (
                     b + a.busy.max,
-                    n + (a.busy.max + a.idle.max).max(a.slots as f64 - a.open_slots.max),
+                    n + size.max(a.slots as f64 - a.open_slots.max),
                 )
             });
             (b + f.0 + a.0, n + f.1 + a.1)

@@ -84,6 +84,7 @@ fn obs(v: &Srv) -> StepObservation {
                     url: "http://127.0.0.1:8080/server-status".into(),
                     busy: st(b, b),
                     idle: st(i, i),
+                    workers: st(b + i, b + i),
                     slots,
                     open_slots: st(open, open),
                     ..Default::default()
@@ -235,6 +236,36 @@ fn apache_with_no_idle_worker_and_no_free_slot_is_a_full_pool() {
         "{}",
         w.seen
     );
+}
+
+#[test]
+fn apache_pool_size_is_busy_plus_idle_at_one_moment_not_the_sum_of_maxima() {
+    // Prefork ×8 past 8 users: all 8 busy at some moments of the knee's step, 4 idle at
+    // others. The lab's CI run once called this "all 12 Apache workers busy".
+    let a = |b, i| Srv {
+        apache: Some((b, i, 8, 0.0)),
+        ..Srv::default()
+    };
+    let v = vec![a(4.0, 4.0), a(8.0, 0.0), a(8.0, 0.0), a(8.0, 0.0)];
+    let mut steps = sweep(&RISE, &v);
+    // At the knee, with no keep-alive, workers were seen idle between connections.
+    let o = steps[3].server.as_mut().unwrap();
+    o.sources[0].apache[0].idle = st(0.5, 4.0);
+    let b = diagnose("open", &steps, 3, Context::default());
+    let w = b.leader().unwrap();
+    assert_eq!(w.limit, Limit::WorkerPool, "{}", b.verdict);
+    assert!(
+        w.seen.starts_with("all 8 Apache workers busy"),
+        "{}",
+        w.seen
+    );
+    // Results written before `workers` was recorded still read (the sum of the maxima).
+    for s in &mut steps {
+        let o = s.server.as_mut().unwrap();
+        o.sources[0].apache[0].workers = Stat::default();
+    }
+    let b = diagnose("open", &steps, 3, Context::default());
+    assert_eq!(b.leader().unwrap().limit, Limit::WorkerPool);
 }
 
 #[test]

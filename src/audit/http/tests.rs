@@ -36,6 +36,7 @@ fn nginx_static() -> HttpEvidence {
         plain: Ok(a.clone()),
         encoded: Ok(a.clone()),
         gzip_estimate: Some(5_632),
+        compression_cost: Err("the server does not compress this answer".into()),
         conditional: Some(Ok((
             "GET /static.html with If-None-Match: \"655f1a40-5800\"".into(),
             Answer {
@@ -168,6 +169,46 @@ fn compressed_small_or_binary_answers_pass() {
             .contains("Content-Encoding: gzip, 22,528 → 5,700 bytes (−75%)"),
         "{c:?}"
     );
+    assert_eq!(c.title, "text compressed (gzip)", "not measured: no figure");
+    // Measured: both figures in the title, the medians in the evidence.
+    e.compression_cost = Ok(CompressionCost {
+        pairs: 10,
+        first_byte_ms: [0.21, 0.61],
+        total_ms: [0.30, 0.66],
+    });
+    let c = compression(&e);
+    assert_eq!(level(&c), Level::Ok);
+    assert_eq!(
+        c.title,
+        "gzip saves 75% of bytes and costs +0.40 ms TTFB p50"
+    );
+    assert!(
+        c.evidence.contains(
+            "time to first byte p50 0.21 ms without Accept-Encoding and 0.61 ms with it \
+             (+0.40 ms), whole answer p50 0.30 → 0.66 ms, over 10 GETs of each"
+        ),
+        "{c:?}"
+    );
+    // A level that costs more than the answer itself: a finding, lower the level.
+    e.compression_cost = Ok(CompressionCost {
+        pairs: 10,
+        first_byte_ms: [1.0, 9.5],
+        total_ms: [1.2, 9.6],
+    });
+    let c = compression(&e);
+    assert_eq!(level(&c), Level::Low);
+    assert!(c.title.contains("costs +8.50 ms TTFB p50"), "{c:?}");
+    assert!(
+        c.change.as_deref().unwrap().contains("gzip_comp_level"),
+        "{c:?}"
+    );
+    // +2.5 ms on an answer that takes 40 ms without: not costly.
+    e.compression_cost = Ok(CompressionCost {
+        pairs: 10,
+        first_byte_ms: [40.0, 42.5],
+        total_ms: [41.0, 43.0],
+    });
+    assert_eq!(level(&compression(&e)), Level::Ok);
     let mut e = nginx_static();
     if let Ok(a) = e.plain.as_mut() {
         a.body_bytes = 100;

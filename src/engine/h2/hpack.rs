@@ -1,8 +1,10 @@
 //! Header blocks (RFC 7541). Requests are encoded here, once per URL before the run, as
 //! literals without indexing (no dynamic table state to keep in step with the server, and the
-//! hot path then only copies ready bytes). Responses are decoded with `httlib-hpack`, which
-//! keeps the dynamic table the server's encoder drives; every block must go through it, even
-//! one we fail, or the table falls out of step for the rest of the connection.
+//! hot path then only copies ready bytes). Responses are decoded here too, without an
+//! allocation per block: the static and dynamic tables (the one the server's encoder drives),
+//! integers, strings, and Huffman codes walked through a flattened table; every block must go
+//! through the decoder, even one we fail, or its table falls out of step for the rest of the
+//! connection.
 
 /// The header table size we allow the server's encoder (SETTINGS_HEADER_TABLE_SIZE default).
 pub const TABLE_SIZE: usize = 4096;
@@ -147,43 +149,275 @@ fn int_at(b: &[u8], mut i: usize, n: u32) -> Option<(usize, usize)> {
     None
 }
 
-/// Every representation of the block is complete: its integers and string lengths stay
-/// inside the block (RFC 7541 §6).
-fn well_formed(b: &[u8]) -> bool {
-    let mut i = 0;
-    while i < b.len() {
-        let first = b[i];
-        // (prefix bits, strings that follow: a new name and a value, or just a value)
-        let (prefix, strings) = match first {
-            f if f & 0x80 != 0 => (7, 0),
-            f if f & 0x40 != 0 => (6, if f & 0x3f == 0 { 2 } else { 1 }),
-            f if f & 0x20 != 0 => (5, 0),
-            f => (4, if f & 0x0f == 0 { 2 } else { 1 }),
-        };
-        let Some((_, next)) = int_at(b, i, prefix) else {
-            return false;
-        };
-        i = next;
-        for _ in 0..strings {
-            let Some((len, start)) = int_at(b, i, 7) else {
-                return false;
-            };
-            if len > b.len() - start {
-                return false;
-            }
-            i = start + len;
-        }
-    }
-    true
+/// The static table (RFC 7541 Appendix A): entry `i` is index `i + 1`.
+const STATIC: [(&[u8], &[u8]); 61] = [
+    (b":authority", b""),
+    (b":method", b"GET"),
+    (b":method", b"POST"),
+    (b":path", b"/"),
+    (b":path", b"/index.html"),
+    (b":scheme", b"http"),
+    (b":scheme", b"https"),
+    (b":status", b"200"),
+    (b":status", b"204"),
+    (b":status", b"206"),
+    (b":status", b"304"),
+    (b":status", b"400"),
+    (b":status", b"404"),
+    (b":status", b"500"),
+    (b"accept-charset", b""),
+    (b"accept-encoding", b"gzip, deflate"),
+    (b"accept-language", b""),
+    (b"accept-ranges", b""),
+    (b"accept", b""),
+    (b"access-control-allow-origin", b""),
+    (b"age", b""),
+    (b"allow", b""),
+    (b"authorization", b""),
+    (b"cache-control", b""),
+    (b"content-disposition", b""),
+    (b"content-encoding", b""),
+    (b"content-language", b""),
+    (b"content-length", b""),
+    (b"content-location", b""),
+    (b"content-range", b""),
+    (b"content-type", b""),
+    (b"cookie", b""),
+    (b"date", b""),
+    (b"etag", b""),
+    (b"expect", b""),
+    (b"expires", b""),
+    (b"from", b""),
+    (b"host", b""),
+    (b"if-match", b""),
+    (b"if-modified-since", b""),
+    (b"if-none-match", b""),
+    (b"if-range", b""),
+    (b"if-unmodified-since", b""),
+    (b"last-modified", b""),
+    (b"link", b""),
+    (b"location", b""),
+    (b"max-forwards", b""),
+    (b"proxy-authenticate", b""),
+    (b"proxy-authorization", b""),
+    (b"range", b""),
+    (b"referer", b""),
+    (b"refresh", b""),
+    (b"retry-after", b""),
+    (b"server", b""),
+    (b"set-cookie", b""),
+    (b"strict-transport-security", b""),
+    (b"transfer-encoding", b""),
+    (b"user-agent", b""),
+    (b"vary", b""),
+    (b"via", b""),
+    (b"www-authenticate", b""),
+];
+
+/// What an entry costs in the table (RFC 7541 §4.1): its octets plus 32.
+fn entry_size(name: &[u8], value: &[u8]) -> usize {
+    name.len() + value.len() + 32
 }
 
-/// The response headers' decoder, one per connection.
+/// The dynamic table, without an allocation after its creation: entries' octets lie end to
+/// end in `bytes` (oldest first), and `entries` holds (offset, name length, value length),
+/// newest at the back. Live octets never exceed the table's size, so with twice that room a
+/// compaction (moving the live octets to the front) is needed at most once per table-full of
+/// insertions, and `bytes` never grows.
+struct Table {
+    bytes: Vec<u8>,
+    entries: std::collections::VecDeque<(usize, usize, usize)>,
+    /// The RFC's size of the entries (octets + 32 each).
+    size: usize,
+    /// The current maximum (the encoder's last size update), at most `limit`.
+    max: usize,
+    /// What we allow the encoder (SETTINGS_HEADER_TABLE_SIZE).
+    limit: usize,
+}
+
+impl Table {
+    fn new(limit: usize) -> Table {
+        Table {
+            bytes: Vec::with_capacity(2 * limit),
+            entries: std::collections::VecDeque::with_capacity(limit / 32 + 1),
+            size: 0,
+            max: limit,
+            limit,
+        }
+    }
+
+    /// Entry `i` counting from the newest (0).
+    fn get(&self, i: usize) -> Option<(&[u8], &[u8])> {
+        let &(at, n, v) = self.entries.get(self.entries.len().checked_sub(i + 1)?)?;
+        Some((&self.bytes[at..at + n], &self.bytes[at + n..at + n + v]))
+    }
+
+    fn evict_to(&mut self, max: usize) {
+        while self.size > max {
+            let Some((_, n, v)) = self.entries.pop_front() else {
+                break;
+            };
+            self.size -= n + v + 32;
+        }
+        if self.entries.is_empty() {
+            self.bytes.clear();
+        }
+    }
+
+    /// A dynamic table size update: above what we allow is a decoding error (§6.3).
+    fn resize(&mut self, max: usize) -> Result<(), BlockError> {
+        if max > self.limit {
+            return Err(BlockError::Compression);
+        }
+        self.max = max;
+        self.evict_to(max);
+        Ok(())
+    }
+
+    /// Adds an entry, evicting the oldest to make room; one larger than the whole table
+    /// empties it and is not added (§4.4).
+    fn insert(&mut self, name: &[u8], value: &[u8]) {
+        let size = entry_size(name, value);
+        self.evict_to(self.max.saturating_sub(size));
+        if size > self.max {
+            return;
+        }
+        let len = name.len() + value.len();
+        if self.bytes.len() + len > self.bytes.capacity() {
+            let first = self.entries.front().map_or(self.bytes.len(), |e| e.0);
+            self.bytes.drain(..first);
+            for e in &mut self.entries {
+                e.0 -= first;
+            }
+        }
+        self.entries
+            .push_back((self.bytes.len(), name.len(), value.len()));
+        self.bytes.extend_from_slice(name);
+        self.bytes.extend_from_slice(value);
+        self.size += size;
+    }
+}
+
+/// One field from the static table (1..=61) or the dynamic one (62..).
+fn indexed(table: &Table, i: usize) -> Result<(&[u8], &[u8]), BlockError> {
+    match i {
+        0 => Err(BlockError::Compression),
+        1..=61 => Ok(STATIC[i - 1]),
+        _ => table.get(i - 62).ok_or(BlockError::Compression),
+    }
+}
+
+/// The Huffman code of RFC 7541 Appendix B as a flattened tree read 4 bits at a time (from
+/// `httlib-huffman`): per state and nibble, (next state, symbol, bits of the nibble left
+/// over after the symbol's code). Symbol 256 is EOS.
+type Step = (Option<u8>, Option<u16>, u8);
+static HUFFMAN: &[[Step; 16]] = &httlib_huffman::decoder::table4::DECODE_TABLE;
+
+/// Appends the Huffman-decoded `src` to `out`. The padding must be at most 7 bits, all 1s (a
+/// prefix of EOS), and EOS itself must not appear (§5.2).
+fn huffman(src: &[u8], out: &mut Vec<u8>) -> Result<(), BlockError> {
+    let mut state = 0usize;
+    // Bits read but not yet walked (the low `bits` bits of `acc`).
+    let mut acc = 0u32;
+    let mut bits = 0u32;
+    // Bits walked since the last symbol, and whether they were all 1s.
+    let mut open = 0u32;
+    let mut ones = true;
+    let mask = |n: u32| (1u32 << n) - 1;
+    for &byte in src {
+        acc = (acc << 8) | u32::from(byte);
+        bits += 8;
+        while bits >= 4 {
+            let nibble = (acc >> (bits - 4)) & 0xf;
+            let (next, sym, left) = HUFFMAN[state][nibble as usize];
+            let used = 4 - u32::from(left);
+            match (sym, next) {
+                (Some(s), _) => {
+                    out.push(u8::try_from(s).map_err(|_| BlockError::Compression)?);
+                    state = 0;
+                    open = 0;
+                    ones = true;
+                }
+                (None, Some(n)) => {
+                    state = usize::from(n);
+                    open += used;
+                    ones &= nibble >> left == mask(used);
+                }
+                (None, None) => return Err(BlockError::Compression),
+            }
+            bits -= used;
+            acc &= mask(bits);
+        }
+    }
+    if bits > 0 {
+        // Fewer than 4 bits left: a short code may still end in them. Padded with 1s to a
+        // nibble, the table says where the code ends; past the real bits it is padding.
+        let nibble = (acc << (4 - bits)) | mask(4 - bits);
+        let (_, sym, left) = HUFFMAN[state][nibble as usize];
+        let used = 4 - u32::from(left);
+        match sym {
+            Some(s) if used <= bits => {
+                out.push(u8::try_from(s).map_err(|_| BlockError::Compression)?);
+                bits -= used;
+                open = bits;
+                ones = acc & mask(bits) == mask(bits);
+            }
+            _ => {
+                open += bits;
+                ones &= acc == mask(bits);
+            }
+        }
+    }
+    if open > 7 || !ones {
+        return Err(BlockError::Compression);
+    }
+    Ok(())
+}
+
+/// The string literal at `b[*i..]` (§5.2), raw from the block or Huffman-decoded into
+/// `scratch`; `*i` moves past it.
+fn string<'a>(
+    b: &'a [u8],
+    i: &mut usize,
+    scratch: &'a mut Vec<u8>,
+) -> Result<&'a [u8], BlockError> {
+    let coded = b.get(*i).ok_or(BlockError::Compression)? & 0x80 != 0;
+    let (len, start) = int_at(b, *i, 7).ok_or(BlockError::Compression)?;
+    if len > b.len() - start {
+        return Err(BlockError::Compression);
+    }
+    *i = start + len;
+    let raw = &b[start..*i];
+    if !coded {
+        return Ok(raw);
+    }
+    scratch.clear();
+    huffman(raw, scratch)?;
+    Ok(scratch)
+}
+
+/// A `:status` value: three digits, 100 or more.
+fn status_code(v: &[u8]) -> Option<u16> {
+    match *v {
+        [a, b, c] if v.iter().all(u8::is_ascii_digit) => {
+            let s = [a, b, c]
+                .iter()
+                .fold(0u16, |s, d| s * 10 + u16::from(d - b'0'));
+            (s >= 100).then_some(s)
+        }
+        _ => None,
+    }
+}
+
+/// The response headers' decoder, one per connection: the dynamic table the server's encoder
+/// drives, and room for Huffman-decoded strings. Both are reused, so a block decodes without
+/// an allocation once the connection has seen its longest header (the engine reads only
+/// `:status` and the sizes: no field is kept). Every block must go through it, even one we
+/// fail, or the table falls out of step for the rest of the connection.
 pub struct ResponseDecoder {
-    inner: httlib_hpack::Decoder<'static>,
-    /// The block being decoded (the crate consumes a `Vec`), reused.
-    scratch: Vec<u8>,
-    /// Decoded fields (name, value, flags), reused.
-    fields: Vec<(Vec<u8>, Vec<u8>, u8)>,
+    table: Table,
+    name: Vec<u8>,
+    value: Vec<u8>,
 }
 
 impl Default for ResponseDecoder {
@@ -194,18 +428,85 @@ impl Default for ResponseDecoder {
 
 impl std::fmt::Debug for ResponseDecoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ResponseDecoder")
+        f.debug_struct("ResponseDecoder")
+            .field("entries", &self.table.entries.len())
+            .field("size", &self.table.size)
+            .finish()
     }
 }
 
 impl ResponseDecoder {
     pub fn new() -> ResponseDecoder {
+        ResponseDecoder::with_table_size(TABLE_SIZE)
+    }
+
+    /// A decoder whose encoder may use a table of `limit` octets (SETTINGS_HEADER_TABLE_SIZE).
+    fn with_table_size(limit: usize) -> ResponseDecoder {
         ResponseDecoder {
-            // A size update above what we advertised is a decoding error, not an allocation.
-            inner: httlib_hpack::Decoder::with_dynamic_size(TABLE_SIZE as u32),
-            scratch: Vec::new(),
-            fields: Vec::new(),
+            table: Table::new(limit),
+            name: Vec::with_capacity(64),
+            value: Vec::with_capacity(256),
         }
+    }
+
+    /// Decodes one complete header block, handing `each` every field in order (name, value),
+    /// and updates the dynamic table as the block says.
+    pub fn fields(
+        &mut self,
+        block: &[u8],
+        mut each: impl FnMut(&[u8], &[u8]),
+    ) -> Result<(), BlockError> {
+        use BlockError::Compression as Bad;
+        let ResponseDecoder { table, name, value } = self;
+        let mut i = 0;
+        let mut any_field = false;
+        while i < block.len() {
+            let first = block[i];
+            if first & 0x80 != 0 {
+                // Indexed field (§6.1).
+                let (index, next) = int_at(block, i, 7).ok_or(Bad)?;
+                i = next;
+                let (n, v) = indexed(table, index)?;
+                each(n, v);
+            } else if first & 0xe0 == 0x20 {
+                // Dynamic table size update (§6.3): only before the block's first field (§4.2).
+                if any_field {
+                    return Err(Bad);
+                }
+                let (max, next) = int_at(block, i, 5).ok_or(Bad)?;
+                i = next;
+                table.resize(max)?;
+                continue;
+            } else {
+                // Literal (§6.2): with incremental indexing (01, 6-bit index), without
+                // indexing (0000) or never indexed (0001, 4-bit index); index 0: a new name.
+                let add = first & 0x40 != 0;
+                let (index, next) = int_at(block, i, if add { 6 } else { 4 }).ok_or(Bad)?;
+                i = next;
+                if index == 0 {
+                    let n = string(block, &mut i, name)?;
+                    let v = string(block, &mut i, value)?;
+                    each(n, v);
+                    if add {
+                        table.insert(n, v);
+                    }
+                } else if add {
+                    // The insertion may evict the very entry that names it (§4.4): copied.
+                    let (n, _) = indexed(table, index)?;
+                    name.clear();
+                    name.extend_from_slice(n);
+                    let v = string(block, &mut i, value)?;
+                    each(name, v);
+                    table.insert(name, v);
+                } else {
+                    let (n, _) = indexed(table, index)?;
+                    let v = string(block, &mut i, value)?;
+                    each(n, v);
+                }
+            }
+            any_field = true;
+        }
+        Ok(())
     }
 
     /// Decodes one complete header block; returns the `:status` (0 for trailers, which have
@@ -213,27 +514,16 @@ impl ResponseDecoder {
     /// counts it, is [`BlockError::TooLarge`] (after decoding it all, so the table stays in
     /// step).
     pub fn decode(&mut self, block: &[u8], max_list: usize) -> Result<u16, BlockError> {
-        // The crate indexes past the end of a truncated integer or string: checked here first.
-        if !well_formed(block) {
-            return Err(BlockError::Compression);
-        }
-        self.scratch.clear();
-        self.scratch.extend_from_slice(block);
-        self.fields.clear();
-        self.inner
-            .decode(&mut self.scratch, &mut self.fields)
-            .map_err(|_| BlockError::Compression)?;
         let mut status: Option<Option<u16>> = None;
         let mut size = 0usize;
         let mut twice = false;
-        for (name, value, _) in &self.fields {
-            size += name.len() + value.len() + 32;
+        self.fields(block, |name, value| {
+            size += entry_size(name, value);
             if name == b":status" {
                 twice |= status.is_some();
-                let v = std::str::from_utf8(value).ok().filter(|v| v.len() == 3);
-                status = Some(v.and_then(|v| v.parse::<u16>().ok()).filter(|s| *s >= 100));
+                status = Some(status_code(value));
             }
-        }
+        })?;
         if size > max_list {
             return Err(BlockError::TooLarge);
         }
@@ -377,8 +667,7 @@ pub(crate) mod tests {
         );
         // An index past both tables.
         assert_eq!(d.decode(&[0xff, 0x7f], 65536), Err(BlockError::Compression));
-        // Cut off: a multi-byte integer, a name that never comes, a value shorter than said
-        // (the crate would index past the end of these: refused before it sees them).
+        // Cut off: a multi-byte integer, a name that never comes, a value shorter than said.
         for cut in [
             &[0xff, 0x80][..],
             &[0x40],
@@ -392,5 +681,310 @@ pub(crate) mod tests {
                 "{cut:?}"
             );
         }
+    }
+
+    /// Decoded fields, (name, value).
+    type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+
+    fn hex(s: &str) -> Vec<u8> {
+        let s: String = s.split_whitespace().collect();
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    fn text(b: &[u8]) -> String {
+        String::from_utf8_lossy(b).into_owned()
+    }
+
+    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn fields_of(d: &mut ResponseDecoder, block: &[u8]) -> Result<Fields, BlockError> {
+        let mut got = Vec::new();
+        d.fields(block, |n, v| got.push((n.to_vec(), v.to_vec())))?;
+        Ok(got)
+    }
+
+    fn texts(f: Fields) -> Vec<(String, String)> {
+        f.iter().map(|(n, v)| (text(n), text(v))).collect()
+    }
+
+    /// The dynamic table, newest first, and its size.
+    fn table_of(d: &ResponseDecoder) -> (Vec<(String, String)>, usize) {
+        let t = &d.table;
+        let entries = (0..t.entries.len())
+            .map(|i| t.get(i).map(|(n, v)| (text(n), text(v))).unwrap())
+            .collect();
+        (entries, t.size)
+    }
+
+    /// RFC 7541 Appendix C.3 (raw strings) and C.4 (Huffman): three requests on one
+    /// connection, each block using the table the previous ones filled.
+    #[test]
+    fn rfc7541_request_examples() {
+        let raw = [
+            "8286 8441 0f77 7777 2e65 7861 6d70 6c65 2e63 6f6d",
+            "8286 84be 5808 6e6f 2d63 6163 6865",
+            "8287 85bf 400a 6375 7374 6f6d 2d6b 6579 0c63 7573 746f 6d2d 7661 6c75 65",
+        ];
+        let huffman = [
+            "8286 8441 8cf1 e3c2 e5f2 3a6b a0ab 90f4 ff",
+            "8286 84be 5886 a8eb 1064 9cbf",
+            "8287 85bf 4088 25a8 49e9 5ba9 7d7f 8925 a849 e95b b8e8 b4bf",
+        ];
+        let auth = (":authority", "www.example.com");
+        let nc = ("cache-control", "no-cache");
+        let custom = ("custom-key", "custom-value");
+        let want = [
+            (
+                pairs(&[
+                    (":method", "GET"),
+                    (":scheme", "http"),
+                    (":path", "/"),
+                    auth,
+                ]),
+                pairs(&[auth]),
+                57,
+            ),
+            (
+                pairs(&[
+                    (":method", "GET"),
+                    (":scheme", "http"),
+                    (":path", "/"),
+                    auth,
+                    nc,
+                ]),
+                pairs(&[nc, auth]),
+                110,
+            ),
+            (
+                pairs(&[
+                    (":method", "GET"),
+                    (":scheme", "https"),
+                    (":path", "/index.html"),
+                    auth,
+                    custom,
+                ]),
+                pairs(&[custom, nc, auth]),
+                164,
+            ),
+        ];
+        for blocks in [raw, huffman] {
+            let mut d = ResponseDecoder::new();
+            for (b, (fields, table, size)) in blocks.iter().zip(&want) {
+                assert_eq!(texts(fields_of(&mut d, &hex(b)).unwrap()), *fields, "{b}");
+                assert_eq!(table_of(&d), (table.clone(), *size), "{b}");
+                // Requests have no :status: decode() reads them as trailers would be read.
+            }
+        }
+    }
+
+    /// RFC 7541 Appendix C.5 (raw) and C.6 (Huffman): three responses with a 256-octet
+    /// table, so entries are evicted.
+    #[test]
+    fn rfc7541_response_examples_with_eviction() {
+        let raw = [
+            "4803 3330 3258 0770 7269 7661 7465 611d 4d6f 6e2c 2032 3120 4f63 7420 3230 3133 \
+             2032 303a 3133 3a32 3120 474d 546e 1768 7474 7073 3a2f 2f77 7777 2e65 7861 6d70 \
+             6c65 2e63 6f6d",
+            "4803 3330 37c1 c0bf",
+            "88c1 611d 4d6f 6e2c 2032 3120 4f63 7420 3230 3133 2032 303a 3133 3a32 3220 474d \
+             54c0 5a04 677a 6970 7738 666f 6f3d 4153 444a 4b48 514b 425a 584f 5157 454f 5049 \
+             5541 5851 5745 4f49 553b 206d 6178 2d61 6765 3d33 3630 303b 2076 6572 7369 6f6e \
+             3d31",
+        ];
+        let huffman = [
+            "4882 6402 5885 aec3 771a 4b61 96d0 7abe 9410 54d4 44a8 2005 9504 0b81 66e0 82a6 \
+             2d1b ff6e 919d 29ad 1718 63c7 8f0b 97c8 e9ae 82ae 43d3",
+            "4883 640e ffc1 c0bf",
+            "88c1 6196 d07a be94 1054 d444 a820 0595 040b 8166 e084 a62d 1bff c05a 839b d9ab \
+             77ad 94e7 821d d7f2 e6c7 b335 dfdf cd5b 3960 d5af 2708 7f36 72c1 ab27 0fb5 291f \
+             9587 3160 65c0 03ed 4ee5 b106 3d50 07",
+        ];
+        let private = ("cache-control", "private");
+        let d21 = ("date", "Mon, 21 Oct 2013 20:13:21 GMT");
+        let d22 = ("date", "Mon, 21 Oct 2013 20:13:22 GMT");
+        let loc = ("location", "https://www.example.com");
+        let gzip = ("content-encoding", "gzip");
+        let cookie = (
+            "set-cookie",
+            "foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1",
+        );
+        let want = [
+            (
+                302,
+                pairs(&[(":status", "302"), private, d21, loc]),
+                pairs(&[loc, d21, private, (":status", "302")]),
+                222,
+            ),
+            (
+                307,
+                pairs(&[(":status", "307"), private, d21, loc]),
+                pairs(&[(":status", "307"), loc, d21, private]),
+                222,
+            ),
+            (
+                200,
+                pairs(&[(":status", "200"), private, d22, loc, gzip, cookie]),
+                pairs(&[cookie, gzip, d22]),
+                215,
+            ),
+        ];
+        for blocks in [raw, huffman] {
+            let mut d = ResponseDecoder::with_table_size(256);
+            let mut status = ResponseDecoder::with_table_size(256);
+            for (b, (code, fields, table, size)) in blocks.iter().zip(&want) {
+                assert_eq!(texts(fields_of(&mut d, &hex(b)).unwrap()), *fields, "{b}");
+                assert_eq!(table_of(&d), (table.clone(), *size), "{b}");
+                assert_eq!(status.decode(&hex(b), 65536), Ok(*code));
+            }
+        }
+    }
+
+    fn huffman_of(s: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        httlib_huffman::encode(s, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn huffman_padding_must_be_short_ones_and_eos_is_refused() {
+        let mut out = Vec::new();
+        // "a" is 00011 (5 bits): 3 bits of 1s pad it to a byte.
+        assert_eq!(huffman(&[0x1f], &mut out), Ok(()));
+        assert_eq!(out, b"a");
+        for bad in [
+            &[0x18][..],               // padded with 0s
+            &[0x1f, 0xff],             // 11 bits of padding
+            &[0xff, 0xff, 0xff, 0xfc], // EOS (30 ones) itself
+            &[0xfe],                   // a code cut off, not all ones
+        ] {
+            out.clear();
+            assert_eq!(
+                huffman(bad, &mut out),
+                Err(BlockError::Compression),
+                "{bad:?}"
+            );
+        }
+        // An empty string; "0" (00000) padded with 3 bits.
+        assert_eq!(huffman(&[], &mut out), Ok(()));
+        out.clear();
+        assert_eq!(huffman(&huffman_of(b"0"), &mut out), Ok(()));
+        assert_eq!(out, b"0");
+    }
+
+    proptest::proptest! {
+        /// Any octets the reference encoder codes decode back to themselves.
+        #[test]
+        fn huffman_decodes_what_the_reference_encodes(
+            s in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)
+        ) {
+            let mut out = Vec::new();
+            proptest::prop_assert_eq!(huffman(&huffman_of(&s), &mut out), Ok(()));
+            proptest::prop_assert_eq!(out, s);
+        }
+
+        /// Blocks from the reference encoder (indexed, literal with and without indexing,
+        /// never indexed, raw and Huffman, the table filling and evicting over a connection)
+        /// decode to the fields encoded; the table's storage never grows.
+        #[test]
+        fn blocks_decode_to_what_the_reference_encoder_encoded(
+            blocks in proptest::collection::vec(
+                proptest::collection::vec(
+                    (
+                        proptest::prop_oneof![
+                            proptest::strategy::Just(":status".to_string()),
+                            proptest::strategy::Just("server".to_string()),
+                            proptest::strategy::Just("content-length".to_string()),
+                            "[a-z][a-z0-9-]{0,24}",
+                        ],
+                        proptest::prop_oneof![
+                            proptest::strategy::Just(b"200".to_vec()),
+                            proptest::strategy::Just(b"nginx".to_vec()),
+                            proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400),
+                        ],
+                        0u8..32,
+                    ),
+                    1..10,
+                ),
+                1..16,
+            ),
+            shrink_to in proptest::option::of(0u32..4096),
+        ) {
+            let mut e = httlib_hpack::Encoder::default();
+            let mut d = ResponseDecoder::new();
+            let (cap, slots) = (d.table.bytes.capacity(), d.table.entries.capacity());
+            for (k, b) in blocks.iter().enumerate() {
+                let mut out = Vec::new();
+                if let (1, Some(size)) = (k, shrink_to) {
+                    e.update_max_dynamic_size(size, &mut out).unwrap();
+                }
+                for (n, v, f) in b {
+                    use httlib_hpack::Encoder as E;
+                    let mut flags = f & (E::HUFFMAN_NAME | E::HUFFMAN_VALUE | E::BEST_FORMAT);
+                    flags |= match f >> 3 {
+                        0 | 1 => E::WITH_INDEXING,
+                        2 => E::NEVER_INDEXED,
+                        _ => 0,
+                    };
+                    e.encode((n.as_bytes().to_vec(), v.clone(), flags), &mut out).unwrap();
+                }
+                let want: Fields =
+                    b.iter().map(|(n, v, _)| (n.as_bytes().to_vec(), v.clone())).collect();
+                proptest::prop_assert_eq!(fields_of(&mut d, &out), Ok(want));
+            }
+            proptest::prop_assert_eq!(d.table.bytes.capacity(), cap);
+            proptest::prop_assert_eq!(d.table.entries.capacity(), slots);
+            proptest::prop_assert!(d.table.size <= d.table.max);
+        }
+    }
+
+    #[test]
+    fn size_updates_bound_the_table_and_come_first() {
+        let mut d = ResponseDecoder::new();
+        let mut e = httlib_hpack::Encoder::default();
+        let first = encode_with(&mut e, &[(b":status", b"200"), (b"server", b"target")]);
+        assert_eq!(d.decode(&first, 65536), Ok(200));
+        assert_eq!(d.table.entries.len(), 1, "server: target indexed");
+        // Size 0 empties the table: its old entries are gone.
+        assert_eq!(d.decode(&[0x20, 0x88], 65536), Ok(200));
+        assert_eq!(table_of(&d), (vec![], 0));
+        assert_eq!(d.decode(&[0x88, 0xbe], 65536), Err(BlockError::Compression));
+        // Back up to the limit, not beyond it; and never after a field.
+        assert_eq!(d.decode(&[0x3f, 0xe1, 0x1f, 0x88], 65536), Ok(200));
+        assert_eq!(d.table.max, TABLE_SIZE);
+        assert_eq!(
+            d.decode(&[0x3f, 0xe2, 0x1f, 0x88], 65536),
+            Err(BlockError::Compression)
+        );
+        assert_eq!(d.decode(&[0x88, 0x20], 65536), Err(BlockError::Compression));
+    }
+
+    /// An entry larger than the table empties it and is not added (RFC 7541 §4.4), and a
+    /// literal naming an entry that its own insertion evicts keeps that name.
+    #[test]
+    fn oversized_entries_empty_the_table_and_evicted_names_survive() {
+        let mut d = ResponseDecoder::with_table_size(64);
+        // 0x40: literal with indexing, new name "ab" = "cd" (36 octets with the overhead).
+        let small = [0x40, 2, b'a', b'b', 2, b'c', b'd'];
+        assert_eq!(
+            fields_of(&mut d, &small).map(texts),
+            Ok(pairs(&[("ab", "cd")]))
+        );
+        // 0x7e: literal with indexing, name = index 62 ("ab", which it evicts), value 30 x.
+        let mut evicting = vec![0x7e, 30];
+        evicting.extend_from_slice(&[b'x'; 30]);
+        let want = pairs(&[("ab", &"x".repeat(30))]);
+        assert_eq!(fields_of(&mut d, &evicting).map(texts), Ok(want.clone()));
+        assert_eq!(table_of(&d), (want, 64));
+        let mut huge = vec![0x40, 2, b'a', b'b', 40];
+        huge.extend_from_slice(&[b'y'; 40]);
+        assert!(fields_of(&mut d, &huge).is_ok());
+        assert_eq!(table_of(&d), (vec![], 0));
     }
 }

@@ -1,7 +1,7 @@
 //! The closed loop's side of a worker: each slot is a user who sends, waits for the answer,
 //! thinks, and sends again.
 use super::Worker;
-use crate::engine::conn::Phase;
+use crate::engine::conn::{Phase, NO_USER};
 use crate::engine::transport::Transport;
 use std::cmp::Reverse;
 use std::time::Instant;
@@ -15,11 +15,11 @@ impl<T: Transport> Worker<'_, T> {
             return;
         }
         // A scenario's step may set its own think time.
-        let (lo, hi) = self
-            .users
-            .get(u)
-            .and_then(|x| x.think)
-            .unwrap_or(self.think_range);
+        let (lo, hi) = match self.conns[u].user {
+            NO_USER => None,
+            v => self.users[v as usize].user.think,
+        }
+        .unwrap_or(self.think_range);
         if first || hi.is_zero() {
             self.user_send(u, now, now);
             return;
@@ -39,16 +39,24 @@ impl<T: Transport> Worker<'_, T> {
             self.end_user(u);
             return;
         }
-        let req = if self.users.is_empty() {
+        let req = if self.cfg.scenario.is_none() {
             self.pick()
         } else {
-            self.scenario_render(u);
+            self.scenario_render(u, None);
             0
         };
         self.start_request(u, req, intended, counted, now);
     }
 
     pub(super) fn end_user(&mut self, u: usize) {
+        // A scenario user holds its burst's connections too: all close.
+        match self.conns[u].user {
+            NO_USER => {}
+            v => {
+                self.end_visitor(v as usize, super::session::SessionEnd::CutOff);
+                return;
+            }
+        }
         self.close_socket(u);
         self.conns[u].phase = Phase::Free;
     }

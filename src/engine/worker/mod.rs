@@ -79,8 +79,18 @@ pub(super) struct Worker<'a, T: Transport> {
     more_next: Vec<(usize, u32)>,
     /// HTTP/2 (`--http 2`): the multiplexed connections the slots' requests ride on.
     mux: Option<Mux<T>>,
-    /// `--scenario`: the user of each slot (closed loop); empty otherwise.
-    users: Vec<crate::scenario::User>,
+    /// `--scenario`: its users (closed loop: user `u` on slot `u`; open loop: the sessions',
+    /// reused as they end); each slot names its user (`Conn::user`). Empty otherwise.
+    users: Vec<session::Visitor>,
+    /// Open loop with a scenario: users free for the next session.
+    free_users: Vec<usize>,
+    /// Open loop with a scenario: the sessions in flight, capped by `--max-sessions`.
+    gate: Option<session::Gate>,
+    /// Open loop with a scenario: sessions this thread began (their users' numbers).
+    sessions_begun: u64,
+    threads: usize,
+    /// Scratch list of a user's slots, for the choice of a burst member's connection.
+    held: Vec<(usize, Option<usize>, bool)>,
 }
 
 /// The fds a worker needs besides its connections: its epoll and its timer. The engine opens
@@ -139,7 +149,15 @@ impl<'a, T: Transport> Worker<'a, T> {
         let mut rec = Recorder::new(origin, warm_end, expected_secs);
         rec.tls = cfg.tls.is_some();
         rec.keep_names(&cfg.names);
+        rec.slot = Arc::clone(&ctl.slots[id]);
         let mut rng = fastrand::Rng::with_seed(cfg.seed.wrapping_add(id as u64 * 7919));
+        let gate = match (&cfg.scenario, cfg.load) {
+            (Some(_), Load::Open { .. }) => {
+                Some(session::Gate::new(share(cfg.max_sessions as u64) as usize))
+            }
+            _ => None,
+        };
+        rec.sessions.open = gate.is_some();
         let users = match &cfg.scenario {
             Some(plan) => session::users(
                 plan,
@@ -161,7 +179,15 @@ impl<'a, T: Transport> Worker<'a, T> {
             ctl: Arc::clone(ctl),
             id,
             poll,
-            conns: (0..slots).map(|_| Conn::new(origin)).collect(),
+            conns: (0..slots)
+                .map(|u| {
+                    let mut c = Conn::new(origin);
+                    if cfg.scenario.is_some() {
+                        c.user = u as u32;
+                    }
+                    c
+                })
+                .collect(),
             free_slots: Vec::new(),
             idle: vec![Vec::new(); cfg.addrs.len()],
             open: 0,
@@ -188,6 +214,11 @@ impl<'a, T: Transport> Worker<'a, T> {
             more_next: Vec::with_capacity(slots.max(16)),
             mux: cfg.http2.map(|h| Mux::<T>::new(h.streams)),
             users,
+            free_users: Vec::new(),
+            gate,
+            sessions_begun: 0,
+            threads,
+            held: Vec::new(),
         })
     }
 
@@ -290,6 +321,7 @@ impl<'a, T: Transport> Worker<'a, T> {
             self.dispatch(now);
             if now >= self.next_scan {
                 self.scan_timeouts(now);
+                self.rec.roll(now);
                 self.publish();
                 self.next_scan = now + self.scan_every;
             }
@@ -298,6 +330,7 @@ impl<'a, T: Transport> Worker<'a, T> {
             self.h2_close_all();
         }
         self.publish();
+        self.rec.close_seconds();
         self.rec.cpu = crate::metrics::recorder::thread_cpu_time().saturating_sub(cpu_start);
         let rec = std::mem::replace(
             &mut self.rec,
@@ -311,6 +344,10 @@ impl<'a, T: Transport> Worker<'a, T> {
     }
 
     fn can_dispatch(&self) -> bool {
+        // Sessions need no connection to arrive: each opens its own, or is dropped.
+        if self.gate.is_some() {
+            return true;
+        }
         if self.mux.is_some() {
             return self.h2_room(None);
         }
@@ -394,8 +431,9 @@ impl<'a, T: Transport> Worker<'a, T> {
 
     /// A connection that could not even be started: no fd, no local port, refused at once.
     fn connect_failed(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
-        // (Not `self.schedule`: dispatch holds it while it starts requests.)
-        if matches!(self.cfg.load, Load::Open { .. }) {
+        // (Not `self.schedule`: dispatch holds it while it starts requests.) A burst member
+        // fails as any request: its burst goes on without it, no retry to recurse into.
+        if matches!(self.cfg.load, Load::Open { .. }) || self.is_member_slot(slot) {
             self.fail(slot, kind, now);
             return;
         }
@@ -521,9 +559,10 @@ impl<'a, T: Transport> Worker<'a, T> {
                 if step == Step::Stray && self.conns[slot].counted {
                     self.count_error(slot, ErrorKind::Protocol, now);
                 }
+                // A scenario user's idle connection stays its slot, to reconnect when needed.
                 let was_idle = self.conns[slot].phase == Phase::Idle;
                 self.close_socket(slot);
-                if was_idle {
+                if was_idle && self.conns[slot].user == super::conn::NO_USER {
                     self.free_slot(slot);
                 }
             }
@@ -571,8 +610,9 @@ impl<'a, T: Transport> Worker<'a, T> {
             self.rec
                 .first_byte(c.first_byte.saturating_duration_since(c.written));
         }
-        if !self.users.is_empty() {
-            self.scenario_answer(slot, status, now);
+        if self.cfg.scenario.is_some() {
+            self.scenario_complete(slot, status, reusable, now);
+            return;
         }
         self.after_request(slot, reusable, now);
     }
@@ -599,8 +639,9 @@ impl<'a, T: Transport> Worker<'a, T> {
                 None => self.count_error(slot, kind, now),
             }
         }
-        if !self.users.is_empty() {
-            self.scenario_failed(slot);
+        if self.cfg.scenario.is_some() {
+            self.scenario_failed(slot, now);
+            return;
         }
         self.after_request(slot, false, now);
     }

@@ -12,6 +12,20 @@ impl<T: Transport> Worker<'_, T> {
         let Some(mut sched) = self.schedule.take() else {
             return;
         };
+        if self.gate.is_some() {
+            // Sessions: every arrival due starts one, or is dropped at the cap.
+            while sched.next() <= now && self.send_end.is_none_or(|e| sched.next() < e) {
+                let intended = sched.next();
+                if intended >= self.warm_end && self.budget == Some(0) {
+                    break;
+                }
+                sched.advance();
+                self.session_arrival(intended, now);
+                self.last_dispatch = now;
+            }
+            self.schedule = Some(sched);
+            return;
+        }
         while sched.next() <= now && self.send_end.is_none_or(|e| sched.next() < e) {
             let intended = sched.next();
             let counted = intended >= self.warm_end;

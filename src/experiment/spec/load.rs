@@ -10,7 +10,7 @@ use crate::usecase::command::{arrival_name, pick_name};
 use crate::usecase::config::{HttpVersion, TlsConfig};
 use crate::usecase::SweepConfig;
 use crate::usecase::{CapacityConfig, ConnConfig, OpenLoopConfig, RequestConfig, StepTiming};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub(super) fn load_plan(file: &Path, label: &str, l: &RawLoad) -> crate::Result<LoadPlan> {
     let key = |k: &str| format!("{label} load.{k}");
@@ -218,6 +218,7 @@ pub(super) fn request_of(file: &Path, label: &str, r: &RawRequest) -> crate::Res
         ));
     }
     let tls = tls_of(file, label, r)?;
+    let scenario = scenario_of(file, label, r)?;
     // The command line's own checks (streams' range, TLS options that contradict each other),
     // on the same typed configuration; the message names the flag, the prefix the table.
     let checked = ConnConfig {
@@ -244,7 +245,38 @@ pub(super) fn request_of(file: &Path, label: &str, r: &RawRequest) -> crate::Res
         http,
         streams,
         tls,
+        scenario,
     })
+}
+
+/// `scenario`, relative to the file, read and checked now as `--scenario` would be: its
+/// requests replace `path`, `method`, `headers` and `body`, so those are refused beside it.
+fn scenario_of(file: &Path, label: &str, r: &RawRequest) -> crate::Result<Option<PathBuf>> {
+    let Some(s) = &r.scenario else {
+        return Ok(None);
+    };
+    let key = format!("{label} request.scenario");
+    if r.path.is_some() || r.method.is_some() || r.headers.is_some() || r.body.is_some() {
+        return Err(err(
+            file,
+            &key,
+            "the scenario's requests replace path, method, headers and body: give one or the other",
+        ));
+    }
+    let p = Path::new(s);
+    let p = if p.is_relative() {
+        file.parent().unwrap_or(Path::new("")).join(p)
+    } else {
+        p.to_path_buf()
+    };
+    // The server is not known here; a stand-in base checks everything but the address.
+    crate::scenario::load(
+        &p,
+        Some("http://127.0.0.1"),
+        crate::scenario::DEFAULT_MAX_BODY_CAPTURE,
+    )
+    .map_err(|e| err(file, &key, e))?;
+    Ok(Some(p))
 }
 
 /// The TLS keys as the command line's [`TlsConfig`] (its `Default` is the only default).

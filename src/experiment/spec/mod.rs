@@ -83,6 +83,8 @@ pub struct Request {
     pub http: HttpVersion,
     pub streams: u32,
     pub tls: TlsConfig,
+    /// `--scenario`: users follow this file's requests against the server (paths unused).
+    pub scenario: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -589,6 +591,47 @@ load = { users = "1:9:4", step = "2s" }
         assert_eq!(key_at(t, t.find("true").unwrap()), "[load] step");
         assert_eq!(key_at(t, 0), "a");
         assert_eq!(line_col(t, t.find("true").unwrap()), (4, 8));
+    }
+
+    /// `request.scenario` is read and checked with the file; its requests replace the paths,
+    /// so both together are refused, as is a scenario that does not load.
+    #[test]
+    fn scenario_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.toml");
+        std::fs::write(&file, "[[request]]\nname = \"home\"\nurl = \"/\"\n").unwrap();
+        let f = file.display();
+        let base = "[load]\nusers = [1]\n[[config]]\nstack = \"nginx-fpm\"\n";
+        let x = p(&format!("{base}request = {{ scenario = \"{f}\" }}\n")).unwrap();
+        assert_eq!(
+            x.configs[0].request.scenario.as_deref(),
+            Some(file.as_path())
+        );
+        let c = &x.configs[0];
+        let rc = crate::experiment::plan::request_config(c, &crate::experiment::plan::base_url(c));
+        assert_eq!(rc.scenario.map(|s| s.file), Some(file.clone()));
+        assert_eq!(rc.urls, ["http://127.0.0.1:18081/"]);
+        let both = e(&format!(
+            "{base}request = {{ scenario = \"{f}\", path = \"/x\" }}\n"
+        ));
+        assert!(
+            both.contains("request.scenario: the scenario's requests replace"),
+            "{both}"
+        );
+        std::fs::write(&file, "[[request]]\nurl = \"/${nope}\"\n").unwrap();
+        let bad = e(&format!("{base}request = {{ scenario = \"{f}\" }}\n"));
+        assert!(
+            bad.contains("request.scenario") && bad.contains("nope"),
+            "{bad}"
+        );
+        assert!(
+            p("[load]\nusers = [1]\n[[config]]\nstack = \"nginx-fpm\"\n")
+                .unwrap()
+                .configs[0]
+                .request
+                .scenario
+                .is_none()
+        );
     }
 
     #[test]

@@ -120,6 +120,8 @@ pub struct RawRequest {
     pub tls_resumption: Option<toml::Value>,
     /// `--tls-version`: "1.2" or "1.3".
     pub tls_version: Option<Text>,
+    /// `--scenario`: a scenario file, relative to the experiment file's folder.
+    pub scenario: Option<String>,
 }
 
 #[derive(Deserialize, Debug, Clone, Default)]
@@ -239,7 +241,8 @@ merge_fields!(
     insecure,
     cacert,
     tls_resumption,
-    tls_version
+    tls_version,
+    scenario
 );
 merge_fields!(RawObserve, watch, fpm_status, sample_every);
 
