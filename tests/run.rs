@@ -252,6 +252,61 @@ fn statuses_are_answers_not_errors() {
 }
 
 #[test]
+fn ok_status_makes_a_meant_404_a_success() {
+    let t = Target::start(&[]);
+    let (ok, missing) = (format!("{}/", t.url), format!("{}/status/404", t.url));
+    let run = |extra: &[&str]| {
+        let dir = scratch();
+        let json = dir.path().join("run.json");
+        let out = output_within(
+            bin()
+                .args(["run", &ok, &missing, "--users", "2", "--requests", "40"])
+                .args(["--slo", "errors<1%", "--json"])
+                .arg(&json)
+                .args(extra),
+            Duration::from_secs(60),
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap_or_else(|_| "null".into()))
+                .unwrap();
+        (out, v)
+    };
+    // By default a 404 is an answer but not a success: half the requests failed the SLO.
+    let (out, v) = run(&[]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(v["statuses"]["404"].as_f64(), Some(20.0));
+    assert!(v.get("ok_status").is_none(), "{v}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("20 non-2xx/3xx answers"));
+    // Told the 404 is meant: every answer is a success and the SLO holds.
+    let (out, v) = run(&["--ok-status", "200-399,404"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(v["statuses"]["404"].as_f64(), Some(20.0));
+    assert_eq!(v["ok_status"].as_str(), Some("200-399,404"));
+    assert!((f(&v, "goodput") - f(&v, "throughput")).abs() < 1e-9, "{v}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("0 answers outside --ok-status 200-399,404")
+    );
+    // A list that is not one: a usage error naming the flag.
+    let (out, _) = run(&["--ok-status", "2xx"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--ok-status") && err.contains("'2xx'"),
+        "{err}"
+    );
+}
+
+#[test]
 fn head_requests_expect_no_body() {
     let t = Target::start(&[]);
     let url = format!("{}/bytes/5000", t.url);

@@ -387,3 +387,47 @@ fn demo_finds_the_targets_capacity() {
     let data = overload::store::load(&dir).unwrap();
     assert!(data.info.complete);
 }
+
+/// A URL list with a 404 on purpose (S2's siege list has one): without `--ok-status` the 404s
+/// are failed requests from the first step on, so that step reads as saturated; with it the
+/// sweep judges the server by its load, and the results say which statuses counted.
+#[test]
+fn ok_status_keeps_a_meant_404_from_marking_saturation() {
+    let _serial = serial();
+    let t = Target::start(&["--workers", "8"]);
+    let (ok, missing) = (format!("{}/", t.url), format!("{}/status/404", t.url));
+    let sweep = |extra: &[&str]| {
+        let scratch = scratch();
+        let dir = scratch.path().join("out");
+        let out = output_within(
+            bin()
+                .args(["sweep", &ok, &missing, "--rates", "40,80"])
+                .args(["--warmup", "200ms", "--step", "1s", "--rest", "0s"])
+                .args(["--past-saturation", "1", "-q", "--out"])
+                .arg(&dir)
+                .args(extra),
+            SWEEP_LIMIT,
+        );
+        assert!(
+            out.status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let data = overload::store::load(&dir).unwrap();
+        let a = overload::analysis::analyze("open", &data.steps, None);
+        (data, a)
+    };
+    let (_, a) = sweep(&[]);
+    let sat = a.saturation.expect("the 404s saturate the first step");
+    assert_eq!(sat.step, 0);
+    assert!(sat.reasons.iter().any(|r| r.contains("failed")), "{sat:?}");
+    let (data, a) = sweep(&["--ok-status", "200-399,404"]);
+    assert_eq!(data.steps.len(), 2);
+    assert!(a.saturation.is_none(), "{:?}", a.saturation);
+    for s in &data.steps {
+        assert!(s.summary.statuses["404"] > 0);
+        assert_eq!(s.summary.ok_status.to_string(), "200-399,404");
+        assert_eq!(s.summary.ok_count(), s.summary.responses);
+    }
+}

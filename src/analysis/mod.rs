@@ -440,6 +440,7 @@ pub(crate) mod tests {
             error_count: errors,
             error_ratio: errors as f64 / (responses + errors).max(1) as f64,
             statuses,
+            ok_status: Default::default(),
             bytes_in: 0,
             bytes_out: 0,
             bytes_in_per_s: 0.0,

@@ -53,6 +53,7 @@ impl GeneratorsArgs {
                 )
             })?,
             conn: WireConn::of(conn)?,
+            ok_status: request.ok_status,
         };
         let http = Http {
             generators: read_generators(file)?,

@@ -120,6 +120,10 @@ pub struct RequestArgs {
     /// Request body: TEXT, or @FILE to read it from a file.
     #[arg(long)]
     pub body: Option<String>,
+    /// Statuses that count as success, e.g. 200-399,404 for a URL list whose 404 is meant;
+    /// others count as failed requests (errors %, SLOs, saturation) [default: 200-399].
+    #[arg(long, value_name = "LIST", value_parser = crate::metrics::OkStatus::parse)]
+    pub ok_status: Option<crate::metrics::OkStatus>,
     #[command(flatten)]
     pub scenario: super::scenario_args::ScenarioArgs,
 }
@@ -141,6 +145,7 @@ impl RequestArgs {
             body: self.body,
             scenario: self.scenario.source(),
             access_log: None,
+            ok_status: self.ok_status.unwrap_or_default(),
         };
         if let Some(w) = warning {
             // A bad body or URL is reported alone: the error, not a warning and an error.

@@ -102,6 +102,7 @@ fn sweep_configs_parse_back_from_their_display() {
                 format: crate::scenario::Format::Toml,
             }),
             access_log: None,
+            ok_status: crate::metrics::OkStatus::parse("200-399,404").unwrap(),
         },
         levels: Levels::Users {
             users: vec![1, 2, 4],

@@ -138,6 +138,8 @@ pub struct EngineConfig {
     pub replay: Option<Arc<Replay>>,
     /// Open loop with a scenario: most sessions in flight (`--max-sessions`).
     pub max_sessions: usize,
+    /// Which answers count as success (`--ok-status`).
+    pub ok_status: crate::metrics::OkStatus,
 }
 
 impl EngineConfig {
@@ -440,6 +442,7 @@ mod tests {
             weights: Vec::new(),
             replay: None,
             max_sessions: 10_000,
+            ok_status: Default::default(),
         }
     }
 

@@ -269,6 +269,7 @@ pub(crate) fn request_config(c: &Config, base: &str) -> RequestConfig {
                 max_body_capture: crate::scenario::DEFAULT_MAX_BODY_CAPTURE,
                 format: crate::scenario::Format::Toml,
             }),
+        ok_status: r.ok_status,
         ..RequestConfig::default()
     }
 }

@@ -473,6 +473,8 @@ fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, S
             0.0
         },
         statuses,
+        // The parts ran one plan: the same statuses count as success in each.
+        ok_status: s0.summary.ok_status,
         bytes_in,
         bytes_out: sum(&|s| s.bytes_out),
         bytes_in_per_s: per_s(bytes_in),

@@ -4,12 +4,14 @@ pub mod histo;
 pub mod names;
 pub mod recorder;
 pub mod second;
+pub mod status;
 pub mod summary;
 
 pub use histo::LatencyStats;
 pub use names::{NameStats, NameSummary};
 pub use recorder::{Recorder, SessionTally};
 pub use second::{SecondBucket, SecondLog, SecondSlot};
+pub use status::OkStatus;
 pub use summary::{SessionSummary, Summary, TlsSummary};
 
 /// Transport-level failures. HTTP statuses (4xx, 5xx) are answers, counted apart.

@@ -4,6 +4,7 @@
 use super::histo::{new_hist, MAX_US};
 use super::names::NameStats;
 use super::second::{SecondBucket, SecondSlot};
+use super::status::OkStatus;
 use super::{ErrorKind, TlsReason};
 use hdrhistogram::Histogram;
 use std::sync::Arc;
@@ -42,8 +43,10 @@ pub struct Recorder {
     /// connect, or failed before its write completed, was started but not sent).
     pub sent: u64,
     pub responses: u64,
-    /// 2xx and 3xx responses.
+    /// Responses whose status is in `ok_status` (2xx and 3xx unless `--ok-status`).
     pub ok: u64,
+    /// Which statuses count as success (`--ok-status`).
+    pub ok_status: OkStatus,
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub connections_opened: u64,
@@ -105,6 +108,7 @@ impl Recorder {
             sent: 0,
             responses: 0,
             ok: 0,
+            ok_status: OkStatus::default(),
             bytes_in: 0,
             bytes_out: 0,
             connections_opened: 0,
@@ -140,7 +144,7 @@ impl Recorder {
     pub fn name_response(&mut self, name: u16, status: u16, rt_us: u64) {
         if let Some(n) = self.names.get_mut(name as usize) {
             n.responses += 1;
-            n.ok += u64::from((200..400).contains(&status));
+            n.ok += u64::from(self.ok_status.contains(status));
             n.record(rt_us);
         }
     }
@@ -232,7 +236,7 @@ impl Recorder {
         let lag = us(started.saturating_duration_since(intended));
         let _ = self.send_lag.record(lag);
         self.responses += 1;
-        let ok = (200..400).contains(&status);
+        let ok = self.ok_status.contains(status);
         if ok {
             self.ok += 1;
         }

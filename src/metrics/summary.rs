@@ -2,7 +2,7 @@
 //! terminal report prints. Its fields are documented in docs/results.md.
 use super::histo::LatencyStats;
 use super::names::{sort_names, NameSummary};
-use super::{ErrorKind, Recorder, TlsReason};
+use super::{ErrorKind, OkStatus, Recorder, TlsReason};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -17,7 +17,7 @@ pub struct Summary {
     pub users: Option<u64>,
     /// Responses per second (any status).
     pub throughput: f64,
-    /// 2xx/3xx responses per second.
+    /// Responses per second whose status is in `ok_status`.
     pub goodput: f64,
     /// Requests started in the measured window (warm-up excluded), whatever their outcome.
     pub requests: u64,
@@ -42,6 +42,9 @@ pub struct Summary {
     /// errors / requests.
     pub error_ratio: f64,
     pub statuses: BTreeMap<String, u64>,
+    /// The statuses that count as success (`--ok-status`); absent: 2xx and 3xx.
+    #[serde(default, skip_serializing_if = "OkStatus::is_default")]
+    pub ok_status: OkStatus,
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub bytes_in_per_s: f64,
@@ -166,6 +169,7 @@ impl Summary {
                 0.0
             },
             statuses,
+            ok_status: r.ok_status,
             bytes_in: r.bytes_in,
             bytes_out: r.bytes_out,
             bytes_in_per_s: per_s(r.bytes_in),
@@ -196,11 +200,21 @@ impl Summary {
         }
     }
 
-    /// Responses with a 2xx or 3xx status.
+    /// Responses whose status counts as success (`ok_status`: 2xx and 3xx by default).
     pub fn ok_count(&self) -> u64 {
         self.statuses
             .iter()
-            .filter(|(code, _)| code.parse::<u16>().is_ok_and(|c| (200..400).contains(&c)))
+            .filter(|(code, _)| self.ok_status.contains_code(code))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// Answers whose status does not count as success (4xx and 5xx by default), statuses out
+    /// of range included.
+    pub fn not_ok_count(&self) -> u64 {
+        self.statuses
+            .iter()
+            .filter(|(code, _)| !self.ok_status.contains_code(code))
             .map(|(_, n)| n)
             .sum()
     }

@@ -298,8 +298,13 @@ pub fn errors_chart(r: &RunReport) -> Chart {
     }
     let mut codes: Vec<&String> = steps
         .iter()
-        .flat_map(|s| s.summary.statuses.keys())
-        .filter(|code| !is_ok_status(code))
+        .flat_map(|s| {
+            let ok = s.summary.ok_status;
+            s.summary
+                .statuses
+                .keys()
+                .filter(move |code| !ok.contains_code(code))
+        })
         .collect();
     codes.sort();
     codes.dedup();
@@ -321,11 +326,6 @@ pub fn errors_chart(r: &RunReport) -> Chart {
     }
     mark_load(&mut c, r);
     c
-}
-
-/// 2xx and 3xx are answers the user wanted.
-pub fn is_ok_status(code: &str) -> bool {
-    code.parse::<u16>().is_ok_and(|c| (200..400).contains(&c))
 }
 
 /// The steps as x-bands on a timeline (alternately shaded, labelled with their load), and

@@ -2,7 +2,6 @@
 //! statistics per request name, a second file beside it with one row per step and name (long
 //! format: a pivot table or a filter on `name` gives any view). Columns are documented in
 //! docs/report.md; error kinds follow [`ErrorKind::ALL`] so the layout never depends on data.
-use super::charts::is_ok_status;
 use super::model::Exporter;
 use super::model::RunReport;
 use crate::metrics::ErrorKind;
@@ -85,12 +84,7 @@ pub fn render(r: &RunReport) -> String {
     o.push('\n');
     for s in &r.steps {
         let m = &s.summary;
-        let non_ok: u64 = m
-            .statuses
-            .iter()
-            .filter(|(c, _)| !is_ok_status(c))
-            .map(|(_, n)| n)
-            .sum();
+        let non_ok = m.not_ok_count();
         let mut row: Vec<String> = vec![
             (s.step + 1).to_string(),
             num(s.offered),

@@ -1,7 +1,7 @@
 //! `report --format gnuplot`: S1's per-step table (`steps.dat`) and a script (`steps.gp`)
 //! that draws its charts — reply rate and response time against demanded rate, and errors
 //! against demanded rate — as SVG (or PNG) files next to it. Columns: docs/report.md.
-use super::charts::{is_ok_status, CAPACITY_COLOR, SATURATION_COLOR};
+use super::charts::{CAPACITY_COLOR, SATURATION_COLOR};
 use super::model::Exporter;
 use super::model::RunReport;
 use crate::metrics::ErrorKind;
@@ -124,12 +124,7 @@ pub fn data(r: &RunReport) -> String {
             num(m.connect_time_ms.mean),
         ];
         row.extend(ErrorKind::ALL.iter().map(|k| m.errors_of(*k).to_string()));
-        let non_ok: u64 = m
-            .statuses
-            .iter()
-            .filter(|(c, _)| !is_ok_status(c))
-            .map(|(_, n)| n)
-            .sum();
+        let non_ok = m.not_ok_count();
         let lat = |v: f64| num(if m.responses > 0 { v } else { f64::NAN });
         row.extend([
             non_ok.to_string(),

@@ -2,7 +2,7 @@
 //! table, findings and run info. No script, no network: styles are inline and fonts are the
 //! system's. The markup is XHTML-compatible (closed empty tags, numeric entities only) so
 //! any XML parser can check it.
-use super::charts::{self, chart_grid, is_ok_status};
+use super::charts::{self, chart_grid};
 use super::model::Exporter;
 use super::model::RunReport;
 use super::server;
@@ -404,12 +404,7 @@ fn steps_table(o: &mut String, r: &RunReport) {
     let sat = r.analysis.saturation.as_ref().map(|s| s.offered);
     for s in &r.steps {
         let m = &s.summary;
-        let non_ok: u64 = m
-            .statuses
-            .iter()
-            .filter(|(c, _)| !is_ok_status(c))
-            .map(|(_, n)| n)
-            .sum();
+        let non_ok = m.not_ok_count();
         let pct = |n: u64, of: u64| {
             if of == 0 {
                 "–".to_string()

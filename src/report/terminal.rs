@@ -207,9 +207,14 @@ pub fn tls_line(t: &crate::metrics::TlsSummary) -> String {
 }
 
 /// The count line: transport errors and non-2xx/3xx answers side by side (as wrk does), so a
-/// run of 503s does not read as error-free.
+/// run of 503s does not read as error-free. With `--ok-status`, the answers outside its list.
 pub fn requests_line(s: &Summary) -> String {
     let non_ok = s.responses.saturating_sub(s.ok_count());
+    let not_ok = if s.ok_status.is_default() {
+        "non-2xx/3xx answers".to_string()
+    } else {
+        format!("answers outside --ok-status {}", s.ok_status)
+    };
     let pct = |n: u64| {
         if s.requests > 0 {
             n as f64 * 100.0 / s.requests as f64
@@ -225,7 +230,7 @@ pub fn requests_line(s: &Summary) -> String {
         .sum();
     let transport = s.error_count.saturating_sub(checks);
     format!(
-        "  requests       {} sent, {} answered, {} transport errors ({:.2}%), {} non-2xx/3xx answers ({:.2}%){}{}{}\n",
+        "  requests       {} sent, {} answered, {} transport errors ({:.2}%), {} {not_ok} ({:.2}%){}{}{}\n",
         s.sent,
         s.responses,
         transport,

@@ -93,6 +93,7 @@ pub fn step(
         error_count: errors,
         error_ratio: errors as f64 / (responses + errors).max(1) as f64,
         statuses,
+        ok_status: Default::default(),
         bytes_in: responses * 1000,
         bytes_out: responses * 100,
         bytes_in_per_s: throughput * 1000.0,

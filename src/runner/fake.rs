@@ -191,6 +191,7 @@ pub fn record(index: usize, load: &Load, s: Shape, secs: f64) -> StepRecord {
                 0.0
             },
             statuses: BTreeMap::from([("200".to_string(), responses)]),
+            ok_status: Default::default(),
             bytes_in: 0,
             bytes_out: 0,
             bytes_in_per_s: 0.0,
@@ -242,6 +243,7 @@ pub fn base(load: Load) -> EngineConfig {
         weights: Vec::new(),
         replay: None,
         max_sessions: 10_000,
+        ok_status: Default::default(),
     }
 }
 

@@ -147,7 +147,8 @@ impl Generator {
             return Err(unprocessable("the step has no request".into()));
         }
         // Resolved here, once: the addresses checked are the ones the engine connects to.
-        let mix = Mix::of(specs, plan.pick.pick()).map_err(|e| (422, e.to_string()))?;
+        let mut mix = Mix::of(specs, plan.pick.pick()).map_err(|e| (422, e.to_string()))?;
+        mix.ok_status = plan.ok_status;
         for (i, addr) in mix.addrs.iter().enumerate() {
             if !self.allowed.iter().any(|a| a.addrs.contains(addr)) {
                 let url = plan
@@ -358,6 +359,7 @@ mod tests {
             segment_count: count,
             start_at_unix_ms: crate::clock::unix_ms(),
             run_start_unix_ms: crate::clock::unix_ms(),
+            ok_status: Default::default(),
         }
     }
 

@@ -52,6 +52,8 @@ pub struct Mixture {
     pub requests: Vec<WireRequest>,
     pub pick: WirePick,
     pub conn: WireConn,
+    /// `--ok-status`: the agents' summaries judge answers by it.
+    pub ok_status: crate::metrics::OkStatus,
 }
 
 pub struct Controller<C: Channel> {
@@ -105,6 +107,7 @@ impl<C: Channel> Controller<C> {
             segment_count: seg.1,
             start_at_unix_ms: at.0,
             run_start_unix_ms: at.1,
+            ok_status: self.mix.ok_status,
         }
     }
 

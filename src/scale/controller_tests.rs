@@ -91,6 +91,7 @@ fn controller(n: usize, fail: Vec<(usize, usize, Failure)>, on_loss: OnLoss) -> 
         requests: Vec::new(),
         pick: WirePick::Sequence,
         conn: WireConn::of(&Default::default()).unwrap(),
+        ok_status: Default::default(),
     };
     Controller::new(script, mix, on_loss)
 }

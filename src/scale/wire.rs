@@ -45,6 +45,10 @@ pub struct StepPlan {
     pub start_at_unix_ms: u64,
     /// Unix ms at which the run started: the seconds of the step's series count from it.
     pub run_start_unix_ms: u64,
+    /// The statuses that count as success (`--ok-status`); absent: 2xx and 3xx, as agents
+    /// of an earlier protocol judged them.
+    #[serde(default, skip_serializing_if = "crate::metrics::OkStatus::is_default")]
+    pub ok_status: crate::metrics::OkStatus,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

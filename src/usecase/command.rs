@@ -74,6 +74,9 @@ pub fn request(a: &mut Argv, r: &RequestConfig, c: &ConnConfig) {
     if let Some(b) = &r.body {
         a.opt("--body", b.clone());
     }
+    if !r.ok_status.is_default() {
+        a.opt("--ok-status", r.ok_status.to_string());
+    }
     if let Some(s) = &r.scenario {
         let file = s.file.display().to_string();
         match s.format {

@@ -35,6 +35,8 @@ pub struct RequestConfig {
     pub scenario: Option<ScenarioSource>,
     /// The requests of an access log, sent to the one URL's origin (`--access-log`).
     pub access_log: Option<AccessLogConfig>,
+    /// The statuses that count as success (`--ok-status`; 2xx and 3xx by default).
+    pub ok_status: crate::metrics::OkStatus,
 }
 
 /// A scenario file and how much of each answer's body its users may keep.
@@ -70,6 +72,7 @@ impl Default for RequestConfig {
             body: None,
             scenario: None,
             access_log: None,
+            ok_status: crate::metrics::OkStatus::default(),
         }
     }
 }
@@ -423,6 +426,9 @@ pub struct Mix {
     pub weights: Vec<u64>,
     /// An access log replayed on its clock (`--replay-speed`).
     pub replay: Option<std::sync::Arc<crate::engine::Replay>>,
+    /// Which answers count as success (`--ok-status`): set from the request configuration,
+    /// or from the step a generator agent received.
+    pub ok_status: crate::metrics::OkStatus,
 }
 
 impl RequestConfig {
@@ -510,6 +516,7 @@ impl RequestConfig {
             scenario: Some(std::sync::Arc::new(plan)),
             weights: Vec::new(),
             replay: None,
+            ok_status: crate::metrics::OkStatus::default(),
         })
     }
 
@@ -673,6 +680,7 @@ impl Mix {
             names: names.into_vec(),
             weights: Vec::new(),
             replay: None,
+            ok_status: crate::metrics::OkStatus::default(),
         })
     }
 }
@@ -771,7 +779,9 @@ pub fn base_config(
     warmup: Duration,
 ) -> crate::Result<(EngineConfig, Vec<String>)> {
     conn.validate()?;
-    base_config_of(request.mix()?, conn, load, duration, max_requests, warmup)
+    let mut mix = request.mix()?;
+    mix.ok_status = request.ok_status;
+    base_config_of(mix, conn, load, duration, max_requests, warmup)
 }
 
 /// As [`base_config`], for a mix already resolved (a generator agent's step).
@@ -817,6 +827,7 @@ pub fn base_config_of(
         weights: mix.weights,
         replay: mix.replay,
         max_sessions: OpenLoopConfig::default().max_sessions,
+        ok_status: mix.ok_status,
     };
     Ok((cfg, mix.urls))
 }

@@ -148,6 +148,7 @@ impl<'a, T: Transport> Worker<'a, T> {
             .clamp(Duration::from_millis(5), Duration::from_millis(100));
         let mut rec = Recorder::new(origin, warm_end, expected_secs);
         rec.tls = cfg.tls.is_some();
+        rec.ok_status = cfg.ok_status;
         rec.keep_names(&cfg.names);
         rec.slot = Arc::clone(&ctl.slots[id]);
         let mut rng = fastrand::Rng::with_seed(cfg.seed.wrapping_add(id as u64 * 7919));

@@ -219,6 +219,12 @@ pub(super) fn request_of(file: &Path, label: &str, r: &RawRequest) -> crate::Res
     }
     let tls = tls_of(file, label, r)?;
     let scenario = scenario_of(file, label, r)?;
+    let ok_status = match &r.ok_status {
+        None => defaults.ok_status,
+        Some(Text(t)) => {
+            crate::metrics::OkStatus::parse(t).map_err(|e| err(file, &key("ok_status"), e))?
+        }
+    };
     // The command line's own checks (streams' range, TLS options that contradict each other),
     // on the same typed configuration; the message names the flag, the prefix the table.
     let checked = ConnConfig {
@@ -246,6 +252,7 @@ pub(super) fn request_of(file: &Path, label: &str, r: &RawRequest) -> crate::Res
         streams,
         tls,
         scenario,
+        ok_status,
     })
 }
 

@@ -85,6 +85,8 @@ pub struct Request {
     pub tls: TlsConfig,
     /// `--scenario`: users follow this file's requests against the server (paths unused).
     pub scenario: Option<PathBuf>,
+    /// `--ok-status`: the statuses that count as success.
+    pub ok_status: crate::metrics::OkStatus,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -651,7 +653,7 @@ request = { http = "2", streams = 10, tls_version = 1.3, tls_resumption = "off" 
 name = "own-ca"
 setup = "true"
 ready = "https://127.0.0.1:18991/"
-request = { cacert = "certs/ca.pem", http = "auto" }
+request = { cacert = "certs/ca.pem", http = "auto", ok_status = "200-399,404" }
 [[config]]
 name = "plain"
 stack = "nginx-fpm"
@@ -672,14 +674,16 @@ stack = "nginx-fpm"
             }
             s => panic!("{s:?}"),
         }
+        assert_eq!(x.configs[1].request.ok_status.to_string(), "200-399,404");
         // A file's cacert is relative to the file.
         assert_eq!(
             x.configs[1].request.tls.cacert.as_deref(),
             Some(Path::new("certs/ca.pem"))
         );
-        // Nothing set: the command line's defaults, no TLS.
+        // Nothing set: the command line's defaults, no TLS, 2xx and 3xx are successes.
         let plain = &x.configs[2].request;
         assert_eq!(plain.http, crate::usecase::ConnConfig::default().http);
+        assert!(plain.ok_status.is_default());
         assert_eq!(plain.tls, TlsConfig::default());
 
         let base =
@@ -692,6 +696,10 @@ stack = "nginx-fpm"
             ),
             ("request = { streams = 0 }", "--streams 0"),
             ("request = { tls_version = \"1.1\" }", "request.tls_version"),
+            (
+                "request = { ok_status = \"2xx\" }",
+                "request.ok_status: '2xx' is not an HTTP status",
+            ),
             (
                 "request = { tls_resumption = \"maybe\" }",
                 "request.tls_resumption: maybe",

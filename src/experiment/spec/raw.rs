@@ -122,6 +122,8 @@ pub struct RawRequest {
     pub tls_version: Option<Text>,
     /// `--scenario`: a scenario file, relative to the experiment file's folder.
     pub scenario: Option<String>,
+    /// `--ok-status`: "200-399,404".
+    pub ok_status: Option<Text>,
 }
 
 #[derive(Deserialize, Debug, Clone, Default)]
@@ -242,7 +244,8 @@ merge_fields!(
     cacert,
     tls_resumption,
     tls_version,
-    scenario
+    scenario,
+    ok_status
 );
 merge_fields!(RawObserve, watch, fpm_status, sample_every);
 
