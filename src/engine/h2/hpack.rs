@@ -2,7 +2,7 @@
 //! literals without indexing (no dynamic table state to keep in step with the server, and the
 //! hot path then only copies ready bytes). Responses are decoded here too, without an
 //! allocation per block: the static and dynamic tables (the one the server's encoder drives),
-//! integers, strings, and Huffman codes walked through a flattened table; every block must go
+//! integers, strings, and Huffman codes read as the canonical code they are; every block must go
 //! through the decoder, even one we fail, or its table falls out of step for the rest of the
 //! connection.
 
