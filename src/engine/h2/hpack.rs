@@ -2,7 +2,7 @@
 //! literals without indexing (no dynamic table state to keep in step with the server, and the
 //! hot path then only copies ready bytes). Responses are decoded here too, without an
 //! allocation per block: the static and dynamic tables (the one the server's encoder drives),
-//! integers, strings, and Huffman codes walked through a flattened table; every block must go
+//! integers, strings, and Huffman codes read as the canonical code they are; every block must go
 //! through the decoder, even one we fail, or its table falls out of step for the rest of the
 //! connection.
 
@@ -307,68 +307,134 @@ fn indexed(table: &Table, i: usize) -> Result<(&[u8], &[u8]), BlockError> {
     }
 }
 
-/// The Huffman code of RFC 7541 Appendix B as a flattened tree read 4 bits at a time (from
-/// `httlib-huffman`): per state and nibble, (next state, symbol, bits of the nibble left
-/// over after the symbol's code). Symbol 256 is EOS.
-type Step = (Option<u8>, Option<u16>, u8);
-static HUFFMAN: &[[Step; 16]] = &httlib_huffman::decoder::table4::DECODE_TABLE;
+/// The Huffman code of RFC 7541 Appendix B, (length, code) per symbol (from `httlib-huffman`;
+/// symbol 256 is EOS). The code is canonical (checked below, at compile time): the codes of
+/// one length are consecutive numbers, in symbol order, so a code is found by comparing the
+/// next bits with each length's last code, not by walking a tree.
+const CODES: &[(u8, u32); 257] = &httlib_huffman::encoder::table::ENCODE_TABLE;
+const LONGEST: usize = 30;
+
+/// The decoding tables, built from [`CODES`] at compile time. `limit[l]`: one past the last
+/// code of length `l`, left-justified in 32 bits (a window below it holds a code of length
+/// `l` or shorter); `first[l]`, `offset[l]`: the first code of length `l` and its symbol's
+/// place in `symbols` (sorted by length, then symbol). `fast`: per first byte, the symbol
+/// and length of a code of 8 bits or fewer that it starts with (length 0: a longer code):
+/// the characters of header values (letters, digits, punctuation) nearly all have one.
+struct Canonical {
+    limit: [u64; LONGEST + 1],
+    first: [u32; LONGEST + 1],
+    offset: [u16; LONGEST + 1],
+    symbols: [u16; 257],
+    fast: [(u16, u8); 256],
+}
+
+const fn canonical() -> Canonical {
+    let mut count = [0u32; LONGEST + 1];
+    let mut s = 0;
+    while s < 257 {
+        count[CODES[s].0 as usize] += 1;
+        s += 1;
+    }
+    let mut first = [0u32; LONGEST + 1];
+    let mut offset = [0u16; LONGEST + 1];
+    let mut limit = [0u64; LONGEST + 1];
+    let (mut code, mut at) = (0u32, 0u16);
+    let mut l = 1;
+    while l <= LONGEST {
+        code = (code + count[l - 1]) << 1;
+        first[l] = code;
+        offset[l] = at;
+        at += count[l] as u16;
+        limit[l] = ((code + count[l]) as u64) << (32 - l);
+        l += 1;
+    }
+    // The code is complete (every 30-bit string starts with a code): the last limit is 2^32.
+    assert!(limit[LONGEST] == 1 << 32);
+    let mut symbols = [0u16; 257];
+    let mut fast = [(0u16, 0u8); 256];
+    let mut seen = [0u32; LONGEST + 1];
+    let mut s = 0;
+    while s < 257 {
+        let (len, code) = (CODES[s].0 as usize, CODES[s].1);
+        // Canonical: each symbol's code is its length's first plus its rank among them.
+        assert!(code == first[len] + seen[len]);
+        symbols[offset[len] as usize + seen[len] as usize] = s as u16;
+        seen[len] += 1;
+        if len <= 8 {
+            let lead = (code as usize) << (8 - len);
+            let mut j = 0;
+            while j < 1 << (8 - len) {
+                fast[lead + j] = (s as u16, len as u8);
+                j += 1;
+            }
+        }
+        s += 1;
+    }
+    Canonical {
+        limit,
+        first,
+        offset,
+        symbols,
+        fast,
+    }
+}
+
+static HUFFMAN: Canonical = canonical();
+
+/// The symbol and code length that the left-justified bits of `acc` start with (the bits
+/// past the input are zeros: a code found longer than what is left is no code).
+#[inline]
+fn symbol_at(acc: u64) -> (u16, u32) {
+    let t = &HUFFMAN;
+    let (sym, len) = t.fast[(acc >> 56) as usize];
+    if len != 0 {
+        return (sym, u32::from(len));
+    }
+    let window = acc >> 32;
+    let mut l = 9;
+    // Ends by l = 30 at the latest: its limit is 2^32, above every window.
+    while window >= t.limit[l] {
+        l += 1;
+    }
+    let rank = (window >> (32 - l)) as u32 - t.first[l];
+    (
+        t.symbols[usize::from(t.offset[l]) + rank as usize],
+        l as u32,
+    )
+}
 
 /// Appends the Huffman-decoded `src` to `out`. The padding must be at most 7 bits, all 1s (a
 /// prefix of EOS), and EOS itself must not appear (§5.2).
 fn huffman(src: &[u8], out: &mut Vec<u8>) -> Result<(), BlockError> {
-    let mut state = 0usize;
-    // Bits read but not yet walked (the low `bits` bits of `acc`).
-    let mut acc = 0u32;
+    // A code is 5 bits or more: this is room for every symbol.
+    out.reserve(src.len() * 8 / 5);
+    // The bits not yet decoded, left-justified, and how many there are.
+    let mut acc = 0u64;
     let mut bits = 0u32;
-    // Bits walked since the last symbol, and whether they were all 1s.
-    let mut open = 0u32;
-    let mut ones = true;
-    let mask = |n: u32| (1u32 << n) - 1;
-    for &byte in src {
-        acc = (acc << 8) | u32::from(byte);
-        bits += 8;
-        while bits >= 4 {
-            let nibble = (acc >> (bits - 4)) & 0xf;
-            let (next, sym, left) = HUFFMAN[state][nibble as usize];
-            let used = 4 - u32::from(left);
-            match (sym, next) {
-                (Some(s), _) => {
-                    out.push(u8::try_from(s).map_err(|_| BlockError::Compression)?);
-                    state = 0;
-                    open = 0;
-                    ones = true;
+    let mut next = src.iter();
+    loop {
+        // At least 57 bits (above the longest code) unless the input ends first.
+        while bits <= 56 {
+            match next.next() {
+                Some(&b) => {
+                    acc |= u64::from(b) << (56 - bits);
+                    bits += 8;
                 }
-                (None, Some(n)) => {
-                    state = usize::from(n);
-                    open += used;
-                    ones &= nibble >> left == mask(used);
-                }
-                (None, None) => return Err(BlockError::Compression),
-            }
-            bits -= used;
-            acc &= mask(bits);
-        }
-    }
-    if bits > 0 {
-        // Fewer than 4 bits left: a short code may still end in them. Padded with 1s to a
-        // nibble, the table says where the code ends; past the real bits it is padding.
-        let nibble = (acc << (4 - bits)) | mask(4 - bits);
-        let (_, sym, left) = HUFFMAN[state][nibble as usize];
-        let used = 4 - u32::from(left);
-        match sym {
-            Some(s) if used <= bits => {
-                out.push(u8::try_from(s).map_err(|_| BlockError::Compression)?);
-                bits -= used;
-                open = bits;
-                ones = acc & mask(bits) == mask(bits);
-            }
-            _ => {
-                open += bits;
-                ones &= acc == mask(bits);
+                None => break,
             }
         }
+        if bits == 0 {
+            return Ok(());
+        }
+        let (sym, len) = symbol_at(acc);
+        if len > bits {
+            break; // the input ended inside a code: padding, checked below
+        }
+        out.push(u8::try_from(sym).map_err(|_| BlockError::Compression)?); // 256: EOS
+        acc <<= len;
+        bits -= len;
     }
-    if open > 7 || !ones {
+    if bits > 7 || acc >> (64 - bits) != (1 << bits) - 1 {
         return Err(BlockError::Compression);
     }
     Ok(())
