@@ -9,6 +9,7 @@ use super::http::{
     is_text_type, Answer, CompressionCost, HttpEvidence, Idle, ACCEPT_ENCODING, COST_PAIRS,
 };
 use super::php::PhpIni;
+pub use super::reads::HostReads;
 use super::Probe;
 use crate::http_get::{self, KeptConn, Response, Trust};
 use crate::observe::agent::Reply;
@@ -256,25 +257,6 @@ pub fn host_with(r: &dyn HostReads, port: u16) -> HostEvidence {
 pub struct HostReport {
     pub host: HostEvidence,
     pub ram_bytes: Probe<u64>,
-}
-
-/// Everything the audit reads on a host: /proc and /proc/sys, sock_diag, the PHP files and
-/// the PHP binary's own account of them. [`LocalHost`] reads this machine; tests script it.
-pub trait HostReads: Send + Sync {
-    fn read(&self, path: &Path) -> Result<String, String>;
-    /// The entries of a directory (any order).
-    fn list(&self, dir: &Path) -> Result<Vec<PathBuf>, String>;
-    /// Running processes: pid, command line (arguments joined by spaces), executable.
-    fn processes(&self) -> Vec<(u32, String, Option<PathBuf>)>;
-    /// A program by name on the PATH (or sbin), `php-fpm` also finding `php-fpm8.2`.
-    fn which(&self, name: &str) -> Option<PathBuf>;
-    /// A program's standard output (bounded in time).
-    fn run(&self, program: &Path, args: &[&str]) -> Result<String, String>;
-    fn kernel(&self) -> KernelLimits;
-    /// The LISTEN socket's backlog on `port`.
-    fn backlog(&self, port: u16) -> Probe<u64>;
-    fn listener(&self, port: u16) -> Probe<Listener>;
-    fn ram(&self) -> Probe<u64>;
 }
 
 /// This machine.

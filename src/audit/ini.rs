@@ -8,8 +8,8 @@
 //!
 //! Not seen: `-d` options on the master's command line (FPM rewrites its title, so they
 //! are gone from /proc), `.user.ini` files and `ini_set()` in the application.
-use super::gather::HostReads;
 use super::php::PhpIni;
+use super::reads::HostReads;
 use super::Probe;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -13,6 +13,7 @@ pub mod host;
 pub mod http;
 pub mod ini;
 pub mod php;
+pub mod reads;
 
 /// How a check ended: a finding (by severity), passed, or could not run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
