@@ -5,6 +5,7 @@ mod common;
 use common::{bin, output_within, run_json, scratch, Target, QUICK};
 use std::io::{Read, Write};
 use std::path::Path;
+use std::time::Duration;
 
 /// The target's `/app/stats` counters.
 fn app_stats(t: &Target) -> serde_json::Value {
@@ -191,6 +192,7 @@ fn open_loop_sessions_go_through_the_scenario_once_each() {
     let t = Target::start(&[]);
     let dir = scratch();
     let file = write_scenario(dir.path(), "[vars]\nuser = \"ann\"");
+    let out = dir.path().join("results");
     let (_, v) = run_json(&[
         "run",
         "--scenario",
@@ -200,6 +202,8 @@ fn open_loop_sessions_go_through_the_scenario_once_each() {
         "20",
         "--duration",
         "2s",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     let s = &v["sessions"];
     let n = |k: &str| {
@@ -219,6 +223,30 @@ fn open_loop_sessions_go_through_the_scenario_once_each() {
     let app = app_stats(&t);
     assert_eq!(app["posts"].as_u64(), Some(n("completed")), "{app}");
     assert_eq!(app["mismatches"].as_u64(), Some(0), "{app}");
+    // The report shows the sessions and the CSV counts them.
+    for format in ["html", "csv"] {
+        let r = output_within(
+            bin().args(["report", out.to_str().unwrap(), "--format", format]),
+            Duration::from_secs(30),
+        );
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let row = format!("<td>{}</td><td>{}</td><td>", n("started"), n("completed"));
+    assert!(
+        html.contains("<h2>Sessions</h2>") && html.contains(&row),
+        "{html}"
+    );
+    let csv = std::fs::read_to_string(out.join("steps.csv")).unwrap();
+    let (head, line) = (csv.lines().next().unwrap(), csv.lines().nth(1).unwrap());
+    let i = head
+        .split(',')
+        .position(|c| c == "sessions_started")
+        .unwrap();
+    assert_eq!(
+        line.split(',').nth(i),
+        Some(n("started").to_string().as_str())
+    );
 }
 
 /// Past `--max-sessions` in flight, arrivals are dropped and counted, not queued.

@@ -92,7 +92,7 @@ pub struct NameSummary {
     /// Requests of this name that completed: answered (any status) or failed.
     pub requests: u64,
     pub responses: u64,
-    /// 2xx/3xx responses.
+    /// Successful responses (2xx/3xx, or the statuses of `--ok-status`).
     pub ok: u64,
     /// Responses per second over the run's measured window.
     pub throughput: f64,

@@ -70,6 +70,10 @@ pub fn header() -> Vec<String> {
             "gen_cpu_pct",
             "gen_threads",
             "gen_pool_waits",
+            "sessions_started",
+            "sessions_completed",
+            "sessions_failed",
+            "sessions_dropped",
             "slo_ok",
             "flags",
         ]
@@ -120,6 +124,17 @@ pub fn render(r: &RunReport) -> String {
             num(s.generator.cpu_pct),
             s.generator.threads.to_string(),
             s.generator.pool_waits.to_string(),
+        ]);
+        // Open-loop scenario steps only; empty cells elsewhere.
+        let ss = m.sessions.as_ref();
+        let session = |f: fn(&crate::metrics::SessionSummary) -> u64| {
+            ss.map_or(String::new(), |x| f(x).to_string())
+        };
+        row.extend([
+            session(|x| x.started),
+            session(|x| x.completed),
+            session(|x| x.failed),
+            session(|x| x.dropped),
             s.slo_ok.map_or(String::new(), |b| b.to_string()),
             s.flags.join(";"),
         ]);
@@ -160,6 +175,9 @@ pub fn names_header() -> Vec<String> {
             "rt_p99_ms",
             "rt_max_ms",
             "time_spent_s",
+            "page_load_p50_ms",
+            "page_load_p95_ms",
+            "page_load_p99_ms",
         ]
         .iter()
         .map(|s| s.to_string()),
@@ -203,6 +221,13 @@ pub fn render_names(r: &RunReport) -> Option<String> {
                 ms(rt.p99),
                 ms(rt.max),
                 num(n.time_spent_s),
+            ]);
+            // Pages with a burst only.
+            let pl = n.page_load_ms.as_ref().filter(|l| l.count > 0);
+            row.extend([
+                pl.map_or(String::new(), |l| num(l.p50)),
+                pl.map_or(String::new(), |l| num(l.p95)),
+                pl.map_or(String::new(), |l| num(l.p99)),
             ]);
             let _ = writeln!(
                 o,
@@ -250,6 +275,12 @@ mod tests {
         let mut steps = testdata::open_sweep();
         steps[0].flags = vec!["a".into(), "b,c".into()];
         steps[1].summary.throughput = f64::NAN;
+        steps[3].summary.sessions = Some(crate::metrics::SessionSummary {
+            started: 150,
+            completed: 143,
+            dropped: 5,
+            ..Default::default()
+        });
         let r = RunReport::from_data(RunData {
             dir: "/tmp/x".into(),
             info: testdata::info("t", "open", None),
@@ -276,6 +307,13 @@ mod tests {
         let at = |name: &str| row4[h.iter().position(|c| c == name).unwrap()];
         assert_eq!(at("err_timeout"), "30");
         assert_eq!(at("non_2xx_3xx"), "20");
+        assert_eq!(
+            (at("sessions_started"), at("sessions_dropped")),
+            ("150", "5")
+        );
+        let row2: Vec<&str> = lines[2].split(',').collect();
+        let i = h.iter().position(|c| c == "sessions_started").unwrap();
+        assert_eq!(row2[i], "", "no scenario sessions: empty");
         assert_eq!(field("x\"y"), "\"x\"\"y\"");
         assert!(render_names(&r).is_none(), "no names kept, no second file");
     }
@@ -304,6 +342,14 @@ mod tests {
         };
         steps[0].summary.names = vec![name("GET /a,b", 10, 40.0), name("/x", 0, 0.0)];
         steps[1].summary.names = vec![name("GET /a,b", 20, 80.0)];
+        // A page with a burst in step 2: its load time.
+        steps[1].summary.names[0].page_load_ms = Some(LatencyStats {
+            p50: 90.0,
+            p95: 120.0,
+            p99: 150.5,
+            count: 20,
+            ..Default::default()
+        });
         let r = RunReport::from_data(RunData {
             dir: "/tmp/x".into(),
             info: testdata::info("t", "open", None),
@@ -337,6 +383,11 @@ mod tests {
         assert_eq!(
             (cell(3, "step"), cell(3, "rt_p95_ms")),
             ("2".into(), "80".into())
+        );
+        assert_eq!(cell(1, "page_load_p50_ms"), "", "no burst: no page load");
+        assert_eq!(
+            (cell(3, "page_load_p50_ms"), cell(3, "page_load_p99_ms")),
+            ("90".into(), "150.5".into())
         );
         assert_eq!(
             names_path(Path::new("/o/steps.csv")),

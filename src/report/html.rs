@@ -294,6 +294,7 @@ pub fn render(r: &RunReport) -> String {
     o.push_str("<h2>Steps</h2>\n");
     steps_table(&mut o, r);
     o.push_str(&super::html_names::section(r));
+    o.push_str(&super::html_sessions::section(r));
     o.push_str(&super::tls::section(r));
 
     o.push_str(&super::audit::section(r));

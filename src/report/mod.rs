@@ -14,6 +14,7 @@ pub mod gnuplot;
 pub mod hist;
 pub mod html;
 pub mod html_names;
+pub mod html_sessions;
 pub mod json;
 pub mod jsonfmt;
 pub mod model;
