@@ -251,7 +251,6 @@ impl Drop for Agent {
 const TOKEN: &str = "audit-agent-token-0123456789";
 
 fn start_agent() -> Agent {
-    use std::io::BufRead;
     let dir = scratch();
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
@@ -265,16 +264,7 @@ fn start_agent() -> Agent {
         .stderr(std::process::Stdio::inherit())
         .spawn()
         .expect("spawn agent");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .expect("agent banner");
-    let addr = line
-        .trim()
-        .rsplit("http://")
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    let addr = common::agent_addr(&mut child);
     Agent {
         child,
         addr,

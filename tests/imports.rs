@@ -3,18 +3,8 @@
 //! so the target's login application (`/app/*`) answers the account page only to a user whose
 //! recorded login went through. Bounded runs on loopback.
 mod common;
-use common::{bin, output_within, run_json, scratch, Target};
+use common::{bin, name_row, output_within, run_json, scratch, Target};
 use std::time::Duration;
-
-/// The `names` row called `name` of a `--json` summary.
-fn row<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    v["names"]
-        .as_array()
-        .expect("names")
-        .iter()
-        .find(|n| n["name"] == name)
-        .unwrap_or_else(|| panic!("no name {name} in {}", v["names"]))
-}
 
 fn names(v: &serde_json::Value) -> Vec<String> {
     let mut n: Vec<String> = v["names"]
@@ -91,7 +81,7 @@ fn a_har_recording_replays_through_each_users_jar() {
         "{}",
         safe["names"]
     );
-    assert_eq!(row(&safe, "GET /app/account")["ok"].as_u64(), Some(0));
+    assert_eq!(name_row(&safe, "GET /app/account")["ok"].as_u64(), Some(0));
     let note = String::from_utf8_lossy(&out.stderr);
     assert!(
         note.contains("1 static asset(s) left out") && note.contains("1 POST request(s)"),
@@ -155,8 +145,10 @@ fn wsesslog_sessions_run_with_their_bursts_and_bodies() {
     all_ok(&v);
     // Equal weights: each session picked about as often as the other (iterations of the
     // second are one request, of the first five).
-    let first = row(&v, "GET /sleep?ms=*")["responses"].as_f64().unwrap();
-    let second = row(&v, "GET /cpu?us=*")["responses"].as_f64().unwrap();
+    let first = name_row(&v, "GET /sleep?ms=*")["responses"]
+        .as_f64()
+        .unwrap();
+    let second = name_row(&v, "GET /cpu?us=*")["responses"].as_f64().unwrap();
     assert!(
         (first / second) > 0.5 && (first / second) < 2.0,
         "{first} vs {second}"

@@ -48,7 +48,7 @@ fn http(method: &str, addr: &str, path: &str) -> (u16, String) {
 /// there, reloads every second and shows the steps as they are stored; it is gone when the
 /// sweep ends. Before its first step is stored, the page already charts that step's seconds.
 fn live_port_serves_the_report_as_the_sweep_goes() {
-    use std::io::{BufRead, BufReader};
+    use std::io::BufReader;
     let t = Target::start(&["--threads", "1"]);
     let d = common::scratch();
     let mut child = common::bin()
@@ -63,17 +63,7 @@ fn live_port_serves_the_report_as_the_sweep_goes() {
         .spawn()
         .unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let url = loop {
-        line.clear();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "no live URL on stderr"
-        );
-        if let Some(u) = line.trim().strip_prefix("overload: live report at ") {
-            break u.to_string();
-        }
-    };
+    let url = common::live_url(&mut err);
     std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
     let rest = url.strip_prefix("http://").unwrap();
     let (addr, path) = rest.split_at(rest.find('/').unwrap());

@@ -1,17 +1,7 @@
 //! Statistics per request name, through the real binary against the embedded target.
 mod common;
-use common::{bin, f, output_within, run_json, scratch, Target};
+use common::{bin, f, name_row, output_within, run_json, scratch, Target};
 use std::time::Duration;
-
-/// The `names` entry called `name` of a `--json` summary.
-fn name<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    v["names"]
-        .as_array()
-        .expect("names")
-        .iter()
-        .find(|n| n["name"] == name)
-        .unwrap_or_else(|| panic!("no name {name} in {}", v["names"]))
-}
 
 /// Three URLs of different speeds in one run show as three rows, each with the median its URL
 /// has alone: the mix does not blur them. The sleeps are long (50/100/200 ms) so a loaded
@@ -44,7 +34,7 @@ fn three_urls_of_different_speeds_keep_their_own_medians() {
     for (url, n) in &urls {
         let (_, alone) = run_json(&["run", url, "--users", "2", "--duration", "2s"]);
         let single = f(&alone, "response_time_ms.p50");
-        let row = name(&mixed, n);
+        let row = name_row(&mixed, n);
         let p50 = f(row, "response_time_ms.p50");
         assert!(
             (p50 - single).abs() <= 0.1 * single,
@@ -118,6 +108,6 @@ fn the_results_folder_keeps_a_histogram_per_name() {
             hists[n].as_str().is_some_and(|h| !h.is_empty()),
             "no histogram for {n}: {hists}"
         );
-        assert!(f(name(&step, n), "requests") > 0.0);
+        assert!(f(name_row(&step, n), "requests") > 0.0);
     }
 }

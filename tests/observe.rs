@@ -3,7 +3,7 @@
 //! traffic on 127.0.0.1; every socket has timeouts and every wait is bounded.
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Stdio};
 use std::thread;
@@ -231,16 +231,7 @@ fn start_agent(port: u16) -> Agent {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("spawn agent");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .expect("agent banner");
-    let addr = line
-        .trim()
-        .rsplit("http://")
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    let addr = common::agent_addr(&mut child);
     Agent {
         child,
         addr,
@@ -600,19 +591,10 @@ fn agent_metrics_are_never_empty() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn agent");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .expect("agent banner");
+    let addr = common::agent_addr(&mut child);
     let agent = Agent {
         child,
-        addr: line
-            .trim()
-            .rsplit("http://")
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap(),
+        addr,
         _dir: dir,
     };
     let (st, body) = get(agent.addr, "/metrics", Some(&format!("Bearer {TOKEN}")));

@@ -2,7 +2,7 @@
 //! users log in, keep their cookie, extract the CSRF token and post with it; the target counts
 //! what it saw (`/app/stats`). Bounded runs on loopback.
 mod common;
-use common::{bin, output_within, run_json, scratch, Target, QUICK};
+use common::{bin, name_row, output_within, run_json, scratch, Target, QUICK};
 use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Duration;
@@ -175,14 +175,6 @@ fn bad_scenarios_are_one_line_usage_errors_naming_file_line_and_key() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(!err.contains("panicked"), "{err}");
     }
-}
-
-/// The JSON row of the name `name` in a run's `names`.
-fn name_row<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    v["names"]
-        .as_array()
-        .and_then(|a| a.iter().find(|n| n["name"] == name))
-        .unwrap_or_else(|| panic!("no name {name} in {v}"))
 }
 
 /// Open loop: `--rate` counts sessions; each goes once through the login scenario, and the

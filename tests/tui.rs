@@ -413,7 +413,7 @@ fn hdr_log_on_run_and_sweep_is_the_reports_log() {
 /// and, where the host has it, IPv6); a malformed address or one given with `--live-port` is
 /// a usage error.
 fn live_listen_serves_the_page_on_the_address_given() {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{BufReader, Read, Write};
     let target = Target::start(&["--threads", "1"]);
     let d = common::scratch();
     let url = format!("{}/", target.url);
@@ -436,14 +436,7 @@ fn live_listen_serves_the_page_on_the_address_given() {
             .spawn()
             .unwrap();
         let mut err = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        let page = loop {
-            line.clear();
-            assert!(err.read_line(&mut line).unwrap() > 0, "no live URL");
-            if let Some(u) = line.trim().strip_prefix("overload: live report at ") {
-                break u.to_string();
-            }
-        };
+        let page = common::live_url(&mut err);
         let rest = page.strip_prefix("http://").unwrap();
         let (addr, path) = rest.split_at(rest.find('/').unwrap());
         let host = &listen[..listen.rfind(':').unwrap()];
@@ -500,7 +493,7 @@ fn get_page(page: &str) -> (String, String) {
 /// charts the seconds while it goes (the timeline has data, and more a moment later), then
 /// shows the stored run; the results folder is written as with --report.
 fn run_live_listen_shows_the_seconds_as_they_come() {
-    use std::io::{BufRead, BufReader, Read};
+    use std::io::{BufReader, Read};
     let target = Target::start(&["--threads", "1"]);
     let d = common::scratch();
     let url = format!("{}/", target.url);
@@ -521,14 +514,7 @@ fn run_live_listen_shows_the_seconds_as_they_come() {
         .spawn()
         .unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let page = loop {
-        line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "no live URL");
-        if let Some(u) = line.trim().strip_prefix("overload: live report at ") {
-            break u.to_string();
-        }
-    };
+    let page = common::live_url(&mut err);
     let drain = std::thread::spawn(move || {
         let mut rest = String::new();
         let _ = err.read_to_string(&mut rest);

@@ -27,31 +27,44 @@ fn num(v: f64) -> String {
     }
 }
 
-pub fn header() -> Vec<String> {
-    let mut h: Vec<String> = [
-        "step",
-        "offered",
-        "start_s",
-        "end_s",
-        "duration_s",
-        "requests",
-        "responses",
-        "throughput",
-        "goodput",
-        "error_count",
-        "error_ratio",
-        "non_2xx_3xx",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    h.extend(
-        ErrorKind::ALL
-            .iter()
-            .map(|k| format!("err_{}", k.name().replace('-', "_"))),
+/// A header: `lead`, one `err_<kind>` column per [`ErrorKind::ALL`], then `tail`.
+fn columns(lead: &[&str], tail: &[&str]) -> Vec<String> {
+    let errors = ErrorKind::ALL
+        .iter()
+        .map(|k| format!("err_{}", k.name().replace('-', "_")));
+    lead.iter()
+        .map(|s| s.to_string())
+        .chain(errors)
+        .chain(tail.iter().map(|s| s.to_string()))
+        .collect()
+}
+
+/// One line of fields, quoted where they need it.
+fn write_row(o: &mut String, row: &[String]) {
+    let _ = writeln!(
+        o,
+        "{}",
+        row.iter().map(|f| field(f)).collect::<Vec<_>>().join(",")
     );
-    h.extend(
-        [
+}
+
+pub fn header() -> Vec<String> {
+    columns(
+        &[
+            "step",
+            "offered",
+            "start_s",
+            "end_s",
+            "duration_s",
+            "requests",
+            "responses",
+            "throughput",
+            "goodput",
+            "error_count",
+            "error_ratio",
+            "non_2xx_3xx",
+        ],
+        &[
             "rt_mean_ms",
             "rt_p50_ms",
             "rt_p90_ms",
@@ -76,11 +89,8 @@ pub fn header() -> Vec<String> {
             "sessions_dropped",
             "slo_ok",
             "flags",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
-    h
+        ],
+    )
 }
 
 pub fn render(r: &RunReport) -> String {
@@ -138,36 +148,24 @@ pub fn render(r: &RunReport) -> String {
             s.slo_ok.map_or(String::new(), |b| b.to_string()),
             s.flags.join(";"),
         ]);
-        let _ = writeln!(
-            o,
-            "{}",
-            row.iter().map(|f| field(f)).collect::<Vec<_>>().join(",")
-        );
+        write_row(&mut o, &row);
     }
     o
 }
 
 pub fn names_header() -> Vec<String> {
-    let mut h: Vec<String> = [
-        "step",
-        "offered",
-        "name",
-        "requests",
-        "responses",
-        "ok",
-        "throughput",
-        "error_count",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    h.extend(
-        ErrorKind::ALL
-            .iter()
-            .map(|k| format!("err_{}", k.name().replace('-', "_"))),
-    );
-    h.extend(
-        [
+    columns(
+        &[
+            "step",
+            "offered",
+            "name",
+            "requests",
+            "responses",
+            "ok",
+            "throughput",
+            "error_count",
+        ],
+        &[
             "rt_mean_ms",
             "rt_p50_ms",
             "rt_p90_ms",
@@ -178,11 +176,8 @@ pub fn names_header() -> Vec<String> {
             "page_load_p50_ms",
             "page_load_p95_ms",
             "page_load_p99_ms",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
-    h
+        ],
+    )
 }
 
 /// One row per step and name (names in each step's order: most time spent first); None
@@ -229,11 +224,7 @@ pub fn render_names(r: &RunReport) -> Option<String> {
                 pl.map_or(String::new(), |l| num(l.p95)),
                 pl.map_or(String::new(), |l| num(l.p99)),
             ]);
-            let _ = writeln!(
-                o,
-                "{}",
-                row.iter().map(|f| field(f)).collect::<Vec<_>>().join(",")
-            );
+            write_row(&mut o, &row);
         }
     }
     Some(o)

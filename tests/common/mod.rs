@@ -29,6 +29,47 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// The address an `overload agent` spawned with `--listen 127.0.0.1:0` and a piped stdout
+/// prints on its first line ("agent listening on http://ADDR").
+pub fn agent_addr(child: &mut Child) -> std::net::SocketAddr {
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("the agent's stdout, piped"))
+        .read_line(&mut line)
+        .expect("agent banner");
+    line.trim()
+        .rsplit("http://")
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+}
+
+/// The live report's URL, from the line "overload: live report at URL" that a run or sweep
+/// with `--live-port`/`--live-listen` prints on stderr (`err`, its piped stderr, stays
+/// readable for the lines after).
+pub fn live_url(err: &mut impl BufRead) -> String {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "no live URL on stderr"
+        );
+        if let Some(u) = line.trim().strip_prefix("overload: live report at ") {
+            return u.to_string();
+        }
+    }
+}
+
+/// The `names` row called `name` of a `--json` summary (or a steps.jsonl line).
+pub fn name_row<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    v["names"]
+        .as_array()
+        .expect("names")
+        .iter()
+        .find(|n| n["name"] == name)
+        .unwrap_or_else(|| panic!("no name {name} in {}", v["names"]))
+}
+
 /// Bound on a command that runs no load (usage errors, reports, dry runs).
 pub const QUICK: Duration = Duration::from_secs(30);
 
