@@ -20,7 +20,7 @@ mem: RSS of the nothing scenario with --users N at 1 request/s each (think 1 s),
   The same for a plain run, to tell the jar's share from the connection's.
 All traffic goes to 127.0.0.1; every run is bounded by `timeout`.
 """
-import argparse, os, shutil, statistics, sys, time
+import argparse, os, shutil, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402  (timing under /usr/bin/time, 2xx counts, the run folder)
@@ -28,6 +28,7 @@ import compare  # noqa: E402  (timing under /usr/bin/time, 2xx counts, the run f
 HERE = compare.HERE
 OVERLOAD = compare.OVERLOAD
 RUN = compare.RUN
+med = compare.med
 BASE = "http://127.0.0.1:18180"
 URL = BASE + "/page"
 # 100 bytes with the token that the extract scenario's regex takes.
@@ -117,10 +118,6 @@ def cpu_tools(d):
         "nothing": overload(["--scenario", no, BASE, *users], d),
         "wrk": (["wrk", "-t1", "-c50", f"-d{d}s", URL], compare.wrk_count),
     }
-
-
-def med(xs):
-    return statistics.median(xs) if xs else float("nan")
 
 
 def cpu(rounds, d):

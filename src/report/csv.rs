@@ -259,7 +259,17 @@ impl Exporter for CsvExporter {
 mod tests {
     use super::super::testdata;
     use super::*;
-    use crate::store::RunData;
+    use crate::store::{RunData, StepRecord};
+
+    fn report(steps: Vec<StepRecord>) -> RunReport {
+        RunReport::from_data(RunData {
+            dir: "/tmp/x".into(),
+            info: testdata::info("t", "open", None),
+            steps,
+            series: vec![],
+            skipped: vec![],
+        })
+    }
 
     #[test]
     fn one_row_per_step_with_fixed_columns() {
@@ -272,13 +282,7 @@ mod tests {
             dropped: 5,
             ..Default::default()
         });
-        let r = RunReport::from_data(RunData {
-            dir: "/tmp/x".into(),
-            info: testdata::info("t", "open", None),
-            steps,
-            series: vec![],
-            skipped: vec![],
-        });
+        let r = report(steps);
         let csv = render(&r);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines.len(), 6);
@@ -341,13 +345,7 @@ mod tests {
             count: 20,
             ..Default::default()
         });
-        let r = RunReport::from_data(RunData {
-            dir: "/tmp/x".into(),
-            info: testdata::info("t", "open", None),
-            steps,
-            series: vec![],
-            skipped: vec![],
-        });
+        let r = report(steps);
         let csv = render_names(&r).unwrap();
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines.len(), 4, "{csv}");
