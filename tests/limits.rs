@@ -1,7 +1,8 @@
 //! Generator host limits: out of file descriptors, out of local ports. The run counts
 //! `fd-unavail` / `addr-unavail`, goes on with what it has, and says what to raise. Port
 //! exhaustion needs a private network namespace (unshare --net): where there is none it shows
-//! as ignored (tests/common/harness.rs).
+//! as ignored (tests/common/harness.rs). Also the listen queue as sock_diag reads it, ignored
+//! where the kernel offers no sock_diag.
 mod common;
 use common::harness::{self, Need};
 use common::{run_measured, Target};
@@ -24,7 +25,35 @@ fn main() {
             &[Need::Root, Need::NetNamespace],
             out_of_local_ports_counts_addr_unavail,
         ),
+        harness::trial(
+            "sock_diag_listen_limit_matches_the_backlog",
+            &[Need::SockDiag],
+            sock_diag_listen_limit_matches_the_backlog,
+        ),
     ])
+}
+
+/// The listen queue and its limit as sock_diag reads them (what `ss -lnt` shows as Recv-Q and
+/// Send-Q), checked against /proc/net/tcp: the observer uses whichever the kernel offers.
+fn sock_diag_listen_limit_matches_the_backlog() {
+    use overload::observe::net::{diag_tally, listen_queue_limits, TcpTally};
+    // std listens with backlog 128; the kernel caps it at somaxconn (what ss shows as
+    // Send-Q). Two queued connects show up as the accept-queue length.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let somaxconn: u64 = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .map_or(4096, |t| t.trim().parse().unwrap_or(4096));
+    assert_eq!(listen_queue_limits(port), Some((0, 128.min(somaxconn))));
+    let _a = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let _b = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    assert_eq!(listen_queue_limits(port).map(|x| x.0), Some(2));
+    let mut t = TcpTally::default();
+    t.add(&std::fs::read_to_string("/proc/net/tcp").unwrap(), port);
+    assert_eq!(t.listen_queue, Some(2), "/proc/net/tcp rx_queue agrees");
+    assert_eq!(t.states[1], 4, "two connections, both ends");
+    let (d, limit) = diag_tally(port).unwrap();
+    assert_eq!(d, t, "sock_diag and /proc/net/tcp agree");
+    assert_eq!(limit, Some(128.min(somaxconn)));
 }
 
 /// `sh -c 'ulimit ...; exec overload ARGS --json F -q'`: the engine raises the soft fd limit

@@ -1,6 +1,7 @@
 //! A single run as a results folder (`run --out`), and its histograms out: vegeta-like
 //! buckets, the percentile distribution, and HdrHistogram's interval log read back by
-//! HdrHistogram's own Python package (`hdrh`; ignored with the reason where it is missing).
+//! HdrHistogram's own Python package (`hdrh`; ignored with the reason where it is missing),
+//! and the gnuplot export drawn by gnuplot itself (ignored where gnuplot is missing).
 mod common;
 use common::harness::{self, Need};
 use common::{bin, output_within, scratch, Target, QUICK};
@@ -20,6 +21,11 @@ fn main() {
             "hdr_log_is_read_by_hdrhistogram_python",
             &[Need::PythonHdrh],
             hdr_log_read_by_python,
+        ),
+        harness::trial(
+            "gnuplot_draws_the_exported_script",
+            &[Need::Gnuplot],
+            gnuplot_draws_the_exported_script,
         ),
     ]);
 }
@@ -44,6 +50,35 @@ fn stored_run(t: &Target, dir: &Path) -> serde_json::Value {
         "{stdout}"
     );
     serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap()
+}
+
+/// `report --format gnuplot` writes a script and its data that gnuplot itself draws: the
+/// three charts it names exist after `gnuplot steps.gp`, and gnuplot says nothing is wrong.
+fn gnuplot_draws_the_exported_script() {
+    let t = Target::start(&["--threads", "1"]);
+    let d = scratch();
+    stored_run(&t, d.path());
+    let dir = d.path().join("run");
+    let out = output_within(
+        bin().args(["report", "--format", "gnuplot"]).arg(&dir),
+        QUICK,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let o = output_within(
+        std::process::Command::new("gnuplot")
+            .arg("steps.gp")
+            .current_dir(&dir),
+        QUICK,
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // A chart of a quantity that stayed 0 (errors) draws with gnuplot's "empty y range"
+    // warning; anything it calls an error fails.
+    let err = text(&o.stderr).to_lowercase();
+    assert!(!err.contains("error"), "gnuplot: {err}");
+    for f in ["steps-rate.svg", "steps-time.svg", "steps-errors.svg"] {
+        let svg = std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert!(svg.contains("<svg"), "{f} is an SVG");
+    }
 }
 
 fn run_out() {

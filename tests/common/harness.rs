@@ -29,6 +29,11 @@ pub enum Need {
     /// whose verdict is the server's CPU cannot show it while other processes take the cores
     /// (the verdict rightly refuses to blame the server for them).
     QuietHost,
+    /// gnuplot (`apt-get install gnuplot-nox`): draws the script `report --format gnuplot` writes.
+    Gnuplot,
+    /// The kernel's sock_diag netlink interface (a container may lack it; the observer then
+    /// reads /proc/net/tcp).
+    SockDiag,
 }
 
 impl Need {
@@ -42,6 +47,8 @@ impl Need {
         static HDRH: OnceLock<Option<String>> = OnceLock::new();
         static TMUX: OnceLock<Option<String>> = OnceLock::new();
         static QUIET: OnceLock<Option<String>> = OnceLock::new();
+        static GNUPLOT: OnceLock<Option<String>> = OnceLock::new();
+        static SOCK_DIAG: OnceLock<Option<String>> = OnceLock::new();
         match self {
             Need::Root => ROOT.get_or_init(probe_root),
             Need::LabPackages => LAB.get_or_init(probe_lab),
@@ -63,6 +70,10 @@ impl Need {
             }),
             Need::Tmux => TMUX.get_or_init(|| probe_cmd("tmux", &["-V"], "tmux")),
             Need::QuietHost => QUIET.get_or_init(probe_quiet),
+            Need::Gnuplot => {
+                GNUPLOT.get_or_init(|| probe_cmd("gnuplot", &["--version"], "gnuplot"))
+            }
+            Need::SockDiag => SOCK_DIAG.get_or_init(probe_sock_diag),
         }
         .clone()
     }
@@ -76,6 +87,14 @@ fn probe_cmd(prog: &str, args: &[&str], what: &str) -> Option<String> {
         .output()
         .is_ok_and(|o| o.status.success());
     (!ok).then(|| format!("{what} is not installed"))
+}
+
+fn probe_sock_diag() -> Option<String> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").ok()?;
+    let port = l.local_addr().ok()?.port();
+    overload::observe::net::listen_queue_limits(port)
+        .is_none()
+        .then(|| "sock_diag netlink is unavailable here (the observer reads /proc/net/tcp)".into())
 }
 
 /// Busy share of all cores over one second, from /proc/stat's first line.
