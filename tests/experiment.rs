@@ -130,8 +130,15 @@ fn resume_after_kill_skips_finished_runs() {
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
             .is_some_and(|s| s["runs"].as_array().is_some_and(|r| !r.is_empty()))
     });
-    // Into the second run (its server up, its sweep under way), not past it.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Into the second run (its server up, its sweep under way: its results folder started),
+    // not past it.
+    wait_until("the second run under way", Duration::from_secs(60), || {
+        std::fs::read_dir(&out).map_or(0, |d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.path().join("run.json").exists())
+                .count()
+        }) >= 2
+    });
     child.kill().unwrap();
     child.wait().unwrap();
     let before = state(&out);

@@ -263,12 +263,12 @@ fn capacity_search_lands_within_precision_in_few_probes() {
 #[test]
 fn kill_9_mid_sweep_keeps_every_finished_step() {
     let _serial = serial();
-    let t = Target::start(&[]);
-    let url = format!("{}/", t.url);
+    let t = in_process_target();
+    let url = format!("{}/", t.url());
     let scratch = scratch();
     let dir = scratch.path().join("out");
     // Kill without warning once 3 steps are done.
-    let mut child = sweep_until_steps(&url, &dir, 3);
+    let mut child = sweep_until_steps(&t, &url, &dir, 3);
     child.kill().unwrap();
     child.wait().unwrap();
     let data = overload::store::load(&dir).unwrap();
@@ -283,11 +283,11 @@ fn kill_9_mid_sweep_keeps_every_finished_step() {
 #[test]
 fn sigint_ends_the_sweep_gracefully() {
     let _serial = serial();
-    let t = Target::start(&[]);
-    let url = format!("{}/", t.url);
+    let t = in_process_target();
+    let url = format!("{}/", t.url());
     let scratch = scratch();
     let dir = scratch.path().join("out");
-    let mut child = sweep_until_steps(&url, &dir, 2);
+    let mut child = sweep_until_steps(&t, &url, &dir, 2);
     // SAFETY: sending a signal to our own child.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     let status = common::wait_within(&mut child, Duration::from_secs(15))
@@ -314,9 +314,20 @@ fn sigint_ends_the_sweep_gracefully() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("results:"));
 }
 
+/// The embedded target in this process, so a test sees how many requests reached it.
+fn in_process_target() -> overload::target::TargetHandle {
+    overload::target::start(overload::target::TargetConfig::default()).expect("target starts")
+}
+
 /// Starts a long 1 s-step sweep into `dir` and returns once `n` steps are on disk and the
-/// next one is under way (its stdout piped for the caller to read).
-fn sweep_until_steps(url: &str, dir: &std::path::Path, n: usize) -> std::process::Child {
+/// next one is under way: the target has seen more requests than those steps sent (its stdout
+/// piped for the caller to read).
+fn sweep_until_steps(
+    t: &overload::target::TargetHandle,
+    url: &str,
+    dir: &std::path::Path,
+    n: usize,
+) -> std::process::Child {
     let child = bin()
         .args([
             "sweep",
@@ -339,8 +350,12 @@ fn sweep_until_steps(url: &str, dir: &std::path::Path, n: usize) -> std::process
     wait_until("steps on disk", Duration::from_secs(30), || {
         std::fs::read_to_string(&steps).map_or(0, |s| s.lines().count()) >= n
     });
-    // Into the next 1 s step, not past it.
-    std::thread::sleep(Duration::from_millis(300));
+    // Into the next 1 s step (at 100 req/s and more, a few of its requests), not past it.
+    let data = overload::store::load(dir).expect("the steps on disk load");
+    let sent: u64 = data.steps.iter().map(|s| s.summary.sent).sum();
+    wait_until("the next step under way", Duration::from_secs(30), || {
+        t.stats().requests > sent + 5
+    });
     child
 }
 
