@@ -67,6 +67,9 @@ fn split_multiplier(t: &str) -> (&str, f64) {
     }
 }
 
+/// The highest rate the engine is asked for, requests/s (`--rate`, and a replay's mean rate).
+pub const MAX_RATE: f64 = 10_000_000.0;
+
 /// Parses a positive rate in requests per second (`2000`, `1.5k`, `2500.5`, `1M`).
 pub fn parse_rate(s: &str) -> Result<f64, String> {
     let (num, mult) = split_multiplier(s.trim());
@@ -77,8 +80,21 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
     if !v.is_finite() || v <= 0.0 {
         return Err(format!("rate '{s}' must be a positive number"));
     }
-    if v > 10_000_000.0 {
+    if v > MAX_RATE {
         return Err(format!("rate '{s}' is above the supported 10M req/s"));
+    }
+    Ok(v)
+}
+
+/// Parses a positive speed factor (`2` twice as fast, `0.5` half as fast, `1k`).
+pub fn parse_speed(s: &str) -> Result<f64, String> {
+    let (num, mult) = split_multiplier(s.trim());
+    let v: f64 = num.parse().map_err(|_| {
+        format!("invalid speed '{s}' (expected a factor, e.g. 2 for twice as fast)")
+    })?;
+    let v = v * mult;
+    if !v.is_finite() || v <= 0.0 {
+        return Err(format!("speed '{s}' must be a positive factor"));
     }
     Ok(v)
 }
@@ -176,6 +192,17 @@ pub fn fmt_num(v: f64) -> String {
         format!("{v:.1}")
     } else {
         format!("{v:.3}")
+    }
+}
+
+/// A count or a rate with the suffixes the flags take: 400, 1.5k, 100M.
+pub fn fmt_si(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{}M", fmt_num(v / 1e6))
+    } else if v >= 1e3 {
+        format!("{}k", fmt_num(v / 1e3))
+    } else {
+        fmt_num(v)
     }
 }
 

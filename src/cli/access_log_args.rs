@@ -1,7 +1,7 @@
 //! `--access-log FILE` and its options (run): an nginx or Apache log as the request mix,
 //! weighted by its counts, or replayed on its own clock (`--replay-speed`); docs/replay.md.
 use crate::plan::access_log::LogFormat;
-use crate::units::parse_rate;
+use crate::units::parse_speed;
 use crate::usecase::config::AccessLogConfig;
 use clap::Args;
 use std::path::PathBuf;
@@ -23,7 +23,7 @@ pub struct AccessLogArgs {
     pub log_format: Option<LogFormat>,
     /// Open loop on the log's clock, X times as fast (2 = twice as fast); the run lasts the
     /// log's span / X unless --duration cuts it.
-    #[arg(long, value_name = "X", value_parser = parse_rate, requires = "access_log",
+    #[arg(long, value_name = "X", value_parser = parse_speed, requires = "access_log",
           conflicts_with_all = ["rate", "users", "concurrency", "think"])]
     pub replay_speed: Option<f64>,
 }

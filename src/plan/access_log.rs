@@ -8,11 +8,11 @@
 //! Lines that do not parse, and methods other than GET and HEAD (unless allowed), are skipped
 //! and counted, the first few named (`file:line: why`): a log with one odd line still replays.
 //! Times have one-second resolution; the lines of one second are spread evenly over it.
-use crate::fsutil::{read_capped, shown};
+use crate::fsutil::shown;
 use std::collections::HashMap;
 use std::path::Path;
 
-/// Largest access log read (its lines are held in memory as arrivals).
+/// Largest access log read (streamed; to replay, 12 bytes a line are kept).
 pub const MAX_ACCESS_LOG: u64 = 1 << 30;
 /// Skipped lines named in the note; the rest are only counted.
 const NAMED_SKIPS: usize = 3;
@@ -54,11 +54,18 @@ pub struct LoggedRequest {
 pub struct AccessLog {
     /// Distinct requests, most frequent first (ties in order of first appearance).
     pub requests: Vec<LoggedRequest>,
-    /// Every parsed line in time order: ns since the log's first second, and its request.
-    pub arrivals: Vec<(u64, u32)>,
+    /// Replay only (else empty): every parsed line in time order, as ns since the log's
+    /// first second ...
+    pub at_ns: Vec<u64>,
+    /// ... and its request (an index into `requests`).
+    pub order: Vec<u32>,
     /// From the first line's second to the end of the last line's second.
     pub span_ns: u64,
+    /// Lines read (parsed or not).
+    pub lines: u64,
     pub skipped: u64,
+    /// Of the skipped lines, those whose method was unsafe (and not allowed).
+    pub skipped_unsafe: u64,
     /// The first skipped lines, as `file:line: why`.
     pub skips_named: Vec<String>,
 }
@@ -76,15 +83,76 @@ impl AccessLog {
     }
 }
 
-/// Reads a log file; a file with no usable line is an error naming it.
+/// Whether to keep each line's time (`--replay-speed`) or only each request's count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    Counts,
+    Arrivals,
+}
+
+/// Longest line read; a longer one is skipped (a URL of 64 KiB is beyond any server's limit).
+const MAX_LINE: usize = 64 << 10;
+
+/// Reads a log file, a line at a time: memory grows with its distinct requests (and, to
+/// replay, 12 bytes a line), never with the text. A file with no usable line is an error
+/// naming it.
 pub fn read_access_log(
     path: &Path,
     format: Option<LogFormat>,
     allow_unsafe: bool,
+    keep: Keep,
 ) -> Result<AccessLog, String> {
-    let bytes = read_capped(path, MAX_ACCESS_LOG, "access log")?;
-    let text = String::from_utf8_lossy(&bytes);
-    parse_access_log(&text, &shown(path), format, allow_unsafe)
+    use std::io::{BufRead, Read};
+    let file = shown(path);
+    let cant = |e: std::io::Error| format!("access log: cannot read '{file}': {e}");
+    let f = std::fs::File::open(path).map_err(cant)?;
+    let mut r = std::io::BufReader::with_capacity(1 << 16, f.take(MAX_ACCESS_LOG + 1));
+    let mut p = Parser::new(&file, format, allow_unsafe, keep);
+    let (mut buf, mut total) = (Vec::new(), 0u64);
+    loop {
+        buf.clear();
+        // A line at most MAX_LINE + 1 bytes long is read; the rest of a longer one is skipped.
+        let n = (&mut r)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(cant)?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        if buf.len() > MAX_LINE && buf.last() != Some(&b'\n') {
+            let mut rest = 0;
+            loop {
+                let chunk = r.fill_buf().map_err(cant)?;
+                if chunk.is_empty() {
+                    break;
+                }
+                let (used, done) = match chunk.iter().position(|&c| c == b'\n') {
+                    Some(i) => (i + 1, true),
+                    None => (chunk.len(), false),
+                };
+                r.consume(used);
+                rest += used;
+                if done {
+                    break;
+                }
+            }
+            total += rest as u64;
+            p.skip(format!("longer than {} KiB", MAX_LINE >> 10));
+            continue;
+        }
+        if total > MAX_ACCESS_LOG {
+            break;
+        }
+        p.line(&String::from_utf8_lossy(&buf));
+    }
+    if total > MAX_ACCESS_LOG {
+        return Err(format!(
+            "access log: '{file}' is larger than the {} MiB limit",
+            MAX_ACCESS_LOG >> 20
+        ));
+    }
+    p.finish()
 }
 
 /// Parses log text; `file` names it in messages.
@@ -94,90 +162,208 @@ pub fn parse_access_log(
     format: Option<LogFormat>,
     allow_unsafe: bool,
 ) -> Result<AccessLog, String> {
-    let mut requests: Vec<LoggedRequest> = Vec::new();
-    let mut index: HashMap<(String, String), u32> = HashMap::new();
-    // (second, line order, request)
-    let mut lines: Vec<(i64, u32)> = Vec::new();
-    let (mut skipped, mut skips_named) = (0u64, Vec::new());
-    for (i, raw) in text.lines().enumerate() {
-        if raw.trim().is_empty() {
-            continue;
+    let mut p = Parser::new(file, format, allow_unsafe, Keep::Arrivals);
+    for line in text.lines() {
+        p.line(line);
+    }
+    p.finish()
+}
+
+/// A log being read, line by line.
+struct Parser<'a> {
+    file: &'a str,
+    format: Option<LogFormat>,
+    allow_unsafe: bool,
+    keep: Keep,
+    /// Distinct methods (a handful): requests name theirs by index.
+    methods: Vec<String>,
+    /// Distinct requests: (method, target, count).
+    requests: Vec<(u16, Box<str>, u64)>,
+    /// The request of each (method, target) hash; collisions chain through `same_hash`.
+    by_hash: HashMap<u64, u32>,
+    /// Keyed per run: a crafted log cannot aim at the chains.
+    seed: std::collections::hash_map::RandomState,
+    same_hash: Vec<u32>,
+    /// Arrivals only: per line, (its second − the first line's + 2³¹) << 32 | its request:
+    /// 8 bytes a line, sorted by the high half.
+    lines: Vec<u64>,
+    first_sec: Option<i64>,
+    line_no: u64,
+    skipped: u64,
+    skipped_unsafe: u64,
+    skips_named: Vec<String>,
+}
+
+/// No next request with the same hash.
+const END: u32 = u32::MAX;
+
+impl<'a> Parser<'a> {
+    fn new(file: &'a str, format: Option<LogFormat>, allow_unsafe: bool, keep: Keep) -> Self {
+        Parser {
+            file,
+            format,
+            allow_unsafe,
+            keep,
+            methods: Vec::new(),
+            requests: Vec::new(),
+            by_hash: HashMap::new(),
+            seed: Default::default(),
+            same_hash: Vec::new(),
+            lines: Vec::new(),
+            first_sec: None,
+            line_no: 0,
+            skipped: 0,
+            skipped_unsafe: 0,
+            skips_named: Vec::new(),
         }
-        let parsed = parse_line(raw, format).and_then(|(t, method, target)| {
-            if allow_unsafe || matches!(method, "GET" | "HEAD") {
-                Ok((t, method, target))
-            } else {
-                Err(format!(
-                    "method {method} skipped (GET and HEAD only unless --allow-unsafe-methods)"
-                ))
+    }
+
+    fn skip(&mut self, why: String) {
+        self.line_no += 1;
+        self.skipped += 1;
+        if self.skips_named.len() < NAMED_SKIPS {
+            self.skips_named
+                .push(format!("{}:{}: {why}", self.file, self.line_no));
+        }
+    }
+
+    fn line(&mut self, raw: &str) {
+        if raw.trim().is_empty() {
+            self.line_no += 1;
+            return;
+        }
+        let (t, method, target) = match parse_line(raw, self.format) {
+            Ok(l) => l,
+            Err(why) => return self.skip(why),
+        };
+        if !self.allow_unsafe && !matches!(method, "GET" | "HEAD") {
+            self.skipped_unsafe += 1;
+            return self.skip(format!(
+                "method {method} skipped (GET and HEAD only unless --allow-unsafe-methods)"
+            ));
+        }
+        // Seconds relative to the first line's, biased so that the earlier ones sort first;
+        // a log spanning more than 68 years is not a log.
+        let first = *self.first_sec.get_or_insert(t);
+        let rel = t - first + (1 << 31);
+        if !(0..1 << 32).contains(&rel) {
+            return self.skip("time more than 68 years from line 1's".to_string());
+        }
+        self.line_no += 1;
+        let r = self.intern(method, &target);
+        self.requests[r as usize].2 += 1;
+        if self.keep == Keep::Arrivals {
+            self.lines.push(((rel as u64) << 32) | r as u64);
+        }
+    }
+
+    fn intern(&mut self, method: &str, target: &str) -> u32 {
+        let m = match self.methods.iter().position(|x| x == method) {
+            Some(m) => m as u16,
+            None => {
+                self.methods.push(method.to_string());
+                (self.methods.len() - 1) as u16
             }
-        });
-        match parsed {
-            Ok((t, method, target)) => {
-                let key = (method.to_string(), target);
-                let r = *index.entry(key.clone()).or_insert_with(|| {
-                    requests.push(LoggedRequest {
-                        method: key.0,
-                        target: key.1,
-                        count: 0,
-                    });
-                    (requests.len() - 1) as u32
-                });
-                requests[r as usize].count += 1;
-                lines.push((t, r));
-            }
-            Err(why) => {
-                skipped += 1;
-                if skips_named.len() < NAMED_SKIPS {
-                    skips_named.push(format!("{file}:{}: {why}", i + 1));
+        };
+        let h = std::hash::BuildHasher::hash_one(&self.seed, (m, target));
+        let new = self.requests.len() as u32;
+        let mut at = *self.by_hash.entry(h).or_insert(new);
+        if at != new {
+            loop {
+                let (rm, rt, _) = &self.requests[at as usize];
+                if *rm == m && &**rt == target {
+                    return at;
+                }
+                match self.same_hash[at as usize] {
+                    END => {
+                        self.same_hash[at as usize] = new;
+                        break;
+                    }
+                    next => at = next,
                 }
             }
         }
+        self.requests.push((m, target.into(), 0));
+        self.same_hash.push(END);
+        new
     }
-    if lines.is_empty() {
-        let first = skips_named
-            .first()
-            .map_or_else(|| format!("{file}: empty"), String::clone);
-        return Err(format!(
-            "access log '{file}' has no line in combined or common format ({first})"
-        ));
-    }
-    // Most frequent first (the names table keeps the 200 most asked for), then remap.
-    let mut order: Vec<u32> = (0..requests.len() as u32).collect();
-    order.sort_by_key(|&r| std::cmp::Reverse(requests[r as usize].count));
-    let mut new_index = vec![0u32; requests.len()];
-    for (new, &old) in order.iter().enumerate() {
-        new_index[old as usize] = new as u32;
-    }
-    let requests: Vec<LoggedRequest> = order
-        .iter()
-        .map(|&r| requests[r as usize].clone())
-        .collect();
-    // Logs are written at completion, so times may step back: replay them in time order.
-    lines.sort_by_key(|&(t, _)| t);
-    let first = lines[0].0;
-    let mut arrivals = Vec::with_capacity(lines.len());
-    let mut k = 0;
-    while k < lines.len() {
-        let sec = lines[k].0;
-        let n = lines[k..].iter().take_while(|l| l.0 == sec).count();
-        let base = (sec - first) as u64 * 1_000_000_000;
-        for (j, &(_, r)) in lines[k..k + n].iter().enumerate() {
-            arrivals.push((
-                base + j as u64 * 1_000_000_000 / n as u64,
-                new_index[r as usize],
+
+    fn finish(self) -> Result<AccessLog, String> {
+        let file = self.file;
+        if self.requests.is_empty() {
+            if self.skipped > 0 && self.skipped_unsafe == self.skipped {
+                return Err(format!(
+                    "access log '{file}': all its {} lines ask for methods other than GET and \
+                     HEAD ({}); --allow-unsafe-methods sends them",
+                    self.skipped, self.skips_named[0]
+                ));
+            }
+            let first = self
+                .skips_named
+                .first()
+                .map_or_else(|| format!("{file}: empty"), String::clone);
+            return Err(format!(
+                "access log '{file}' has no line in combined or common format ({first})"
             ));
         }
-        k += n;
+        drop(self.by_hash);
+        drop(self.same_hash);
+        // Most frequent first (the names table keeps the 200 most asked for), then remap.
+        let mut order: Vec<u32> = (0..self.requests.len() as u32).collect();
+        order.sort_by_key(|&r| std::cmp::Reverse(self.requests[r as usize].2));
+        let mut new_index = vec![0u32; self.requests.len()];
+        for (new, &old) in order.iter().enumerate() {
+            new_index[old as usize] = new as u32;
+        }
+        drop(order);
+        let methods = self.methods;
+        let mut requests: Vec<LoggedRequest> = self
+            .requests
+            .into_iter()
+            .map(|(m, target, count)| LoggedRequest {
+                method: methods[m as usize].clone(),
+                target: target.into(),
+                count,
+            })
+            .collect();
+        // The same stable sort as `order`'s.
+        requests.sort_by_key(|r| std::cmp::Reverse(r.count));
+        // Logs are written at completion, so times may step back: replay them in time order
+        // (stable: a second's lines keep the log's order).
+        let mut lines = self.lines;
+        lines.sort_by_key(|&l| l >> 32);
+        let (at_ns, order, span_ns) = match (lines.first(), lines.last()) {
+            (Some(&first), Some(&last)) => {
+                let (first, last) = (first >> 32, last >> 32);
+                let mut order = Vec::with_capacity(lines.len());
+                let mut k = 0;
+                // Each second's lines spread evenly over it; `lines` becomes the times.
+                while k < lines.len() {
+                    let sec = lines[k] >> 32;
+                    let n = lines[k..].iter().take_while(|&&l| l >> 32 == sec).count();
+                    let base = (sec - first) * 1_000_000_000;
+                    for j in 0..n {
+                        order.push(new_index[(lines[k + j] & 0xffff_ffff) as usize]);
+                        lines[k + j] = base + j as u64 * 1_000_000_000 / n as u64;
+                    }
+                    k += n;
+                }
+                (lines, order, (last - first + 1) * 1_000_000_000)
+            }
+            // Counts only: the span is not known (nor needed).
+            _ => (Vec::new(), Vec::new(), 0),
+        };
+        Ok(AccessLog {
+            requests,
+            at_ns,
+            order,
+            span_ns,
+            lines: self.line_no,
+            skipped: self.skipped,
+            skipped_unsafe: self.skipped_unsafe,
+            skips_named: self.skips_named,
+        })
     }
-    let span_ns = (lines[lines.len() - 1].0 - first + 1) as u64 * 1_000_000_000;
-    Ok(AccessLog {
-        requests,
-        arrivals,
-        span_ns,
-        skipped,
-        skips_named,
-    })
 }
 
 /// One line: (Unix second, method, origin-form target).
@@ -330,7 +516,7 @@ mod tests {
             COMMON.replace("HEAD", "POST")
         );
         let log = parse_access_log(&text, "a.log", None, false).unwrap();
-        assert_eq!(log.arrivals.len(), 2);
+        assert_eq!(log.order.len(), 2);
         assert_eq!(log.skipped, 3);
         assert_eq!(log.skips_named.len(), 3);
         assert!(
@@ -351,7 +537,7 @@ mod tests {
         assert!(log.skipped_note().unwrap().contains("3 line(s) skipped"));
         // With --allow-unsafe-methods the POST counts.
         let log = parse_access_log(&text, "a.log", None, true).unwrap();
-        assert_eq!(log.arrivals.len(), 3);
+        assert_eq!(log.order.len(), 3);
         // Nothing usable: one error naming the file and the first bad line.
         let e = parse_access_log("garbage\n", "b.log", None, false).unwrap_err();
         assert!(e.contains("'b.log'") && e.contains("b.log:1: "), "{e}");
@@ -376,11 +562,11 @@ mod tests {
         assert_eq!(log.requests[0].target, "/b");
         assert_eq!(log.requests[0].count, 3);
         assert_eq!(log.span_ns, 3_000_000_000);
-        let times: Vec<u64> = log.arrivals.iter().map(|a| a.0 / 1_000_000).collect();
+        let times: Vec<u64> = log.at_ns.iter().map(|t| t / 1_000_000).collect();
         // Second 0's three lines spread over it; then 1 s and 2 s.
         assert_eq!(times, [0, 333, 666, 1000, 2000]);
         let b = 0;
-        assert_eq!(log.arrivals[3].1, b);
-        assert_eq!(log.arrivals[4].1, b);
+        assert_eq!(log.order[3], b);
+        assert_eq!(log.order[4], b);
     }
 }

@@ -2,6 +2,7 @@
 pub mod access_log;
 pub mod capacity;
 pub mod naming;
+pub mod origin;
 pub mod request;
 pub mod segment;
 pub mod steps;

@@ -797,7 +797,7 @@ contains = "ok"
         let good = "[feeder]\nfile = \"users.csv\"\n[[request]]\nurl = \"/u/${user}\"\nbody = \"${password}\"\n";
         let p = parse(good, &file, Some("http://127.0.0.1:1"), 1).unwrap();
         let (f, ids) = p.feeder.as_ref().unwrap();
-        assert_eq!((f.rows.len(), ids.clone()), (2, vec![0, 1]));
+        assert_eq!((f.rows(), ids.clone()), (2, vec![0, 1]));
         let bad = "[feeder]\nfile = \"users.csv\"\n[[request]]\nurl = \"/u/${login}\"\n";
         let e = parse(bad, &file, Some("http://127.0.0.1:1"), 1).unwrap_err();
         assert!(e.ends_with("s.toml:4: request[1].url: unknown variable '${login}': not a feeder column, [vars] entry or extracted variable"), "{e}");

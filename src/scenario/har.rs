@@ -8,7 +8,7 @@
 //! entry's (analytics, CDNs), since the URL argument replaces that origin. Dropped from every
 //! request: HTTP/2 pseudo-headers, `Cookie` (each user's jar sends its own), `Host` and the
 //! headers that frame the message (the engine writes them).
-use super::import::{is_safe, rebase, Recorded};
+use super::import::{is_safe, Recorded};
 use crate::url::Url;
 use serde::Deserialize;
 use std::time::Duration;
@@ -121,31 +121,31 @@ pub fn parse(
     }
     // (entry, its start and end in ms since the epoch)
     let mut kept: Vec<(Recorded, f64, f64)> = Vec::new();
-    let (mut assets, mut unsafe_methods, mut elsewhere) = (0usize, Vec::new(), Vec::new());
-    let mut first_origin = None;
+    let (mut assets, mut unsafe_methods) = (0usize, Vec::new());
+    let mut origins = crate::plan::origin::Origins::new(base);
     for (i, v) in raw.into_iter().enumerate() {
         let at = format!("{file}: log.entries[{i}]");
         let e: Entry = serde_json::from_value(v).map_err(|e| format!("{at}: {e}"))?;
         let method = crate::plan::parse_method(&e.request.method)
             .map_err(|m| format!("{at}.request.method: {m}"))?;
-        let url = Url::parse(&e.request.url).map_err(|m| format!("{at}.request.url: {m}"))?;
         let start = parse_time(&e.started_date_time).ok_or_else(|| {
             format!(
                 "{at}.startedDateTime: '{}': expected a time like 2024-03-05T10:11:12.345Z",
                 crate::units::escape_controls(&e.started_date_time)
             )
         })?;
-        let origin = url.origin();
-        let first = first_origin.get_or_insert_with(|| origin.clone());
-        let url = match base {
-            Some(b) if origin == *first => rebase(&url, b),
-            Some(_) => {
-                if !elsewhere.contains(&origin) {
-                    elsewhere.push(origin);
-                }
-                continue;
-            }
-            None => url,
+        // A HAR's URLs are absolute: a path in one is not a recording.
+        if e.request.url.starts_with('/') {
+            return Err(format!(
+                "{at}.request.url: '{}': not an absolute URL",
+                crate::units::escape_controls(&e.request.url)
+            ));
+        }
+        let Some(url) = origins
+            .place(&e.request.url)
+            .map_err(|m| format!("{at}.request.url: {m}"))?
+        else {
+            continue;
         };
         let mime = e
             .response
@@ -175,7 +175,7 @@ pub fn parse(
             end,
         ));
     }
-    let note = note(assets, &unsafe_methods, &elsewhere);
+    let note = note(assets, &unsafe_methods, origins.note());
     if kept.is_empty() {
         return Err(format!(
             "{file}: none of its entries is left to send ({})",
@@ -297,7 +297,7 @@ fn is_asset(mime: &str, target: &str) -> bool {
     by_type || by_ext
 }
 
-fn note(assets: usize, unsafe_methods: &[String], elsewhere: &[String]) -> Option<String> {
+fn note(assets: usize, unsafe_methods: &[String], elsewhere: Option<String>) -> Option<String> {
     let mut parts = Vec::new();
     if assets > 0 {
         parts.push(format!(
@@ -314,12 +314,7 @@ fn note(assets: usize, unsafe_methods: &[String], elsewhere: &[String]) -> Optio
             kinds.join("/")
         ));
     }
-    if !elsewhere.is_empty() {
-        parts.push(format!(
-            "requests to {} left out (the URL argument replaces the first entry's origin only)",
-            elsewhere.join(", ")
-        ));
-    }
+    parts.extend(elsewhere);
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 

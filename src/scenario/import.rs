@@ -129,15 +129,6 @@ fn literal(s: String) -> Template {
     }
 }
 
-/// `url` with its origin replaced by `base`'s (the URL argument): the recording's path and
-/// query, sent to the server under test.
-pub fn rebase(url: &Url, base: &Url) -> Url {
-    Url {
-        target: url.target.clone(),
-        ..base.clone()
-    }
-}
-
 /// Whether a method may be sent without `--allow-unsafe-methods`: reading, not changing.
 pub fn is_safe(method: &str) -> bool {
     matches!(method, "GET" | "HEAD")
@@ -201,14 +192,5 @@ mod tests {
             .plan(1)
             .unwrap_err()
             .contains("all http:// or all https://"));
-    }
-
-    #[test]
-    fn rebase_keeps_the_target() {
-        let u = rebase(
-            &Url::parse("https://shop.example/cart?x=1").unwrap(),
-            &Url::parse("http://127.0.0.1:8080/ignored").unwrap(),
-        );
-        assert_eq!(u, Url::parse("http://127.0.0.1:8080/cart?x=1").unwrap());
     }
 }

@@ -73,12 +73,13 @@ pub fn load_as(
         Format::Wsesslog {
             allow_unsafe_methods,
         } => {
-            let sessions = wsesslog::read(path, base_url()?.as_ref(), allow_unsafe_methods)?;
+            let (sessions, note) =
+                wsesslog::read(path, base_url()?.as_ref(), allow_unsafe_methods)?;
             for (i, s) in sessions.into_iter().enumerate() {
                 b.scenario(format!("session{}", i + 1), s)
                     .map_err(|e| format!("{shown}: session {}: {e}", i + 1))?;
             }
-            None
+            note
         }
     };
     let plan = b.plan(max_body).map_err(|e| format!("{shown}: {e}"))?;

@@ -56,7 +56,7 @@ impl User {
                 RowPer::User => self.index,
                 RowPer::Iteration => iteration,
             };
-            let row = &f.rows[(n % f.rows.len() as u64) as usize];
+            let row = f.row((n % f.rows() as u64) as usize);
             for (id, value) in ids.iter().zip(row) {
                 self.vars[*id].push_str(value);
             }

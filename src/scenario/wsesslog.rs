@@ -11,8 +11,10 @@
 //! ```
 //! Attributes: `method=` (GET and HEAD unless `--allow-unsafe-methods`), `contents=` (the
 //! body; quoted with `'` or `"`, `\n`, `\t`, `\\` and `\'` escapes), `think=` (seconds after
-//! the request's burst; default the run's `--think`). A path goes to the URL argument's server;
-//! an `http://` URL to its own. Any other line is an error naming the file and the line.
+//! the request's burst; default the run's `--think`). A path goes to the URL argument's server,
+//! and so does an absolute URL of the recording's origin; other origins are left out and named
+//! in the note (`plan::origin`, the rule of every import). Without a URL argument, absolute
+//! URLs go where they point. Any other line is an error naming the file and the line.
 //!
 //! Bursts: a page's indented members become its scenario step's `burst`: fetched in parallel
 //! after the page's answer, as httperf does (on up to 6 connections per server), and the
@@ -28,7 +30,10 @@ pub const MAX_WSESSLOG: u64 = 64 << 20;
 /// One session: its requests in the order they are sent.
 pub type Session = Vec<Recorded>;
 
-pub fn read(path: &Path, base: Option<&Url>, allow_unsafe: bool) -> Result<Vec<Session>, String> {
+/// The sessions, and a note on the requests left out (None: none).
+pub type Read = (Vec<Session>, Option<String>);
+
+pub fn read(path: &Path, base: Option<&Url>, allow_unsafe: bool) -> Result<Read, String> {
     let bytes = crate::fsutil::read_capped(path, MAX_WSESSLOG, "--wsesslog")?;
     let text = String::from_utf8(bytes)
         .map_err(|_| format!("{}: not UTF-8 text", crate::fsutil::shown(path)))?;
@@ -41,11 +46,14 @@ pub fn parse(
     file: &str,
     base: Option<&Url>,
     allow_unsafe: bool,
-) -> Result<Vec<Session>, String> {
+) -> Result<Read, String> {
+    let mut origins = crate::plan::origin::Origins::new(base);
     let mut sessions: Vec<Session> = Vec::new();
     let mut current: Session = Vec::new();
     // Whether the session has a request whose burst indented lines may join.
     let mut page = false;
+    // Whether that request was left out (another origin): its burst is left out with it.
+    let mut page_left_out = false;
     for (i, line) in text.lines().enumerate() {
         let at = format!("{file}:{}", i + 1);
         if line.trim().is_empty() {
@@ -53,6 +61,7 @@ pub fn parse(
                 sessions.push(std::mem::take(&mut current));
             }
             page = false;
+            page_left_out = false;
             continue;
         }
         if line.starts_with('#') {
@@ -65,16 +74,20 @@ pub fn parse(
                 "{at}: method {method}: GET and HEAD only unless --allow-unsafe-methods"
             ));
         }
-        let url = match (uri.starts_with('/'), base) {
-            (true, Some(b)) => Url::parse(&format!("{}{uri}", b.origin())),
-            (true, None) => {
-                return Err(format!(
-                    "{at}: '{uri}' is a path: give the server as a URL argument"
-                ))
-            }
-            (false, _) => Url::parse(&uri),
+        if member && page_left_out {
+            continue;
         }
-        .map_err(|e| format!("{at}: {e}"))?;
+        let Some(url) = origins.place(&uri).map_err(|e| format!("{at}: {e}"))? else {
+            // Another origin: not sent, nor the burst under it.
+            if !member {
+                page = true;
+                page_left_out = true;
+            }
+            continue;
+        };
+        if !member {
+            page_left_out = false;
+        }
         let r = Recorded {
             method,
             url,
@@ -105,10 +118,14 @@ pub fn parse(
     if !current.is_empty() {
         sessions.push(current);
     }
+    let note = origins.note().map(|n| format!("{file}: {n}"));
     if sessions.is_empty() {
-        return Err(format!("{file}: no session (no request line)"));
+        return Err(match note {
+            Some(n) => format!("{n}: no request left to send"),
+            None => format!("{file}: no session (no request line)"),
+        });
     }
-    Ok(sessions)
+    Ok((sessions, note))
 }
 
 /// `URI [method=M] [contents=TEXT] [think=SECONDS]`.
@@ -203,7 +220,8 @@ mod tests {
 
     #[test]
     fn sessions_their_bursts_and_think_times() {
-        let s = parse(LOG, "s.log", Some(&base()), true).unwrap();
+        let (s, note) = parse(LOG, "s.log", Some(&base()), true).unwrap();
+        assert_eq!(note, None);
         assert_eq!(s.len(), 2, "blank lines, however many, separate sessions");
         assert_eq!(
             shown(&s[0]),
@@ -227,6 +245,22 @@ mod tests {
     #[test]
     fn bad_lines_name_file_and_line() {
         let e = |t: &str| parse(t, "s.log", Some(&base()), true).unwrap_err();
+        // Another origin than the recording's: left out, named in the note.
+        let (s, note) = parse(
+            "/a\n  /img\nhttp://127.0.0.2:1/x\n  /its-img\n/c\n",
+            "s.log",
+            Some(&base()),
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            shown(&s[0]),
+            ["GET /a", "+ /img", "GET /c"],
+            "with its burst"
+        );
+        assert!(note
+            .unwrap()
+            .contains("1 request(s) to http://127.0.0.2:1 left out"));
         assert_eq!(
             e("/a\n/b colour=red\n"),
             "s.log:2: unknown attribute 'colour' (method, contents, think)"

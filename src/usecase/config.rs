@@ -9,7 +9,7 @@ use crate::engine::h2::hpack::{encode_request, RequestParts};
 use crate::engine::tls::{TlsClient, TlsClientOptions, TlsVersion};
 use crate::engine::{Arrival, EngineConfig, Http2, Load, Pick, Prepared};
 use crate::fsutil::{read_capped, MAX_BODY_FILE};
-use crate::plan::access_log::{read_access_log, LogFormat};
+use crate::plan::access_log::{read_access_log, Keep, LogFormat};
 use crate::plan::segment::check_start_at;
 use crate::plan::{parse_headers, parse_method, read_urls_file, RequestSpec, Segment, Url};
 use crate::url::Scheme;
@@ -541,8 +541,13 @@ impl RequestConfig {
                 "--access-log sends each line's own method, without a body: drop -X and --body",
             ));
         }
-        let log =
-            read_access_log(&a.path, a.format, a.allow_unsafe_methods).map_err(Error::usage)?;
+        // A weighted mix needs each request's count only; a replay, each line's time too.
+        let keep = match a.replay_speed {
+            Some(_) => Keep::Arrivals,
+            None => Keep::Counts,
+        };
+        let log = read_access_log(&a.path, a.format, a.allow_unsafe_methods, keep)
+            .map_err(Error::usage)?;
         if let Some(note) = log.skipped_note() {
             crate::eoutln!("overload: {note}");
         }
@@ -577,7 +582,7 @@ impl RequestConfig {
             None => (self.specs()?, None),
         };
         let mut mix = Mix::of(specs, self.pick)?;
-        if let Some((a, log)) = log {
+        if let Some((a, mut log)) = log {
             mix.urls = vec![format!(
                 "access log {} ({} distinct requests)",
                 crate::fsutil::shown(&a.path),
@@ -586,9 +591,14 @@ impl RequestConfig {
             match a.replay_speed {
                 Some(speed) => {
                     let scale = |ns: u64| (ns as f64 / speed).round() as u64;
+                    // Scaled in place and moved: a replay holds 12 bytes a line, once.
+                    let mut at_ns = std::mem::take(&mut log.at_ns);
+                    for t in &mut at_ns {
+                        *t = scale(*t);
+                    }
                     mix.replay = Some(std::sync::Arc::new(crate::engine::Replay {
-                        at_ns: log.arrivals.iter().map(|a| scale(a.0)).collect(),
-                        requests: log.arrivals.iter().map(|a| a.1).collect(),
+                        at_ns,
+                        requests: std::mem::take(&mut log.order),
                         span_ns: scale(log.span_ns).max(1),
                     }));
                 }

@@ -146,6 +146,27 @@ impl RunConfig {
             // The log's clock is the schedule: the open loop at its mean rate, for as long as
             // the log lasts (scaled) unless --duration cuts it.
             self.open.validate()?;
+            // Above the engine's rate the send window (the scaled span) closes before much
+            // is sent: refuse, naming what would fit, rather than run and blame connections.
+            if r.rate() > crate::units::MAX_RATE {
+                let speed = self
+                    .request
+                    .access_log
+                    .as_ref()
+                    .and_then(|a| a.replay_speed)
+                    .unwrap_or(1.0);
+                let span = Duration::from_nanos((r.span_ns as f64 * speed) as u64);
+                return Err(Error::usage(format!(
+                    "--replay-speed {}: the log's {} lines in {} would go out at {} req/s, above \
+                     the supported {} req/s; use --replay-speed {} or less",
+                    crate::units::fmt_num(speed),
+                    r.at_ns.len(),
+                    crate::units::fmt_duration(span),
+                    crate::units::fmt_si(r.rate()),
+                    crate::units::fmt_si(crate::units::MAX_RATE),
+                    crate::units::fmt_num(speed * crate::units::MAX_RATE / r.rate()),
+                )));
+            }
             cfg.load = self.open.load(r.rate());
             let span = Duration::from_nanos(r.span_ns);
             cfg.duration = Some(self.duration.map_or(span, |d| d.min(span)));
