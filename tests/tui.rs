@@ -206,7 +206,8 @@ fn no_tui_and_quiet_keep_the_plain_lines() {
         "plain",
         &["run", "-R", "50", "-d", "3s", "--no-tui", &url],
     );
-    let s = t.wait_for("responses, 50/s", SEEN);
+    // The per-second rate varies on a loaded machine (49/s): the line itself is the point.
+    let s = t.wait_for(" responses, ", SEEN);
     assert!(!t.alternate_screen(), "{s}");
     let end = t.wait_for("tty:", LOAD);
     assert!(end.contains("overload-exited-0"), "{end}");
