@@ -29,6 +29,11 @@ pub fn trials() -> Vec<Trial> {
             a_background_process_group_gets_the_plain_lines,
         ),
         trial(
+            "a_sighup_ignored_at_start_stays_ignored",
+            &[],
+            a_sighup_ignored_at_start_stays_ignored,
+        ),
+        trial(
             "a_full_standard_output_is_an_error",
             &[],
             a_full_standard_output_is_an_error,
@@ -150,6 +155,46 @@ fn a_background_process_group_gets_the_plain_lines() {
         end.contains("tty:icanon echo"),
         "terminal untouched:\n{end}"
     );
+}
+
+/// Started as `nohup` starts it (SIGHUP ignored), a run is not stopped by hang-ups: three
+/// SIGHUPs during a 2 s run, and it completes (exit 0, not interrupted).
+fn a_sighup_ignored_at_start_stays_ignored() {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let target = Target::start(&["--threads", "1"]);
+    let d = scratch();
+    let json = d.path().join("run.json");
+    let mut cmd = bin();
+    cmd.args(["run", "-R", "50", "-d", "2s", "--json"])
+        .arg(&json)
+        .arg(format!("{}/", target.url))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: signal is async-signal-safe; this runs in the child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("spawn");
+    // The first line comes once the load is set up (signal handlers installed).
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let drain = std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    for _ in 0..3 {
+        // SAFETY: kill on the child this test started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    }
+    let status = wait_within(&mut child, LOAD).expect("ends in time");
+    let _ = drain.join();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["interrupted"], false);
 }
 
 /// Runs `cmd` with standard output on `stdout` and returns its status and standard error.
