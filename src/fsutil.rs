@@ -63,15 +63,19 @@ fn kind(t: &std::fs::FileType) -> &'static str {
     }
 }
 
-/// A one-line error for a failed write of `p`; a full disk says so plainly.
+/// A one-line error for a failed write of `p`; a full disk and a file size limit (EFBIG,
+/// once SIGXFSZ no longer kills: `signals::catch_file_size_limit`) say so plainly.
 pub fn write_error(p: &Path, e: &std::io::Error) -> Error {
-    if e.raw_os_error() == Some(libc::ENOSPC) || e.raw_os_error() == Some(libc::EDQUOT) {
-        Error::runtime(format!(
+    match e.raw_os_error() {
+        Some(libc::ENOSPC | libc::EDQUOT) => Error::runtime(format!(
             "cannot write '{}': the disk is full ({e})",
             shown(p)
-        ))
-    } else {
-        Error::runtime(format!("cannot write '{}': {e}", shown(p)))
+        )),
+        Some(libc::EFBIG) => Error::runtime(format!(
+            "cannot write '{}': the file size limit is reached (ulimit -f: {e})",
+            shown(p)
+        )),
+        _ => Error::runtime(format!("cannot write '{}': {e}", shown(p))),
     }
 }
 
@@ -243,6 +247,15 @@ mod tests {
         let e = e.to_string();
         assert!(
             e.contains("/r/steps.jsonl") && e.contains("disk is full"),
+            "{e}"
+        );
+        let e = write_error(
+            Path::new("/r/report.html"),
+            &std::io::Error::from_raw_os_error(libc::EFBIG),
+        )
+        .to_string();
+        assert!(
+            e.contains("/r/report.html") && e.contains("file size limit"),
             "{e}"
         );
     }

@@ -1,7 +1,10 @@
 //! The one signal layer: SIGINT, SIGTERM and SIGHUP become a flag that every long wait reads
 //! (the engine's event loops, the step runner, the experiment's loops, the lab's readiness
 //! waits), so the first signal stops the work gracefully and what was measured is kept.
-//! With `install`, a second SIGINT/SIGTERM exits at once (130): the user insists.
+//! With `install`, a second SIGINT/SIGTERM exits at once (130): the user insists. SIGHUP
+//! never insists: a terminal that goes away sends it more than once (tmux to the pane, the
+//! kernel on the hang-up), and the run must still write its results; a SIGHUP ignored when
+//! the process started (`nohup`) stays ignored.
 //! `install_patient` keeps only the flag, for `lab up`, whose cleanup must finish or the
 //! daemons it started would be orphaned. Caught signals are reset to default by exec, so
 //! child processes (the lab's daemons, an experiment's runs) are unaffected.
@@ -28,21 +31,61 @@ struct TerminalRestore {
     undo: &'static [u8],
 }
 
-extern "C" fn on_signal(_sig: libc::c_int) {
-    // Only async-signal-safe operations here: atomics, write, tcsetattr and _exit.
+extern "C" fn on_signal(sig: libc::c_int) {
+    // Only async-signal-safe operations here: atomics, write, tcgetpgrp, getpgrp, tcsetattr
+    // and _exit.
     INTERRUPTED.store(true, Ordering::SeqCst);
+    if sig == libc::SIGHUP {
+        return;
+    }
     if COUNT.fetch_add(1, Ordering::SeqCst) >= 1 && EXIT_ON_SECOND.load(Ordering::SeqCst) {
         let t = TERMINAL.swap(std::ptr::null_mut(), Ordering::SeqCst);
         // SAFETY: a non-null pointer is a leaked Box that is never freed (see
-        // `restore_terminal_on_exit`); write, tcsetattr and _exit are async-signal-safe.
+        // `restore_terminal_on_exit`); the calls are async-signal-safe.
         unsafe {
-            if let Some(t) = t.as_ref() {
+            // Only from the terminal's foreground: tcsetattr from a background process
+            // group would stop the process (SIGTTOU) instead of exiting.
+            if let Some(t) = t
+                .as_ref()
+                .filter(|t| libc::tcgetpgrp(t.fd) == libc::getpgrp())
+            {
                 let _ = libc::write(libc::STDERR_FILENO, t.undo.as_ptr().cast(), t.undo.len());
                 let _ = libc::tcsetattr(t.fd, libc::TCSANOW, &t.saved);
             }
             libc::_exit(130);
         }
     }
+}
+
+/// The handler of SIGXFSZ: nothing; its being caught is what matters.
+extern "C" fn on_file_size_limit(_sig: libc::c_int) {}
+
+/// A write past RLIMIT_FSIZE (`ulimit -f`) fails with EFBIG, which `fsutil` reports like a
+/// full disk (the file named, no temporary left, no partial line), instead of SIGXFSZ
+/// killing the process mid-write without a word. Caught rather than ignored: exec resets a
+/// caught signal, so child processes keep the default.
+pub fn catch_file_size_limit() {
+    let handler: extern "C" fn(libc::c_int) = on_file_size_limit;
+    // SAFETY: installing a handler that does nothing.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, handler as libc::sighandler_t);
+    }
+}
+
+/// Whether `sig` was ignored when the process started (`nohup` ignores SIGHUP).
+fn ignored_at_start(sig: libc::c_int) -> bool {
+    static AT_START: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if sig != libc::SIGHUP {
+        return false;
+    }
+    *AT_START.get_or_init(|| {
+        // SAFETY: sigaction with a null new action only reads the current one.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction == libc::SIG_IGN
+        }
+    })
 }
 
 /// Until [`keep_terminal_on_exit`], a second signal's exit first writes `undo` to standard
@@ -64,6 +107,9 @@ fn install_handler(exit_on_second: bool) {
     EXIT_ON_SECOND.store(exit_on_second, Ordering::SeqCst);
     let handler: extern "C" fn(libc::c_int) = on_signal;
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        if ignored_at_start(sig) {
+            continue;
+        }
         // SAFETY: installing a handler that only touches atomics and calls _exit.
         unsafe {
             libc::signal(sig, handler as libc::sighandler_t);

@@ -6,9 +6,9 @@
 //! `run` and `sweep` (the same bytes as `report --hdr-log`), `--live-listen`.
 mod common;
 use common::harness::{self, Need};
+use common::tmux::Tmux;
 use common::{output_within, Target, QUICK};
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 /// Bound on a load run here (its steps are a few seconds).
@@ -54,118 +54,6 @@ fn main() {
             live_listen_serves_the_page_on_the_address_given,
         ),
     ]);
-}
-
-/// A tmux server of this test alone (its own socket), with one 120×40 window running a
-/// script; killed on drop.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    /// Runs `overload ARGS` in `dir`, then prints its exit code and the terminal's mode, and
-    /// waits there so the pane stays readable.
-    fn start(dir: &Path, name: &str, args: &[&str]) -> Tmux {
-        let socket = format!("overload-test-{}-{name}", std::process::id());
-        let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
-        let script = dir.join("run.sh");
-        std::fs::write(
-            &script,
-            format!(
-                "cd '{}'\n'{}' {}\necho \"overload-exited-$?\"\n\
-                 echo \"tty:$(stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' ')\"\n\
-                 sleep 120\n",
-                dir.display(),
-                env!("CARGO_BIN_EXE_overload"),
-                quoted.join(" ")
-            ),
-        )
-        .unwrap();
-        let t = Tmux { socket };
-        let ok = t
-            .cmd(&["new-session", "-d", "-s", "t", "-x", "120", "-y", "40"])
-            .arg(format!("sh '{}'", script.display()))
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "tmux new-session failed");
-        t
-    }
-
-    /// The process the pane's script started (`overload`), by its parent: the pane's shell.
-    fn child_pid(&self) -> i32 {
-        let o = output_within(
-            &mut self.cmd(&["list-panes", "-t", "t", "-F", "#{pane_pid}"]),
-            QUICK,
-        );
-        let shell: i32 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
-        let children: Vec<i32> = std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|pid| {
-                // /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold spaces.
-                std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
-                    st.rsplit(')')
-                        .next()
-                        .and_then(|r| r.split_whitespace().nth(1))
-                        == Some(shell.to_string().as_str())
-                })
-            })
-            .collect();
-        assert_eq!(
-            children.len(),
-            1,
-            "the pane's shell runs one child: {children:?}"
-        );
-        children[0]
-    }
-
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new("tmux");
-        c.args(["-L", &self.socket]).args(args);
-        c
-    }
-
-    /// The pane as shown now (the alternate screen while the view is up).
-    fn capture(&self) -> String {
-        let o = output_within(&mut self.cmd(&["capture-pane", "-p", "-t", "t"]), QUICK);
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    }
-
-    fn alternate_screen(&self) -> bool {
-        let o = output_within(
-            &mut self.cmd(&["display-message", "-p", "-t", "t", "#{alternate_on}"]),
-            QUICK,
-        );
-        String::from_utf8_lossy(&o.stdout).trim() == "1"
-    }
-
-    fn keys(&self, k: &str) {
-        let ok = self
-            .cmd(&["send-keys", "-t", "t", k])
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "tmux send-keys {k}");
-    }
-
-    /// Waits until the pane shows `text`; returns the capture.
-    fn wait_for(&self, text: &str, limit: Duration) -> String {
-        let mut last = String::new();
-        let end = std::time::Instant::now() + limit;
-        while std::time::Instant::now() < end {
-            last = self.capture();
-            if last.contains(text) {
-                return last;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!("the pane never showed {text:?} within {limit:?}; it shows:\n{last}");
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd(&["kill-server"]).output();
-    }
 }
 
 /// The view's running count: `· N responses so far`.
@@ -318,7 +206,8 @@ fn no_tui_and_quiet_keep_the_plain_lines() {
         "plain",
         &["run", "-R", "50", "-d", "3s", "--no-tui", &url],
     );
-    let s = t.wait_for("responses, 50/s", SEEN);
+    // The per-second rate varies on a loaded machine (49/s): the line itself is the point.
+    let s = t.wait_for(" responses, ", SEEN);
     assert!(!t.alternate_screen(), "{s}");
     let end = t.wait_for("tty:", LOAD);
     assert!(end.contains("overload-exited-0"), "{end}");

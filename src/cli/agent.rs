@@ -1,7 +1,6 @@
 //! `overload agent`: sample this host and serve the samples to a controller (`--agent URL`
 //! of `sweep`/`run`) as JSON and Prometheus text. See docs/observe.md for the protocol.
 //! With `--generate` it also runs the load steps a controller sends (docs/scale-out.md).
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -86,24 +85,19 @@ pub fn run(args: AgentArgs) -> crate::Result<i32> {
     // Threads started below inherit the blocked mask; only sigwait sees SIGINT/SIGTERM.
     let signals = super::target::block_stop_signals()?;
     let handle = agent::start(cfg)?;
-    {
-        let mut out = std::io::stdout().lock();
-        let scheme = if identity.is_some() { "https" } else { "http" };
-        let _ = writeln!(out, "agent listening on {scheme}://{}", handle.addr);
-        if let Some(id) = &identity {
-            let _ = writeln!(out, "certificate {}", id.fingerprint);
-        }
-        if generating {
-            let _ = writeln!(
-                out,
-                "generating for {} (--max-rate {}, --max-duration {}, --max-connections {})",
-                args.generate.allow_target.join(", "),
-                args.generate.max_rate,
-                args.generate.max_duration,
-                args.generate.max_connections
-            );
-        }
-        let _ = out.flush();
+    let scheme = if identity.is_some() { "https" } else { "http" };
+    crate::outln!("agent listening on {scheme}://{}", handle.addr);
+    if let Some(id) = &identity {
+        crate::outln!("certificate {}", id.fingerprint);
+    }
+    if generating {
+        crate::outln!(
+            "generating for {} (--max-rate {}, --max-duration {}, --max-connections {})",
+            args.generate.allow_target.join(", "),
+            args.generate.max_rate,
+            args.generate.max_duration,
+            args.generate.max_connections
+        );
     }
     super::target::wait_for(&signals);
     handle.stop();

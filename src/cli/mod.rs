@@ -82,8 +82,16 @@ pub enum Command {
     Generate(generate::GenerateArgs),
 }
 
-/// Parses the command line, runs it, and returns the process exit code.
+/// Parses the command line, runs it, and returns the process exit code (1 for a success
+/// whose standard output was lost: `console::exit_code`).
 pub fn main() -> i32 {
+    // A file size limit (ulimit -f) then fails the write with EFBIG, said like a full disk,
+    // instead of killing the process with half a line written.
+    crate::signals::catch_file_size_limit();
+    crate::console::exit_code(dispatch())
+}
+
+fn dispatch() -> i32 {
     use std::io::IsTerminal;
     crate::report::style::enable(crate::report::style::wanted(
         std::io::stdout().is_terminal(),
@@ -100,7 +108,11 @@ pub fn main() -> i32 {
                 e.kind(),
                 K::DisplayHelp | K::DisplayVersion | K::DisplayHelpOnMissingArgumentOrSubcommand
             ) {
-                let _ = e.print();
+                if let Err(err) = e.print() {
+                    if !e.use_stderr() {
+                        crate::console::stdout_failed(err);
+                    }
+                }
                 return if e.use_stderr() { 2 } else { 0 };
             }
             // `overload URL`: what ab, wrk and hey users type first.

@@ -28,7 +28,8 @@ pub struct ReportArgs {
     pub dir: PathBuf,
     #[arg(long, value_enum, default_value = "html")]
     pub format: FormatArg,
-    /// Where to write [default: inside DIR]. For gnuplot: the .dat file (the .gp goes beside it).
+    /// Where to write [default: inside DIR]; `-` is standard output (a report of one file).
+    /// For gnuplot: the .dat file (the .gp goes beside it).
     #[arg(long, value_name = "PATH")]
     pub out: Option<PathBuf>,
     /// Bucket bounds for --format hist, e.g. '[0,1ms,10ms,100ms]' [default: 1-2-5 per decade].
@@ -109,12 +110,12 @@ pub fn run(mut a: ReportArgs) -> crate::Result<i32> {
 /// The text tables go to standard output unless --out names a file (as vegeta and wrk2 print).
 fn text_out(text: &str, out: Option<&std::path::Path>) -> crate::Result<i32> {
     match out {
-        Some(p) => {
+        Some(p) if !crate::report::json::is_stdout(p) => {
             export::check_parent(p)?;
             export::write_file(p, text)?;
             crate::outln!("{}", p.display());
         }
-        None => crate::out!("{text}"),
+        _ => crate::out!("{text}"),
     }
     Ok(0)
 }

@@ -1,6 +1,5 @@
 //! `overload target`: serve the embedded HTTP/1.1 target (see src/target/ and docs/target.md)
 //! in the foreground until SIGINT or SIGTERM.
-use std::io::Write;
 use std::net::SocketAddr;
 
 use clap::Args;
@@ -225,12 +224,8 @@ pub fn run(args: TargetArgs) -> crate::Result<i32> {
         }
         None => String::new(),
     };
-    {
-        let mut out = std::io::stdout().lock();
-        // Scripts wait for this line; flush so a pipe sees it at once.
-        let _ = writeln!(out, "listening on {}{ca_note}", handle.url());
-        let _ = out.flush();
-    }
+    // Scripts wait for this line; `outln!` flushes, so a pipe sees it at once.
+    crate::outln!("listening on {}{ca_note}", handle.url());
     wait_for(&signals);
     handle.stop();
     Ok(0)

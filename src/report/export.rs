@@ -38,8 +38,28 @@ pub fn default_path(dir: &Path, format: Format) -> PathBuf {
 }
 
 /// Writes the report in `format` to `out` (or its default place) and returns the paths
-/// written.
+/// written; `--out -` writes it to standard output (and returns no path), when it is one
+/// file.
 pub fn write(r: &RunReport, format: Format, out: Option<&Path>) -> crate::Result<Vec<PathBuf>> {
+    if out.is_some_and(super::json::is_stdout) {
+        // Rendered as for its default place, so the bytes are the file's.
+        let files = format
+            .exporter()
+            .serialize(r, &default_path(&r.data.dir, format))?;
+        if let [(_, bytes)] = &files[..] {
+            crate::out!("{}", String::from_utf8_lossy(bytes));
+            return Ok(vec![]);
+        }
+        let names: Vec<String> = files
+            .iter()
+            .filter_map(|(p, _)| Some(p.file_name()?.to_string_lossy().into_owned()))
+            .collect();
+        return Err(Error::usage(format!(
+            "--out -: this report is {} files ({}), which standard output cannot hold; give a file name",
+            files.len(),
+            names.join(", ")
+        )));
+    }
     let path = out
         .map(Path::to_path_buf)
         .unwrap_or_else(|| default_path(&r.data.dir, format));

@@ -19,7 +19,6 @@ pub use model::{Model, Setup};
 use crate::observe::Sample;
 use crate::report::progress::{LiveView, Tick};
 use crate::store::StepRecord;
-use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -29,10 +28,14 @@ use std::time::{Duration, Instant};
 const REDRAW: Duration = Duration::from_millis(250);
 
 /// Whether the live view can be shown here: standard output and error are terminals (a
-/// pipe or a file gets the plain lines).
+/// pipe or a file gets the plain lines) and this process is in the terminal's foreground.
+/// A background process group (`cmd &`, `timeout`, a script's job) must not take the
+/// terminal: raw mode from there stops the process (SIGTTOU), and keys are not its to read.
 pub fn available() -> bool {
     use std::io::IsTerminal;
-    std::io::stdout().is_terminal() && std::io::stderr().is_terminal()
+    // SAFETY: tcgetpgrp and getpgrp only read.
+    let foreground = unsafe { libc::tcgetpgrp(libc::STDERR_FILENO) == libc::getpgrp() };
+    std::io::stdout().is_terminal() && std::io::stderr().is_terminal() && foreground
 }
 
 /// What the feeding thread and the view's thread share.
@@ -120,18 +123,29 @@ impl LiveView for LiveScreen {
 }
 
 /// The view's thread: keys, and a redraw when something changed (at most every [`REDRAW`]).
+/// A terminal that hung up ends the thread and, as the kernel's SIGHUP would, the run (its
+/// results are written; the SIGHUP may have gone to another process group, or not at all).
 fn ui(mut screen: term::Screen, sh: &Shared) {
     let mut last_draw: Option<Instant> = None;
+    let mut size = screen.keys.and_then(term::size);
+    let wait = Duration::from_millis(50);
     while !sh.stop.load(Ordering::Acquire) {
-        match event::poll(Duration::from_millis(50)) {
-            Ok(true) => match event::read() {
-                Ok(Event::Key(k)) if k.kind == KeyEventKind::Press => key(k, sh),
-                Ok(Event::Resize(..)) => sh.dirty.store(true, Ordering::Release),
-                _ => {}
+        match screen.keys {
+            Some(fd) => match term::read_keys(fd, wait) {
+                term::Input::Keys(keys) => keys.into_iter().for_each(|k| key(k, sh)),
+                term::Input::Gone => {
+                    // SAFETY: raise runs the handler `signals::install` set (an atomic).
+                    unsafe { libc::raise(libc::SIGHUP) };
+                    return;
+                }
             },
-            Ok(false) => {}
-            // No readable input (closed): the view still draws; keys are lost.
-            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            // No terminal to read keys from: the view still draws; keys are lost.
+            None => std::thread::sleep(wait),
+        }
+        let now = screen.keys.and_then(term::size);
+        if now != size {
+            size = now;
+            sh.dirty.store(true, Ordering::Release);
         }
         if last_draw.is_some_and(|t| t.elapsed() < REDRAW) {
             continue;
@@ -147,26 +161,28 @@ fn ui(mut screen: term::Screen, sh: &Shared) {
 }
 
 /// What a key does.
-fn key(k: KeyEvent, sh: &Shared) {
-    let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
-    if ctrl_c || matches!(k.code, KeyCode::Char('q' | 'Q')) {
-        let again = std::mem::replace(&mut sh.model().stopping, true);
-        sh.dirty.store(true, Ordering::Release);
-        if again {
-            // Insisting, as a second Ctrl-C does: the process exits at once (130), so the
-            // terminal is given back first.
-            term::restore();
-        }
-        // Exactly what Ctrl-C does (raw mode turns Ctrl-C into a key, not a signal).
-        // SAFETY: raise delivers the signal to this thread; the handler that
-        // `signals::install` set touches atomics (and calls _exit on the second).
-        unsafe { libc::raise(libc::SIGINT) };
-    } else if matches!(k.code, KeyCode::Char('n' | 'N')) {
-        let mut m = sh.model();
-        if m.setup.end_step_key && !m.stopping && m.current.is_some() {
-            m.ending_step = true;
-            sh.end_step.store(true, Ordering::Release);
+fn key(k: term::Key, sh: &Shared) {
+    match k {
+        term::Key::Quit => {
+            let again = std::mem::replace(&mut sh.model().stopping, true);
             sh.dirty.store(true, Ordering::Release);
+            if again {
+                // Insisting, as a second Ctrl-C does: the process exits at once (130), so
+                // the terminal is given back first.
+                term::restore();
+            }
+            // Exactly what Ctrl-C does (raw mode turns Ctrl-C into a key, not a signal).
+            // SAFETY: raise delivers the signal to this thread; the handler that
+            // `signals::install` set touches atomics (and calls _exit on the second).
+            unsafe { libc::raise(libc::SIGINT) };
+        }
+        term::Key::EndStep => {
+            let mut m = sh.model();
+            if m.setup.end_step_key && !m.stopping && m.current.is_some() {
+                m.ending_step = true;
+                sh.end_step.store(true, Ordering::Release);
+                sh.dirty.store(true, Ordering::Release);
+            }
         }
     }
 }

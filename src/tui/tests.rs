@@ -1,13 +1,13 @@
 //! The view's data model on scripted ticks and steps, drawn on ratatui's `TestBackend`: what
 //! each panel shows, without a terminal.
 use super::model::{Model, Setup, HISTORY};
+use super::term::{keys, Key};
 use super::{key, view, Shared};
 use crate::engine::{Arrival, Load};
 use crate::observe::{FpmSample, GroupSample, HostSample, Sample, TcpSample};
 use crate::report::progress::{SecondLatency, Tick};
 use crate::runner::fake::{record, Shape};
 use ratatui::backend::TestBackend;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -274,7 +274,71 @@ fn shared(setup: Setup) -> Shared {
 }
 
 fn press(c: char, sh: &Shared) {
-    key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE), sh);
+    for k in keys(&[c as u8]) {
+        key(k, sh);
+    }
+}
+
+/// Keys from raw terminal bytes: `q`, `Q` and Ctrl-C quit, `n` ends the step; the letters of
+/// escape sequences (arrows, F-keys, Alt+q) are no keys.
+#[test]
+fn keys_are_read_from_raw_bytes_escape_sequences_skipped() {
+    assert_eq!(keys(b"q"), [Key::Quit]);
+    assert_eq!(keys(b"Q\x03"), [Key::Quit, Key::Quit]);
+    assert_eq!(keys(b"nxN"), [Key::EndStep, Key::EndStep]);
+    // Up arrow, F1, F5 (CSI 15~), a device status answer ending in `n`, Alt+q: nothing.
+    assert_eq!(keys(b"\x1b[A\x1bOP\x1b[15~\x1b[0n\x1bq"), []);
+    assert_eq!(keys(b"\x1b[Bn"), [Key::EndStep]);
+    assert_eq!(keys(b"\x1b"), []);
+}
+
+/// A terminal that hung up is `Gone` at once (no busy loop, no block): here a pseudo-terminal
+/// whose master side is closed, as tmux and sshd do.
+#[test]
+fn a_hung_up_terminal_is_gone() {
+    // SAFETY: openpty fills two descriptors this test owns and closes.
+    unsafe {
+        let (mut master, mut slave) = (0, 0);
+        let rc = libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        );
+        assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+        // Raw mode, as the view sets it: a key is readable without a newline.
+        let mut t: libc::termios = std::mem::zeroed();
+        assert_eq!(libc::tcgetattr(slave, &mut t), 0);
+        libc::cfmakeraw(&mut t);
+        assert_eq!(libc::tcsetattr(slave, libc::TCSANOW, &t), 0);
+        assert_eq!(
+            super::term::read_keys(slave, Duration::from_millis(10)),
+            super::term::Input::Keys(vec![])
+        );
+        assert_eq!(libc::write(master, b"q".as_ptr().cast(), 1), 1);
+        let mut got = vec![];
+        let end = std::time::Instant::now() + Duration::from_secs(10);
+        while got.is_empty() && std::time::Instant::now() < end {
+            if let super::term::Input::Keys(k) =
+                super::term::read_keys(slave, Duration::from_millis(50))
+            {
+                got = k;
+            }
+        }
+        assert_eq!(got, [Key::Quit]);
+        libc::close(master);
+        let t = std::time::Instant::now();
+        assert_eq!(
+            super::term::read_keys(slave, Duration::from_secs(5)),
+            super::term::Input::Gone
+        );
+        assert!(
+            t.elapsed() < Duration::from_secs(4),
+            "at once, not at the timeout"
+        );
+        libc::close(slave);
+    }
 }
 
 /// `n` ends the step in progress of a stepped run, and only then: not between steps, not in

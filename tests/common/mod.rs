@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 pub mod harness;
 pub mod study;
+pub mod tmux;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
