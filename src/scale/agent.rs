@@ -10,12 +10,13 @@
 //! resolved then; a step is resolved here and every address it would connect to must be one
 //! of those), every step is bounded by limits the agent's owner sets (rate, warm-up + step,
 //! connections), and one step runs at a time. A refusal is a one-line answer that says why.
-use super::wire::{GeneratorInfo, StepAnswer, StepPlan, PROTOCOL};
+use super::wire::{GeneratorInfo, StepAnswer, StepPlan, StopStep, PROTOCOL};
 use crate::engine::Load;
 use crate::observe::agent::{Extension, Reply};
 use crate::runner::step::{run_step, RunClock};
 use crate::usecase::config::{base_config_of, Mix};
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -90,6 +91,9 @@ pub struct Generator {
     host: String,
     /// Held while a step runs: one at a time.
     busy: Mutex<()>,
+    /// The start time (`start_at_unix_ms`) of the step a controller asked to end now
+    /// (`POST /stop`); 0: none.
+    stop_at: AtomicU64,
 }
 
 impl Generator {
@@ -110,6 +114,7 @@ impl Generator {
             limits,
             host: crate::store::host::host_info().hostname,
             busy: Mutex::new(()),
+            stop_at: AtomicU64::new(0),
         })
     }
 
@@ -265,15 +270,24 @@ impl Generator {
         Ok(())
     }
 
-    /// Runs one admitted step: waits for its start, runs it, answers its part.
+    /// Runs one admitted step: waits for its start, runs it, answers its part. A stop for
+    /// it (`POST /stop`) ends it at the engine's next tick, answered with what was measured.
     fn run(&self, plan: &StepPlan, cfg: crate::engine::EngineConfig) -> Reply {
-        let wait = plan
-            .start_at_unix_ms
-            .saturating_sub(crate::clock::unix_ms());
-        std::thread::sleep(Duration::from_millis(wait));
+        let asked = || self.stop_at.load(Ordering::SeqCst) == plan.start_at_unix_ms;
+        while crate::clock::unix_ms() < plan.start_at_unix_ms && !asked() {
+            let left = plan
+                .start_at_unix_ms
+                .saturating_sub(crate::clock::unix_ms());
+            std::thread::sleep(Duration::from_millis(left.min(50)));
+        }
         let clock = RunClock::at(plan.run_start_unix_ms);
         let load = cfg.load;
-        match run_step(&cfg, load, plan.index, &clock, None, &mut |_, _| {}) {
+        let mut on_tick = |ctl: &crate::engine::Control, _| {
+            if asked() {
+                ctl.stop.store(true, Ordering::Relaxed);
+            }
+        };
+        match run_step(&cfg, load, plan.index, &clock, None, &mut on_tick) {
             Err(e) => Reply::text(500, &format!("the step failed here: {e}")),
             Ok(r) => {
                 let answer = StepAnswer {
@@ -293,6 +307,20 @@ impl Generator {
     }
 }
 
+impl Generator {
+    /// `POST /stop`: the step named ends at the engine's next tick (its own exchange answers
+    /// with what was measured). Kept even when that step is not running yet (its plan may
+    /// still be on its way); naming the step's start keeps it from ending any other.
+    fn stop(&self, body: &[u8]) -> Reply {
+        let stop: StopStep = match serde_json::from_slice(body) {
+            Ok(s) => s,
+            Err(e) => return Reply::text(400, &format!("not a stop request: {e}")),
+        };
+        self.stop_at.store(stop.start_at_unix_ms, Ordering::SeqCst);
+        Reply::text(200, "stopping")
+    }
+}
+
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -303,8 +331,11 @@ impl Extension for Generator {
     }
 
     fn post(&self, path: &str, body: &[u8]) -> Reply {
+        if path == "/stop" {
+            return self.stop(body);
+        }
         if path != "/step" {
-            return Reply::text(404, "not found (POST /step)");
+            return Reply::text(404, "not found (POST /step, POST /stop)");
         }
         let plan: StepPlan = match serde_json::from_slice(body) {
             Ok(p) => p,

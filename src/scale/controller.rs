@@ -45,6 +45,8 @@ impl OnLoss {
 pub const LEAD: Duration = Duration::from_millis(500);
 /// Beyond the step's own length, how long an agent's answer may take before it is lost.
 const ANSWER_GRACE: Duration = Duration::from_secs(10);
+/// How often the controller looks at its exchanges and the signal flag during a step.
+const POLL: Duration = Duration::from_millis(20);
 
 /// The request mix and connection options every step shares, as sent.
 #[derive(Debug, Clone, PartialEq)]
@@ -167,6 +169,18 @@ impl<C: Channel> Executor for Controller<C> {
                 .iter()
                 .map(|(g, p)| (*g, s.spawn(move || channel.step(*g, p, wait))))
                 .collect();
+            // On an interruption the agents are told to end the step now and answer with
+            // what they measured; each exchange then waits STOP_GRACE more at most.
+            let mut told = false;
+            while !handles.iter().all(|(_, h)| h.is_finished()) {
+                if !told && crate::signals::interrupted() {
+                    told = true;
+                    for (g, p) in &plans {
+                        s.spawn(move || channel.stop(*g, p));
+                    }
+                }
+                std::thread::sleep(POLL);
+            }
             handles
                 .into_iter()
                 .map(|(g, h)| {
@@ -227,7 +241,12 @@ impl<C: Channel> Executor for Controller<C> {
             .iter()
             .flat_map(|(name, a)| a.notes.iter().map(move |t| format!("{name}: {t}")))
             .collect();
-        let mut interrupted = parts.iter().any(|(_, a)| a.interrupted);
+        // Interrupted here (the agents were told to stop), or by an agent's own signal.
+        let signalled = crate::signals::interrupted();
+        let mut interrupted = signalled || parts.iter().any(|(_, a)| a.interrupted);
+        if interrupted && !record.flags.iter().any(|f| f == "interrupted") {
+            record.flags.push("interrupted".into());
+        }
         if !lost.is_empty() {
             record.flags.push("generator-lost".into());
             for (g, seg, why) in &lost {
@@ -242,6 +261,8 @@ impl<C: Channel> Executor for Controller<C> {
             }
             self.alive.retain(|g| !lost.iter().any(|(l, _, _)| l == g));
             match self.on_loss {
+                // The run stops for the signal; the loss is in the notes, not its reason.
+                _ if signalled => {}
                 OnLoss::Stop => {
                     interrupted = true;
                     self.stop = Some(format!(

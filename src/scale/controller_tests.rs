@@ -36,6 +36,7 @@ impl Channel for Script {
         };
         Ok(answer(plan.index, rate))
     }
+    fn stop(&self, _g: usize, _plan: &StepPlan) {}
 }
 
 fn answer(index: usize, rate: f64) -> StepAnswer {
