@@ -172,6 +172,15 @@ impl Generator {
             }
         }
         let mut load = plan.load.load();
+        // The command line's checks of a load and of its split, in the same functions
+        // (`base_config_of` checks the load again, with the rest of the plan).
+        let usage = |e: crate::Error| unprocessable(e.to_string());
+        crate::usecase::config::check_load(&load).map_err(usage)?;
+        let split = crate::usecase::config::SegmentConfig {
+            segment: seg,
+            start_at_ms: None,
+        };
+        split.validate(Duration::ZERO, &[load]).map_err(usage)?;
         self.check_limits(plan, load, seg)?;
         if let Load::Open {
             max_connections, ..
@@ -487,6 +496,56 @@ mod tests {
         let mut old = plan("http://127.0.0.1:8080/", 100.0, 1);
         old.protocol = PROTOCOL + 1;
         assert_eq!(refusal(&g, &old).0, 400);
+    }
+
+    /// Defect 16: a step passes the checks of the command line, in the same functions: a
+    /// header that would split the request or reframe it, no user, a reversed think range,
+    /// no connection, a segment left without a user.
+    #[test]
+    fn a_step_passes_the_same_checks_as_the_command_line() {
+        let g = generator(Limits::default());
+        let url = "http://127.0.0.1:8080/";
+        let header = |n: &str, v: &str| {
+            let mut p = plan(url, 100.0, 1);
+            p.requests[0].headers = vec![(n.into(), v.into())];
+            p
+        };
+        let closed = |users: usize, think_ms: (u64, u64), count: u32| {
+            let mut p = plan(url, 100.0, count);
+            p.load = WireLoad::Closed { users, think_ms };
+            // The last segment: the one a share rounds down for.
+            p.segment_index = count - 1;
+            p
+        };
+        let mut no_pool = plan(url, 100.0, 1);
+        no_pool.load = WireLoad::Open {
+            rate: 100.0,
+            arrival: WireArrival::Constant,
+            max_connections: 0,
+        };
+        for (p, needle) in [
+            (
+                header("X-A", "a\r\n\r\nGET /smuggled HTTP/1.1"),
+                "control character",
+            ),
+            (header("X-A\r\nX-B", "1"), "invalid name"),
+            (header("Transfer-Encoding", "chunked"), "set by overload"),
+            (header("Content-Length", "0"), "set by overload"),
+            (closed(0, (0, 0), 1), "--users 0"),
+            (closed(5, (200, 100), 1), "--think 200ms..100ms"),
+            (closed(1, (0, 0), 2), "leave this segment none"),
+            (no_pool, "--connections 0"),
+        ] {
+            let (status, why) = refusal(&g, &p);
+            assert_eq!(status, 422, "{needle}: {why}");
+            assert!(why.contains(needle), "{needle}: {why}");
+            assert!(
+                !why.contains('\n') && !why.contains('\r'),
+                "one line: {why:?}"
+            );
+        }
+        // Headers within the rules pass, as they would on the command line.
+        assert!(g.admit(&header("X-Trace", "abc\tdef")).is_ok());
     }
 
     #[test]

@@ -23,6 +23,11 @@ pub fn trials() -> Vec<Trial> {
             &[],
             sigint_ends_a_controller_run_promptly_keeping_the_step,
         ),
+        trial(
+            "scale_a_hostile_controllers_step_is_checked_as_the_command_line",
+            &[],
+            a_hostile_controllers_step_is_checked_as_the_command_line,
+        ),
     ]
 }
 
@@ -340,4 +345,83 @@ fn unix_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as u64
+}
+
+/// Defect 16: a controller holding the token sends steps the command line would refuse: a
+/// header that smuggles a second request, a framing header without its framing, no user, a
+/// reversed think range. The agent refuses each in one line (422), before any load.
+fn a_hostile_controllers_step_is_checked_as_the_command_line() {
+    let target = Target::start(&[]);
+    let agent = Agent::start(&target);
+    let url = format!("{}/", target.url);
+    let now = unix_ms();
+    let plan = |headers: serde_json::Value, load: serde_json::Value| {
+        serde_json::json!({
+            "protocol": 2,
+            "requests": [{"method": "GET", "url": url, "headers": headers}],
+            "pick": "sequence",
+            "load": load,
+            "conn": {"http": "1.1", "streams": 100, "keep_alive": true,
+                     "calls_per_connection": null, "timeout_ms": 1000,
+                     "connect_timeout_ms": 1000, "threads": 1, "pacing_slack_us": 1000,
+                     "seed": 1,
+                     "tls": {"ca_pem": null, "insecure": false, "version": null,
+                             "resumption": true}},
+            "warmup_ms": 0, "duration_ms": 500, "index": 0,
+            "segment_index": 0, "segment_count": 1,
+            "start_at_unix_ms": now, "run_start_unix_ms": now,
+        })
+        .to_string()
+    };
+    let open = serde_json::json!({"loop": "open", "rate": 20.0, "arrival": "constant",
+                                  "max_connections": 5});
+    let cases = [
+        (
+            plan(
+                serde_json::json!([["X-A", "1\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x"]]),
+                open.clone(),
+            ),
+            "control character",
+        ),
+        (
+            plan(
+                serde_json::json!([["Transfer-Encoding", "chunked"]]),
+                open.clone(),
+            ),
+            "set by overload",
+        ),
+        (
+            plan(
+                serde_json::json!([]),
+                serde_json::json!({"loop": "closed", "users": 0, "think_ms": [0, 0]}),
+            ),
+            "--users 0",
+        ),
+        (
+            plan(
+                serde_json::json!([]),
+                serde_json::json!({"loop": "closed", "users": 2, "think_ms": [500, 10]}),
+            ),
+            "--think 500ms..10ms",
+        ),
+    ];
+    for (body, needle) in cases {
+        let mut s = TcpStream::connect(agent.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        write!(
+            s,
+            "POST /step HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        let (head, text) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+        assert!(head.starts_with("HTTP/1.1 422"), "{needle}: {answer}");
+        assert!(
+            text.starts_with("refused: ") && text.contains(needle),
+            "{needle}: {text}"
+        );
+        assert_eq!(text.trim_end().lines().count(), 1, "one line: {text:?}");
+    }
 }
