@@ -523,6 +523,96 @@ mod tests {
         assert_eq!(g[1].addr.unwrap().port(), 2);
     }
 
+    /// An agent's answer as a stream: `head`, then `body_len` bytes of JSON-ish filler (or
+    /// endless ones), then the close.
+    struct Answer {
+        head: Vec<u8>,
+        left: Option<usize>,
+        pos: usize,
+    }
+
+    impl Read for Answer {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.pos < self.head.len() {
+                let n = buf.len().min(self.head.len() - self.pos);
+                buf[..n].copy_from_slice(&self.head[self.pos..self.pos + n]);
+                self.pos += n;
+                return Ok(n);
+            }
+            let n = self.left.map_or(buf.len(), |l| l.min(buf.len()));
+            buf[..n].fill(b' ');
+            if let Some(l) = &mut self.left {
+                *l -= n;
+            }
+            Ok(n)
+        }
+    }
+
+    impl Write for Answer {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn answer(head: &str, body: Option<usize>) -> Answer {
+        Answer {
+            head: head.as_bytes().to_vec(),
+            left: body,
+            pos: 0,
+        }
+    }
+
+    #[test]
+    fn an_answer_is_read_to_its_length_and_no_further_than_the_cap() {
+        // Complete at its Content-Length, though the agent keeps the connection open.
+        let (status, body) = round_trip(
+            answer("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", None),
+            b"",
+        )
+        .unwrap();
+        assert_eq!((status, body.len()), (200, 5));
+        // An endless answer stops at the cap, in one line.
+        let e = round_trip(
+            answer(
+                "HTTP/1.1 200 OK\r\nContent-Length: 999999999999\r\n\r\n",
+                None,
+            ),
+            b"",
+        )
+        .unwrap_err();
+        assert_eq!(e, "an answer larger than 64 MB");
+        // Cut short by the close.
+        let e = round_trip(
+            answer("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", Some(3)),
+            b"",
+        )
+        .unwrap_err();
+        assert!(e.contains("in the middle of the answer"), "{e}");
+        let e = round_trip(answer("", Some(0)), b"").unwrap_err();
+        assert!(e.contains("without an answer"), "{e}");
+    }
+
+    #[test]
+    fn a_deadline_runs_out_and_says_so() {
+        let started = Instant::now();
+        let mut d = Deadline::new(Duration::from_millis(300));
+        // Wait as a blocked read would: a slice at a time, until the time is up.
+        let e = loop {
+            match d.next_wait() {
+                Ok(w) => {
+                    assert!(w <= SLICE);
+                    std::thread::sleep(w);
+                }
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(e, "no answer within 300ms");
+        assert!(started.elapsed() >= Duration::from_millis(300));
+    }
+
     #[test]
     fn generator_lines() {
         let dir = tempfile::tempdir().unwrap();
