@@ -5,6 +5,8 @@
 //! - `GET /generator`: what it allows (targets, limits), so a controller can check before a run;
 //! - `POST /step`: one step of a plan ([`StepPlan`]), run here on the real engine at the
 //!   step's start time, answered with the step's record and seconds ([`StepAnswer`]).
+//! - `POST /stop`: ends the step named by its start time now ([`StopStep`]: the controller
+//!   was interrupted); that step's own answer then holds what was measured.
 //!
 //! Locked down: the targets it may load are fixed when it starts (`--allow-target HOST:PORT`,
 //! resolved then; a step is resolved here and every address it would connect to must be one

@@ -1,6 +1,7 @@
 //! How the controller reaches its generator agents: the `--generators FILE` list, and one
 //! blocking HTTP/1.1 exchange per request (plain, or TLS pinned to a fingerprint or checked
-//! against a CA file), behind the [`Channel`] seam that the unit tests script.
+//! against a CA file) with one deadline for all of it, behind the [`Channel`] seam that the
+//! unit tests script.
 //!
 //! A line may stand for several agents: `addresses=N` says its host name resolves to N of
 //! them (a Kubernetes headless Service lists its ready pods so), one generator per address,
