@@ -224,34 +224,51 @@ impl Http {
     /// Asks every agent what it allows (`GET /generator`), so a wrong token, an unreachable
     /// agent or another version stops the run before its first step.
     pub fn check(&self) -> crate::Result<Vec<GeneratorInfo>> {
-        self.generators
-            .iter()
-            .map(|g| {
-                let (status, body) = exchange(g, "GET", "/generator", b"", Duration::from_secs(10))
-                    .map_err(|e| Error::usage(format!("generator {}: {e}", g.shown)))?;
-                if status != 200 {
-                    return Err(Error::usage(format!(
-                        "generator {}: {status} {}",
-                        g.shown,
-                        first_line(&body)
-                    )));
-                }
-                let info: GeneratorInfo = serde_json::from_slice(&body).map_err(|_| {
-                    Error::usage(format!(
-                        "generator {}: not an `overload agent --generate` (its /generator answer is not one)",
-                        g.shown
-                    ))
-                })?;
-                if info.protocol != PROTOCOL {
-                    return Err(Error::usage(format!(
-                        "generator {}: protocol {} (this controller speaks {PROTOCOL}): run the same overload version",
-                        g.shown, info.protocol
-                    )));
-                }
-                Ok(info)
-            })
-            .collect()
+        // All agents at once, as a step goes out: a silent one costs the check its deadline
+        // once, not once per agent. The first failure in the list's order is the one told.
+        std::thread::scope(|s| {
+            let asks: Vec<_> = self
+                .generators
+                .iter()
+                .map(|g| s.spawn(move || check_one(g)))
+                .collect();
+            asks.into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::runtime("the controller's thread failed")))
+                })
+                .collect()
+        })
     }
+}
+
+/// How long the check before the run waits for an agent's `GET /generator`.
+const CHECK_WAIT: Duration = Duration::from_secs(10);
+
+/// One agent's `GET /generator`: what it allows, or the one-line reason it cannot be used.
+fn check_one(g: &Generator) -> crate::Result<GeneratorInfo> {
+    let (status, body) = exchange(g, "GET", "/generator", b"", CHECK_WAIT)
+        .map_err(|e| Error::usage(format!("generator {}: {e}", g.shown)))?;
+    if status != 200 {
+        return Err(Error::usage(format!(
+            "generator {}: {status} {}",
+            g.shown,
+            first_line(&body)
+        )));
+    }
+    let info: GeneratorInfo = serde_json::from_slice(&body).map_err(|_| {
+        Error::usage(format!(
+            "generator {}: not an `overload agent --generate` (its /generator answer is not one)",
+            g.shown
+        ))
+    })?;
+    if info.protocol != PROTOCOL {
+        return Err(Error::usage(format!(
+            "generator {}: protocol {} (this controller speaks {PROTOCOL}): run the same overload version",
+            g.shown, info.protocol
+        )));
+    }
+    Ok(info)
 }
 
 fn first_line(body: &[u8]) -> String {

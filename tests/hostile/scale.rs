@@ -24,6 +24,11 @@ pub fn trials() -> Vec<Trial> {
             sigint_ends_a_controller_run_promptly_keeping_the_step,
         ),
         trial(
+            "scale_silent_generators_stop_the_run_at_the_check_in_one_deadline",
+            &[],
+            silent_generators_stop_the_run_at_the_check_in_one_deadline,
+        ),
+        trial(
             "scale_a_hostile_controllers_step_is_checked_as_the_command_line",
             &[],
             a_hostile_controllers_step_is_checked_as_the_command_line,
@@ -94,6 +99,8 @@ enum Hostile {
     /// A 4 KB answer, one byte every 200 ms (about 14 minutes in all): every read gets a
     /// byte long before any per-read timeout, so only a deadline on the whole answer ends it.
     Drip,
+    /// The same drip from the first request on: the check before the run (`GET /generator`).
+    DripFromTheStart,
 }
 
 /// A hostile generator agent: a loopback listener that passes the controller's check
@@ -158,6 +165,10 @@ fn serve_fake(mut s: TcpStream, how: Hostile, steps: &mpsc::Sender<serde_json::V
     let Some((head, body)) = read_request(&mut s) else {
         return;
     };
+    if matches!(how, Hostile::DripFromTheStart) {
+        drip(&mut s);
+        return;
+    }
     if head.starts_with("GET /generator ") {
         let info = serde_json::json!({
             "protocol": 2, "host": "hostile", "allowed_targets": ["127.0.0.1:1"],
@@ -174,20 +185,20 @@ fn serve_fake(mut s: TcpStream, how: Hostile, steps: &mpsc::Sender<serde_json::V
     }
     let plan: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
     let _ = steps.send(plan);
-    match how {
-        Hostile::Drip => {
-            let mut answer =
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\nConnection: close\r\n\r\n{"
-                    .to_vec();
-            answer.resize(answer.len() + 4095, b' ');
-            for b in answer {
-                if s.write_all(&[b]).is_err() {
-                    return;
-                }
-                // The hostile peer's behaviour: one byte, then a pause.
-                std::thread::sleep(Duration::from_millis(200));
-            }
+    drip(&mut s);
+}
+
+fn drip(s: &mut TcpStream) {
+    let mut answer =
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\nConnection: close\r\n\r\n{"
+            .to_vec();
+    answer.resize(answer.len() + 4095, b' ');
+    for b in answer {
+        if s.write_all(&[b]).is_err() {
+            return;
         }
+        // The hostile peer's behaviour: one byte, then a pause.
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
@@ -424,4 +435,34 @@ fn a_hostile_controllers_step_is_checked_as_the_command_line() {
         );
         assert_eq!(text.trim_end().lines().count(), 1, "one line: {text:?}");
     }
+}
+
+/// Defect 5, before the first step: agents that drip their `GET /generator` answer stop the
+/// run in one line, exit 2, once their 10 s deadline has passed: all asked at once, so
+/// three of them cost 10 s, not 30.
+fn silent_generators_stop_the_run_at_the_check_in_one_deadline() {
+    let target = Target::start(&[]);
+    let fakes: Vec<Fake> = (0..3)
+        .map(|_| fake_agent(Hostile::DripFromTheStart))
+        .collect();
+    let dir = scratch();
+    let addrs: Vec<SocketAddr> = fakes.iter().map(|f| f.addr).collect();
+    let gens = generators_file(dir.path(), &addrs);
+    let started = Instant::now();
+    let mut child = controller(&target, &gens, "2s", dir.path());
+    let status = wait_within(&mut child, Duration::from_secs(60));
+    let err = read(dir.path(), "stderr");
+    let status = status.unwrap_or_else(|| panic!("still checking after 60 s: {err}"));
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(25),
+        "ended after {took:?}: {err}"
+    );
+    assert_eq!(status.code(), Some(2), "{err}");
+    let first = format!(
+        "generator http://127.0.0.1:{}: no answer within 10s",
+        fakes[0].addr.port()
+    );
+    assert!(err.contains(&first), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
 }
