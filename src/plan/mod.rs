@@ -8,6 +8,6 @@ pub mod segment;
 pub mod steps;
 pub mod urls_file;
 
-pub use request::{parse_header, parse_headers, parse_method, RequestSpec, Url};
+pub use request::{check_headers, parse_header, parse_headers, parse_method, RequestSpec, Url};
 pub use segment::Segment;
 pub use urls_file::read_urls_file;

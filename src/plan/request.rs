@@ -85,7 +85,12 @@ pub fn parse_header(s: &str) -> Result<(String, String), String> {
     let (n, v) = s
         .split_once(':')
         .ok_or_else(|| format!("header '{shown}' must be 'Name: value'"))?;
-    let n = n.trim();
+    check_header(n.trim(), v, &shown)
+}
+
+/// Validates one header as a name and a value (its surrounding whitespace dropped), `shown`
+/// naming it in errors: the one set of header rules, for `-H`, files and a controller's steps.
+fn check_header(n: &str, v: &str, shown: &str) -> Result<(String, String), String> {
     if n.is_empty()
         || !n
             .bytes()
@@ -124,6 +129,22 @@ pub fn parse_headers<S: AsRef<str>>(list: &[S]) -> Result<Vec<(String, String)>,
         .iter()
         .map(|h| parse_header(h.as_ref()))
         .collect::<Result<Vec<_>, _>>()?;
+    one_host(&headers)?;
+    Ok(headers)
+}
+
+/// Validates headers that arrive as (name, value) pairs (a generator agent's step): the
+/// rules of [`parse_headers`], the names as given (no whitespace around them).
+pub fn check_headers(pairs: &[(String, String)]) -> Result<Vec<(String, String)>, String> {
+    let headers = pairs
+        .iter()
+        .map(|(n, v)| check_header(n, v, &crate::units::escape_controls(&format!("{n}: {v}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    one_host(&headers)?;
+    Ok(headers)
+}
+
+fn one_host(headers: &[(String, String)]) -> Result<(), String> {
     let hosts = headers
         .iter()
         .filter(|(n, _)| n.eq_ignore_ascii_case("host"))
@@ -133,7 +154,7 @@ pub fn parse_headers<S: AsRef<str>>(list: &[S]) -> Result<Vec<(String, String)>,
             "{hosts} Host headers given; at most one is allowed"
         ));
     }
-    Ok(headers)
+    Ok(())
 }
 
 /// Validates an HTTP method token.

@@ -5,17 +5,20 @@
 //! - `GET /generator`: what it allows (targets, limits), so a controller can check before a run;
 //! - `POST /step`: one step of a plan ([`StepPlan`]), run here on the real engine at the
 //!   step's start time, answered with the step's record and seconds ([`StepAnswer`]).
+//! - `POST /stop`: ends the step named by its start time now ([`StopStep`]: the controller
+//!   was interrupted); that step's own answer then holds what was measured.
 //!
 //! Locked down: the targets it may load are fixed when it starts (`--allow-target HOST:PORT`,
 //! resolved then; a step is resolved here and every address it would connect to must be one
 //! of those), every step is bounded by limits the agent's owner sets (rate, warm-up + step,
 //! connections), and one step runs at a time. A refusal is a one-line answer that says why.
-use super::wire::{GeneratorInfo, StepAnswer, StepPlan, PROTOCOL};
+use super::wire::{GeneratorInfo, StepAnswer, StepPlan, StopStep, PROTOCOL};
 use crate::engine::Load;
 use crate::observe::agent::{Extension, Reply};
 use crate::runner::step::{run_step, RunClock};
 use crate::usecase::config::{base_config_of, Mix};
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -90,6 +93,9 @@ pub struct Generator {
     host: String,
     /// Held while a step runs: one at a time.
     busy: Mutex<()>,
+    /// The start time (`start_at_unix_ms`) of the step a controller asked to end now
+    /// (`POST /stop`); 0: none.
+    stop_at: AtomicU64,
 }
 
 impl Generator {
@@ -110,6 +116,7 @@ impl Generator {
             limits,
             host: crate::store::host::host_info().hostname,
             busy: Mutex::new(()),
+            stop_at: AtomicU64::new(0),
         })
     }
 
@@ -167,6 +174,15 @@ impl Generator {
             }
         }
         let mut load = plan.load.load();
+        // The command line's checks of a load and of its split, in the same functions
+        // (`base_config_of` checks the load again, with the rest of the plan).
+        let usage = |e: crate::Error| unprocessable(e.to_string());
+        crate::usecase::config::check_load(&load).map_err(usage)?;
+        let split = crate::usecase::config::SegmentConfig {
+            segment: seg,
+            start_at_ms: None,
+        };
+        split.validate(Duration::ZERO, &[load]).map_err(usage)?;
         self.check_limits(plan, load, seg)?;
         if let Load::Open {
             max_connections, ..
@@ -265,15 +281,24 @@ impl Generator {
         Ok(())
     }
 
-    /// Runs one admitted step: waits for its start, runs it, answers its part.
+    /// Runs one admitted step: waits for its start, runs it, answers its part. A stop for
+    /// it (`POST /stop`) ends it at the engine's next tick, answered with what was measured.
     fn run(&self, plan: &StepPlan, cfg: crate::engine::EngineConfig) -> Reply {
-        let wait = plan
-            .start_at_unix_ms
-            .saturating_sub(crate::clock::unix_ms());
-        std::thread::sleep(Duration::from_millis(wait));
+        let asked = || self.stop_at.load(Ordering::SeqCst) == plan.start_at_unix_ms;
+        while crate::clock::unix_ms() < plan.start_at_unix_ms && !asked() {
+            let left = plan
+                .start_at_unix_ms
+                .saturating_sub(crate::clock::unix_ms());
+            std::thread::sleep(Duration::from_millis(left.min(50)));
+        }
         let clock = RunClock::at(plan.run_start_unix_ms);
         let load = cfg.load;
-        match run_step(&cfg, load, plan.index, &clock, None, &mut |_, _| {}) {
+        let mut on_tick = |ctl: &crate::engine::Control, _| {
+            if asked() {
+                ctl.stop.store(true, Ordering::Relaxed);
+            }
+        };
+        match run_step(&cfg, load, plan.index, &clock, None, &mut on_tick) {
             Err(e) => Reply::text(500, &format!("the step failed here: {e}")),
             Ok(r) => {
                 let answer = StepAnswer {
@@ -293,6 +318,20 @@ impl Generator {
     }
 }
 
+impl Generator {
+    /// `POST /stop`: the step named ends at the engine's next tick (its own exchange answers
+    /// with what was measured). Kept even when that step is not running yet (its plan may
+    /// still be on its way); naming the step's start keeps it from ending any other.
+    fn stop(&self, body: &[u8]) -> Reply {
+        let stop: StopStep = match serde_json::from_slice(body) {
+            Ok(s) => s,
+            Err(e) => return Reply::text(400, &format!("not a stop request: {e}")),
+        };
+        self.stop_at.store(stop.start_at_unix_ms, Ordering::SeqCst);
+        Reply::text(200, "stopping")
+    }
+}
+
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -303,8 +342,11 @@ impl Extension for Generator {
     }
 
     fn post(&self, path: &str, body: &[u8]) -> Reply {
+        if path == "/stop" {
+            return self.stop(body);
+        }
         if path != "/step" {
-            return Reply::text(404, "not found (POST /step)");
+            return Reply::text(404, "not found (POST /step, POST /stop)");
         }
         let plan: StepPlan = match serde_json::from_slice(body) {
             Ok(p) => p,
@@ -456,6 +498,56 @@ mod tests {
         let mut old = plan("http://127.0.0.1:8080/", 100.0, 1);
         old.protocol = PROTOCOL + 1;
         assert_eq!(refusal(&g, &old).0, 400);
+    }
+
+    /// Defect 16: a step passes the checks of the command line, in the same functions: a
+    /// header that would split the request or reframe it, no user, a reversed think range,
+    /// no connection, a segment left without a user.
+    #[test]
+    fn a_step_passes_the_same_checks_as_the_command_line() {
+        let g = generator(Limits::default());
+        let url = "http://127.0.0.1:8080/";
+        let header = |n: &str, v: &str| {
+            let mut p = plan(url, 100.0, 1);
+            p.requests[0].headers = vec![(n.into(), v.into())];
+            p
+        };
+        let closed = |users: usize, think_ms: (u64, u64), count: u32| {
+            let mut p = plan(url, 100.0, count);
+            p.load = WireLoad::Closed { users, think_ms };
+            // The last segment: the one a share rounds down for.
+            p.segment_index = count - 1;
+            p
+        };
+        let mut no_pool = plan(url, 100.0, 1);
+        no_pool.load = WireLoad::Open {
+            rate: 100.0,
+            arrival: WireArrival::Constant,
+            max_connections: 0,
+        };
+        for (p, needle) in [
+            (
+                header("X-A", "a\r\n\r\nGET /smuggled HTTP/1.1"),
+                "control character",
+            ),
+            (header("X-A\r\nX-B", "1"), "invalid name"),
+            (header("Transfer-Encoding", "chunked"), "set by overload"),
+            (header("Content-Length", "0"), "set by overload"),
+            (closed(0, (0, 0), 1), "--users 0"),
+            (closed(5, (200, 100), 1), "--think 200ms..100ms"),
+            (closed(1, (0, 0), 2), "leave this segment none"),
+            (no_pool, "--connections 0"),
+        ] {
+            let (status, why) = refusal(&g, &p);
+            assert_eq!(status, 422, "{needle}: {why}");
+            assert!(why.contains(needle), "{needle}: {why}");
+            assert!(
+                !why.contains('\n') && !why.contains('\r'),
+                "one line: {why:?}"
+            );
+        }
+        // Headers within the rules pass, as they would on the command line.
+        assert!(g.admit(&header("X-Trace", "abc\tdef")).is_ok());
     }
 
     #[test]

@@ -1,19 +1,20 @@
 //! How the controller reaches its generator agents: the `--generators FILE` list, and one
 //! blocking HTTP/1.1 exchange per request (plain, or TLS pinned to a fingerprint or checked
-//! against a CA file), behind the [`Channel`] seam that the unit tests script.
+//! against a CA file) with one deadline for all of it, behind the [`Channel`] seam that the
+//! unit tests script.
 //!
 //! A line may stand for several agents: `addresses=N` says its host name resolves to N of
 //! them (a Kubernetes headless Service lists its ready pods so), one generator per address,
 //! each reached at its address while TLS checks the certificate against the name.
 use super::tls::{self, Trust};
-use super::wire::{GeneratorInfo, StepAnswer, StepPlan, PROTOCOL};
+use super::wire::{GeneratorInfo, StepAnswer, StepPlan, StopStep, PROTOCOL};
 use crate::url::{Scheme, Url};
 use crate::Error;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Why a generator gave no part of a step.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,7 +35,12 @@ pub trait Channel: Sync {
     }
     /// A name for generator `g` in notes and errors (its URL).
     fn name(&self, g: usize) -> &str;
+    /// Sends `plan` to generator `g` and waits for its part, `wait` at most (cut short by an
+    /// interruption: see [`STOP_GRACE`]).
     fn step(&self, g: usize, plan: &StepPlan, wait: Duration) -> Result<StepAnswer, Failure>;
+    /// Tells generator `g` to end the step of `plan` now (an interruption) and answer with
+    /// what it measured. Best effort: one that does not will be lost at [`STOP_GRACE`].
+    fn stop(&self, g: usize, plan: &StepPlan);
 }
 
 /// One agent as `--generators FILE` lists it.
@@ -218,34 +224,51 @@ impl Http {
     /// Asks every agent what it allows (`GET /generator`), so a wrong token, an unreachable
     /// agent or another version stops the run before its first step.
     pub fn check(&self) -> crate::Result<Vec<GeneratorInfo>> {
-        self.generators
-            .iter()
-            .map(|g| {
-                let (status, body) = exchange(g, "GET", "/generator", b"", Duration::from_secs(10))
-                    .map_err(|e| Error::usage(format!("generator {}: {e}", g.shown)))?;
-                if status != 200 {
-                    return Err(Error::usage(format!(
-                        "generator {}: {status} {}",
-                        g.shown,
-                        first_line(&body)
-                    )));
-                }
-                let info: GeneratorInfo = serde_json::from_slice(&body).map_err(|_| {
-                    Error::usage(format!(
-                        "generator {}: not an `overload agent --generate` (its /generator answer is not one)",
-                        g.shown
-                    ))
-                })?;
-                if info.protocol != PROTOCOL {
-                    return Err(Error::usage(format!(
-                        "generator {}: protocol {} (this controller speaks {PROTOCOL}): run the same overload version",
-                        g.shown, info.protocol
-                    )));
-                }
-                Ok(info)
-            })
-            .collect()
+        // All agents at once, as a step goes out: a silent one costs the check its deadline
+        // once, not once per agent. The first failure in the list's order is the one told.
+        std::thread::scope(|s| {
+            let asks: Vec<_> = self
+                .generators
+                .iter()
+                .map(|g| s.spawn(move || check_one(g)))
+                .collect();
+            asks.into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::runtime("the controller's thread failed")))
+                })
+                .collect()
+        })
     }
+}
+
+/// How long the check before the run waits for an agent's `GET /generator`.
+const CHECK_WAIT: Duration = Duration::from_secs(10);
+
+/// One agent's `GET /generator`: what it allows, or the one-line reason it cannot be used.
+fn check_one(g: &Generator) -> crate::Result<GeneratorInfo> {
+    let (status, body) = exchange(g, "GET", "/generator", b"", CHECK_WAIT)
+        .map_err(|e| Error::usage(format!("generator {}: {e}", g.shown)))?;
+    if status != 200 {
+        return Err(Error::usage(format!(
+            "generator {}: {status} {}",
+            g.shown,
+            first_line(&body)
+        )));
+    }
+    let info: GeneratorInfo = serde_json::from_slice(&body).map_err(|_| {
+        Error::usage(format!(
+            "generator {}: not an `overload agent --generate` (its /generator answer is not one)",
+            g.shown
+        ))
+    })?;
+    if info.protocol != PROTOCOL {
+        return Err(Error::usage(format!(
+            "generator {}: protocol {} (this controller speaks {PROTOCOL}): run the same overload version",
+            g.shown, info.protocol
+        )));
+    }
+    Ok(info)
 }
 
 fn first_line(body: &[u8]) -> String {
@@ -281,12 +304,122 @@ impl Channel for Http {
             _ => Err(Failure::Lost(format!("{status} {}", first_line(&answer)))),
         }
     }
+    fn stop(&self, g: usize, plan: &StepPlan) {
+        let stop = StopStep {
+            start_at_unix_ms: plan.start_at_unix_ms,
+        };
+        if let Ok(body) = serde_json::to_vec(&stop) {
+            // Its answer changes nothing: the step's own exchange brings the part, or not.
+            let _ = exchange(&self.generators[g], "POST", "/stop", &body, STOP_ASK);
+        }
+    }
 }
 
-/// Largest answer read (a step's histograms and seconds are a few hundred KB at most).
-const MAX_ANSWER: u64 = 64 << 20;
+/// How long asking an agent to stop may take.
+const STOP_ASK: Duration = Duration::from_secs(2);
 
-/// One request, one answer (the agent closes after it): (status, body). Errors in one line.
+/// Largest answer read (a step's histograms and seconds are a few hundred KB at most).
+const MAX_ANSWER: usize = 64 << 20;
+/// Longest connect: an agent that does not accept within it is not there.
+const CONNECT_LIMIT: Duration = Duration::from_secs(5);
+/// How long the controller still waits for its agents' answers once an interruption
+/// (SIGINT, SIGTERM, SIGHUP) was asked for: they were told to stop ([`Channel::stop`]) and
+/// answer at their engine's next tick (1 s) with what they measured.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+/// How often a blocked read or write looks at the clock and the signal flag.
+const SLICE: Duration = Duration::from_millis(100);
+
+/// When an exchange must be over: its own deadline, brought forward to [`STOP_GRACE`] after
+/// an interruption. Every read and write waits one slice at most, so a peer that drips a
+/// byte at a time, or nothing, cannot hold the exchange past it.
+struct Deadline {
+    wait: Duration,
+    at: Instant,
+    /// Set when the interruption was first seen.
+    cut: Option<Instant>,
+}
+
+impl Deadline {
+    fn new(wait: Duration) -> Deadline {
+        Deadline {
+            wait,
+            at: Instant::now() + wait,
+            cut: None,
+        }
+    }
+
+    /// How long the next blocking call may wait (one slice at most), or why the time is up.
+    fn next_wait(&mut self) -> Result<Duration, String> {
+        let now = Instant::now();
+        if self.cut.is_none() && crate::signals::interrupted() {
+            self.cut = Some(now + STOP_GRACE);
+        }
+        let end = self.cut.map_or(self.at, |c| c.min(self.at));
+        if now >= end {
+            return Err(match self.cut {
+                Some(c) if c < self.at => format!(
+                    "no answer within {} of the interruption",
+                    crate::units::fmt_duration(STOP_GRACE)
+                ),
+                _ => format!("no answer within {}", crate::units::fmt_duration(self.wait)),
+            });
+        }
+        Ok((end - now).min(SLICE))
+    }
+}
+
+/// A TCP stream whose reads and writes end at its [`Deadline`]: a wait that runs out is
+/// retried while time is left, so TLS above it sees only progress or the final error (a
+/// `TimedOut` carrying the reason).
+struct Bounded {
+    tcp: TcpStream,
+    deadline: Deadline,
+}
+
+impl Bounded {
+    fn retry<T>(
+        &mut self,
+        mut op: impl FnMut(&mut TcpStream) -> std::io::Result<T>,
+        set: fn(&TcpStream, Option<Duration>) -> std::io::Result<()>,
+    ) -> std::io::Result<T> {
+        loop {
+            let wait = self
+                .deadline
+                .next_wait()
+                .map_err(|why| std::io::Error::new(std::io::ErrorKind::TimedOut, why))?;
+            set(&self.tcp, Some(wait))?;
+            match op(&mut self.tcp) {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
+                    ) => {}
+                r => return r,
+            }
+        }
+    }
+}
+
+impl Read for Bounded {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.retry(|t| t.read(buf), TcpStream::set_read_timeout)
+    }
+}
+
+impl Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.retry(|t| t.write(buf), TcpStream::set_write_timeout)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One request, one answer (the agent closes after it), all within `wait` (connect, TLS,
+/// request and the whole answer), cut to [`STOP_GRACE`] by an interruption: (status, body).
+/// Errors in one line.
 fn exchange(
     g: &Generator,
     method: &str,
@@ -294,65 +427,68 @@ fn exchange(
     body: &[u8],
     wait: Duration,
 ) -> Result<(u16, Vec<u8>), String> {
+    let deadline = Deadline::new(wait);
     let addr = match g.addr {
         Some(a) => a,
         None => g.url.resolve()?,
     };
-    let tcp = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+    let tcp = TcpStream::connect_timeout(&addr, CONNECT_LIMIT.min(wait).max(SLICE))
         .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
-    tcp.set_read_timeout(Some(wait.max(Duration::from_millis(1))))
-        .map_err(|e| e.to_string())?;
-    tcp.set_write_timeout(Some(Duration::from_secs(10)))
-        .map_err(|e| e.to_string())?;
-    let head = format!(
+    let bounded = Bounded { tcp, deadline };
+    let mut head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         g.url.authority,
         g.token,
         body.len()
-    );
-    let mut raw = Vec::new();
-    let io = |e: std::io::Error| {
-        if matches!(
-            e.kind(),
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-        ) {
-            format!("no answer within {}", crate::units::fmt_duration(wait))
-        } else {
-            format!("connection broken: {e}")
-        }
-    };
+    )
+    .into_bytes();
+    head.extend_from_slice(body);
     match &g.tls {
-        None => {
-            let mut s = tcp;
-            s.write_all(head.as_bytes())
-                .and_then(|_| s.write_all(body))
-                .map_err(io)?;
-            (&mut s)
-                .take(MAX_ANSWER)
-                .read_to_end(&mut raw)
-                .map_err(io)?;
-        }
+        None => round_trip(bounded, &head),
         Some(cfg) => {
             let name = rustls::pki_types::ServerName::try_from(g.url.host.clone())
                 .map_err(|_| format!("'{}' is not a TLS server name", g.url.host))?;
             let conn = rustls::ClientConnection::new(Arc::clone(cfg), name)
                 .map_err(|e| format!("TLS: {e}"))?;
-            let mut s = rustls::StreamOwned::new(conn, tcp);
-            s.write_all(head.as_bytes())
-                .and_then(|_| s.write_all(body))
-                .map_err(|e| format!("TLS: {e}"))?;
-            (&mut s)
-                .take(MAX_ANSWER)
-                .read_to_end(&mut raw)
-                .map_err(io)?;
+            round_trip(rustls::StreamOwned::new(conn, bounded), &head)
         }
     }
-    let mut hs = [httparse::EMPTY_HEADER; 32];
-    let mut resp = httparse::Response::new(&mut hs);
-    match resp.parse(&raw) {
-        Ok(httparse::Status::Complete(n)) => Ok((resp.code.unwrap_or(0), raw[n..].to_vec())),
+}
+
+/// Writes `request`, reads the answer until it is complete (its Content-Length) or the
+/// agent closes, at most [`MAX_ANSWER`] bytes.
+fn round_trip(mut s: impl Read + Write, request: &[u8]) -> Result<(u16, Vec<u8>), String> {
+    let io = |e: std::io::Error| match e.kind() {
+        // The deadline's own reason.
+        std::io::ErrorKind::TimedOut => e.to_string(),
+        _ => format!("connection broken: {e}"),
+    };
+    s.write_all(request).and_then(|_| s.flush()).map_err(io)?;
+    let mut raw = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match s.read(&mut chunk) {
+            Ok(n) => n,
+            // A TLS peer that closes without close_notify: judged on what arrived.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => 0,
+            Err(e) => return Err(io(e)),
+        };
+        if n == 0 {
+            break;
+        }
+        raw.extend_from_slice(&chunk[..n]);
+        if raw.len() > MAX_ANSWER {
+            return Err(format!("an answer larger than {} MB", MAX_ANSWER >> 20));
+        }
+        if let Ok(Some(r)) = crate::http_get::parse_response(&raw) {
+            return Ok((r.status, r.body));
+        }
+    }
+    match crate::http_get::parse_response(&raw) {
+        Ok(Some(r)) => Ok((r.status, r.body)),
         _ if raw.is_empty() => Err("the connection closed without an answer".into()),
-        _ => Err("an answer that is not HTTP".into()),
+        Ok(None) => Err("the connection closed in the middle of the answer".into()),
+        Err(_) => Err("an answer that is not HTTP".into()),
     }
 }
 
@@ -403,6 +539,96 @@ mod tests {
         .unwrap();
         assert_eq!(g[0].addr, None);
         assert_eq!(g[1].addr.unwrap().port(), 2);
+    }
+
+    /// An agent's answer as a stream: `head`, then `body_len` bytes of JSON-ish filler (or
+    /// endless ones), then the close.
+    struct Answer {
+        head: Vec<u8>,
+        left: Option<usize>,
+        pos: usize,
+    }
+
+    impl Read for Answer {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.pos < self.head.len() {
+                let n = buf.len().min(self.head.len() - self.pos);
+                buf[..n].copy_from_slice(&self.head[self.pos..self.pos + n]);
+                self.pos += n;
+                return Ok(n);
+            }
+            let n = self.left.map_or(buf.len(), |l| l.min(buf.len()));
+            buf[..n].fill(b' ');
+            if let Some(l) = &mut self.left {
+                *l -= n;
+            }
+            Ok(n)
+        }
+    }
+
+    impl Write for Answer {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn answer(head: &str, body: Option<usize>) -> Answer {
+        Answer {
+            head: head.as_bytes().to_vec(),
+            left: body,
+            pos: 0,
+        }
+    }
+
+    #[test]
+    fn an_answer_is_read_to_its_length_and_no_further_than_the_cap() {
+        // Complete at its Content-Length, though the agent keeps the connection open.
+        let (status, body) = round_trip(
+            answer("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", None),
+            b"",
+        )
+        .unwrap();
+        assert_eq!((status, body.len()), (200, 5));
+        // An endless answer stops at the cap, in one line.
+        let e = round_trip(
+            answer(
+                "HTTP/1.1 200 OK\r\nContent-Length: 999999999999\r\n\r\n",
+                None,
+            ),
+            b"",
+        )
+        .unwrap_err();
+        assert_eq!(e, "an answer larger than 64 MB");
+        // Cut short by the close.
+        let e = round_trip(
+            answer("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", Some(3)),
+            b"",
+        )
+        .unwrap_err();
+        assert!(e.contains("in the middle of the answer"), "{e}");
+        let e = round_trip(answer("", Some(0)), b"").unwrap_err();
+        assert!(e.contains("without an answer"), "{e}");
+    }
+
+    #[test]
+    fn a_deadline_runs_out_and_says_so() {
+        let started = Instant::now();
+        let mut d = Deadline::new(Duration::from_millis(300));
+        // Wait as a blocked read would: a slice at a time, until the time is up.
+        let e = loop {
+            match d.next_wait() {
+                Ok(w) => {
+                    assert!(w <= SLICE);
+                    std::thread::sleep(w);
+                }
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(e, "no answer within 300ms");
+        assert!(started.elapsed() >= Duration::from_millis(300));
     }
 
     #[test]

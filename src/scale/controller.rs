@@ -45,6 +45,8 @@ impl OnLoss {
 pub const LEAD: Duration = Duration::from_millis(500);
 /// Beyond the step's own length, how long an agent's answer may take before it is lost.
 const ANSWER_GRACE: Duration = Duration::from_secs(10);
+/// How often the controller looks at its exchanges and the signal flag during a step.
+const POLL: Duration = Duration::from_millis(20);
 
 /// The request mix and connection options every step shares, as sent.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,6 +135,79 @@ fn share_text(load: &Load, seg: (u32, u32)) -> String {
     }
 }
 
+/// This generator's part of `load` as segment `seg`: ("open", req/s) or ("closed", users).
+fn part_of(load: &Load, seg: (u32, u32)) -> (&'static str, f64) {
+    match *load {
+        Load::Open { rate, .. } => ("open", rate / f64::from(seg.1)),
+        Load::Closed { users, .. } => {
+            let s = crate::plan::Segment {
+                index: seg.0,
+                count: seg.1,
+            };
+            ("closed", s.share(users as u64) as f64)
+        }
+    }
+}
+
+/// Why an answer is not the part it was sent (another mode, another offered rate or users),
+/// or None when it states the part the controller planned.
+fn misstated(a: &StepAnswer, load: &Load, seg: (u32, u32)) -> Option<String> {
+    let (mode, part) = part_of(load, seg);
+    let s = &a.record.summary;
+    let same = |x: f64| (x - part).abs() <= 1e-6 * part.abs().max(1.0);
+    let stated = match mode {
+        "open" => s.offered_rate,
+        _ => s.users.map(|u| u as f64),
+    };
+    let unit = if mode == "open" { "req/s" } else { "users" };
+    let claims_ok = s.mode == mode
+        && same(a.record.offered)
+        && stated.is_some_and(same)
+        && a.series.iter().all(|p| same(p.offered));
+    (!claims_ok).then(|| {
+        let claimed = if s.mode == mode {
+            format!("{} {unit}", a.record.offered)
+        } else {
+            format!("the {} loop", crate::units::escape_controls(&s.mode))
+        };
+        format!("its answer states {claimed} where its part was {part} {unit} ({mode} loop)")
+    })
+}
+
+/// Puts the controller's own numbers on a merged step: the mode it sent and the level the
+/// kept parts (segments `kept`) were to offer.
+fn own_numbers(
+    record: &mut crate::store::StepRecord,
+    series: &mut [crate::store::SeriesPoint],
+    load: &Load,
+    kept: &[(u32, u32)],
+) {
+    let (mode, _) = part_of(load, (0, 1));
+    let level = match *load {
+        // Each kept part offered rate/N: the sum, without the rounding of adding N floats.
+        Load::Open { rate, .. } => match kept.first() {
+            Some(&(_, n)) if kept.len() as u32 == n => rate,
+            _ => kept.iter().map(|&seg| part_of(load, seg).1).sum(),
+        },
+        Load::Closed { .. } => kept.iter().map(|&seg| part_of(load, seg).1).sum(),
+    };
+    record.offered = level;
+    record.summary.mode = mode.to_string();
+    match mode {
+        "open" => {
+            record.summary.offered_rate = Some(level);
+            record.summary.users = None;
+        }
+        _ => {
+            record.summary.offered_rate = None;
+            record.summary.users = Some(level as u64);
+        }
+    }
+    for p in series {
+        p.offered = level;
+    }
+}
+
 impl<C: Channel> Executor for Controller<C> {
     fn run_step(
         &mut self,
@@ -167,6 +242,18 @@ impl<C: Channel> Executor for Controller<C> {
                 .iter()
                 .map(|(g, p)| (*g, s.spawn(move || channel.step(*g, p, wait))))
                 .collect();
+            // On an interruption the agents are told to end the step now and answer with
+            // what they measured; each exchange then waits STOP_GRACE more at most.
+            let mut told = false;
+            while !handles.iter().all(|(_, h)| h.is_finished()) {
+                if !told && crate::signals::interrupted() {
+                    told = true;
+                    for (g, p) in &plans {
+                        s.spawn(move || channel.stop(*g, p));
+                    }
+                }
+                std::thread::sleep(POLL);
+            }
             handles
                 .into_iter()
                 .map(|(g, h)| {
@@ -179,15 +266,23 @@ impl<C: Channel> Executor for Controller<C> {
         });
         let step_no = index + 1;
         let mut parts: Vec<(String, StepAnswer)> = Vec::new();
+        let mut seg_of_parts: Vec<(u32, u32)> = Vec::new();
         let mut lost: Vec<(usize, (u32, u32), String)> = Vec::new();
         let mut entries = Vec::new();
         for (pos, (g, r)) in answers.into_iter().enumerate() {
             let seg = (pos as u32, n);
             let name = self.channel.name(g).to_string();
+            // The controller knows what it sent: a part that states another load is not
+            // this step's part, whatever else it holds.
+            let r = r.and_then(|a| match misstated(&a, &load, seg) {
+                Some(why) => Err(Failure::Lost(why)),
+                None => Ok(a),
+            });
             match r {
                 Ok(a) => {
                     entries.push(serde_json::json!({"generator": name, "host": a.host, "segment": format!("{}/{}", seg.0, seg.1), "ok": true}));
                     parts.push((name, a));
+                    seg_of_parts.push(seg);
                 }
                 Err(Failure::Refused(why)) => {
                     return Err(Error::usage(format!(
@@ -219,15 +314,22 @@ impl<C: Channel> Executor for Controller<C> {
             .iter()
             .map(|(name, a)| (name.clone(), &a.record, a.series.as_slice()))
             .collect();
-        let (mut record, series) = crate::merge::add_step(index, &refs)
+        let (mut record, mut series) = crate::merge::add_step(index, &refs)
             .map_err(|e| Error::runtime(format!("step {step_no}: {e}")))?;
         record.step = index;
+        // The level is the controller's own: the shares of the parts kept.
+        own_numbers(&mut record, &mut series, &load, &seg_of_parts);
         record.slo_ok = slo.map(|s| s.holds(&record.summary));
         let mut notes: Vec<String> = parts
             .iter()
             .flat_map(|(name, a)| a.notes.iter().map(move |t| format!("{name}: {t}")))
             .collect();
-        let mut interrupted = parts.iter().any(|(_, a)| a.interrupted);
+        // Interrupted here (the agents were told to stop), or by an agent's own signal.
+        let signalled = crate::signals::interrupted();
+        let mut interrupted = signalled || parts.iter().any(|(_, a)| a.interrupted);
+        if interrupted && !record.flags.iter().any(|f| f == "interrupted") {
+            record.flags.push("interrupted".into());
+        }
         if !lost.is_empty() {
             record.flags.push("generator-lost".into());
             for (g, seg, why) in &lost {
@@ -242,6 +344,8 @@ impl<C: Channel> Executor for Controller<C> {
             }
             self.alive.retain(|g| !lost.iter().any(|(l, _, _)| l == g));
             match self.on_loss {
+                // The run stops for the signal; the loss is in the notes, not its reason.
+                _ if signalled => {}
                 OnLoss::Stop => {
                     interrupted = true;
                     self.stop = Some(format!(

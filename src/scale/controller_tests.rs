@@ -8,8 +8,13 @@ use std::sync::Mutex;
 
 /// Scripted agents: each answers its part (responses = rate share × 1 s, all at 5 ms), or
 /// fails as told for a given step.
+/// How a lying agent changes its answer.
+type Doctor = fn(&mut StepAnswer);
+
 struct Script {
     fail: Vec<(usize, usize, Failure)>,
+    /// Generator g doctors its answer so.
+    lie: Option<(usize, Doctor)>,
     seen: Mutex<Vec<(usize, StepPlan)>>,
     names: Vec<String>,
 }
@@ -34,8 +39,13 @@ impl Channel for Script {
             WireLoad::Open { rate, .. } => rate / f64::from(plan.segment_count),
             WireLoad::Closed { .. } => 0.0,
         };
-        Ok(answer(plan.index, rate))
+        let mut a = answer(plan.index, rate);
+        if let Some((_, doctor)) = self.lie.filter(|(x, _)| *x == g) {
+            doctor(&mut a);
+        }
+        Ok(a)
     }
+    fn stop(&self, _g: usize, _plan: &StepPlan) {}
 }
 
 fn answer(index: usize, rate: f64) -> StepAnswer {
@@ -84,6 +94,7 @@ fn answer(index: usize, rate: f64) -> StepAnswer {
 fn controller(n: usize, fail: Vec<(usize, usize, Failure)>, on_loss: OnLoss) -> Controller<Script> {
     let script = Script {
         fail,
+        lie: None,
         seen: Mutex::new(Vec::new()),
         names: (0..n).map(|i| format!("http://gen{i}:9090")).collect(),
     };
@@ -233,4 +244,46 @@ fn a_refusal_fails_the_run_and_losing_every_generator_is_an_error() {
     let mut c = controller(2, vec![lost(0), lost(1)], OnLoss::Continue);
     let e = failed(step(&mut c, 0, 200.0));
     assert!(e.contains("every generator was lost"), "{e}");
+}
+
+/// Defect 15: an agent's answer states its offered rate and mode; the controller knows what
+/// it sent that agent, so a part that claims another load is that agent's failure (lost,
+/// named), and the merged step carries the controller's numbers, never the claim.
+#[test]
+fn a_generator_that_misstates_its_part_is_lost_and_the_step_keeps_the_plans_numbers() {
+    let mut c = controller(2, Vec::new(), OnLoss::Continue);
+    c.channel.lie = Some((1, |a| {
+        a.record.offered = 12345.0;
+        a.record.summary.offered_rate = Some(12345.0);
+        for p in &mut a.series {
+            p.offered = 12345.0;
+        }
+    }));
+    let r = step(&mut c, 0, 200.0).unwrap();
+    assert_eq!(r.record.offered, 100.0, "the honest half, as planned");
+    assert_eq!(r.record.summary.offered_rate, Some(100.0));
+    assert!(r.series.iter().all(|p| p.offered == 100.0));
+    assert!(r.record.flags.contains(&"generator-lost".to_string()));
+    let note = r.notes.iter().find(|n| n.contains("lost")).unwrap();
+    assert!(
+        note.contains("http://gen1:9090") && note.contains("12345") && note.contains("100"),
+        "{note}"
+    );
+    assert_eq!(c.alive(), &[0]);
+
+    // Another mode than the one sent.
+    let mut c = controller(2, Vec::new(), OnLoss::Continue);
+    c.channel.lie = Some((0, |a| {
+        a.record.summary.mode = "closed".into();
+        a.record.summary.offered_rate = None;
+        a.record.summary.users = Some(100);
+    }));
+    let r = step(&mut c, 0, 200.0).unwrap();
+    let note = r.notes.iter().find(|n| n.contains("lost")).unwrap();
+    assert!(
+        note.contains("http://gen0:9090") && note.contains("closed"),
+        "{note}"
+    );
+    assert_eq!(r.record.summary.mode, "open");
+    assert_eq!(r.record.offered, 100.0);
 }

@@ -139,6 +139,14 @@ pub enum WireTlsVersion {
     V13,
 }
 
+/// `POST /stop`: end the step that starts at this time (the controller was interrupted);
+/// the step's own exchange then answers with what was measured up to now. Naming the step
+/// keeps a late stop from ending the next one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StopStep {
+    pub start_at_unix_ms: u64,
+}
+
 /// A generator's answer: its part of the step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepAnswer {

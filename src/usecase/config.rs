@@ -11,7 +11,9 @@ use crate::engine::{Arrival, EngineConfig, Http2, Load, Pick, Prepared};
 use crate::fsutil::{read_capped, MAX_BODY_FILE};
 use crate::plan::access_log::{read_access_log, Keep, LogFormat};
 use crate::plan::segment::check_start_at;
-use crate::plan::{parse_headers, parse_method, read_urls_file, RequestSpec, Segment, Url};
+use crate::plan::{
+    check_headers, parse_headers, parse_method, read_urls_file, RequestSpec, Segment, Url,
+};
 use crate::url::Scheme;
 use crate::Error;
 use std::net::SocketAddr;
@@ -246,12 +248,7 @@ impl Default for OpenLoopConfig {
 
 impl OpenLoopConfig {
     pub fn validate(&self) -> crate::Result<()> {
-        if self.connections == 0 || self.connections > 1_000_000 {
-            return Err(Error::usage(format!(
-                "--connections {}: use 1 to 1000000",
-                self.connections
-            )));
-        }
+        check_load(&self.load(1.0))?;
         if self.max_sessions == 0 || self.max_sessions > 1_000_000 {
             return Err(Error::usage(format!(
                 "--max-sessions {}: use 1 to 1000000",
@@ -268,6 +265,50 @@ impl OpenLoopConfig {
             max_connections: self.connections,
         }
     }
+}
+
+/// Most users (closed loop) or connections (open loop) in one load.
+const MAX_USERS: usize = 1_000_000;
+
+/// The checks every load passes, whoever gives it: the command line, an experiment, or a
+/// controller's step that a generator agent receives (through [`base_config_of`]): a rate
+/// above zero, users and connections from 1 to a million, a think range in order. Errors
+/// name the flag, as users meet these options.
+pub fn check_load(load: &Load) -> crate::Result<()> {
+    match *load {
+        Load::Open {
+            rate,
+            max_connections,
+            ..
+        } => {
+            if !(rate.is_finite() && rate > 0.0) {
+                return Err(Error::usage(format!(
+                    "--rate {rate}: use a rate above zero"
+                )));
+            }
+            if max_connections == 0 || max_connections > MAX_USERS {
+                return Err(Error::usage(format!(
+                    "--connections {max_connections}: use 1 to {MAX_USERS}"
+                )));
+            }
+        }
+        Load::Closed { users, think } => {
+            if users == 0 || users > MAX_USERS {
+                return Err(Error::usage(format!(
+                    "--users {users}: use 1 to {MAX_USERS}"
+                )));
+            }
+            if think.1 < think.0 {
+                let show = crate::units::fmt_duration;
+                return Err(Error::usage(format!(
+                    "--think {}..{}: the upper bound is below the lower one",
+                    show(think.0),
+                    show(think.1)
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The timing of every step of a stepped run (sweep, capacity).
@@ -622,7 +663,7 @@ impl RequestConfig {
 impl Mix {
     /// Resolves the hosts of `specs` (once, before the run) and renders every request; a
     /// generator agent builds its mix from a step sent as data the same way.
-    pub fn of(specs: Vec<RequestSpec>, pick: Pick) -> crate::Result<Mix> {
+    pub fn of(mut specs: Vec<RequestSpec>, pick: Pick) -> crate::Result<Mix> {
         let mut addrs: Vec<SocketAddr> = Vec::new();
         let mut requests = Vec::new();
         let mut urls = Vec::new();
@@ -633,8 +674,13 @@ impl Mix {
             .ok_or_else(|| Error::usage("no URL given"))?
             .url
             .scheme;
-        for s in &specs {
+        for s in &mut specs {
             let shown = format!("{}{}", s.url.origin(), s.url.target);
+            // The checks of -X and -H, for requests that did not come through them (a file's
+            // lines, a controller's step): what is rendered below is sent as it is.
+            let bad = |e: String| Error::usage(format!("URL '{shown}': {e}"));
+            s.method = parse_method(&s.method).map_err(bad)?;
+            s.headers = check_headers(&s.headers).map_err(bad)?;
             if s.url.scheme != scheme {
                 return Err(Error::usage(format!(
                     "URL '{shown}': a run's URLs are all http:// or all https://"
@@ -804,6 +850,7 @@ pub fn base_config_of(
     warmup: Duration,
 ) -> crate::Result<(EngineConfig, Vec<String>)> {
     conn.validate()?;
+    check_load(&load)?;
     let (tls, http2) = if mix.tls_servers.is_empty() {
         if conn.tls.any_set() {
             return Err(Error::usage(

@@ -105,16 +105,12 @@ impl RunConfig {
                 self.open.validate()?;
                 self.open.load(rate)
             }
-            RunLoad::Users { users, think } => {
-                if users == 0 || users > 1_000_000 {
-                    return Err(Error::usage(format!("--users {users}: use 1 to 1000000")));
-                }
-                Load::Closed {
-                    users,
-                    think: think.unwrap_or((Duration::ZERO, Duration::ZERO)),
-                }
-            }
+            RunLoad::Users { users, think } => Load::Closed {
+                users,
+                think: think.unwrap_or((Duration::ZERO, Duration::ZERO)),
+            },
         };
+        crate::usecase::config::check_load(&load)?;
         if self.duration.is_some_and(|d| d.is_zero()) {
             return Err(Error::usage("--duration must be above zero"));
         }

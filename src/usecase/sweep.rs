@@ -180,6 +180,9 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
         Levels::Users { .. } => "users",
     };
     let loads = cfg.loads();
+    for l in &loads {
+        crate::usecase::config::check_load(l)?;
+    }
     let first = *loads
         .first()
         .ok_or_else(|| Error::usage("give --rates (open loop) or --users (closed loop)"))?;
