@@ -126,13 +126,20 @@ impl TlsClient {
             .ok_or_else(|| format!("{addr}: no TLS server name"))?;
         let mut conn = rustls::ClientConnection::new(Arc::clone(&self.config), name)
             .map_err(|e| format!("{addr}: {e}"))?;
-        let mut sock = std::net::TcpStream::connect_timeout(&addr, timeout)
+        // One deadline for connect and handshake together: a per-read timeout alone lets a
+        // server that drips its handshake a byte at a time hold the run for as long as it likes.
+        let deadline = Instant::now() + timeout;
+        let sock = std::net::TcpStream::connect_timeout(&addr, timeout)
             .map_err(|e| format!("{addr}: {e}"))?;
-        let _ = sock.set_read_timeout(Some(timeout));
-        let _ = sock.set_write_timeout(Some(timeout));
+        let mut sock = Deadlined { sock, deadline };
         while conn.is_handshaking() {
-            conn.complete_io(&mut sock)
-                .map_err(|e| format!("{addr}: TLS handshake: {e}"))?;
+            conn.complete_io(&mut sock).map_err(|e| match e.kind() {
+                IoKind::TimedOut | IoKind::WouldBlock => format!(
+                    "{addr}: TLS handshake not done within {} ms",
+                    timeout.as_millis()
+                ),
+                _ => format!("{addr}: TLS handshake: {e}"),
+            })?;
         }
         Ok(conn.alpn_protocol().map(<[u8]>::to_vec))
     }
@@ -154,6 +161,41 @@ impl TlsClient {
             config: Arc::new(config),
             names: self.names.clone(),
         }
+    }
+}
+
+/// A blocking socket whose every read and write ends by one deadline: each call waits at
+/// most the time left, and none starts once it has passed.
+struct Deadlined {
+    sock: std::net::TcpStream,
+    deadline: Instant,
+}
+
+impl Deadlined {
+    fn left(&self) -> io::Result<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(IoKind::TimedOut.into());
+        }
+        Ok(left)
+    }
+}
+
+impl Read for Deadlined {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.set_read_timeout(Some(self.left()?))?;
+        self.sock.read(buf)
+    }
+}
+
+impl Write for Deadlined {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.sock.set_write_timeout(Some(self.left()?))?;
+        self.sock.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.sock.flush()
     }
 }
 
