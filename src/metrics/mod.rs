@@ -181,10 +181,6 @@ impl ErrorKind {
                 "ran out of local ports: widen net.ipv4.ip_local_port_range, set \
                  net.ipv4.tcp_tw_reuse=1, or use keep-alive instead of --no-keep-alive",
             ),
-            ErrorKind::TlsCertificate => Some(
-                "the server's certificate was refused: pass its CA with --cacert FILE, or \
-                 --insecure to measure without verifying it",
-            ),
             _ => None,
         }
     }
@@ -200,6 +196,9 @@ pub enum TlsReason {
     NameMismatch,
     BadSignature,
     Revoked,
+    /// The server's certificate is a CA's (basicConstraints CA:TRUE), and not itself one of
+    /// the trusted ones: what `openssl req -x509` makes, passed to the wrong place.
+    CaUsedAsEndEntity,
     /// Any other refusal of the server's certificate.
     BadCertificate,
     /// The server sent a fatal alert (no common version or cipher, wants a client certificate).
@@ -213,13 +212,14 @@ pub enum TlsReason {
 }
 
 impl TlsReason {
-    pub const ALL: [TlsReason; 11] = [
+    pub const ALL: [TlsReason; 12] = [
         TlsReason::Expired,
         TlsReason::NotYetValid,
         TlsReason::UnknownIssuer,
         TlsReason::NameMismatch,
         TlsReason::BadSignature,
         TlsReason::Revoked,
+        TlsReason::CaUsedAsEndEntity,
         TlsReason::BadCertificate,
         TlsReason::Alert,
         TlsReason::Closed,
@@ -236,6 +236,7 @@ impl TlsReason {
             TlsReason::NameMismatch => "name-mismatch",
             TlsReason::BadSignature => "bad-signature",
             TlsReason::Revoked => "revoked",
+            TlsReason::CaUsedAsEndEntity => "ca-used-as-end-entity",
             TlsReason::BadCertificate => "bad-certificate",
             TlsReason::Alert => "alert",
             TlsReason::Closed => "closed",
@@ -246,6 +247,42 @@ impl TlsReason {
 
     pub fn index(self) -> usize {
         self as usize
+    }
+
+    /// What to change when certificates are refused for this reason; `cacert`: the run
+    /// trusted `--cacert` certificates rather than the system's. None for handshake failures
+    /// (the server's side, not a choice of the user's).
+    pub fn advice(self, cacert: bool) -> Option<&'static str> {
+        Some(match self {
+            TlsReason::UnknownIssuer if cacert => {
+                "no certificate of --cacert issued the server's: pass the CA that signed it (or \
+                 the server's certificate itself), or --insecure to measure without verifying it"
+            }
+            TlsReason::UnknownIssuer => {
+                "the server's certificate was refused: pass its CA with --cacert FILE, or \
+                 --insecure to measure without verifying it"
+            }
+            TlsReason::CaUsedAsEndEntity => {
+                "the server's certificate is a CA certificate (CA:TRUE), trusted only when \
+                 --cacert holds that very certificate: pass it with --cacert FILE, or \
+                 --insecure to measure without verifying it"
+            }
+            TlsReason::Expired | TlsReason::NotYetValid => {
+                "the server's certificate is outside its validity dates (check the server's \
+                 certificate and this host's clock); --insecure measures without verifying it"
+            }
+            TlsReason::NameMismatch => {
+                "the server's certificate does not name the URL's host: use a host name the \
+                 certificate was made for in the URL, or --insecure to measure without \
+                 verifying it"
+            }
+            TlsReason::BadSignature | TlsReason::Revoked | TlsReason::BadCertificate => {
+                "the server's certificate was refused: --insecure measures without verifying it"
+            }
+            TlsReason::Alert | TlsReason::Closed | TlsReason::Timeout | TlsReason::Protocol => {
+                return None
+            }
+        })
     }
 
     /// The error kind this reason is counted under.

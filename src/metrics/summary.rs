@@ -244,8 +244,24 @@ impl Summary {
         } else {
             String::new()
         };
+        // A refused handshake says why (name-mismatch, expired, …): the kind alone does not.
+        let why = match &self.tls {
+            Some(t) if matches!(kind, ErrorKind::TlsCertificate | ErrorKind::TlsHandshake) => {
+                let reasons: Vec<&str> = TlsReason::ALL
+                    .iter()
+                    .filter(|r| r.kind() == kind && t.failures.contains_key(r.name()))
+                    .map(|r| r.name())
+                    .collect();
+                if reasons.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", reasons.join(", "))
+                }
+            }
+            _ => String::new(),
+        };
         Some(format!(
-            "no request succeeded: {n} {} ({}) to {target}{rest}",
+            "no request succeeded: {n} {} ({}{why}) to {target}{rest}",
             kind.name(),
             kind.describe()
         ))

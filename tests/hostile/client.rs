@@ -1,6 +1,6 @@
 //! Hostile cases: a hostile HTTP, TLS or HTTP/2 server, seen by the load engine.
 use crate::common::harness::trial;
-use crate::common::{bin, output_within};
+use crate::common::{bin, output_within, run_measured, scratch, Target, QUICK};
 use libtest_mimic::Trial;
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -9,11 +9,23 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub fn trials() -> Vec<Trial> {
-    vec![trial(
-        "client_alpn_probe_has_a_deadline",
-        &[],
-        alpn_probe_has_a_deadline,
-    )]
+    vec![
+        trial(
+            "client_alpn_probe_has_a_deadline",
+            &[],
+            alpn_probe_has_a_deadline,
+        ),
+        trial(
+            "client_cacert_self_signed_ca_true_is_accepted",
+            &[],
+            cacert_self_signed_ca_true_is_accepted,
+        ),
+        trial(
+            "client_certificate_refusals_name_their_reason",
+            &[],
+            certificate_refusals_name_their_reason,
+        ),
+    ]
 }
 
 /// A server that accepts every connection and sends `bytes` on each, one byte at a time with
@@ -94,4 +106,112 @@ fn alpn_probe_has_a_deadline() {
         took < Duration::from_secs(10),
         "the run took {took:?}: {err}"
     );
+}
+
+/// A self-signed certificate as `openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=NAME`
+/// makes it: CA:TRUE, the name in the subject's CN only, no subjectAltName. (cert, key) PEM.
+fn openssl_style_cert(cn: &str, expired: bool) -> (String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let key = KeyPair::generate().unwrap();
+    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    p.distinguished_name.push(DnType::CommonName, cn);
+    if expired {
+        p.not_before = rcgen::date_time_ymd(2000, 1, 1);
+        p.not_after = rcgen::date_time_ymd(2001, 1, 1);
+    }
+    (p.self_signed(&key).unwrap().pem(), key.serialize_pem())
+}
+
+/// `overload target --tls` serving `cert`; the PEM files live in `dir`.
+fn target_with(dir: &std::path::Path, cert: &(String, String)) -> (Target, String) {
+    let c = dir.join("cert.pem");
+    let k = dir.join("key.pem");
+    std::fs::write(&c, &cert.0).unwrap();
+    std::fs::write(&k, &cert.1).unwrap();
+    let t = Target::start(&[
+        "--tls",
+        "--cert",
+        c.to_str().unwrap(),
+        "--key",
+        k.to_str().unwrap(),
+    ]);
+    let port = t.url.rsplit(':').next().unwrap().to_string();
+    (t, port)
+}
+
+/// Section 3: the certificate a user makes first (openssl's self-signed, CA:TRUE), passed
+/// with `--cacert`, is trusted as curl trusts it: the server's certificate is itself one of
+/// the `--cacert` certificates. Both the ALPN probe and the load's handshakes take it.
+fn cacert_self_signed_ca_true_is_accepted() {
+    let dir = scratch();
+    let cert = openssl_style_cert("localhost", false);
+    let (_t, port) = target_with(dir.path(), &cert);
+    let url = format!("https://localhost:{port}/");
+    let m = run_measured(
+        None,
+        &[
+            "run",
+            &url,
+            "-n",
+            "20",
+            "--users",
+            "2",
+            "--cacert",
+            dir.path().join("cert.pem").to_str().unwrap(),
+        ],
+        true,
+        QUICK,
+    );
+    m.assert_clean_exit(0, "self-signed CA:TRUE certificate given with --cacert");
+    assert_eq!(m.v["responses"], 20, "{}", m.v);
+    assert_eq!(m.v["error_count"], 0, "{}", m.v);
+}
+
+/// Section 3 and the lows: a refused certificate names its real reason (not
+/// `bad-certificate`), and the advice fits it: never "pass its CA with --cacert" when the
+/// CA was passed and is not what is wrong.
+fn certificate_refusals_name_their_reason() {
+    let dir = scratch();
+    let cert = openssl_style_cert("localhost", false);
+    let (_t, port) = target_with(dir.path(), &cert);
+    let pinned = dir.path().join("cert.pem");
+    // Another CA:TRUE certificate as --cacert: the server's is a CA used as its own.
+    let other = dir.path().join("other.pem");
+    std::fs::write(&other, openssl_style_cert("localhost", false).0).unwrap();
+    let exp_dir = scratch();
+    let expired = openssl_style_cert("localhost", true);
+    let (_e, exp_port) = target_with(exp_dir.path(), &expired);
+    let exp_pinned = exp_dir.path().join("cert.pem");
+    for (host_port, cacert, reason) in [
+        (format!("127.0.0.1:{port}"), &pinned, "name-mismatch"),
+        (format!("localhost:{port}"), &other, "ca-used-as-end-entity"),
+        (format!("localhost:{exp_port}"), &exp_pinned, "expired"),
+    ] {
+        let url = format!("https://{host_port}/");
+        let m = run_measured(
+            None,
+            &[
+                "run",
+                &url,
+                "-n",
+                "5",
+                "--users",
+                "1",
+                "--cacert",
+                cacert.to_str().unwrap(),
+            ],
+            true,
+            QUICK,
+        );
+        assert!(!m.stderr.contains("panicked"), "{reason}: {}", m.stderr);
+        assert_eq!(m.errors("tls-certificate"), 5, "{reason}: {}", m.v);
+        assert_eq!(m.v["tls"]["failures"][reason], 5, "{reason}: {}", m.v);
+        let warnings = m.v["warnings"].to_string();
+        assert!(warnings.contains(reason), "{reason}: {warnings}");
+        assert!(
+            !warnings.contains("pass its CA with --cacert"),
+            "{reason}: advice that does not fit: {warnings}"
+        );
+    }
 }
