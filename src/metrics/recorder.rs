@@ -58,6 +58,9 @@ pub struct Recorder {
     pub pool_waits: u64,
     /// Requests sent again on a fresh connection after a kept-alive one turned out closed.
     pub retries: u64,
+    /// Counted requests in flight when the run was stopped (SIGINT, SIGTERM, a stop rule):
+    /// neither answered nor failed, still requests the server was sent.
+    pub interrupted: u64,
     /// Closed-loop users stopped because no file descriptor was left for their connection.
     pub users_stopped: u64,
     /// Open-loop scenario sessions (`--rate` with `--scenario`): arrivals and outcomes.
@@ -68,7 +71,8 @@ pub struct Recorder {
     /// seconds go to `slot`), the run's closed seconds once the engine has collected them.
     pub seconds: Vec<SecondBucket>,
     pub origin: Instant,
-    /// The measured window: from the end of warm-up to the last counted completion.
+    /// The measured window: from the end of warm-up to the last counted completion (or the
+    /// stop, when the run was stopped with requests in flight).
     pub window_start: Instant,
     /// First and last counted completion (response or error).
     pub first_event: Option<Instant>,
@@ -116,6 +120,7 @@ impl Recorder {
             cpu: Duration::ZERO,
             pool_waits: 0,
             retries: 0,
+            interrupted: 0,
             users_stopped: 0,
             sessions: SessionTally::default(),
             protocols: [0; 2],
@@ -269,6 +274,16 @@ impl Recorder {
         self.bucket(at).errors += 1;
     }
 
+    /// The run stopped at `at` with `in_flight` counted requests unanswered: they are counted,
+    /// and the window runs to the stop (a stop after warm-up), not to the last completion,
+    /// which may be long before or never have come.
+    pub fn stopped(&mut self, in_flight: u64, at: Instant) {
+        self.interrupted += in_flight;
+        if at > self.window_start {
+            self.last_event = Some(self.last_event.map_or(at, |l| l.max(at)));
+        }
+    }
+
     #[inline]
     pub fn connected(&mut self, took: Duration) {
         let _ = self.connect_time.record(us(took).max(1));
@@ -332,6 +347,7 @@ impl Recorder {
         self.cpu += o.cpu;
         self.pool_waits += o.pool_waits;
         self.retries += o.retries;
+        self.interrupted += o.interrupted;
         self.protocols[0] += o.protocols[0];
         self.protocols[1] += o.protocols[1];
         self.users_stopped += o.users_stopped;

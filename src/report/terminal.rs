@@ -230,7 +230,7 @@ pub fn requests_line(s: &Summary) -> String {
         .sum();
     let transport = s.error_count.saturating_sub(checks);
     format!(
-        "  requests       {} sent, {} answered, {} transport errors ({:.2}%), {} {not_ok} ({:.2}%){}{}{}\n",
+        "  requests       {} sent, {} answered, {} transport errors ({:.2}%), {} {not_ok} ({:.2}%){}{}{}{}\n",
         s.sent,
         s.responses,
         transport,
@@ -251,6 +251,14 @@ pub fn requests_line(s: &Summary) -> String {
             format!(
                 ", {} retried (kept-alive connection closed by the server)",
                 s.retries
+            )
+        } else {
+            String::new()
+        },
+        if s.interrupted_requests > 0 {
+            format!(
+                ", {} in flight at the interrupt (unanswered)",
+                s.interrupted_requests
             )
         } else {
             String::new()

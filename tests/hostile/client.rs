@@ -1,10 +1,12 @@
 //! Hostile cases: a hostile HTTP, TLS or HTTP/2 server, seen by the load engine.
 use crate::common::harness::trial;
-use crate::common::{bin, output_within, run_measured, scratch, Target, QUICK};
+use crate::common::{
+    bin, output_within, run_measured, scratch, wait_until, wait_within, Target, QUICK,
+};
 use libtest_mimic::Trial;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,6 +26,11 @@ pub fn trials() -> Vec<Trial> {
             "client_certificate_refusals_name_their_reason",
             &[],
             certificate_refusals_name_their_reason,
+        ),
+        trial(
+            "client_interrupt_counts_requests_in_flight",
+            &[],
+            interrupt_counts_requests_in_flight,
         ),
     ]
 }
@@ -214,4 +221,103 @@ fn certificate_refusals_name_their_reason() {
             "{reason}: advice that does not fit: {warnings}"
         );
     }
+}
+
+/// A server that reads requests and never answers; counts the request heads it received.
+/// Stops accepting when dropped (its connections end with the test process).
+struct Silent {
+    addr: SocketAddr,
+    heads: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Silent {
+    fn start() -> Silent {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let heads = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (h, stopped) = (Arc::clone(&heads), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((mut s, _)) => {
+                        let h = Arc::clone(&h);
+                        std::thread::spawn(move || {
+                            let _ = s.set_nonblocking(false);
+                            let mut buf = [0u8; 4096];
+                            while let Ok(n @ 1..) = s.read(&mut buf) {
+                                if buf[..n].windows(4).any(|w| w == b"\r\n\r\n") {
+                                    h.fetch_add(1, Ordering::Relaxed);
+                                }
+                            }
+                        });
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+        });
+        Silent { addr, heads, stop }
+    }
+}
+
+impl Drop for Silent {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Defect 12: requests in flight when SIGINT comes are counted (as interrupted, not
+/// dropped), and the window measured is the run's real one, start to interrupt.
+fn interrupt_counts_requests_in_flight() {
+    let server = Silent::start();
+    let dir = scratch();
+    let json = dir.path().join("run.json");
+    let url = format!("http://{}/", server.addr);
+    let mut child = bin()
+        .args(["run", &url, "--users", "4", "-d", "60s", "--timeout", "60s"])
+        .arg("--json")
+        .arg(&json)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    wait_until(
+        "4 requests reach the server",
+        Duration::from_secs(20),
+        || server.heads.load(Ordering::Relaxed) >= 4,
+    );
+    // Let the window grow well past zero, so that a window of 0 s cannot pass for it.
+    std::thread::sleep(Duration::from_millis(500));
+    let before_signal = start.elapsed();
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let status = wait_within(&mut child, Duration::from_secs(15)).expect("ends after SIGINT");
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(status.code(), Some(130), "{stdout}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("--json written")).unwrap();
+    assert_eq!(v["interrupted"], true, "{v}");
+    assert_eq!(v["sent"], 4, "{v}");
+    assert_eq!(v["requests"], 4, "{v}");
+    assert_eq!(v["interrupted_requests"], 4, "{v}");
+    assert_eq!(v["responses"], 0, "{v}");
+    let secs = v["duration_s"].as_f64().unwrap();
+    assert!(
+        secs >= 0.4 && secs <= before_signal.as_secs_f64() + 10.0,
+        "window {secs} s, signal after {before_signal:?}: {v}"
+    );
+    // None of the four got an answer: the summary must not say that nothing failed.
+    assert!(
+        stdout.contains("failed         100.00%"),
+        "summary: {stdout}"
+    );
+    assert!(
+        stdout.contains("4 in flight at the interrupt"),
+        "summary: {stdout}"
+    );
 }
