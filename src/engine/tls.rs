@@ -502,6 +502,8 @@ pub struct Tls {
     conn: ClientConnection,
     tcp_connected: Option<Instant>,
     failure: Option<TlsReason>,
+    /// The server's close_notify (or the TCP end) was read: see [`Transport::read_ended`].
+    ended: bool,
     /// recv calls made on the socket (tests count them: the short-read rule saves one).
     #[cfg(test)]
     recvs: usize,
@@ -593,6 +595,7 @@ impl Transport for Tls {
             conn,
             tcp_connected: None,
             failure: None,
+            ended: false,
             #[cfg(test)]
             recvs: 0,
         })
@@ -638,7 +641,12 @@ impl Transport for Tls {
         let mut drained = false;
         loop {
             match self.conn.reader().read(&mut buf[filled..]) {
-                Ok(0) => return Ok(filled), // close_notify (or buf full)
+                // close_notify (buf is never full here): a server that keeps TCP open after it,
+                // waiting for ours, sends nothing more to wake the loop for the EOF.
+                Ok(0) => {
+                    self.ended = true;
+                    return Ok(filled);
+                }
                 Ok(n) => {
                     filled += n;
                     if filled == buf.len() {
@@ -649,7 +657,10 @@ impl Transport for Tls {
                 Err(e) if e.kind() == IoKind::WouldBlock => {}
                 // The TCP end came without close_notify: for HTTP/1.1 framing it is the same
                 // end of stream as on plain TCP (a truncated body still fails as `closed`).
-                Err(e) if e.kind() == IoKind::UnexpectedEof => return Ok(filled),
+                Err(e) if e.kind() == IoKind::UnexpectedEof => {
+                    self.ended = true;
+                    return Ok(filled);
+                }
                 Err(e) => return Err(e),
             }
             if drained && filled > 0 {
@@ -705,6 +716,10 @@ impl Transport for Tls {
 
     fn flush(&mut self) -> io::Result<()> {
         self.write_pending()
+    }
+
+    fn read_ended(&self) -> bool {
+        self.ended
     }
 
     fn alpn(&self) -> Option<&[u8]> {

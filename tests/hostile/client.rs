@@ -32,6 +32,11 @@ pub fn trials() -> Vec<Trial> {
             &[],
             interrupt_counts_requests_in_flight,
         ),
+        trial(
+            "client_tls_close_notify_ends_a_body_read_to_close",
+            &[],
+            tls_close_notify_ends_a_body_read_to_close,
+        ),
     ]
 }
 
@@ -320,4 +325,104 @@ fn interrupt_counts_requests_in_flight() {
         stdout.contains("4 in flight at the interrupt"),
         "summary: {stdout}"
     );
+}
+
+/// A TLS server (a fresh self-signed certificate, for --insecure) that serves each connection
+/// with `serve` on its own thread, after the handshake.
+fn tls_server(serve: fn(rustls::ServerConnection, TcpStream)) -> SocketAddr {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![cert.der().clone()],
+        rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap(),
+    )
+    .unwrap();
+    let cfg = Arc::new(cfg);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for sock in listener.incoming().flatten() {
+            let cfg = Arc::clone(&cfg);
+            std::thread::spawn(move || {
+                let mut sock = sock;
+                let _ = sock.set_read_timeout(Some(Duration::from_secs(20)));
+                let mut conn = rustls::ServerConnection::new(cfg).unwrap();
+                while conn.is_handshaking() {
+                    if conn.complete_io(&mut sock).is_err() {
+                        return;
+                    }
+                }
+                serve(conn, sock);
+            });
+        }
+    });
+    addr
+}
+
+/// Reads a request head through `conn`; false when the client went away first.
+fn read_head(conn: &mut rustls::ServerConnection, sock: &mut TcpStream) -> bool {
+    let mut got = Vec::new();
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        if conn.complete_io(&mut *sock).is_err() {
+            return false;
+        }
+        let mut buf = [0u8; 4096];
+        match conn.reader().read(&mut buf) {
+            Ok(0) => return false,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// Defect 13: a body delimited by the end of the connection, ended by the server's
+/// close_notify while it keeps TCP open waiting for the client's: the answer is complete.
+fn tls_close_notify_ends_a_body_read_to_close() {
+    let addr = tls_server(|mut conn, mut sock| {
+        if !read_head(&mut conn, &mut sock) {
+            return;
+        }
+        let _ = conn
+            .writer()
+            .write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil close");
+        conn.send_close_notify();
+        while conn.wants_write() {
+            if conn.write_tls(&mut sock).is_err() {
+                return;
+            }
+        }
+        // TCP stays open until the client closes it (or the read timeout).
+        let mut buf = [0u8; 1024];
+        while let Ok(1..) = sock.read(&mut buf) {}
+    });
+    let url = format!("https://{addr}/");
+    let m = run_measured(
+        None,
+        &[
+            "run",
+            &url,
+            "-n",
+            "3",
+            "--users",
+            "1",
+            "--insecure",
+            "--timeout",
+            "5s",
+        ],
+        true,
+        QUICK,
+    );
+    m.assert_clean_exit(0, "close_notify ends the body");
+    assert_eq!(m.status("200"), 3, "{}", m.v);
+    assert_eq!(m.v["error_count"], 0, "{}", m.v);
+    assert!(m.elapsed < Duration::from_secs(5), "took {:?}", m.elapsed);
 }
