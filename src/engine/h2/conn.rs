@@ -22,9 +22,15 @@ pub const MAX_HEADER_LIST: usize = crate::engine::http::MAX_HEAD;
 /// Largest encoded header block (HEADERS plus CONTINUATIONs) kept for decoding; beyond it
 /// the block cannot be decoded, the header table is lost, and so is the connection.
 const MAX_BLOCK: usize = 256 * 1024;
-/// SETTINGS, PING and ignored frames accepted between two completed responses; more is a
-/// flood (CVE-2019-9512/9515) and ends the connection.
-const MAX_CONTROL_FRAMES: u32 = 1000;
+/// Frames that cost a server nothing and carry no answer, accepted between two completed
+/// responses: SETTINGS and its ACK, PING and its ACK, GOAWAY, WINDOW_UPDATE while no request
+/// body waits for window, RST_STREAM and empty frames for streams no longer open, empty
+/// CONTINUATION and DATA frames, unknown frame types. More is a flood (CVE-2019-9512/9515/
+/// 9518, CVE-2023-44487's cousins, the 2024 CONTINUATION flood) and ends the connection.
+pub const MAX_CONTROL_FRAMES: u32 = 1000;
+/// Streams the server ended lately, remembered so that a frame on one of them is known for
+/// the connection error it is (RFC 9113 §5.1, closed); an older one's frames are dropped.
+const ENDED_KEPT: usize = 64;
 /// Output we hold for a server that does not read (its ACKs and ours): beyond it, the
 /// connection is given up instead of growing without bound.
 const MAX_OUT: usize = 1 << 20;
@@ -95,6 +101,13 @@ struct Stream {
     answered: bool,
     /// When the response's first header block was read (its time to first byte).
     first_byte: Option<Instant>,
+    /// The response's content-length, which its DATA must match (RFC 9113 §8.1.1); None
+    /// also when it does not apply (HEAD, 204, 304).
+    length: Option<u64>,
+    /// DATA bytes received, padding aside.
+    data: u64,
+    /// The request was a HEAD: its answer's content-length describes no body.
+    head: bool,
 }
 
 /// Why a connection failed, for the worker's notes.
@@ -103,7 +116,8 @@ pub const NOT_H2C: &str =
 pub const NO_ALPN_H2: &str =
     "the server did not negotiate h2 in the TLS handshake (ALPN); try --http 1.1 or auto";
 pub const FLOOD: &str =
-    "an HTTP/2 server flooded a connection with control frames (SETTINGS, PING); it was closed";
+    "an HTTP/2 server flooded a connection with frames that carry no answer (SETTINGS, PING, \
+     WINDOW_UPDATE, GOAWAY, empty CONTINUATION or DATA); it was closed";
 
 pub struct H2Conn<T> {
     pub stream: Option<T>,
@@ -146,6 +160,9 @@ pub struct H2Conn<T> {
     /// served before is the keep-alive race, not the server failing the request).
     completed: u64,
     peer_closed: bool,
+    /// The last [`ENDED_KEPT`] streams the server ended (END_STREAM or its RST_STREAM), a ring.
+    ended: [u32; ENDED_KEPT],
+    ended_next: usize,
 }
 
 impl<T: Transport> H2Conn<T> {
@@ -189,6 +206,8 @@ impl<T: Transport> H2Conn<T> {
             control_frames: 0,
             completed: 0,
             peer_closed: false,
+            ended: [0; ENDED_KEPT],
+            ended_next: 0,
         }
     }
 
@@ -397,7 +416,8 @@ impl<T: Transport> H2Conn<T> {
                 stream,
                 len,
                 end_stream,
-            } => self.on_data(stream, len, end_stream),
+                padding,
+            } => self.on_data(stream, len, padding, end_stream),
             Frame::Headers {
                 stream,
                 end_stream,
@@ -407,6 +427,9 @@ impl<T: Transport> H2Conn<T> {
                 if end_headers {
                     self.on_block(stream, block, end_stream);
                 } else {
+                    if block.is_empty() && self.flood() {
+                        return;
+                    }
                     self.block.clear();
                     self.block.extend_from_slice(block);
                     self.block_stream = stream;
@@ -424,6 +447,10 @@ impl<T: Transport> H2Conn<T> {
                 if self.block.len() + block.len() > MAX_BLOCK {
                     return self.connection_error(frame::ENHANCE_YOUR_CALM);
                 }
+                // Empty pieces add nothing to the block, so MAX_BLOCK never stops them.
+                if block.is_empty() && !end_headers && self.flood() {
+                    return;
+                }
                 self.block.extend_from_slice(block);
                 if end_headers {
                     let b = std::mem::take(&mut self.block);
@@ -434,8 +461,16 @@ impl<T: Transport> H2Conn<T> {
                 }
             }
             Frame::RstStream { stream, code } => {
-                if let Some(i) = self.find(stream) {
+                let Some(i) = self.find(stream) else {
+                    // Ours reset already, or ended: harmless once, a flood without end.
+                    if !self.idle(stream) {
+                        self.flood();
+                    }
+                    return;
+                };
+                {
                     let s = self.streams.swap_remove(i);
+                    self.remember_ended(s.id);
                     let outcome = if code == frame::REFUSED_STREAM {
                         Outcome::Unprocessed(ErrorKind::H2Reset)
                     } else {
@@ -448,7 +483,9 @@ impl<T: Transport> H2Conn<T> {
                     self.start_waiting(requests);
                 }
             }
-            Frame::Settings { ack: true, .. } => {}
+            Frame::Settings { ack: true, .. } => {
+                self.flood();
+            }
             Frame::Settings { ack: false, params } => {
                 if self.flood() {
                     return;
@@ -484,13 +521,18 @@ impl<T: Transport> H2Conn<T> {
                 self.pump_bodies(requests);
                 self.start_waiting(requests);
             }
-            Frame::Ping { ack: true, .. } => {}
+            Frame::Ping { ack: true, .. } => {
+                self.flood();
+            }
             Frame::Ping { ack: false, data } => {
                 if !self.flood() {
                     frame::put_ping_ack(&mut self.out, data);
                 }
             }
             Frame::Goaway { last_stream, .. } => {
+                if self.flood() {
+                    return;
+                }
                 self.state = State::Draining;
                 let mut i = 0;
                 while i < self.streams.len() {
@@ -507,6 +549,14 @@ impl<T: Transport> H2Conn<T> {
                 self.requeue_waiting(ErrorKind::H2Goaway);
             }
             Frame::WindowUpdate { stream, increment } => {
+                // Useful while a request body waits for window; otherwise it carries nothing.
+                let waiting_body = self
+                    .streams
+                    .iter()
+                    .any(|s| s.body_sent < requests[s.req].body.len());
+                if !waiting_body && self.flood() {
+                    return;
+                }
                 let inc = i64::from(increment);
                 if stream == 0 {
                     self.conn_send_window += inc;
@@ -515,6 +565,8 @@ impl<T: Transport> H2Conn<T> {
                     }
                 } else if let Some(i) = self.find(stream) {
                     self.streams[i].send_window += inc;
+                } else if self.idle(stream) {
+                    return;
                 }
                 self.pump_bodies(requests);
             }
@@ -541,7 +593,38 @@ impl<T: Transport> H2Conn<T> {
         self.streams.iter().position(|s| s.id == id)
     }
 
-    fn on_data(&mut self, id: u32, len: u32, end_stream: bool) {
+    /// A frame for stream `id`, which is not open: true (and the connection failed) when
+    /// the stream is idle, one we never opened (RFC 9113 §5.1: PROTOCOL_ERROR; push is off,
+    /// so no even id is the server's either).
+    fn idle(&mut self, id: u32) -> bool {
+        if id % 2 == 0 || id >= self.next_id {
+            self.connection_error(frame::PROTOCOL_ERROR);
+            return true;
+        }
+        false
+    }
+
+    /// A frame that only an open stream may carry (DATA, HEADERS) for stream `id`, which is
+    /// not open: idle is a PROTOCOL_ERROR, ended by the server a STREAM_CLOSED connection
+    /// error (§5.1); one we reset is expected for a while and dropped (an empty one counts
+    /// towards the flood). True when the connection failed.
+    fn not_open(&mut self, id: u32, empty: bool) -> bool {
+        if self.idle(id) {
+            return true;
+        }
+        if self.ended.contains(&id) {
+            self.connection_error(frame::STREAM_CLOSED);
+            return true;
+        }
+        empty && self.flood()
+    }
+
+    fn remember_ended(&mut self, id: u32) {
+        self.ended[self.ended_next] = id;
+        self.ended_next = (self.ended_next + 1) % ENDED_KEPT;
+    }
+
+    fn on_data(&mut self, id: u32, len: u32, padding: u32, end_stream: bool) {
         // Flow control counts every DATA byte, even for a stream we cancelled.
         self.conn_unacked += len;
         if self.conn_unacked >= CONN_WINDOW / 2 {
@@ -549,8 +632,13 @@ impl<T: Transport> H2Conn<T> {
             self.conn_unacked = 0;
         }
         let Some(i) = self.find(id) else {
+            self.not_open(id, len == 0);
             return;
         };
+        // An empty DATA frame that does not end the stream carries nothing.
+        if len == 0 && !end_stream && self.flood() {
+            return;
+        }
         let s = &mut self.streams[i];
         if s.status == 0 {
             // DATA before the response's HEADERS: a malformed response (§8.1).
@@ -559,6 +647,13 @@ impl<T: Transport> H2Conn<T> {
         s.answered = true;
         s.bytes += u64::from(len);
         s.unacked += len;
+        // The pad length byte and padding arrive with the frame's first piece (the padding
+        // itself maybe later): counted off at once, the data total is right at the end.
+        s.data = (s.data + u64::from(len)).saturating_sub(u64::from(padding));
+        if s.length.is_some_and(|l| s.data > l) {
+            // More than content-length said: malformed (§8.1.1), known before the end.
+            return self.stream_error(i, frame::PROTOCOL_ERROR);
+        }
         if end_stream {
             return self.finish(i);
         }
@@ -570,11 +665,12 @@ impl<T: Transport> H2Conn<T> {
 
     fn on_block(&mut self, id: u32, block: &[u8], end_stream: bool) {
         // Decoded whatever becomes of the stream: the dynamic table must stay in step.
-        let r = self.hpack.decode(block, MAX_HEADER_LIST);
+        let r = self.hpack.decode_head(block, MAX_HEADER_LIST);
         if r == Err(BlockError::Compression) {
             return self.connection_error(frame::PROTOCOL_ERROR);
         }
         let Some(i) = self.find(id) else {
+            self.not_open(id, true);
             return;
         };
         let s = &mut self.streams[i];
@@ -584,11 +680,13 @@ impl<T: Transport> H2Conn<T> {
         s.bytes += block.len() as u64;
         match r {
             // 1xx: informational, the final answer follows (101 is not allowed in HTTP/2).
-            Ok(status) if (100..200).contains(&status) && status != 101 && !end_stream => {}
+            Ok((status, _)) if (100..200).contains(&status) && status != 101 && !end_stream => {}
             // Trailers (no :status) after the response's headers.
-            Ok(0) if s.status != 0 && end_stream => self.finish(i),
-            Ok(status) if status >= 200 && s.status == 0 => {
+            Ok((0, _)) if s.status != 0 && end_stream => self.finish(i),
+            Ok((status, length)) if status >= 200 && s.status == 0 => {
                 s.status = status;
+                // A HEAD's, a 204's or a 304's content-length describes no body here.
+                s.length = length.filter(|_| !s.head && status != 204 && status != 304);
                 if end_stream {
                     self.finish(i);
                 }
@@ -597,9 +695,17 @@ impl<T: Transport> H2Conn<T> {
         }
     }
 
-    /// The response of stream `i` is complete.
+    /// The response of stream `i` is complete (the server ended the stream), unless its
+    /// DATA fell short of its content-length (§8.1.1).
     fn finish(&mut self, i: usize) {
+        if self.streams[i]
+            .length
+            .is_some_and(|l| l != self.streams[i].data)
+        {
+            return self.stream_error(i, frame::PROTOCOL_ERROR);
+        }
         let s = self.streams.swap_remove(i);
+        self.remember_ended(s.id);
         self.completed += 1;
         self.control_frames = 0;
         self.events.push(Event {
@@ -723,6 +829,9 @@ impl<T: Transport> H2Conn<T> {
             body_sent: 0,
             answered: false,
             first_byte: None,
+            length: None,
+            data: 0,
+            head: p.head_only,
         };
         send_body(
             &mut s,
