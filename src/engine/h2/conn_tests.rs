@@ -507,7 +507,8 @@ fn assert_connection_error(r: &mut Rig, what: &str) {
 /// CONTINUATION flood), and the connection ends instead of spinning until --timeout.
 #[test]
 fn every_kind_of_control_frame_flood_ends_the_connection() {
-    let floods: [(&str, fn(&mut Vec<u8>)); 7] = [
+    type Writes = fn(&mut Vec<u8>);
+    let floods: [(&str, Writes); 7] = [
         ("empty CONTINUATION", |o| {
             frame::put_head(o, 0, frame::HEADERS, 0, 1);
             for _ in 0..2000 {
