@@ -32,7 +32,8 @@ pub enum ErrorKind {
     /// first (idempotent methods; see `Recorder::retries`).
     Closed,
     /// The response was not valid HTTP/1.1 or HTTP/2 (HTTP/2: a malformed frame or header
-    /// block, a server that does not speak it, a flood of control frames), (status line, headers, framing, head > 64 KiB), or
+    /// block, a server that does not speak it, a flood of control frames), (status line, headers, framing, head > 64 KiB),
+    /// HTTPS records after the handshake that do not decrypt or parse, or
     /// the server sent bytes no request asked for: more than one answer in the same read (the
     /// request fails), or bytes on an idle connection (counted against the request it last
     /// carried, which was already answered; the connection is dropped either way).
@@ -145,6 +146,9 @@ impl ErrorKind {
                 }
             }
             K::UnexpectedEof => ErrorKind::Closed,
+            // No socket call fails so: it is the TLS layer refusing what the server sent after
+            // the handshake (records that do not decrypt or parse), a protocol error.
+            K::InvalidData => ErrorKind::Protocol,
             _ => ErrorKind::Other,
         }
     }
@@ -327,5 +331,7 @@ mod tests {
         assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::Reset);
         let e = std::io::Error::from_raw_os_error(libc::ETIMEDOUT);
         assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::ConnectTimeout);
+        let e = std::io::Error::new(std::io::ErrorKind::InvalidData, "bad record");
+        assert_eq!(ErrorKind::from_io(&e, false), ErrorKind::Protocol);
     }
 }

@@ -37,6 +37,11 @@ pub fn trials() -> Vec<Trial> {
             &[],
             tls_close_notify_ends_a_body_read_to_close,
         ),
+        trial(
+            "client_tls_garbage_after_the_handshake_is_protocol",
+            &[],
+            tls_garbage_after_the_handshake_is_protocol,
+        ),
     ]
 }
 
@@ -425,4 +430,47 @@ fn tls_close_notify_ends_a_body_read_to_close() {
     assert_eq!(m.status("200"), 3, "{}", m.v);
     assert_eq!(m.v["error_count"], 0, "{}", m.v);
     assert!(m.elapsed < Duration::from_secs(5), "took {:?}", m.elapsed);
+}
+
+/// Low: bytes that are not TLS records, after the handshake, are a `protocol` error (the
+/// server broke TLS), not `closed`; with the socket left open or closed after them.
+fn tls_garbage_after_the_handshake_is_protocol() {
+    for close in [false, true] {
+        let serve: fn(rustls::ServerConnection, TcpStream) = if close {
+            |mut conn, mut sock| {
+                if read_head(&mut conn, &mut sock) {
+                    let _ = sock.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+                }
+            }
+        } else {
+            |mut conn, mut sock| {
+                if read_head(&mut conn, &mut sock) {
+                    let _ = sock.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+                    let mut buf = [0u8; 1024];
+                    while let Ok(1..) = sock.read(&mut buf) {}
+                }
+            }
+        };
+        let addr = tls_server(serve);
+        let url = format!("https://{addr}/");
+        let m = run_measured(
+            None,
+            &[
+                "run",
+                &url,
+                "-n",
+                "3",
+                "--users",
+                "1",
+                "--insecure",
+                "--timeout",
+                "5s",
+            ],
+            true,
+            QUICK,
+        );
+        assert!(!m.stderr.contains("panicked"), "{}", m.stderr);
+        assert_eq!(m.errors("protocol"), 3, "close {close}: {}", m.v);
+        assert!(m.elapsed < Duration::from_secs(5), "took {:?}", m.elapsed);
+    }
 }
