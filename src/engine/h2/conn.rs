@@ -112,7 +112,8 @@ struct Stream {
 
 /// Why a connection failed, for the worker's notes.
 pub const NOT_H2C: &str =
-    "the server does not speak h2c (it answered HTTP/1.1, or closed without a frame); try --http 1.1";
+    "the server does not speak h2c (its first answer was not HTTP/2's SETTINGS: HTTP/1.x, a \
+     page, or a close without a frame); try --http 1.1";
 pub const NO_ALPN_H2: &str =
     "the server did not negotiate h2 in the TLS handshake (ALPN); try --http 1.1 or auto";
 pub const FLOOD: &str =
@@ -382,11 +383,6 @@ impl<T: Transport> H2Conn<T> {
     /// Feeds received bytes to the decoder and handles the frames (public for tests and the
     /// fuzz target, which drive the connection without a socket).
     pub fn input(&mut self, bytes: &[u8], requests: &[Prepared]) {
-        if self.first && bytes.starts_with(b"HTTP/") {
-            self.note = Some(NOT_H2C);
-            self.fail_all(ErrorKind::Protocol);
-            return;
-        }
         let mut dec = std::mem::take(&mut self.dec);
         let r = dec.feed(bytes, |f| {
             self.on_frame(f, requests);
@@ -394,6 +390,10 @@ impl<T: Transport> H2Conn<T> {
         });
         self.dec = dec;
         if let Err(e) = r {
+            // Not even one frame made sense: whatever it speaks, it is not HTTP/2.
+            if self.first {
+                self.not_h2c();
+            }
             return self.connection_error(e.code());
         }
         // Streams that ended make room for requests waiting over the limit.
@@ -404,6 +404,7 @@ impl<T: Transport> H2Conn<T> {
         if self.first {
             self.first = false;
             if !matches!(f, Frame::Settings { ack: false, .. }) {
+                self.not_h2c();
                 return self.connection_error(frame::PROTOCOL_ERROR);
             }
         }
@@ -575,6 +576,14 @@ impl<T: Transport> H2Conn<T> {
             Frame::Ignored => {
                 self.flood();
             }
+        }
+    }
+
+    /// The server's first answer shows it does not speak HTTP/2: worth the h2c note on a plain
+    /// connection (over TLS, ALPN already said h2, and the server is merely broken).
+    fn not_h2c(&mut self) {
+        if self.stream.as_ref().and_then(T::alpn).is_none() {
+            self.note = Some(NOT_H2C);
         }
     }
 
@@ -765,7 +774,7 @@ impl<T: Transport> H2Conn<T> {
     fn on_eof(&mut self) {
         if self.first {
             // Not one frame after our preface: whatever it speaks, it is not HTTP/2.
-            self.note = Some(NOT_H2C);
+            self.not_h2c();
             return self.fail_all(ErrorKind::Protocol);
         }
         // The server closed: a connection that served before and closed with requests that

@@ -708,3 +708,33 @@ fn data_on_idle_or_closed_streams_is_a_connection_error() {
     assert!(r.events().iter().any(done(0, 200)));
     assert_eq!(r.h.state, State::Open);
 }
+
+/// Low: whatever a plain-HTTP server answers the h2c preface with (an HTTP/1.0 status line,
+/// an HTTP/0.9-style page without one, a frame other than SETTINGS), the note says h2c is
+/// not spoken.
+#[test]
+fn any_first_answer_that_is_not_http2_gets_the_h2c_note() {
+    let answers: [&[u8]; 3] = [
+        b"HTTP/1.0 505 HTTP Version Not Supported\r\n\r\n",
+        b"<!DOCTYPE HTML>\n<html><body>Error code: 505</body></html>\n",
+        &[0, 0, 4, frame::WINDOW_UPDATE, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+    ];
+    for answer in answers {
+        let mut r = Rig::new(10, vec![request("GET", b"")]);
+        r.submit(0);
+        r.event();
+        r.events();
+        r.server(|o| o.extend_from_slice(answer));
+        r.event();
+        assert_eq!(
+            r.events(),
+            vec![Event {
+                slot: 0,
+                outcome: Outcome::Failed(ErrorKind::Protocol)
+            }],
+            "{answer:?}"
+        );
+        assert_eq!(r.h.note, Some(NOT_H2C), "{answer:?}");
+        assert_eq!(r.h.state, State::Dead);
+    }
+}
