@@ -116,6 +116,8 @@ pub const NOT_H2C: &str =
      page, or a close without a frame); try --http 1.1";
 pub const NO_ALPN_H2: &str =
     "the server did not negotiate h2 in the TLS handshake (ALPN); try --http 1.1 or auto";
+pub const NOT_READING: &str =
+    "an HTTP/2 server stopped reading while overload had over 1 MiB to send it; the connection was closed";
 pub const FLOOD: &str =
     "an HTTP/2 server flooded a connection with frames that carry no answer (SETTINGS, PING, \
      WINDOW_UPDATE, GOAWAY, empty CONTINUATION or DATA); it was closed";
@@ -885,7 +887,7 @@ impl<T: Transport> H2Conn<T> {
                 Ok(n) => self.out_pos += n,
                 Err(e) if e.kind() == IoKind::WouldBlock => {
                     if self.out.len() - self.out_pos > MAX_OUT {
-                        self.note = Some(FLOOD);
+                        self.note = Some(NOT_READING);
                         self.fail_all(ErrorKind::Protocol);
                     }
                     return;

@@ -15,6 +15,8 @@ struct Script {
     reads: VecDeque<Vec<u8>>,
     eof: bool,
     out: Vec<u8>,
+    /// The server reads nothing: every write would block.
+    full: bool,
 }
 
 impl Transport for Script {
@@ -46,6 +48,9 @@ impl Transport for Script {
         }
     }
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.full {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
         self.out.extend_from_slice(buf);
         Ok(buf.len())
     }
@@ -737,4 +742,30 @@ fn any_first_answer_that_is_not_http2_gets_the_h2c_note() {
         assert_eq!(r.h.note, Some(NOT_H2C), "{answer:?}");
         assert_eq!(r.h.state, State::Dead);
     }
+}
+
+/// A server that opens its windows wide and then reads nothing: the output held for it stops
+/// at MAX_OUT (1 MiB), and the connection is given up with the note.
+#[test]
+fn a_server_that_does_not_read_is_given_up_past_the_output_cap() {
+    let body = vec![b'b'; 2 << 20];
+    let mut r = Rig::open(10, vec![request("POST", &body)]);
+    r.server(|o| {
+        frame::put_settings(o, &[(frame::SETTINGS_INITIAL_WINDOW_SIZE, 1 << 30)]);
+        frame::put_window_update(o, 0, 1 << 30);
+    });
+    r.event();
+    r.events();
+    r.h.stream.as_mut().unwrap().full = true;
+    r.submit(0);
+    let ev = r.events();
+    assert!(
+        ev.contains(&Event {
+            slot: 0,
+            outcome: Outcome::Failed(ErrorKind::Protocol)
+        }),
+        "{ev:?}"
+    );
+    assert_eq!(r.h.note, Some(NOT_READING));
+    assert_eq!(r.h.state, State::Dead);
 }
