@@ -72,7 +72,7 @@ pub struct Recorder {
     pub seconds: Vec<SecondBucket>,
     pub origin: Instant,
     /// The measured window: from the end of warm-up to the last counted completion (or the
-    /// stop, when the run was stopped with requests in flight).
+    /// stop, when the run was stopped early).
     pub window_start: Instant,
     /// First and last counted completion (response or error).
     pub first_event: Option<Instant>,
@@ -274,9 +274,9 @@ impl Recorder {
         self.bucket(at).errors += 1;
     }
 
-    /// The run stopped at `at` with `in_flight` counted requests unanswered: they are counted,
-    /// and the window runs to the stop (a stop after warm-up), not to the last completion,
-    /// which may be long before or never have come.
+    /// The run stopped early at `at` with `in_flight` counted requests unanswered: they are
+    /// counted, and the window runs to the stop (one after warm-up), not to the last
+    /// completion, which may be long before it or never have come.
     pub fn stopped(&mut self, in_flight: u64, at: Instant) {
         self.interrupted += in_flight;
         if at > self.window_start {
@@ -426,6 +426,25 @@ pub fn thread_cpu_time() -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stop_counts_what_was_in_flight_and_ends_the_window_there() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut a = Recorder::new(t0, t0 + ms(100), 4);
+        let mut b = Recorder::new(t0, t0 + ms(100), 4);
+        a.error(ErrorKind::Reset, t0 + ms(300));
+        a.stopped(2, t0 + ms(2100));
+        // A stop within the warm-up counts its requests but leaves the window alone.
+        b.stopped(1, t0 + ms(50));
+        a.merge(&b);
+        assert_eq!(a.interrupted, 3);
+        assert!(
+            (a.window_secs(None) - 2.0).abs() < 1e-9,
+            "{}",
+            a.window_secs(None)
+        );
+    }
 
     #[test]
     fn records_and_merges() {
