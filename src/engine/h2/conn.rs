@@ -25,7 +25,7 @@ const MAX_BLOCK: usize = 256 * 1024;
 /// Frames that cost a server nothing and carry no answer, accepted between two completed
 /// responses: SETTINGS and its ACK, PING and its ACK, GOAWAY, WINDOW_UPDATE while no request
 /// body waits for window, RST_STREAM and empty frames for streams no longer open, empty
-/// CONTINUATION and DATA frames, unknown frame types. More is a flood (CVE-2019-9512/9515/
+/// CONTINUATION and DATA frames, 1xx (informational) header blocks, unknown frame types. More is a flood (CVE-2019-9512/9515/
 /// 9518, CVE-2023-44487's cousins, the 2024 CONTINUATION flood) and ends the connection.
 pub const MAX_CONTROL_FRAMES: u32 = 1000;
 /// Streams the server ended lately, remembered so that a frame on one of them is known for
@@ -690,8 +690,11 @@ impl<T: Transport> H2Conn<T> {
         s.first_byte.get_or_insert_with(Instant::now);
         s.bytes += block.len() as u64;
         match r {
-            // 1xx: informational, the final answer follows (101 is not allowed in HTTP/2).
-            Ok((status, _)) if (100..200).contains(&status) && status != 101 && !end_stream => {}
+            // 1xx: informational, the final answer follows (101 is not allowed in HTTP/2). It
+            // carries no answer: without end, a flood.
+            Ok((status, _)) if (100..200).contains(&status) && status != 101 && !end_stream => {
+                self.flood();
+            }
             // Trailers (no :status) after the response's headers.
             Ok((0, _)) if s.status != 0 && end_stream => self.finish(i),
             Ok((status, length)) if status >= 200 && s.status == 0 => {

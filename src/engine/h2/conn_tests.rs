@@ -513,7 +513,13 @@ fn assert_connection_error(r: &mut Rig, what: &str) {
 #[test]
 fn every_kind_of_control_frame_flood_ends_the_connection() {
     type Writes = fn(&mut Vec<u8>);
-    let floods: [(&str, Writes); 7] = [
+    let floods: [(&str, Writes); 8] = [
+        ("endless 1xx answers", |o| {
+            // 0x89: :status 204 would end it; 103 (Early Hints) as a literal, indexed name 8.
+            for _ in 0..2000 {
+                frame::put_headers(o, 1, &[0x08, 0x03, b'1', b'0', b'3'], false, 16_384);
+            }
+        }),
         ("empty CONTINUATION", |o| {
             frame::put_head(o, 0, frame::HEADERS, 0, 1);
             for _ in 0..2000 {
