@@ -176,6 +176,7 @@ fn decode<'a>(pieces: impl Iterator<Item = &'a [u8]>) -> Result<Vec<Read>, Strin
                     stream,
                     len,
                     end_stream,
+                    ..
                 } => out.push(Read::Data {
                     stream,
                     len,

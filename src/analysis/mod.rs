@@ -433,6 +433,7 @@ pub(crate) mod tests {
             responses,
             unsent: 0,
             retries: 0,
+            interrupted_requests: 0,
             protocols: Default::default(),
             duration_s: 10.0,
             connections_opened: 1,

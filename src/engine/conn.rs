@@ -350,8 +350,10 @@ impl<T: Transport> Conn<T> {
                 Err(_) => return Step::Failed(ErrorKind::Protocol),
             }
             // A short read drained the socket; edge-triggered epoll will report new data. Not
-            // a FIN already reported with this data, though: read on to the EOF.
-            if n < buf.len() && !self.peer_closed {
+            // a FIN already reported with this data, though, nor a TLS close_notify read with
+            // it: read on to the EOF.
+            let ended = self.stream.as_ref().is_some_and(T::read_ended);
+            if n < buf.len() && !self.peer_closed && !ended {
                 return Step::Wait;
             }
         }

@@ -53,6 +53,7 @@ pub struct TlsClientOptions {
 pub struct TlsClient {
     config: Arc<ClientConfig>,
     insecure: bool,
+    cacert: bool,
     resumption: bool,
     names: Vec<(SocketAddr, ServerName<'static>)>,
 }
@@ -78,7 +79,19 @@ impl TlsClient {
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
         } else {
-            builder.with_root_certificates(roots(opts.ca_pem.as_deref())?)
+            let pinned = match opts.ca_pem.as_deref() {
+                Some(pem) => certs(pem, "--cacert")?,
+                None => Vec::new(),
+            };
+            let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                Arc::new(roots(opts.ca_pem.as_deref())?),
+                provider,
+            )
+            .build()
+            .map_err(|e| format!("--cacert: {e}"))?;
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(Anchored { webpki, pinned }))
         };
         let mut config = match (&opts.client_cert_pem, &opts.client_key_pem) {
             (Some(cert), Some(key)) => {
@@ -104,6 +117,7 @@ impl TlsClient {
         Ok(TlsClient {
             config: Arc::new(config),
             insecure: opts.insecure,
+            cacert: opts.ca_pem.is_some(),
             resumption: opts.resumption,
             names,
         })
@@ -126,15 +140,27 @@ impl TlsClient {
             .ok_or_else(|| format!("{addr}: no TLS server name"))?;
         let mut conn = rustls::ClientConnection::new(Arc::clone(&self.config), name)
             .map_err(|e| format!("{addr}: {e}"))?;
-        let mut sock = std::net::TcpStream::connect_timeout(&addr, timeout)
+        // One deadline for connect and handshake together: a per-read timeout alone lets a
+        // server that drips its handshake a byte at a time hold the run for as long as it likes.
+        let deadline = Instant::now() + timeout;
+        let sock = std::net::TcpStream::connect_timeout(&addr, timeout)
             .map_err(|e| format!("{addr}: {e}"))?;
-        let _ = sock.set_read_timeout(Some(timeout));
-        let _ = sock.set_write_timeout(Some(timeout));
+        let mut sock = Deadlined { sock, deadline };
         while conn.is_handshaking() {
-            conn.complete_io(&mut sock)
-                .map_err(|e| format!("{addr}: TLS handshake: {e}"))?;
+            conn.complete_io(&mut sock).map_err(|e| match e.kind() {
+                IoKind::TimedOut | IoKind::WouldBlock => format!(
+                    "{addr}: TLS handshake not done within {} ms",
+                    timeout.as_millis()
+                ),
+                _ => format!("{addr}: TLS handshake: {e}"),
+            })?;
         }
         Ok(conn.alpn_protocol().map(<[u8]>::to_vec))
+    }
+
+    /// The certificates trusted are `--cacert`'s, not the system's.
+    pub fn cacert(&self) -> bool {
+        self.cacert
     }
 
     /// Certificates are not verified (`--insecure`).
@@ -154,6 +180,41 @@ impl TlsClient {
             config: Arc::new(config),
             names: self.names.clone(),
         }
+    }
+}
+
+/// A blocking socket whose every read and write ends by one deadline: each call waits at
+/// most the time left, and none starts once it has passed.
+struct Deadlined {
+    sock: std::net::TcpStream,
+    deadline: Instant,
+}
+
+impl Deadlined {
+    fn left(&self) -> io::Result<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(IoKind::TimedOut.into());
+        }
+        Ok(left)
+    }
+}
+
+impl Read for Deadlined {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.set_read_timeout(Some(self.left()?))?;
+        self.sock.read(buf)
+    }
+}
+
+impl Write for Deadlined {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.sock.set_write_timeout(Some(self.left()?))?;
+        self.sock.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.sock.flush()
     }
 }
 
@@ -210,6 +271,160 @@ fn roots(ca_pem: Option<&[u8]>) -> Result<rustls::RootCertStore, String> {
         }
     }
     Ok(store)
+}
+
+/// rustls' verification (webpki: the chain to a trust anchor, validity, name), with the
+/// one exception curl and OpenSSL make too: a server certificate that is byte for byte one
+/// of the `--cacert` certificates is trusted even when it is marked CA:TRUE, which is what
+/// `openssl req -x509` makes. Its validity and name are still checked.
+#[derive(Debug)]
+struct Anchored {
+    webpki: Arc<rustls::client::WebPkiServerVerifier>,
+    /// The `--cacert` certificates (none with the system's roots).
+    pinned: Vec<CertificateDer<'static>>,
+}
+
+impl ServerCertVerifier for Anchored {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let e =
+            match self
+                .webpki
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+            {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
+        // webpki checks the validity period before the basic constraints: a CA refusal means
+        // the dates passed, and only the name is left to check.
+        if !is_ca_as_end_entity(&e) || !self.pinned.iter().any(|c| c == end_entity) {
+            return Err(e);
+        }
+        let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
+        match rustls::client::verify_server_name(&parsed, server_name) {
+            Ok(()) => Ok(ServerCertVerified::assertion()),
+            // No subjectAltName at all (openssl's -subj /CN=NAME): the subject's common name,
+            // as curl and OpenSSL fall back to it.
+            Err(rustls::Error::InvalidCertificate(CertificateError::NotValidForNameContext {
+                presented,
+                ..
+            })) if presented.is_empty() && cn_matches(end_entity, server_name) => {
+                Ok(ServerCertVerified::assertion())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
+/// webpki refused the server's certificate for being a CA's (basicConstraints CA:TRUE);
+/// rustls passes that on only as an opaque `Other` error.
+fn is_ca_as_end_entity(e: &rustls::Error) -> bool {
+    match e {
+        rustls::Error::InvalidCertificate(CertificateError::Other(o)) => matches!(
+            o.0.downcast_ref::<webpki::Error>(),
+            Some(webpki::Error::CaUsedAsEndEntity)
+        ),
+        _ => false,
+    }
+}
+
+/// Whether a DNS server name equals (ASCII case aside) one of the certificate's subject
+/// common names. An IP address never matches a CN, as in curl.
+fn cn_matches(der: &[u8], name: &ServerName<'_>) -> bool {
+    let ServerName::DnsName(dns) = name else {
+        return false;
+    };
+    subject_common_names(der)
+        .iter()
+        .any(|cn| cn.eq_ignore_ascii_case(dns.as_ref()))
+}
+
+/// One DER element at the start of `input`: (tag, contents, the rest). None when malformed.
+fn der(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let (&tag, rest) = input.split_first()?;
+    let (&first, rest) = rest.split_first()?;
+    let (len, rest) = if first < 0x80 {
+        (first as usize, rest)
+    } else {
+        let n = (first & 0x7f) as usize;
+        if n == 0 || n > 4 || rest.len() < n {
+            return None;
+        }
+        let len = rest[..n].iter().fold(0usize, |l, b| (l << 8) | *b as usize);
+        (len, &rest[n..])
+    };
+    (rest.len() >= len).then(|| (tag, &rest[..len], &rest[len..]))
+}
+
+/// The subject's common names (OID 2.5.4.3) of a DER certificate: its tbsCertificate walked
+/// to the subject (version, serial, signature, issuer and validity skipped).
+fn subject_common_names(cert: &[u8]) -> Vec<String> {
+    const SEQ: u8 = 0x30;
+    const CN: &[u8] = &[0x55, 0x04, 0x03];
+    let walk = || -> Option<Vec<String>> {
+        let (SEQ, cert, _) = der(cert)? else {
+            return None;
+        };
+        let (SEQ, mut tbs, _) = der(cert)? else {
+            return None;
+        };
+        if tbs.first() == Some(&0xa0) {
+            tbs = der(tbs)?.2; // [0] version
+        }
+        for _ in 0..4 {
+            tbs = der(tbs)?.2; // serial, signature, issuer, validity
+        }
+        let (SEQ, mut subject, _) = der(tbs)? else {
+            return None;
+        };
+        let mut names = Vec::new();
+        while !subject.is_empty() {
+            let (_, mut set, rest) = der(subject)?;
+            subject = rest;
+            while !set.is_empty() {
+                let (_, attr, rest) = der(set)?;
+                set = rest;
+                let (_, oid, value) = der(attr)?;
+                if oid == CN {
+                    // UTF8String, PrintableString, IA5String, T61String: text in all four.
+                    let (_, text, _) = der(value)?;
+                    if let Ok(t) = std::str::from_utf8(text) {
+                        names.push(t.to_string());
+                    }
+                }
+            }
+        }
+        Some(names)
+    };
+    walk().unwrap_or_default()
 }
 
 /// `--insecure`: any certificate is accepted, but the handshake's signatures are still
@@ -273,6 +488,7 @@ pub fn reason(e: &rustls::Error) -> TlsReason {
             C::NotValidForName | C::NotValidForNameContext { .. } => TlsReason::NameMismatch,
             C::BadSignature => TlsReason::BadSignature,
             C::Revoked => TlsReason::Revoked,
+            C::Other(_) if is_ca_as_end_entity(e) => TlsReason::CaUsedAsEndEntity,
             _ => TlsReason::BadCertificate,
         },
         rustls::Error::AlertReceived(_) => TlsReason::Alert,
@@ -286,6 +502,8 @@ pub struct Tls {
     conn: ClientConnection,
     tcp_connected: Option<Instant>,
     failure: Option<TlsReason>,
+    /// The server's close_notify (or the TCP end) was read: see [`Transport::read_ended`].
+    ended: bool,
     /// recv calls made on the socket (tests count them: the short-read rule saves one).
     #[cfg(test)]
     recvs: usize,
@@ -377,6 +595,7 @@ impl Transport for Tls {
             conn,
             tcp_connected: None,
             failure: None,
+            ended: false,
             #[cfg(test)]
             recvs: 0,
         })
@@ -422,7 +641,12 @@ impl Transport for Tls {
         let mut drained = false;
         loop {
             match self.conn.reader().read(&mut buf[filled..]) {
-                Ok(0) => return Ok(filled), // close_notify (or buf full)
+                // close_notify (buf is never full here): a server that keeps TCP open after it,
+                // waiting for ours, sends nothing more to wake the loop for the EOF.
+                Ok(0) => {
+                    self.ended = true;
+                    return Ok(filled);
+                }
                 Ok(n) => {
                     filled += n;
                     if filled == buf.len() {
@@ -433,7 +657,10 @@ impl Transport for Tls {
                 Err(e) if e.kind() == IoKind::WouldBlock => {}
                 // The TCP end came without close_notify: for HTTP/1.1 framing it is the same
                 // end of stream as on plain TCP (a truncated body still fails as `closed`).
-                Err(e) if e.kind() == IoKind::UnexpectedEof => return Ok(filled),
+                Err(e) if e.kind() == IoKind::UnexpectedEof => {
+                    self.ended = true;
+                    return Ok(filled);
+                }
                 Err(e) => return Err(e),
             }
             if drained && filled > 0 {
@@ -489,6 +716,10 @@ impl Transport for Tls {
 
     fn flush(&mut self) -> io::Result<()> {
         self.write_pending()
+    }
+
+    fn read_ended(&self) -> bool {
+        self.ended
     }
 
     fn alpn(&self) -> Option<&[u8]> {

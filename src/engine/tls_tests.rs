@@ -355,3 +355,23 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn subject_common_names_are_read_from_the_der() {
+    use rcgen::{CertificateParams, DnType, KeyPair};
+    let key = KeyPair::generate().unwrap();
+    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.distinguished_name.push(DnType::OrganizationName, "Org");
+    p.distinguished_name.push(DnType::CommonName, "LocalHost");
+    let der = p.self_signed(&key).unwrap().der().to_vec();
+    assert_eq!(subject_common_names(&der), ["LocalHost"]);
+    let name = ServerName::try_from("localhost").unwrap();
+    assert!(cn_matches(&der, &name));
+    let ip = ServerName::try_from("127.0.0.1").unwrap();
+    assert!(!cn_matches(&der, &ip));
+    // Truncated or junk DER: no names, no panic.
+    for n in 0..der.len() {
+        let _ = subject_common_names(&der[..n]);
+    }
+    assert!(subject_common_names(b"\x30\x84\xff\xff\xff\xff").is_empty());
+}

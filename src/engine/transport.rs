@@ -59,6 +59,13 @@ pub trait Transport: Sized {
     /// Writes what [`Transport::wants_write`] reported; `WouldBlock` keeps it for later.
     fn flush(&mut self) -> io::Result<()>;
 
+    /// The peer ended its stream inside the transport (TLS close_notify) while the socket
+    /// stays open: the next read returns EOF at once, and no readiness event will announce
+    /// it. Plain TCP's end is the socket's own FIN, which epoll reports.
+    fn read_ended(&self) -> bool {
+        false
+    }
+
     /// The application protocol the server chose through ALPN, once established.
     fn alpn(&self) -> Option<&[u8]> {
         None

@@ -463,6 +463,7 @@ fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, S
         responses,
         unsent: sum(&|s| s.unsent),
         retries: sum(&|s| s.retries),
+        interrupted_requests: sum(&|s| s.interrupted_requests),
         duration_s,
         connections_opened: sum(&|s| s.connections_opened),
         errors,

@@ -32,7 +32,8 @@ pub enum ErrorKind {
     /// first (idempotent methods; see `Recorder::retries`).
     Closed,
     /// The response was not valid HTTP/1.1 or HTTP/2 (HTTP/2: a malformed frame or header
-    /// block, a server that does not speak it, a flood of control frames), (status line, headers, framing, head > 64 KiB), or
+    /// block, a server that does not speak it, a flood of control frames), (status line, headers, framing, head > 64 KiB),
+    /// HTTPS records after the handshake that do not decrypt or parse, or
     /// the server sent bytes no request asked for: more than one answer in the same read (the
     /// request fails), or bytes on an idle connection (counted against the request it last
     /// carried, which was already answered; the connection is dropped either way).
@@ -145,6 +146,9 @@ impl ErrorKind {
                 }
             }
             K::UnexpectedEof => ErrorKind::Closed,
+            // No socket call fails so: it is the TLS layer refusing what the server sent after
+            // the handshake (records that do not decrypt or parse), a protocol error.
+            K::InvalidData => ErrorKind::Protocol,
             _ => ErrorKind::Other,
         }
     }
@@ -181,10 +185,6 @@ impl ErrorKind {
                 "ran out of local ports: widen net.ipv4.ip_local_port_range, set \
                  net.ipv4.tcp_tw_reuse=1, or use keep-alive instead of --no-keep-alive",
             ),
-            ErrorKind::TlsCertificate => Some(
-                "the server's certificate was refused: pass its CA with --cacert FILE, or \
-                 --insecure to measure without verifying it",
-            ),
             _ => None,
         }
     }
@@ -200,6 +200,9 @@ pub enum TlsReason {
     NameMismatch,
     BadSignature,
     Revoked,
+    /// The server's certificate is a CA's (basicConstraints CA:TRUE), and not itself one of
+    /// the trusted ones: what `openssl req -x509` makes, passed to the wrong place.
+    CaUsedAsEndEntity,
     /// Any other refusal of the server's certificate.
     BadCertificate,
     /// The server sent a fatal alert (no common version or cipher, wants a client certificate).
@@ -213,13 +216,14 @@ pub enum TlsReason {
 }
 
 impl TlsReason {
-    pub const ALL: [TlsReason; 11] = [
+    pub const ALL: [TlsReason; 12] = [
         TlsReason::Expired,
         TlsReason::NotYetValid,
         TlsReason::UnknownIssuer,
         TlsReason::NameMismatch,
         TlsReason::BadSignature,
         TlsReason::Revoked,
+        TlsReason::CaUsedAsEndEntity,
         TlsReason::BadCertificate,
         TlsReason::Alert,
         TlsReason::Closed,
@@ -236,6 +240,7 @@ impl TlsReason {
             TlsReason::NameMismatch => "name-mismatch",
             TlsReason::BadSignature => "bad-signature",
             TlsReason::Revoked => "revoked",
+            TlsReason::CaUsedAsEndEntity => "ca-used-as-end-entity",
             TlsReason::BadCertificate => "bad-certificate",
             TlsReason::Alert => "alert",
             TlsReason::Closed => "closed",
@@ -246,6 +251,42 @@ impl TlsReason {
 
     pub fn index(self) -> usize {
         self as usize
+    }
+
+    /// What to change when certificates are refused for this reason; `cacert`: the run
+    /// trusted `--cacert` certificates rather than the system's. None for handshake failures
+    /// (the server's side, not a choice of the user's).
+    pub fn advice(self, cacert: bool) -> Option<&'static str> {
+        Some(match self {
+            TlsReason::UnknownIssuer if cacert => {
+                "no certificate of --cacert issued the server's: pass the CA that signed it (or \
+                 the server's certificate itself), or --insecure to measure without verifying it"
+            }
+            TlsReason::UnknownIssuer => {
+                "the server's certificate was refused: pass its CA with --cacert FILE, or \
+                 --insecure to measure without verifying it"
+            }
+            TlsReason::CaUsedAsEndEntity => {
+                "the server's certificate is a CA certificate (CA:TRUE), trusted only when \
+                 --cacert holds that very certificate: pass it with --cacert FILE, or \
+                 --insecure to measure without verifying it"
+            }
+            TlsReason::Expired | TlsReason::NotYetValid => {
+                "the server's certificate is outside its validity dates (check the server's \
+                 certificate and this host's clock); --insecure measures without verifying it"
+            }
+            TlsReason::NameMismatch => {
+                "the server's certificate does not name the URL's host: use a host name the \
+                 certificate was made for in the URL, or --insecure to measure without \
+                 verifying it"
+            }
+            TlsReason::BadSignature | TlsReason::Revoked | TlsReason::BadCertificate => {
+                "the server's certificate was refused: --insecure measures without verifying it"
+            }
+            TlsReason::Alert | TlsReason::Closed | TlsReason::Timeout | TlsReason::Protocol => {
+                return None
+            }
+        })
     }
 
     /// The error kind this reason is counted under.
@@ -290,5 +331,7 @@ mod tests {
         assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::Reset);
         let e = std::io::Error::from_raw_os_error(libc::ETIMEDOUT);
         assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::ConnectTimeout);
+        let e = std::io::Error::new(std::io::ErrorKind::InvalidData, "bad record");
+        assert_eq!(ErrorKind::from_io(&e, false), ErrorKind::Protocol);
     }
 }

@@ -58,6 +58,9 @@ pub struct Recorder {
     pub pool_waits: u64,
     /// Requests sent again on a fresh connection after a kept-alive one turned out closed.
     pub retries: u64,
+    /// Counted requests in flight when the run was stopped (SIGINT, SIGTERM, a stop rule):
+    /// neither answered nor failed, still requests the server was sent.
+    pub interrupted: u64,
     /// Closed-loop users stopped because no file descriptor was left for their connection.
     pub users_stopped: u64,
     /// Open-loop scenario sessions (`--rate` with `--scenario`): arrivals and outcomes.
@@ -68,7 +71,8 @@ pub struct Recorder {
     /// seconds go to `slot`), the run's closed seconds once the engine has collected them.
     pub seconds: Vec<SecondBucket>,
     pub origin: Instant,
-    /// The measured window: from the end of warm-up to the last counted completion.
+    /// The measured window: from the end of warm-up to the last counted completion (or the
+    /// stop, when the run was stopped early).
     pub window_start: Instant,
     /// First and last counted completion (response or error).
     pub first_event: Option<Instant>,
@@ -116,6 +120,7 @@ impl Recorder {
             cpu: Duration::ZERO,
             pool_waits: 0,
             retries: 0,
+            interrupted: 0,
             users_stopped: 0,
             sessions: SessionTally::default(),
             protocols: [0; 2],
@@ -269,6 +274,16 @@ impl Recorder {
         self.bucket(at).errors += 1;
     }
 
+    /// The run stopped early at `at` with `in_flight` counted requests unanswered: they are
+    /// counted, and the window runs to the stop (one after warm-up), not to the last
+    /// completion, which may be long before it or never have come.
+    pub fn stopped(&mut self, in_flight: u64, at: Instant) {
+        self.interrupted += in_flight;
+        if at > self.window_start {
+            self.last_event = Some(self.last_event.map_or(at, |l| l.max(at)));
+        }
+    }
+
     #[inline]
     pub fn connected(&mut self, took: Duration) {
         let _ = self.connect_time.record(us(took).max(1));
@@ -332,6 +347,7 @@ impl Recorder {
         self.cpu += o.cpu;
         self.pool_waits += o.pool_waits;
         self.retries += o.retries;
+        self.interrupted += o.interrupted;
         self.protocols[0] += o.protocols[0];
         self.protocols[1] += o.protocols[1];
         self.users_stopped += o.users_stopped;
@@ -410,6 +426,25 @@ pub fn thread_cpu_time() -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stop_counts_what_was_in_flight_and_ends_the_window_there() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut a = Recorder::new(t0, t0 + ms(100), 4);
+        let mut b = Recorder::new(t0, t0 + ms(100), 4);
+        a.error(ErrorKind::Reset, t0 + ms(300));
+        a.stopped(2, t0 + ms(2100));
+        // A stop within the warm-up counts its requests but leaves the window alone.
+        b.stopped(1, t0 + ms(50));
+        a.merge(&b);
+        assert_eq!(a.interrupted, 3);
+        assert!(
+            (a.window_secs(None) - 2.0).abs() < 1e-9,
+            "{}",
+            a.window_secs(None)
+        );
+    }
 
     #[test]
     fn records_and_merges() {

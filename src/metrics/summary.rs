@@ -31,6 +31,10 @@ pub struct Summary {
     /// sent on was closed by the server before any byte of the answer (not errors).
     #[serde(default)]
     pub retries: u64,
+    /// Requests in flight when the run was interrupted: counted in `requests` (the server
+    /// had them), neither answered nor failed. Absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub interrupted_requests: u64,
     /// Requests sent by HTTP version (`"1.1"`, `"2"`); versions not used are left out.
     #[serde(default)]
     pub protocols: BTreeMap<String, u64>,
@@ -65,6 +69,10 @@ pub struct Summary {
     /// Open loop with a scenario: the sessions (`offered_rate` is then sessions/s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<SessionSummary>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Open-loop scenario sessions (httperf's `--wsess`): arrivals per second and what became of
@@ -153,6 +161,7 @@ impl Summary {
             responses: r.responses,
             unsent: r.unsent,
             retries: r.retries,
+            interrupted_requests: r.interrupted,
             protocols: ["1.1", "2"]
                 .iter()
                 .zip(r.protocols)
@@ -244,8 +253,24 @@ impl Summary {
         } else {
             String::new()
         };
+        // A refused handshake says why (name-mismatch, expired, …): the kind alone does not.
+        let why = match &self.tls {
+            Some(t) if matches!(kind, ErrorKind::TlsCertificate | ErrorKind::TlsHandshake) => {
+                let reasons: Vec<&str> = TlsReason::ALL
+                    .iter()
+                    .filter(|r| r.kind() == kind && t.failures.contains_key(r.name()))
+                    .map(|r| r.name())
+                    .collect();
+                if reasons.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", reasons.join(", "))
+                }
+            }
+            _ => String::new(),
+        };
         Some(format!(
-            "no request succeeded: {n} {} ({}) to {target}{rest}",
+            "no request succeeded: {n} {} ({}{why}) to {target}{rest}",
             kind.name(),
             kind.describe()
         ))

@@ -46,13 +46,16 @@ pub fn terminal(a: &Audit) -> String {
 }
 
 fn line(o: &mut String, c: &Check) {
+    // Evidence quotes what servers and hosts said (a TLS error names the certificate's own
+    // names): escaped, so that it cannot send control sequences to the terminal.
+    let evidence = crate::units::escape_controls(&c.evidence);
     match c.level {
         Level::Skipped => {
-            let _ = writeln!(o, "  {} {:<26} {}", painted(c.level), c.rule, c.evidence);
+            let _ = writeln!(o, "  {} {:<26} {evidence}", painted(c.level), c.rule);
         }
         _ => {
             let _ = writeln!(o, "  {} {:<26} {}", painted(c.level), c.rule, c.title);
-            let _ = writeln!(o, "          seen:   {}", c.evidence);
+            let _ = writeln!(o, "          seen:   {evidence}");
             if let Some(ch) = &c.change {
                 let _ = writeln!(o, "          change: {ch}  [{}]", c.source);
             }
@@ -156,5 +159,18 @@ mod tests {
             !t.contains('\x1b'),
             "no colour unless the command line turns it on"
         );
+    }
+
+    /// Evidence quotes what servers said (a TLS error names the certificate's own names):
+    /// control characters are shown escaped, never sent to the terminal.
+    #[test]
+    fn evidence_from_a_server_cannot_drive_the_terminal() {
+        let mut a = audit();
+        a.checks[0].evidence =
+            "TLS handshake: only valid for DnsName(\"a\x1b[31mred\x07.test\")".into();
+        a.checks[1].evidence = "net.core.somaxconn = \x1b]0;title\x07".into();
+        let t = terminal(&a);
+        assert!(!t.contains('\x1b') && !t.contains('\x07'), "{t:?}");
+        assert!(t.contains("a\\x1b[31mred\\x07.test"), "{t}");
     }
 }

@@ -1,7 +1,7 @@
 //! The terminal summary of a run.
 use super::style;
 use crate::engine::{EngineConfig, Load, Outcome};
-use crate::metrics::{ErrorKind, LatencyStats, Summary};
+use crate::metrics::{ErrorKind, LatencyStats, Summary, TlsReason};
 use crate::units::{fmt_duration, fmt_ms, fmt_num};
 use std::fmt::Write;
 
@@ -230,7 +230,7 @@ pub fn requests_line(s: &Summary) -> String {
         .sum();
     let transport = s.error_count.saturating_sub(checks);
     format!(
-        "  requests       {} sent, {} answered, {} transport errors ({:.2}%), {} {not_ok} ({:.2}%){}{}{}\n",
+        "  requests       {} sent, {} answered, {} transport errors ({:.2}%), {} {not_ok} ({:.2}%){}{}{}{}\n",
         s.sent,
         s.responses,
         transport,
@@ -251,6 +251,14 @@ pub fn requests_line(s: &Summary) -> String {
             format!(
                 ", {} retried (kept-alive connection closed by the server)",
                 s.retries
+            )
+        } else {
+            String::new()
+        },
+        if s.interrupted_requests > 0 {
+            format!(
+                ", {} in flight at the interrupt (unanswered)",
+                s.interrupted_requests
             )
         } else {
             String::new()
@@ -327,6 +335,17 @@ pub fn warnings(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> Vec<Strin
              connection; the figures are for the other {}",
             users.saturating_sub(stopped)
         ));
+    }
+    // Refused certificates: advice that fits each reason, and what was trusted.
+    if let Some(t) = &s.tls {
+        let cacert = cfg.tls.as_ref().is_some_and(|c| c.cacert());
+        for r in TlsReason::ALL {
+            if t.failures.contains_key(r.name()) {
+                if let Some(a) = r.advice(cacert) {
+                    w.push(format!("{} ({}): {a}", r.kind().name(), r.name()));
+                }
+            }
+        }
     }
     for k in ErrorKind::ALL {
         if s.errors_of(k) > 0 {

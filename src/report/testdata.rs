@@ -78,6 +78,7 @@ pub fn step(
     let summary = Summary {
         mode: mode.to_string(),
         retries: 0,
+        interrupted_requests: 0,
         protocols: Default::default(),
         offered_rate: open.then_some(offered),
         users: (!open).then_some(offered as u64),

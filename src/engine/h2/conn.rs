@@ -22,9 +22,15 @@ pub const MAX_HEADER_LIST: usize = crate::engine::http::MAX_HEAD;
 /// Largest encoded header block (HEADERS plus CONTINUATIONs) kept for decoding; beyond it
 /// the block cannot be decoded, the header table is lost, and so is the connection.
 const MAX_BLOCK: usize = 256 * 1024;
-/// SETTINGS, PING and ignored frames accepted between two completed responses; more is a
-/// flood (CVE-2019-9512/9515) and ends the connection.
-const MAX_CONTROL_FRAMES: u32 = 1000;
+/// Frames that cost a server nothing and carry no answer, accepted between two completed
+/// responses: SETTINGS and its ACK, PING and its ACK, GOAWAY, WINDOW_UPDATE while no request
+/// body waits for window, RST_STREAM and empty frames for streams no longer open, empty
+/// CONTINUATION and DATA frames, 1xx (informational) header blocks, unknown frame types. More is a flood (CVE-2019-9512/9515/
+/// 9518, CVE-2023-44487's cousins, the 2024 CONTINUATION flood) and ends the connection.
+pub const MAX_CONTROL_FRAMES: u32 = 1000;
+/// Streams the server ended lately, remembered so that a frame on one of them is known for
+/// the connection error it is (RFC 9113 §5.1, closed); an older one's frames are dropped.
+const ENDED_KEPT: usize = 64;
 /// Output we hold for a server that does not read (its ACKs and ours): beyond it, the
 /// connection is given up instead of growing without bound.
 const MAX_OUT: usize = 1 << 20;
@@ -95,15 +101,26 @@ struct Stream {
     answered: bool,
     /// When the response's first header block was read (its time to first byte).
     first_byte: Option<Instant>,
+    /// The response's content-length, which its DATA must match (RFC 9113 §8.1.1); None
+    /// also when it does not apply (HEAD, 204, 304).
+    length: Option<u64>,
+    /// DATA bytes received, padding aside.
+    data: u64,
+    /// The request was a HEAD: its answer's content-length describes no body.
+    head: bool,
 }
 
 /// Why a connection failed, for the worker's notes.
 pub const NOT_H2C: &str =
-    "the server does not speak h2c (it answered HTTP/1.1, or closed without a frame); try --http 1.1";
+    "the server does not speak h2c (its first answer was not HTTP/2's SETTINGS: HTTP/1.x, a \
+     page, or a close without a frame); try --http 1.1";
 pub const NO_ALPN_H2: &str =
     "the server did not negotiate h2 in the TLS handshake (ALPN); try --http 1.1 or auto";
+pub const NOT_READING: &str =
+    "an HTTP/2 server stopped reading while overload had over 1 MiB to send it; the connection was closed";
 pub const FLOOD: &str =
-    "an HTTP/2 server flooded a connection with control frames (SETTINGS, PING); it was closed";
+    "an HTTP/2 server flooded a connection with frames that carry no answer (SETTINGS, PING, \
+     WINDOW_UPDATE, GOAWAY, empty CONTINUATION or DATA); it was closed";
 
 pub struct H2Conn<T> {
     pub stream: Option<T>,
@@ -146,6 +163,9 @@ pub struct H2Conn<T> {
     /// served before is the keep-alive race, not the server failing the request).
     completed: u64,
     peer_closed: bool,
+    /// The last [`ENDED_KEPT`] streams the server ended (END_STREAM or its RST_STREAM), a ring.
+    ended: [u32; ENDED_KEPT],
+    ended_next: usize,
 }
 
 impl<T: Transport> H2Conn<T> {
@@ -189,6 +209,8 @@ impl<T: Transport> H2Conn<T> {
             control_frames: 0,
             completed: 0,
             peer_closed: false,
+            ended: [0; ENDED_KEPT],
+            ended_next: 0,
         }
     }
 
@@ -363,11 +385,6 @@ impl<T: Transport> H2Conn<T> {
     /// Feeds received bytes to the decoder and handles the frames (public for tests and the
     /// fuzz target, which drive the connection without a socket).
     pub fn input(&mut self, bytes: &[u8], requests: &[Prepared]) {
-        if self.first && bytes.starts_with(b"HTTP/") {
-            self.note = Some(NOT_H2C);
-            self.fail_all(ErrorKind::Protocol);
-            return;
-        }
         let mut dec = std::mem::take(&mut self.dec);
         let r = dec.feed(bytes, |f| {
             self.on_frame(f, requests);
@@ -375,6 +392,10 @@ impl<T: Transport> H2Conn<T> {
         });
         self.dec = dec;
         if let Err(e) = r {
+            // Not even one frame made sense: whatever it speaks, it is not HTTP/2.
+            if self.first {
+                self.not_h2c();
+            }
             return self.connection_error(e.code());
         }
         // Streams that ended make room for requests waiting over the limit.
@@ -385,6 +406,7 @@ impl<T: Transport> H2Conn<T> {
         if self.first {
             self.first = false;
             if !matches!(f, Frame::Settings { ack: false, .. }) {
+                self.not_h2c();
                 return self.connection_error(frame::PROTOCOL_ERROR);
             }
         }
@@ -397,7 +419,8 @@ impl<T: Transport> H2Conn<T> {
                 stream,
                 len,
                 end_stream,
-            } => self.on_data(stream, len, end_stream),
+                padding,
+            } => self.on_data(stream, len, padding, end_stream),
             Frame::Headers {
                 stream,
                 end_stream,
@@ -407,6 +430,9 @@ impl<T: Transport> H2Conn<T> {
                 if end_headers {
                     self.on_block(stream, block, end_stream);
                 } else {
+                    if block.is_empty() && self.flood() {
+                        return;
+                    }
                     self.block.clear();
                     self.block.extend_from_slice(block);
                     self.block_stream = stream;
@@ -424,6 +450,10 @@ impl<T: Transport> H2Conn<T> {
                 if self.block.len() + block.len() > MAX_BLOCK {
                     return self.connection_error(frame::ENHANCE_YOUR_CALM);
                 }
+                // Empty pieces add nothing to the block, so MAX_BLOCK never stops them.
+                if block.is_empty() && !end_headers && self.flood() {
+                    return;
+                }
                 self.block.extend_from_slice(block);
                 if end_headers {
                     let b = std::mem::take(&mut self.block);
@@ -434,8 +464,16 @@ impl<T: Transport> H2Conn<T> {
                 }
             }
             Frame::RstStream { stream, code } => {
-                if let Some(i) = self.find(stream) {
+                let Some(i) = self.find(stream) else {
+                    // Ours reset already, or ended: harmless once, a flood without end.
+                    if !self.idle(stream) {
+                        self.flood();
+                    }
+                    return;
+                };
+                {
                     let s = self.streams.swap_remove(i);
+                    self.remember_ended(s.id);
                     let outcome = if code == frame::REFUSED_STREAM {
                         Outcome::Unprocessed(ErrorKind::H2Reset)
                     } else {
@@ -448,7 +486,9 @@ impl<T: Transport> H2Conn<T> {
                     self.start_waiting(requests);
                 }
             }
-            Frame::Settings { ack: true, .. } => {}
+            Frame::Settings { ack: true, .. } => {
+                self.flood();
+            }
             Frame::Settings { ack: false, params } => {
                 if self.flood() {
                     return;
@@ -484,13 +524,18 @@ impl<T: Transport> H2Conn<T> {
                 self.pump_bodies(requests);
                 self.start_waiting(requests);
             }
-            Frame::Ping { ack: true, .. } => {}
+            Frame::Ping { ack: true, .. } => {
+                self.flood();
+            }
             Frame::Ping { ack: false, data } => {
                 if !self.flood() {
                     frame::put_ping_ack(&mut self.out, data);
                 }
             }
             Frame::Goaway { last_stream, .. } => {
+                if self.flood() {
+                    return;
+                }
                 self.state = State::Draining;
                 let mut i = 0;
                 while i < self.streams.len() {
@@ -507,6 +552,14 @@ impl<T: Transport> H2Conn<T> {
                 self.requeue_waiting(ErrorKind::H2Goaway);
             }
             Frame::WindowUpdate { stream, increment } => {
+                // Useful while a request body waits for window; otherwise it carries nothing.
+                let waiting_body = self
+                    .streams
+                    .iter()
+                    .any(|s| s.body_sent < requests[s.req].body.len());
+                if !waiting_body && self.flood() {
+                    return;
+                }
                 let inc = i64::from(increment);
                 if stream == 0 {
                     self.conn_send_window += inc;
@@ -515,6 +568,8 @@ impl<T: Transport> H2Conn<T> {
                     }
                 } else if let Some(i) = self.find(stream) {
                     self.streams[i].send_window += inc;
+                } else if self.idle(stream) {
+                    return;
                 }
                 self.pump_bodies(requests);
             }
@@ -523,6 +578,14 @@ impl<T: Transport> H2Conn<T> {
             Frame::Ignored => {
                 self.flood();
             }
+        }
+    }
+
+    /// The server's first answer shows it does not speak HTTP/2: worth the h2c note on a plain
+    /// connection (over TLS, ALPN already said h2, and the server is merely broken).
+    fn not_h2c(&mut self) {
+        if self.stream.as_ref().and_then(T::alpn).is_none() {
+            self.note = Some(NOT_H2C);
         }
     }
 
@@ -541,7 +604,38 @@ impl<T: Transport> H2Conn<T> {
         self.streams.iter().position(|s| s.id == id)
     }
 
-    fn on_data(&mut self, id: u32, len: u32, end_stream: bool) {
+    /// A frame for stream `id`, which is not open: true (and the connection failed) when
+    /// the stream is idle, one we never opened (RFC 9113 §5.1: PROTOCOL_ERROR; push is off,
+    /// so no even id is the server's either).
+    fn idle(&mut self, id: u32) -> bool {
+        if id % 2 == 0 || id >= self.next_id {
+            self.connection_error(frame::PROTOCOL_ERROR);
+            return true;
+        }
+        false
+    }
+
+    /// A frame that only an open stream may carry (DATA, HEADERS) for stream `id`, which is
+    /// not open: idle is a PROTOCOL_ERROR, ended by the server a STREAM_CLOSED connection
+    /// error (§5.1); one we reset is expected for a while and dropped (an empty one counts
+    /// towards the flood). True when the connection failed.
+    fn not_open(&mut self, id: u32, empty: bool) -> bool {
+        if self.idle(id) {
+            return true;
+        }
+        if self.ended.contains(&id) {
+            self.connection_error(frame::STREAM_CLOSED);
+            return true;
+        }
+        empty && self.flood()
+    }
+
+    fn remember_ended(&mut self, id: u32) {
+        self.ended[self.ended_next] = id;
+        self.ended_next = (self.ended_next + 1) % ENDED_KEPT;
+    }
+
+    fn on_data(&mut self, id: u32, len: u32, padding: u32, end_stream: bool) {
         // Flow control counts every DATA byte, even for a stream we cancelled.
         self.conn_unacked += len;
         if self.conn_unacked >= CONN_WINDOW / 2 {
@@ -549,8 +643,13 @@ impl<T: Transport> H2Conn<T> {
             self.conn_unacked = 0;
         }
         let Some(i) = self.find(id) else {
+            self.not_open(id, len == 0);
             return;
         };
+        // An empty DATA frame that does not end the stream carries nothing.
+        if len == 0 && !end_stream && self.flood() {
+            return;
+        }
         let s = &mut self.streams[i];
         if s.status == 0 {
             // DATA before the response's HEADERS: a malformed response (§8.1).
@@ -559,6 +658,13 @@ impl<T: Transport> H2Conn<T> {
         s.answered = true;
         s.bytes += u64::from(len);
         s.unacked += len;
+        // The pad length byte and padding arrive with the frame's first piece (the padding
+        // itself maybe later): counted off at once, the data total is right at the end.
+        s.data = (s.data + u64::from(len)).saturating_sub(u64::from(padding));
+        if s.length.is_some_and(|l| s.data > l) {
+            // More than content-length said: malformed (§8.1.1), known before the end.
+            return self.stream_error(i, frame::PROTOCOL_ERROR);
+        }
         if end_stream {
             return self.finish(i);
         }
@@ -570,11 +676,12 @@ impl<T: Transport> H2Conn<T> {
 
     fn on_block(&mut self, id: u32, block: &[u8], end_stream: bool) {
         // Decoded whatever becomes of the stream: the dynamic table must stay in step.
-        let r = self.hpack.decode(block, MAX_HEADER_LIST);
+        let r = self.hpack.decode_head(block, MAX_HEADER_LIST);
         if r == Err(BlockError::Compression) {
             return self.connection_error(frame::PROTOCOL_ERROR);
         }
         let Some(i) = self.find(id) else {
+            self.not_open(id, true);
             return;
         };
         let s = &mut self.streams[i];
@@ -583,12 +690,17 @@ impl<T: Transport> H2Conn<T> {
         s.first_byte.get_or_insert_with(Instant::now);
         s.bytes += block.len() as u64;
         match r {
-            // 1xx: informational, the final answer follows (101 is not allowed in HTTP/2).
-            Ok(status) if (100..200).contains(&status) && status != 101 && !end_stream => {}
+            // 1xx: informational, the final answer follows (101 is not allowed in HTTP/2). It
+            // carries no answer: without end, a flood.
+            Ok((status, _)) if (100..200).contains(&status) && status != 101 && !end_stream => {
+                self.flood();
+            }
             // Trailers (no :status) after the response's headers.
-            Ok(0) if s.status != 0 && end_stream => self.finish(i),
-            Ok(status) if status >= 200 && s.status == 0 => {
+            Ok((0, _)) if s.status != 0 && end_stream => self.finish(i),
+            Ok((status, length)) if status >= 200 && s.status == 0 => {
                 s.status = status;
+                // A HEAD's, a 204's or a 304's content-length describes no body here.
+                s.length = length.filter(|_| !s.head && status != 204 && status != 304);
                 if end_stream {
                     self.finish(i);
                 }
@@ -597,9 +709,17 @@ impl<T: Transport> H2Conn<T> {
         }
     }
 
-    /// The response of stream `i` is complete.
+    /// The response of stream `i` is complete (the server ended the stream), unless its
+    /// DATA fell short of its content-length (§8.1.1).
     fn finish(&mut self, i: usize) {
+        if self.streams[i]
+            .length
+            .is_some_and(|l| l != self.streams[i].data)
+        {
+            return self.stream_error(i, frame::PROTOCOL_ERROR);
+        }
         let s = self.streams.swap_remove(i);
+        self.remember_ended(s.id);
         self.completed += 1;
         self.control_frames = 0;
         self.events.push(Event {
@@ -659,7 +779,7 @@ impl<T: Transport> H2Conn<T> {
     fn on_eof(&mut self) {
         if self.first {
             // Not one frame after our preface: whatever it speaks, it is not HTTP/2.
-            self.note = Some(NOT_H2C);
+            self.not_h2c();
             return self.fail_all(ErrorKind::Protocol);
         }
         // The server closed: a connection that served before and closed with requests that
@@ -723,6 +843,9 @@ impl<T: Transport> H2Conn<T> {
             body_sent: 0,
             answered: false,
             first_byte: None,
+            length: None,
+            data: 0,
+            head: p.head_only,
         };
         send_body(
             &mut s,
@@ -767,7 +890,7 @@ impl<T: Transport> H2Conn<T> {
                 Ok(n) => self.out_pos += n,
                 Err(e) if e.kind() == IoKind::WouldBlock => {
                     if self.out.len() - self.out_pos > MAX_OUT {
-                        self.note = Some(FLOOD);
+                        self.note = Some(NOT_READING);
                         self.fail_all(ErrorKind::Protocol);
                     }
                     return;

@@ -15,6 +15,8 @@ struct Script {
     reads: VecDeque<Vec<u8>>,
     eof: bool,
     out: Vec<u8>,
+    /// The server reads nothing: every write would block.
+    full: bool,
 }
 
 impl Transport for Script {
@@ -46,6 +48,9 @@ impl Transport for Script {
         }
     }
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.full {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
         self.out.extend_from_slice(buf);
         Ok(buf.len())
     }
@@ -486,4 +491,287 @@ fn push_promises_are_refused_since_push_is_off() {
     });
     r.event();
     assert_eq!(r.events()[0].outcome, Outcome::Failed(ErrorKind::Protocol));
+}
+
+/// The connection failed as a whole: slot 0's request is a `protocol` error, GOAWAY went out.
+fn assert_connection_error(r: &mut Rig, what: &str) {
+    let ev = r.events();
+    assert!(
+        ev.contains(&Event {
+            slot: 0,
+            outcome: Outcome::Failed(ErrorKind::Protocol)
+        }),
+        "{what}: {ev:?}"
+    );
+    assert_eq!(r.h.state, State::Dead, "{what}");
+    assert_eq!(r.sent().last(), Some(&(frame::GOAWAY, 0)), "{what}");
+}
+
+/// Frames that cost the server nothing and the client a turn each, sent without end: each is
+/// a flood past MAX_CONTROL_FRAMES between two answers (CVE-2019-9512/9515/9518, CVE-2024's
+/// CONTINUATION flood), and the connection ends instead of spinning until --timeout.
+#[test]
+fn every_kind_of_control_frame_flood_ends_the_connection() {
+    type Writes = fn(&mut Vec<u8>);
+    let floods: [(&str, Writes); 8] = [
+        ("endless 1xx answers", |o| {
+            // 0x89: :status 204 would end it; 103 (Early Hints) as a literal, indexed name 8.
+            for _ in 0..2000 {
+                frame::put_headers(o, 1, &[0x08, 0x03, b'1', b'0', b'3'], false, 16_384);
+            }
+        }),
+        ("empty CONTINUATION", |o| {
+            frame::put_head(o, 0, frame::HEADERS, 0, 1);
+            for _ in 0..2000 {
+                frame::put_head(o, 0, frame::CONTINUATION, 0, 1);
+            }
+        }),
+        ("SETTINGS ACK", |o| {
+            for _ in 0..2000 {
+                frame::put_settings_ack(o);
+            }
+        }),
+        ("WINDOW_UPDATE(1)", |o| {
+            for _ in 0..2000 {
+                frame::put_window_update(o, 0, 1);
+            }
+        }),
+        ("GOAWAY", |o| {
+            for _ in 0..2000 {
+                frame::put_goaway(o, 1, frame::NO_ERROR);
+            }
+        }),
+        ("PING ACK", |o| {
+            for _ in 0..2000 {
+                frame::put_head(o, 8, frame::PING, frame::ACK, 0);
+                o.extend_from_slice(&[0; 8]);
+            }
+        }),
+        ("empty DATA", |o| {
+            for _ in 0..2000 {
+                frame::put_data(o, 1, b"", false);
+            }
+        }),
+        ("RST_STREAM on a closed stream", |o| {
+            for _ in 0..2000 {
+                frame::put_rst_stream(o, 1, frame::CANCEL);
+            }
+        }),
+    ];
+    for (what, flood) in floods {
+        let mut r = Rig::open(10, vec![request("GET", b"")]);
+        r.submit(0);
+        r.events();
+        r.sent();
+        if what == "empty DATA" {
+            r.headers(1, "200", false);
+        }
+        if what == "RST_STREAM on a closed stream" {
+            // Slot 1's stream 1 answered; slot 0 waits on stream 3.
+            r.submit(1);
+            r.headers(1, "200", true);
+            r.event();
+            r.events();
+            r.sent();
+            r.h.events.clear();
+            // The flood's requests: slot 0 on stream 3 fails with the connection.
+        }
+        r.server(flood);
+        while r.event() == Step::More {}
+        if what == "RST_STREAM on a closed stream" {
+            let ev = r.events();
+            assert!(
+                ev.iter()
+                    .any(|e| e.outcome == Outcome::Failed(ErrorKind::Protocol)),
+                "{what}: {ev:?}"
+            );
+            assert_eq!(r.h.state, State::Dead, "{what}");
+            continue;
+        }
+        assert_connection_error(&mut r, what);
+        assert_eq!(r.h.note, Some(FLOOD), "{what}");
+    }
+}
+
+/// A padded DATA frame whose pad length is not shorter than its payload (RFC 9113 §6.1) is a
+/// connection error, not an answer.
+#[test]
+fn data_padding_longer_than_the_frame_is_a_connection_error() {
+    for (len, pad) in [(5usize, 10u8), (5, 5), (0, 0)] {
+        let mut r = Rig::open(10, vec![request("GET", b"")]);
+        r.submit(0);
+        r.headers(1, "200", false);
+        r.events();
+        r.sent();
+        r.server(|o| {
+            frame::put_head(o, len, frame::DATA, frame::PADDED | frame::END_STREAM, 1);
+            if len > 0 {
+                o.push(pad);
+                o.extend_from_slice(&vec![0; len - 1]);
+            }
+        });
+        r.event();
+        assert_connection_error(&mut r, &format!("len {len} pad {pad}"));
+    }
+    // Padding within the frame is fine, and not counted as body (content-length 2).
+    let mut r = Rig::open(10, vec![request("GET", b"")]);
+    r.submit(0);
+    let block = crate::engine::h2::hpack::tests::encode_with(
+        &mut r.enc,
+        &[(b":status", b"200"), (b"content-length", b"2")],
+    );
+    r.server(|o| {
+        frame::put_headers(o, 1, &block, false, 16_384);
+        frame::put_head(
+            o,
+            1 + 2 + 3,
+            frame::DATA,
+            frame::PADDED | frame::END_STREAM,
+            1,
+        );
+        o.extend_from_slice(&[3, b'h', b'i', 0, 0, 0]);
+    });
+    r.event();
+    assert!(r.events().iter().any(done(0, 200)));
+}
+
+/// A content-length that the DATA frames contradict makes the response malformed (RFC 9113
+/// §8.1.1): the stream fails as `protocol`, the connection goes on.
+#[test]
+fn a_content_length_the_data_contradicts_fails_its_stream() {
+    for (cl, body, end) in [
+        ("10", &b"hello"[..], true),
+        ("3", b"hello", false),
+        ("x", b"", true),
+    ] {
+        let mut r = Rig::open(10, vec![request("GET", b"")]);
+        r.submit(0);
+        r.events();
+        let block = crate::engine::h2::hpack::tests::encode_with(
+            &mut r.enc,
+            &[(b":status", b"200"), (b"content-length", cl.as_bytes())],
+        );
+        r.server(|o| {
+            frame::put_headers(o, 1, &block, body.is_empty() && end, 16_384);
+            if !body.is_empty() {
+                frame::put_data(o, 1, body, end);
+            }
+        });
+        r.event();
+        assert_eq!(
+            r.events(),
+            vec![Event {
+                slot: 0,
+                outcome: Outcome::Failed(ErrorKind::Protocol)
+            }],
+            "content-length {cl}, {} bytes",
+            body.len()
+        );
+        assert_eq!(r.h.state, State::Open);
+    }
+    // Agreeing, or a HEAD's answer (no body whatever its content-length): answers.
+    for (method, body) in [("GET", &b"hello"[..]), ("HEAD", b"")] {
+        let mut req = request(method, b"");
+        req.head_only = method == "HEAD";
+        let mut r = Rig::open(10, vec![req]);
+        r.submit(0);
+        let block = crate::engine::h2::hpack::tests::encode_with(
+            &mut r.enc,
+            &[(b":status", b"200"), (b"content-length", b"5")],
+        );
+        r.server(|o| {
+            frame::put_headers(o, 1, &block, body.is_empty(), 16_384);
+            if !body.is_empty() {
+                frame::put_data(o, 1, body, true);
+            }
+        });
+        r.event();
+        assert!(r.events().iter().any(done(0, 200)), "{method}");
+    }
+}
+
+/// DATA on a stream the client never opened (idle) or that the server already ended
+/// (closed) is a connection error (RFC 9113 §5.1), not bytes to ignore; on a stream the
+/// client reset itself, late frames are expected and dropped.
+#[test]
+fn data_on_idle_or_closed_streams_is_a_connection_error() {
+    for (what, stream) in [("idle", 7u32), ("server-initiated", 2), ("closed", 1)] {
+        let mut r = Rig::open(10, vec![request("GET", b"")]);
+        r.submit(1);
+        r.headers(1, "200", true);
+        r.event();
+        r.submit(0); // stream 3, in flight
+        r.events();
+        r.sent();
+        r.server(|o| frame::put_data(o, stream, b"stray", false));
+        r.event();
+        assert_connection_error(&mut r, what);
+    }
+    let mut r = Rig::open(10, vec![request("GET", b"")]);
+    r.submit(1);
+    r.submit(0);
+    r.events();
+    r.h.cancel(1, &r.reqs);
+    r.sent();
+    r.server(|o| frame::put_data(o, 1, b"late", true));
+    r.headers(3, "200", true);
+    r.event();
+    assert!(r.events().iter().any(done(0, 200)));
+    assert_eq!(r.h.state, State::Open);
+}
+
+/// Low: whatever a plain-HTTP server answers the h2c preface with (an HTTP/1.0 status line,
+/// an HTTP/0.9-style page without one, a frame other than SETTINGS), the note says h2c is
+/// not spoken.
+#[test]
+fn any_first_answer_that_is_not_http2_gets_the_h2c_note() {
+    let answers: [&[u8]; 3] = [
+        b"HTTP/1.0 505 HTTP Version Not Supported\r\n\r\n",
+        b"<!DOCTYPE HTML>\n<html><body>Error code: 505</body></html>\n",
+        &[0, 0, 4, frame::WINDOW_UPDATE, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+    ];
+    for answer in answers {
+        let mut r = Rig::new(10, vec![request("GET", b"")]);
+        r.submit(0);
+        r.event();
+        r.events();
+        r.server(|o| o.extend_from_slice(answer));
+        r.event();
+        assert_eq!(
+            r.events(),
+            vec![Event {
+                slot: 0,
+                outcome: Outcome::Failed(ErrorKind::Protocol)
+            }],
+            "{answer:?}"
+        );
+        assert_eq!(r.h.note, Some(NOT_H2C), "{answer:?}");
+        assert_eq!(r.h.state, State::Dead);
+    }
+}
+
+/// A server that opens its windows wide and then reads nothing: the output held for it stops
+/// at MAX_OUT (1 MiB), and the connection is given up with the note.
+#[test]
+fn a_server_that_does_not_read_is_given_up_past_the_output_cap() {
+    let body = vec![b'b'; 2 << 20];
+    let mut r = Rig::open(10, vec![request("POST", &body)]);
+    r.server(|o| {
+        frame::put_settings(o, &[(frame::SETTINGS_INITIAL_WINDOW_SIZE, 1 << 30)]);
+        frame::put_window_update(o, 0, 1 << 30);
+    });
+    r.event();
+    r.events();
+    r.h.stream.as_mut().unwrap().full = true;
+    r.submit(0);
+    let ev = r.events();
+    assert!(
+        ev.contains(&Event {
+            slot: 0,
+            outcome: Outcome::Failed(ErrorKind::Protocol)
+        }),
+        "{ev:?}"
+    );
+    assert_eq!(r.h.note, Some(NOT_READING));
+    assert_eq!(r.h.state, State::Dead);
 }

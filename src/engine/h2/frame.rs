@@ -40,6 +40,7 @@ pub const SETTINGS_MAX_HEADER_LIST_SIZE: u16 = 0x6;
 /// Error codes (RFC 9113 §7).
 pub const NO_ERROR: u32 = 0x0;
 pub const PROTOCOL_ERROR: u32 = 0x1;
+pub const STREAM_CLOSED: u32 = 0x5;
 pub const FLOW_CONTROL_ERROR: u32 = 0x3;
 pub const FRAME_SIZE_ERROR: u32 = 0x6;
 pub const REFUSED_STREAM: u32 = 0x7;
@@ -54,10 +55,13 @@ pub const MAX_WINDOW: u32 = 0x7fff_ffff;
 pub enum Frame<'a> {
     /// A piece of a DATA frame's payload (`len` bytes, padding included: it counts against
     /// flow control). `end_stream` is set on the frame's last piece when the flag is.
+    /// `padding`: on a padded frame's first piece, the bytes of the whole frame that are not
+    /// data (the pad length byte and the padding); 0 otherwise.
     Data {
         stream: u32,
         len: u32,
         end_stream: bool,
+        padding: u32,
     },
     /// A header block fragment, padding and priority fields removed.
     Headers {
@@ -218,11 +222,14 @@ impl Decoder {
                         if h.stream == 0 {
                             return Err(FrameError::Protocol("DATA on stream 0"));
                         }
+                        if h.len == 0 && h.flags & PADDED != 0 {
+                            return Err(FrameError::Protocol("padded DATA without a pad length"));
+                        }
                         self.state = State::Data {
                             head: h,
                             left: h.len,
                         };
-                        if h.len == 0 && !on(data(h, 0, true)) {
+                        if h.len == 0 && !on(data(h, 0, true, 0)) {
                             return Ok(());
                         }
                         if h.len == 0 {
@@ -237,6 +244,17 @@ impl Decoder {
                     }
                 }
                 State::Data { head: h, left } => {
+                    // A padded frame's first byte is its pad length, which must leave room
+                    // for itself within the frame (RFC 9113 §6.1).
+                    let padding = if left == h.len && h.flags & PADDED != 0 {
+                        let pad = u32::from(input[0]);
+                        if pad >= h.len {
+                            return Err(FrameError::Protocol("padding longer than the frame"));
+                        }
+                        pad + 1
+                    } else {
+                        0
+                    };
                     let n = left.min(u32::try_from(input.len()).unwrap_or(u32::MAX));
                     input = &input[n as usize..];
                     let last = n == left;
@@ -248,7 +266,7 @@ impl Decoder {
                             left: left - n,
                         }
                     };
-                    if !on(data(h, n, last)) {
+                    if !on(data(h, n, last, padding)) {
                         return Ok(());
                     }
                 }
@@ -281,11 +299,12 @@ impl Decoder {
     }
 }
 
-fn data(h: Head, len: u32, last: bool) -> Frame<'static> {
+fn data(h: Head, len: u32, last: bool, padding: u32) -> Frame<'static> {
     Frame::Data {
         stream: h.stream,
         len,
         end_stream: last && h.flags & END_STREAM != 0,
+        padding,
     }
 }
 

@@ -22,6 +22,7 @@ fn own(f: Frame<'_>) -> Owned {
             stream,
             len,
             end_stream,
+            ..
         } => Owned::Data(stream, len, end_stream),
         Frame::Headers {
             stream,

@@ -580,26 +580,54 @@ impl ResponseDecoder {
     /// counts it, is [`BlockError::TooLarge`] (after decoding it all, so the table stays in
     /// step).
     pub fn decode(&mut self, block: &[u8], max_list: usize) -> Result<u16, BlockError> {
+        self.decode_head(block, max_list).map(|(status, _)| status)
+    }
+
+    /// [`ResponseDecoder::decode`], with the block's `content-length` too (RFC 9110 §8.6:
+    /// digits only; repeated, the same value): one that is not is [`BlockError::Malformed`].
+    pub fn decode_head(
+        &mut self,
+        block: &[u8],
+        max_list: usize,
+    ) -> Result<(u16, Option<u64>), BlockError> {
         let mut status: Option<Option<u16>> = None;
         let mut size = 0usize;
         let mut twice = false;
+        let mut length: Option<Option<u64>> = None;
+        let mut bad_length = false;
         self.fields(block, |name, value| {
             size += entry_size(name, value);
             if name == b":status" {
                 twice |= status.is_some();
                 status = Some(status_code(value));
+            } else if name == b"content-length" {
+                let v = content_length(value);
+                bad_length |= v.is_none() || length.is_some_and(|l| l != v);
+                length = Some(v);
             }
         })?;
         if size > max_list {
             return Err(BlockError::TooLarge);
         }
+        if bad_length {
+            return Err(BlockError::Malformed);
+        }
+        let length = length.flatten();
         match status {
             _ if twice => Err(BlockError::Malformed),
-            Some(Some(s)) => Ok(s),
+            Some(Some(s)) => Ok((s, length)),
             Some(None) => Err(BlockError::Malformed),
-            None => Ok(0),
+            None => Ok((0, length)),
         }
     }
+}
+
+/// A content-length value: 1 to 19 ASCII digits (no sign, no space, fits in u64).
+fn content_length(v: &[u8]) -> Option<u64> {
+    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(v.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')))
 }
 
 #[cfg(test)]

@@ -734,12 +734,15 @@ impl<'a, T: Transport> Worker<'a, T> {
         }
     }
 
-    /// Stopped early: in-flight requests are dropped uncounted (neither answered nor failed).
+    /// Stopped early: in-flight requests are abandoned, counted as interrupted (neither
+    /// answered nor failed), and the measured window ends now.
     fn abort_in_flight(&mut self) {
+        let now = Instant::now();
+        let mut in_flight = 0;
         for i in 0..self.conns.len() {
             if self.conns[i].in_flight() {
                 if self.conns[i].counted {
-                    self.rec.requests -= 1;
+                    in_flight += 1;
                 }
                 self.close_socket(i);
                 self.conns[i].link = None;
@@ -749,6 +752,7 @@ impl<'a, T: Transport> Worker<'a, T> {
         if self.mux.is_some() {
             self.h2_close_all();
         }
+        self.rec.stopped(in_flight, now);
     }
 }
 
