@@ -44,9 +44,15 @@ pub struct Prepared {
 
 impl Prepared {
     /// The method may be sent again safely (RFC 9110 §9.2.2): GET, HEAD, PUT, DELETE, OPTIONS,
-    /// TRACE. Read from the rendered request line.
+    /// TRACE. Read from the rendered request line (a run that only closes its connections
+    /// renders only `close`).
     pub fn idempotent(&self) -> bool {
-        let method = self.keep_alive.split(|&b| b == b' ').next().unwrap_or(&[]);
+        let line = if self.keep_alive.is_empty() {
+            &self.close
+        } else {
+            &self.keep_alive
+        };
+        let method = line.split(|&b| b == b' ').next().unwrap_or(&[]);
         matches!(
             method,
             b"GET" | b"HEAD" | b"PUT" | b"DELETE" | b"OPTIONS" | b"TRACE"
@@ -99,7 +105,9 @@ pub struct Http2 {
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
     pub addrs: Vec<SocketAddr>,
-    pub requests: Vec<Prepared>,
+    /// Shared, not copied, by the run's part and its threads: an access log's mix holds a
+    /// request per distinct line.
+    pub requests: Arc<Vec<Prepared>>,
     pub pick: Pick,
     pub load: Load,
     /// Length of the measured window (after warm-up). At least one of duration/max_requests.
@@ -131,8 +139,9 @@ pub struct EngineConfig {
     /// The request names statistics are kept for, indexed by [`Prepared::name`] (a scenario's
     /// names, or the URL mix's: see `plan::naming`). Empty: none kept.
     pub names: Vec<String>,
-    /// [`Pick::Weighted`]: the running sums of the requests' weights (an access log's counts).
-    pub weights: Vec<u64>,
+    /// [`Pick::Weighted`]: the running sums of the requests' weights (an access log's counts),
+    /// shared as `requests` is.
+    pub weights: Arc<Vec<u64>>,
     /// Open loop on a recorded clock (`--replay-speed`): the arrivals and their requests
     /// replace the rate's schedule and the pick.
     pub replay: Option<Arc<Replay>>,
@@ -421,7 +430,7 @@ mod tests {
     fn config(load: Load, segment: Segment) -> EngineConfig {
         EngineConfig {
             addrs: Vec::new(),
-            requests: Vec::new(),
+            requests: Default::default(),
             pick: Pick::Sequence,
             load,
             duration: None,
@@ -439,7 +448,7 @@ mod tests {
             http2: None,
             scenario: None,
             names: Vec::new(),
-            weights: Vec::new(),
+            weights: Default::default(),
             replay: None,
             max_sessions: 10_000,
             ok_status: Default::default(),

@@ -43,9 +43,10 @@ impl LogFormat {
 /// One distinct request of the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoggedRequest {
-    pub method: String,
+    /// Shared by the requests of a method: a log has a handful.
+    pub method: std::sync::Arc<str>,
     /// Origin form: `/path?query`.
-    pub target: String,
+    pub target: Box<str>,
     /// Lines that asked for it.
     pub count: u64,
 }
@@ -316,13 +317,13 @@ impl<'a> Parser<'a> {
             new_index[old as usize] = new as u32;
         }
         drop(order);
-        let methods = self.methods;
+        let methods: Vec<std::sync::Arc<str>> = self.methods.into_iter().map(Into::into).collect();
         let mut requests: Vec<LoggedRequest> = self
             .requests
             .into_iter()
             .map(|(m, target, count)| LoggedRequest {
                 method: methods[m as usize].clone(),
-                target: target.into(),
+                target,
                 count,
             })
             .collect();
@@ -442,6 +443,8 @@ fn origin_form(target: &str) -> Result<String, String> {
         Some(r) => r.find('/').map_or("/", |i| &r[i..]),
         None => target,
     };
+    // A fragment is the browser's, never sent (as `Url::parse` drops it).
+    let t = t.split('#').next().unwrap_or(t);
     if !t.starts_with('/') || t.bytes().any(|b| b.is_ascii_control() || b == b' ') {
         return Err(format!(
             "target '{}' is not a path",
@@ -559,7 +562,7 @@ mod tests {
         ]
         .join("\n");
         let log = parse_access_log(&text, "x", None, false).unwrap();
-        assert_eq!(log.requests[0].target, "/b");
+        assert_eq!(&*log.requests[0].target, "/b");
         assert_eq!(log.requests[0].count, 3);
         assert_eq!(log.span_ns, 3_000_000_000);
         let times: Vec<u64> = log.at_ns.iter().map(|t| t / 1_000_000).collect();

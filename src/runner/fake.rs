@@ -223,7 +223,7 @@ pub fn record(index: usize, load: &Load, s: Shape, secs: f64) -> StepRecord {
 pub fn base(load: Load) -> EngineConfig {
     EngineConfig {
         addrs: vec!["127.0.0.1:9".parse().expect("a socket address")],
-        requests: Vec::new(),
+        requests: Default::default(),
         pick: Pick::Sequence,
         load,
         duration: Some(Duration::from_secs(10)),
@@ -241,7 +241,7 @@ pub fn base(load: Load) -> EngineConfig {
         http2: None,
         scenario: None,
         names: Vec::new(),
-        weights: Vec::new(),
+        weights: Default::default(),
         replay: None,
         max_sessions: 10_000,
         ok_status: Default::default(),

@@ -158,12 +158,10 @@ impl Generator {
         mix.ok_status = plan.ok_status;
         for (i, addr) in mix.addrs.iter().enumerate() {
             if !self.allowed.iter().any(|a| a.addrs.contains(addr)) {
-                let url = plan
-                    .requests
-                    .iter()
-                    .zip(&mix.requests)
-                    .find(|(_, p)| p.addr == i)
-                    .map_or("?", |(r, _)| r.url.as_str());
+                let url = mix
+                    .first_request_to(i)
+                    .and_then(|r| plan.requests.get(r))
+                    .map_or("?", |r| r.url.as_str());
                 return Err((
                     403,
                     format!(

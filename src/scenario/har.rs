@@ -11,6 +11,7 @@
 use super::import::{is_safe, Recorded};
 use crate::url::Url;
 use serde::Deserialize;
+use std::borrow::Cow;
 use std::time::Duration;
 
 /// Longest pause taken from the recording: a user who left the tab for lunch should not stall
@@ -29,61 +30,114 @@ pub struct Options {
     pub allow_unsafe_methods: bool,
 }
 
+// Parsed straight into the fields used, borrowing the file's strings where they need no
+// unescaping; the rest of each entry (response bodies, timings, cookies) is skipped unread.
 #[derive(Deserialize)]
-struct Har {
-    log: Log,
+struct Har<'a> {
+    #[serde(borrow)]
+    log: Log<'a>,
 }
 
 #[derive(Deserialize)]
-struct Log {
-    entries: Option<Vec<serde_json::Value>>,
+struct Log<'a> {
+    #[serde(borrow)]
+    entries: Option<Entries<'a>>,
+}
+
+/// The entries, each parsed in place; the first that fails is named (see [`FAILED_ENTRY`]).
+struct Entries<'a>(Vec<Entry<'a>>);
+
+thread_local! {
+    /// The index of the entry whose parse failed: a serde error carries its position in the
+    /// file, not the entry's index, and wrapping it would repeat the position.
+    static FAILED_ENTRY: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Entries<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Seq<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Seq<'a> {
+            type Value = Entries<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of entries")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut entries = Vec::new();
+                loop {
+                    match seq.next_element::<Entry<'a>>() {
+                        Ok(Some(e)) => entries.push(e),
+                        Ok(None) => return Ok(Entries(entries)),
+                        Err(e) => {
+                            FAILED_ENTRY.with(|f| f.set(Some(entries.len())));
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+        }
+        d.deserialize_seq(Seq(std::marker::PhantomData))
+    }
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Entry {
-    started_date_time: String,
+struct Entry<'a> {
+    #[serde(borrow)]
+    started_date_time: Cow<'a, str>,
     /// The whole exchange, ms (HAR says -1 is never used here, but tools write it).
     time: Option<f64>,
-    request: Request,
-    response: Option<Response>,
+    #[serde(borrow)]
+    request: Request<'a>,
+    #[serde(borrow)]
+    response: Option<Response<'a>>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Request {
-    method: String,
-    url: String,
-    #[serde(default)]
-    headers: Vec<NameValue>,
-    post_data: Option<PostData>,
+struct Request<'a> {
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    #[serde(borrow)]
+    url: Cow<'a, str>,
+    #[serde(default, borrow)]
+    headers: Vec<NameValue<'a>>,
+    #[serde(borrow)]
+    post_data: Option<PostData<'a>>,
 }
 
 #[derive(Deserialize)]
-struct NameValue {
-    name: String,
-    #[serde(default)]
-    value: String,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PostData {
-    mime_type: Option<String>,
-    text: Option<String>,
-    #[serde(default)]
-    params: Vec<NameValue>,
-}
-
-#[derive(Deserialize)]
-struct Response {
-    content: Option<Content>,
+struct NameValue<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(default, borrow)]
+    value: Cow<'a, str>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Content {
-    mime_type: Option<String>,
+struct PostData<'a> {
+    #[serde(borrow)]
+    mime_type: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    params: Vec<NameValue<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Response<'a> {
+    #[serde(borrow)]
+    content: Option<Content<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Content<'a> {
+    #[serde(borrow)]
+    mime_type: Option<Cow<'a, str>>,
 }
 
 /// The requests to send, and a note on what was left out (None: nothing).
@@ -107,15 +161,16 @@ pub fn parse(
     base: Option<&Url>,
     opts: Options,
 ) -> Result<Imported, String> {
+    FAILED_ENTRY.with(|f| f.set(None));
     let har: Har = serde_json::from_slice(bytes).map_err(|e| {
         let msg = e.to_string();
-        if e.is_data() {
-            format!("{file}: not a HAR file (no log object): {msg}")
-        } else {
-            format!("{file}: not a HAR file (JSON): {msg}")
+        match FAILED_ENTRY.with(|f| f.take()) {
+            Some(i) if e.is_data() => format!("{file}: log.entries[{i}]: {msg}"),
+            _ if e.is_data() => format!("{file}: not a HAR file (no log object): {msg}"),
+            _ => format!("{file}: not a HAR file (JSON): {msg}"),
         }
     })?;
-    let raw = har.log.entries.unwrap_or_default();
+    let raw = har.log.entries.map(|e| e.0).unwrap_or_default();
     if raw.is_empty() {
         return Err(format!("{file}: log.entries: no entries to send"));
     }
@@ -123,9 +178,8 @@ pub fn parse(
     let mut kept: Vec<(Recorded, f64, f64)> = Vec::new();
     let (mut assets, mut unsafe_methods) = (0usize, Vec::new());
     let mut origins = crate::plan::origin::Origins::new(base);
-    for (i, v) in raw.into_iter().enumerate() {
+    for (i, e) in raw.into_iter().enumerate() {
         let at = format!("{file}: log.entries[{i}]");
-        let e: Entry = serde_json::from_value(v).map_err(|e| format!("{at}: {e}"))?;
         let method = crate::plan::parse_method(&e.request.method)
             .map_err(|m| format!("{at}.request.method: {m}"))?;
         let start = parse_time(&e.started_date_time).ok_or_else(|| {
@@ -218,7 +272,7 @@ fn headers_and_body(
     }
     let body = post.and_then(|p| {
         let text = match p.text {
-            Some(t) => t,
+            Some(t) => t.into_owned(),
             None if !p.params.is_empty() => p
                 .params
                 .iter()

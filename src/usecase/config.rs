@@ -9,7 +9,7 @@ use crate::engine::h2::hpack::{encode_request, RequestParts};
 use crate::engine::tls::{TlsClient, TlsClientOptions, TlsVersion};
 use crate::engine::{Arrival, EngineConfig, Http2, Load, Pick, Prepared};
 use crate::fsutil::{read_capped, MAX_BODY_FILE};
-use crate::plan::access_log::{read_access_log, Keep, LogFormat};
+use crate::plan::access_log::{read_access_log, AccessLog, Keep, LogFormat, LoggedRequest};
 use crate::plan::segment::check_start_at;
 use crate::plan::{
     check_headers, parse_headers, parse_method, read_urls_file, RequestSpec, Segment, Url,
@@ -449,10 +449,10 @@ pub fn parse_slo(text: Option<&str>) -> crate::Result<Option<crate::analysis::Sl
         .map_err(Error::usage)
 }
 
-/// The request mix, resolved and pre-rendered for the engine.
+/// The request mix, resolved; rendered for the engine by [`base_config_of`].
 pub struct Mix {
     pub addrs: Vec<SocketAddr>,
-    pub requests: Vec<Prepared>,
+    requests: Unrendered,
     pub pick: Pick,
     /// The URLs, for display and the results.
     pub urls: Vec<String>,
@@ -470,6 +470,73 @@ pub struct Mix {
     /// Which answers count as success (`--ok-status`): set from the request configuration,
     /// or from the step a generator agent received.
     pub ok_status: crate::metrics::OkStatus,
+}
+
+/// A mix's requests before rendering: the engine's forms of a request (kept-alive, closing,
+/// HTTP/2) are rendered once the run's protocol and connection reuse are known, and only
+/// those it sends, so that an access log of a million distinct requests costs one rendering
+/// of each.
+enum Unrendered {
+    /// Each request its own spec (URL arguments, `--urls`, an agent's step), with its server
+    /// (an index into `addrs`) and name.
+    Specs(Vec<(RequestSpec, usize, u16)>),
+    /// An access log: the one server's spec (the URL argument and `-H` headers), whose method
+    /// and target each distinct request replaces, and each one's name.
+    Log {
+        base: RequestSpec,
+        requests: Vec<LoggedRequest>,
+        names: Vec<u16>,
+    },
+    /// A scenario: its users render their own requests.
+    None,
+}
+
+/// Which renderings of each request a run sends.
+#[derive(Debug, Clone, Copy)]
+struct Forms {
+    keep_alive: bool,
+    close: bool,
+    h2: bool,
+}
+
+impl Forms {
+    fn of(conn: &ConnConfig, http2: bool) -> Forms {
+        let keeps = conn.keep_alive && conn.calls_per_connection != Some(1);
+        Forms {
+            // HTTP/2 sends neither; the kept-alive form still tells whether a request may be
+            // retried (`Prepared::idempotent`).
+            keep_alive: keeps,
+            close: !http2 && (!keeps || conn.calls_per_connection.is_some()),
+            h2: http2,
+        }
+    }
+
+    fn prepare(self, s: &RequestSpec, addr: usize, name: u16) -> Prepared {
+        // Rendered into a guess of a buffer: trimmed, a mix holds many.
+        let exact = |mut v: Vec<u8>| {
+            v.shrink_to_fit();
+            v
+        };
+        let if_ = |on: bool, f: &dyn Fn() -> Vec<u8>| if on { exact(f()) } else { Vec::new() };
+        Prepared {
+            addr,
+            keep_alive: if_(self.keep_alive, &|| s.render(false)),
+            close: if_(self.close, &|| s.render(true)),
+            head_only: s.method == "HEAD",
+            h2_block: if_(self.h2, &|| {
+                encode_request(&RequestParts {
+                    method: &s.method,
+                    scheme: s.url.scheme.as_str(),
+                    authority: &s.url.authority,
+                    path: &s.url.target,
+                    headers: &s.headers,
+                    body_len: s.body.as_ref().map(Vec::len),
+                })
+            }),
+            body: s.body.clone().unwrap_or_default(),
+            name,
+        }
+    }
 }
 
 impl RequestConfig {
@@ -496,9 +563,7 @@ impl RequestConfig {
             });
         }
         if let Some(a) = &self.access_log {
-            return self
-                .logged_specs(a, method, headers)
-                .map(|(specs, _)| specs);
+            return self.logged_specs(a, method, headers);
         }
         if let Some(f) = &self.urls_file {
             for mut s in read_urls_file(f).map_err(Error::usage)? {
@@ -545,7 +610,7 @@ impl RequestConfig {
         let servers = &plan.servers;
         Ok(Mix {
             addrs: servers.iter().map(|s| s.addr).collect(),
-            requests: Vec::new(),
+            requests: Unrendered::None,
             pick: self.pick,
             urls: vec![format!("{what} {}", crate::fsutil::shown(&s.file))],
             tls_servers: servers
@@ -561,19 +626,38 @@ impl RequestConfig {
         })
     }
 
-    /// An access log's distinct requests, sent to the origin of the one URL given, with the
-    /// log read: weights (its counts) and arrivals (its clock).
+    /// An access log's distinct requests as specs, sent to the origin of the one URL given
+    /// (what a controller sends its generators).
     fn logged_specs(
         &self,
         a: &AccessLogConfig,
         method: String,
         headers: Vec<(String, String)>,
-    ) -> crate::Result<(Vec<RequestSpec>, crate::plan::access_log::AccessLog)> {
+    ) -> crate::Result<Vec<RequestSpec>> {
+        let (base, log) = self.read_log(a, &method)?;
+        let mut specs = Vec::with_capacity(log.requests.len());
+        for r in log.requests {
+            let mut url = base.clone();
+            url.target = r.target.into();
+            specs.push(RequestSpec {
+                method: r.method.to_string(),
+                url,
+                headers: headers.clone(),
+                body: None,
+            });
+        }
+        Ok(specs)
+    }
+
+    /// The URL argument (the server an access log's requests go to) and the log, read:
+    /// weights (its counts) and arrivals (its clock).
+    fn read_log(&self, a: &AccessLogConfig, method: &str) -> crate::Result<(Url, AccessLog)> {
         let base = match (self.urls.as_slice(), &self.urls_file) {
             ([one], None) => Url::parse(one).map_err(|e| Error::usage(format!("URL {e}")))?,
             _ => {
                 return Err(Error::usage(
-                    "--access-log takes the one URL of the server to send its requests to                      (its path is ignored), and no --urls",
+                    "--access-log takes the one URL of the server to send its requests to \
+                     (its path is ignored), and no --urls",
                 ))
             }
         };
@@ -592,78 +676,101 @@ impl RequestConfig {
         if let Some(note) = log.skipped_note() {
             crate::eoutln!("overload: {note}");
         }
-        let mut specs = Vec::with_capacity(log.requests.len());
-        for r in &log.requests {
-            let url = Url::parse(&format!("{}{}", base.origin(), r.target))
-                .map_err(|e| Error::usage(format!("access log target {e}")))?;
-            specs.push(RequestSpec {
-                method: r.method.clone(),
-                url,
-                headers: headers.clone(),
-                body: None,
-            });
-        }
-        Ok((specs, log))
+        Ok((base, log))
     }
 
-    /// Resolves hosts (once, before the run) and renders every request.
+    /// An access log's mix: its distinct requests, all to the URL argument's server (resolved
+    /// once), picked by their counts or replayed on the log's clock.
+    fn log_mix(&self, a: &AccessLogConfig) -> crate::Result<Mix> {
+        let method = parse_method(&self.method).map_err(|e| Error::usage(format!("-X: {e}")))?;
+        let headers = parse_headers(&self.headers).map_err(|e| Error::usage(format!("-H: {e}")))?;
+        let (url, mut log) = self.read_log(a, &method)?;
+        let addr = url
+            .resolve()
+            .map_err(|e| Error::usage(format!("URL '{}': {e}", url.origin())))?;
+        let mut names = crate::plan::naming::Names::new();
+        let request_names = log
+            .requests
+            .iter()
+            .map(|r| names.index(&crate::plan::naming::name_of_target(&r.target)))
+            .collect();
+        let (weights, replay) = match a.replay_speed {
+            Some(speed) => {
+                let scale = |ns: u64| (ns as f64 / speed).round() as u64;
+                // Scaled in place and moved: a replay holds 12 bytes a line, once.
+                let mut at_ns = std::mem::take(&mut log.at_ns);
+                for t in &mut at_ns {
+                    *t = scale(*t);
+                }
+                let replay = crate::engine::Replay {
+                    at_ns,
+                    requests: std::mem::take(&mut log.order),
+                    span_ns: scale(log.span_ns).max(1),
+                };
+                (Vec::new(), Some(std::sync::Arc::new(replay)))
+            }
+            None => {
+                let weights = log
+                    .requests
+                    .iter()
+                    .scan(0u64, |sum, r| {
+                        *sum += r.count;
+                        Some(*sum)
+                    })
+                    .collect();
+                (weights, None)
+            }
+        };
+        Ok(Mix {
+            addrs: vec![addr],
+            pick: if replay.is_some() {
+                self.pick
+            } else {
+                Pick::Weighted
+            },
+            urls: vec![format!(
+                "access log {} ({} distinct requests)",
+                crate::fsutil::shown(&a.path),
+                log.requests.len()
+            )],
+            tls_servers: match url.scheme {
+                Scheme::Https => vec![(addr, url.host.clone())],
+                Scheme::Http => Vec::new(),
+            },
+            scenario: None,
+            names: names.into_vec(),
+            weights,
+            replay,
+            ok_status: crate::metrics::OkStatus::default(),
+            requests: Unrendered::Log {
+                base: RequestSpec {
+                    method,
+                    url,
+                    headers,
+                    body: None,
+                },
+                requests: log.requests,
+                names: request_names,
+            },
+        })
+    }
+
+    /// Resolves hosts (once, before the run); [`base_config_of`] renders the requests.
     pub fn mix(&self) -> crate::Result<Mix> {
         if let Some(s) = &self.scenario {
             return self.scenario_mix(s);
         }
-        let (specs, log) = match &self.access_log {
-            Some(a) => {
-                let method =
-                    parse_method(&self.method).map_err(|e| Error::usage(format!("-X: {e}")))?;
-                let headers =
-                    parse_headers(&self.headers).map_err(|e| Error::usage(format!("-H: {e}")))?;
-                let (specs, log) = self.logged_specs(a, method, headers)?;
-                (specs, Some((a, log)))
-            }
-            None => (self.specs()?, None),
-        };
-        let mut mix = Mix::of(specs, self.pick)?;
-        if let Some((a, mut log)) = log {
-            mix.urls = vec![format!(
-                "access log {} ({} distinct requests)",
-                crate::fsutil::shown(&a.path),
-                log.requests.len()
-            )];
-            match a.replay_speed {
-                Some(speed) => {
-                    let scale = |ns: u64| (ns as f64 / speed).round() as u64;
-                    // Scaled in place and moved: a replay holds 12 bytes a line, once.
-                    let mut at_ns = std::mem::take(&mut log.at_ns);
-                    for t in &mut at_ns {
-                        *t = scale(*t);
-                    }
-                    mix.replay = Some(std::sync::Arc::new(crate::engine::Replay {
-                        at_ns,
-                        requests: std::mem::take(&mut log.order),
-                        span_ns: scale(log.span_ns).max(1),
-                    }));
-                }
-                None => {
-                    mix.pick = Pick::Weighted;
-                    mix.weights = log
-                        .requests
-                        .iter()
-                        .scan(0u64, |sum, r| {
-                            *sum += r.count;
-                            Some(*sum)
-                        })
-                        .collect();
-                }
-            }
+        if let Some(a) = &self.access_log {
+            return self.log_mix(a);
         }
-        Ok(mix)
+        Mix::of(self.specs()?, self.pick)
     }
 }
 
 impl Mix {
     /// Resolves the hosts of `specs` (once, before the run) and renders every request; a
     /// generator agent builds its mix from a step sent as data the same way.
-    pub fn of(mut specs: Vec<RequestSpec>, pick: Pick) -> crate::Result<Mix> {
+    pub fn of(specs: Vec<RequestSpec>, pick: Pick) -> crate::Result<Mix> {
         let mut addrs: Vec<SocketAddr> = Vec::new();
         let mut requests = Vec::new();
         let mut urls = Vec::new();
@@ -674,7 +781,7 @@ impl Mix {
             .ok_or_else(|| Error::usage("no URL given"))?
             .url
             .scheme;
-        for s in &mut specs {
+        for mut s in specs {
             let shown = format!("{}{}", s.url.origin(), s.url.target);
             // The checks of -X and -H, for requests that did not come through them (a file's
             // lines, a controller's step): what is rendered below is sent as it is.
@@ -708,27 +815,13 @@ impl Mix {
                     tls_servers[idx].1, s.url.host
                 )));
             }
-            requests.push(Prepared {
-                addr: idx,
-                keep_alive: s.render(false),
-                close: s.render(true),
-                head_only: s.method == "HEAD",
-                h2_block: encode_request(&RequestParts {
-                    method: &s.method,
-                    scheme: s.url.scheme.as_str(),
-                    authority: &s.url.authority,
-                    path: &s.url.target,
-                    headers: &s.headers,
-                    body_len: s.body.as_ref().map(Vec::len),
-                }),
-                body: s.body.clone().unwrap_or_default(),
-                name: names.index(&crate::plan::naming::name_of_target(&s.url.target)),
-            });
             urls.push(format!("{} {shown}", s.method));
+            let name = names.index(&crate::plan::naming::name_of_target(&s.url.target));
+            requests.push((s, idx, name));
         }
         Ok(Mix {
             addrs,
-            requests,
+            requests: Unrendered::Specs(requests),
             pick,
             urls,
             tls_servers,
@@ -738,6 +831,41 @@ impl Mix {
             replay: None,
             ok_status: crate::metrics::OkStatus::default(),
         })
+    }
+
+    /// The first request sent to `addrs[addr]`, as an index into the mix's requests.
+    pub fn first_request_to(&self, addr: usize) -> Option<usize> {
+        match &self.requests {
+            Unrendered::Specs(specs) => specs.iter().position(|(_, a, _)| *a == addr),
+            Unrendered::Log { requests, .. } => (addr == 0 && !requests.is_empty()).then_some(0),
+            Unrendered::None => None,
+        }
+    }
+
+    /// The engine's requests, in the forms the run sends; each spec is dropped once rendered.
+    fn render(requests: Unrendered, forms: Forms) -> Vec<Prepared> {
+        match requests {
+            Unrendered::Specs(specs) => specs
+                .into_iter()
+                .map(|(s, addr, name)| forms.prepare(&s, addr, name))
+                .collect(),
+            Unrendered::Log {
+                mut base,
+                requests,
+                names,
+            } => {
+                let mut out = Vec::with_capacity(requests.len());
+                for (r, name) in requests.into_iter().zip(names) {
+                    if *base.method != *r.method {
+                        base.method = r.method.to_string();
+                    }
+                    base.url.target = r.target.into();
+                    out.push(forms.prepare(&base, 0, name));
+                }
+                out
+            }
+            Unrendered::None => Vec::new(),
+        }
     }
 }
 
@@ -861,9 +989,10 @@ pub fn base_config_of(
     } else {
         tls_and_protocol(conn, &mix.tls_servers)?
     };
+    let requests = Mix::render(mix.requests, Forms::of(conn, http2.is_some()));
     let cfg = EngineConfig {
         addrs: mix.addrs,
-        requests: mix.requests,
+        requests: std::sync::Arc::new(requests),
         pick: mix.pick,
         load,
         duration,
@@ -881,7 +1010,7 @@ pub fn base_config_of(
         http2,
         scenario: mix.scenario,
         names: mix.names,
-        weights: mix.weights,
+        weights: std::sync::Arc::new(mix.weights),
         replay: mix.replay,
         max_sessions: OpenLoopConfig::default().max_sessions,
         ok_status: mix.ok_status,

@@ -149,7 +149,7 @@ pub fn run(
     let conn = ConnConfig::default();
     let base = EngineConfig {
         addrs: vec![handle.addr],
-        requests: vec![Prepared {
+        requests: std::sync::Arc::new(vec![Prepared {
             addr: 0,
             keep_alive: spec.render(false),
             close: spec.render(true),
@@ -157,7 +157,7 @@ pub fn run(
             h2_block: Vec::new(),
             body: Vec::new(),
             name: 0,
-        }],
+        }]),
         pick: RequestConfig::default().pick,
         load: loads[0],
         duration: Some(cfg.step),
@@ -175,7 +175,7 @@ pub fn run(
         http2: None,
         scenario: None,
         names: Vec::new(),
-        weights: Vec::new(),
+        weights: Default::default(),
         replay: None,
         max_sessions: 10_000,
         ok_status: Default::default(),

@@ -19,6 +19,16 @@ pub fn trials() -> Vec<Trial> {
             access_log_memory,
         ),
         trial(
+            "access_log_of_distinct_requests_costs_a_small_multiple_of_its_size",
+            &[],
+            distinct_log_memory,
+        ),
+        trial(
+            "har_memory_is_a_small_multiple_of_its_size",
+            &[],
+            har_memory,
+        ),
+        trial(
             "replay_memory_is_a_small_multiple_of_the_log_size",
             &[],
             replay_memory,
@@ -139,11 +149,92 @@ fn access_log_memory() {
     let t = Target::start(&[]);
     let dir = scratch();
     let (small_log, big_log) = (dir.path().join("small.log"), dir.path().join("big.log"));
-    write_log(&small_log, 100);
+    // Its 100 requests in the baseline too: each name's statistics are the run's, not the file's.
+    write_log(&small_log, 8 << 10);
     let size = write_log(&big_log, BIG);
     let small = run_with(&t, &["--access-log", small_log.to_str().unwrap()]);
     let big = run_with(&t, &["--access-log", big_log.to_str().unwrap()]);
     assert_within("access log", &small, &big, size, 1);
+}
+
+/// An access log whose every line asks for another URL: the worst case for what the run
+/// keeps per distinct request (the shortest lines for the most requests).
+fn write_distinct_log(path: &Path, bytes: usize) -> usize {
+    let mut s = String::new();
+    let mut i = 0u64;
+    while s.len() < bytes {
+        let _ = writeln!(
+            s,
+            "10.0.0.1 - - [10/Oct/2000:13:55:{:02} -0700] \"GET /p/{i} HTTP/1.1\" 200 12",
+            i % 60
+        );
+        i += 1;
+    }
+    std::fs::write(path, &s).unwrap();
+    s.len()
+}
+
+fn distinct_log_memory() {
+    let t = Target::start(&[]);
+    let dir = scratch();
+    let (small_log, big_log) = (dir.path().join("small.log"), dir.path().join("big.log"));
+    // Past the 200 names kept in the baseline too: their statistics are the run's.
+    write_distinct_log(&small_log, 16 << 10);
+    let size = write_distinct_log(&big_log, BIG);
+    let small = run_with(&t, &["--access-log", small_log.to_str().unwrap()]);
+    let big = run_with(&t, &["--access-log", big_log.to_str().unwrap()]);
+    assert_within("access log of distinct requests", &small, &big, size, 6);
+    // Connections closed after 2 calls: both renderings of each request are kept.
+    let args = |log: &Path| {
+        [
+            "--access-log",
+            log.to_str().unwrap(),
+            "--calls-per-connection",
+            "2",
+        ]
+        .map(str::to_string)
+    };
+    let (a, b) = (args(&small_log), args(&big_log));
+    let small = run_with(&t, &a.iter().map(String::as_str).collect::<Vec<_>>());
+    let big = run_with(&t, &b.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_within(
+        "access log of distinct requests, closing connections",
+        &small,
+        &big,
+        size,
+        6,
+    );
+}
+
+/// A HAR of small entries, each with a few headers: what a recording costs per entry, with
+/// little of the text (response bodies) that is skipped.
+fn write_har(path: &Path, bytes: usize) -> usize {
+    let mut s = String::from("{\"log\": {\"version\": \"1.2\", \"entries\": [\n");
+    let mut i = 0u64;
+    while s.len() < bytes || i == 0 {
+        if i > 0 {
+            s.push_str(",\n");
+        }
+        let _ = write!(
+            s,
+            r#"{{"startedDateTime": "2024-03-05T10:11:12.345Z", "time": 5, "request": {{"method": "GET", "url": "http://shop.example/p/{i}", "httpVersion": "HTTP/1.1", "headers": [{{"name": "Accept", "value": "text/html"}}, {{"name": "X-Id", "value": "{i}"}}], "cookies": [], "queryString": [], "headersSize": -1, "bodySize": 0}}, "response": {{"status": 200, "content": {{"mimeType": "text/html", "text": "<p>item {i}</p>"}}}}, "timings": {{"send": 0, "wait": 5, "receive": 0}}}}"#
+        );
+        i += 1;
+    }
+    s.push_str("\n]}}\n");
+    std::fs::write(path, &s).unwrap();
+    s.len()
+}
+
+fn har_memory() {
+    let t = Target::start(&[]);
+    let dir = scratch();
+    let (small_har, big_har) = (dir.path().join("small.har"), dir.path().join("big.har"));
+    write_har(&small_har, 100);
+    let size = write_har(&big_har, BIG);
+    let small = run_with(&t, &["--har", small_har.to_str().unwrap()]);
+    let big = run_with(&t, &["--har", big_har.to_str().unwrap()]);
+    assert_within("HAR", &small, &big, size, 6);
 }
 
 fn replay_memory() {
