@@ -39,6 +39,11 @@ fn main() {
             two_sigterms_under_the_view_give_the_terminal_back,
         ),
         harness::trial(
+            "at_80x24_every_figure_on_the_view_is_whole",
+            &[Need::Tmux],
+            at_80x24_every_figure_on_the_view_is_whole,
+        ),
+        harness::trial(
             "hdr_log_on_run_and_sweep_is_the_reports_log",
             &[],
             hdr_log_on_run_and_sweep_is_the_reports_log,
@@ -193,6 +198,91 @@ fn two_sigterms_under_the_view_give_the_terminal_back() {
         "line mode and echo are back:\n{end}"
     );
     assert!(!t.alternate_screen(), "the alternate screen is left");
+}
+
+/// A token on the screen that starts with a digit is a whole figure as the view formats them:
+/// a count or a level (`300`, `1.5`, `0.250`), a time (`4.00ms`, `193µs`, `12s`, `1.5s`), a
+/// share (`100.0%`, `12%`). A cut one (`100.`, `20.21`, `193µ`) is none of these.
+fn whole_figure(t: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let (num, unit) = match t.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => t.split_at(i),
+        None => (t, ""),
+    };
+    let decimals = match num.split_once('.') {
+        None if digits(num) => Some(0),
+        Some((i, f)) if digits(i) && digits(f) => Some(f.len()),
+        _ => None,
+    };
+    matches!(
+        (decimals, unit),
+        (Some(0 | 1 | 3), "") | (Some(0 | 2), "ms") | (Some(0), "µs") | (Some(0 | 1), "s" | "%")
+    )
+}
+
+/// fmt_ms of src/units.rs: how the view shows a time.
+fn ms(v: f64) -> String {
+    if v < 1.0 {
+        format!("{:.0}µs", v * 1e3)
+    } else if v < 100.0 {
+        format!("{v:.2}ms")
+    } else if v < 10_000.0 {
+        format!("{v:.0}ms")
+    } else {
+        format!("{:.1}s", v / 1e3)
+    }
+}
+
+/// At 80×24, the terminal's default size, the view cuts no figure: while step 3 runs, every
+/// token that starts with a digit is a whole figure, and the rows of steps 1 and 2 show the
+/// percentiles and send lag that steps.jsonl holds for them, whole.
+fn at_80x24_every_figure_on_the_view_is_whole() {
+    let target = Target::start(&["--threads", "1"]);
+    let d = common::scratch();
+    let url = format!("{}/", target.url);
+    let args = [
+        "sweep",
+        "--rates",
+        "100,150,200",
+        "--step",
+        "2s",
+        "--warmup",
+        "0s",
+        "--rest",
+        "0s",
+        "--out",
+        "res",
+        &url,
+    ];
+    let t = Tmux::start_sized(d.path(), "small", (80, 24), &[], &args);
+    let screen = t.wait_for("step 3/3", LOAD);
+    let end = t.wait_for("tty:", LOAD);
+    assert!(end.contains("overload-exited-0"), "{end}");
+    let cut: Vec<&str> = screen
+        .split(|c: char| {
+            c.is_whitespace() || c == '│' || c == '·' || c == '/' || c == ':' || c == ','
+        })
+        .map(|w| w.trim_start_matches(['-', '(', '─', '┌', '└', '├']))
+        .filter(|w| w.starts_with(|c: char| c.is_ascii_digit()) && !w.contains("127.0.0.1"))
+        .filter(|w| !whole_figure(w.trim_end_matches([')', '─', '┐', '┘', '┤'])))
+        .collect();
+    assert!(cut.is_empty(), "cut figures {cut:?} on:\n{screen}");
+    for s in &steps(&d.path().join("res"))[..2] {
+        let n = s["step"].as_u64().unwrap() + 1;
+        let row = screen
+            .lines()
+            .skip_while(|l| !l.contains("so far"))
+            .find(|l| l.trim_start_matches('│').starts_with(&format!("{n} ")))
+            .unwrap_or_else(|| panic!("no row for step {n}:\n{screen}"));
+        let rt = &s["response_time_ms"];
+        for v in [&rt["p50"], &rt["p95"], &rt["p99"], &s["send_lag_ms"]["p99"]] {
+            let shown = ms(v.as_f64().unwrap());
+            assert!(
+                row.split_whitespace().any(|w| w == shown),
+                "step {n}: {shown} whole in {row:?}\n{screen}"
+            );
+        }
+    }
 }
 
 /// `--no-tui` and `--quiet` on a terminal: no alternate screen; `--no-tui` prints the

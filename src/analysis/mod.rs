@@ -26,7 +26,9 @@ pub const GENERATOR_CPU: f64 = 90.0;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Saturation {
-    /// Index of the first saturated step.
+    /// The first saturated step (in load order), by its number as it ran
+    /// ([`StepRecord::step`], 0-based): a capacity search runs its probes out of load order,
+    /// and the probe list, the step table and the bottleneck verdict all number them so.
     pub step: usize,
     /// Its offered load.
     pub offered: f64,
@@ -281,17 +283,24 @@ pub fn analyze_with(
     slo: Option<&Slo>,
     cx: bottleneck::Context,
 ) -> Analysis {
-    let mut a = analyze(mode, steps, slo);
-    if let Some(s) = &a.saturation {
-        a.bottleneck = Some(bottleneck::diagnose(mode, steps, s.step, cx));
+    let (mut a, knee) = analyze_at(mode, steps, slo);
+    if let Some(i) = knee {
+        a.bottleneck = Some(bottleneck::diagnose(mode, steps, i, cx));
     }
     a
 }
 
 /// Analyses the steps of a sweep in order of load.
 pub fn analyze(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> Analysis {
+    analyze_at(mode, steps, slo).0
+}
+
+/// [`analyze`], with the index in `steps` of the saturated one (its number as it ran may
+/// differ: see [`Saturation::step`]).
+fn analyze_at(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> (Analysis, Option<usize>) {
     let mut findings = Vec::new();
     let mut saturation = None;
+    let mut knee = None;
     for i in 0..steps.len() {
         let reasons = saturation_reasons(mode, steps, i, slo);
         if !reasons.is_empty() {
@@ -299,8 +308,9 @@ pub fn analyze(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> Analysis 
                 .iter()
                 .map(|s| s.summary.throughput)
                 .fold(0.0, f64::max);
+            knee = Some(i);
             saturation = Some(Saturation {
-                step: i,
+                step: steps[i].step,
                 offered: steps[i].offered,
                 peak_throughput: peak,
                 reasons,
@@ -379,10 +389,8 @@ pub fn analyze(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> Analysis 
         .iter()
         .map(|s| s.summary.throughput)
         .fold(0.0, f64::max);
-    let bottleneck = saturation
-        .as_ref()
-        .map(|s| bottleneck::diagnose(mode, steps, s.step, Default::default()));
-    Analysis {
+    let bottleneck = knee.map(|i| bottleneck::diagnose(mode, steps, i, Default::default()));
+    let a = Analysis {
         mode: mode.to_string(),
         saturation,
         capacity,
@@ -393,7 +401,8 @@ pub fn analyze(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> Analysis 
         generator_bound: generator.into_iter().map(|g| g.0).collect(),
         findings,
         bottleneck,
-    }
+    };
+    (a, knee)
 }
 
 #[cfg(test)]
@@ -518,6 +527,34 @@ pub(crate) mod tests {
         );
         assert!(a.capacity.is_none());
         assert!(a.usl.is_none());
+    }
+
+    /// Probes run out of load order (a capacity search): the saturation point is named by the
+    /// step number the probe ran as, the one the probe list, the step table and the bottleneck
+    /// verdict show, not by its rank in load order.
+    #[test]
+    fn saturation_names_the_probe_by_the_order_it_ran() {
+        // Run order: 100, 400, 200, 300 req/s; in load order 300 is third, the first saturated.
+        let steps: Vec<StepRecord> = [
+            (0, 100.0, 100.0),
+            (2, 200.0, 199.0),
+            (3, 300.0, 240.0),
+            (1, 400.0, 250.0),
+        ]
+        .iter()
+        .map(|&(i, o, x)| step(i, o, summary(o, x, 20.0, 0)))
+        .collect();
+        let a = analyze_with("open", &steps, None, Default::default());
+        let s = a.saturation.as_ref().unwrap();
+        assert_eq!((s.step, s.offered), (3, 300.0));
+        assert!(s.describe("req/s").contains("300 req/s offered (step 4)"));
+        assert!(a.findings[0].contains("(step 4)"), "{}", a.findings[0]);
+        let b = a.bottleneck.unwrap();
+        assert!(
+            b.verdict.starts_with("knee at 300 req/s (step 4)"),
+            "{}",
+            b.verdict
+        );
     }
 
     #[test]

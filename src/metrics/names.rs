@@ -155,6 +155,14 @@ impl NameSummary {
         n
     }
 
+    /// Requests of this name that failed by the summary's rule, failed checks apart (they
+    /// have their own column): transport errors and answers outside `--ok-status` (2xx/3xx
+    /// by default), so a name answered only 404 failed every request.
+    pub fn failed(&self) -> u64 {
+        let transport = self.error_count - self.checks_failed().unwrap_or(0);
+        transport + self.responses.saturating_sub(self.ok)
+    }
+
     /// Failed checks (`check-failed`, counted by scenarios), when the kind exists at all.
     pub fn checks_failed(&self) -> Option<u64> {
         self.errors.get("check-failed").copied()

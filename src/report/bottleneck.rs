@@ -134,7 +134,8 @@ mod tests {
     fn terminal_and_card_carry_the_verdict_and_each_candidate() {
         let steps = server_sweep();
         let a = crate::analysis::analyze("open", &steps, None);
-        let knee = a.saturation.unwrap().step;
+        let sat = a.saturation.unwrap().step;
+        let knee = steps.iter().position(|s| s.step == sat).unwrap();
         let b = diagnose("open", &steps, knee, Context::default());
         let t = text(&b);
         assert!(

@@ -108,14 +108,14 @@ fn table(o: &mut String, names: &[NameSummary], several_steps: bool) {
         }
     );
     o.push_str("<div class=\"tablewrap fit\"><table>\n<thead><tr><th class=\"l\">name</th>");
-    o.push_str("<th>count</th><th>req/s</th><th>errors</th>");
+    o.push_str("<th>count</th><th>req/s</th><th>failed</th>");
     if checks {
         o.push_str("<th>checks failed</th>");
     }
     o.push_str("<th>p50</th><th>p95</th><th>p99</th><th>total time</th></tr></thead>\n<tbody>\n");
     for n in names {
         let failed = n.checks_failed().unwrap_or(0);
-        let errors = n.error_count - failed;
+        let errors = n.failed();
         let bad = |v: u64| {
             if v > 0 {
                 format!("<td class=\"bad\">{v}</td>")

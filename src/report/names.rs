@@ -30,7 +30,7 @@ pub fn table(s: &Summary) -> String {
     let _ = write!(
         o,
         "  {:<width$} {:>9} {:>10} {:>8}",
-        "name", "count", "req/s", "errors"
+        "name", "count", "req/s", "failed"
     );
     if checks {
         let _ = write!(o, " {:>8}", "checks");
@@ -78,7 +78,7 @@ fn row(o: &mut String, n: &NameSummary, width: usize, checks: bool) {
         shorten(&n.name, width),
         n.requests,
         fmt_num(n.throughput),
-        n.error_count - n.checks_failed().unwrap_or(0),
+        n.failed(),
     );
     if checks {
         let _ = write!(o, " {:>8}", n.checks_failed().unwrap_or(0));
@@ -165,8 +165,35 @@ mod tests {
         assert!(t.contains("checks"), "{t}");
         let login = t.lines().find(|l| l.contains("/login")).unwrap();
         let cols: Vec<&str> = login.split_whitespace().collect();
-        // name, count, req/s, errors (transport), checks, p50, p95, p99
+        // name, count, req/s, failed (transport), checks, p50, p95, p99
         assert_eq!(cols[3..5], ["1", "3"], "{login}");
+    }
+
+    /// A name whose answers were all 404 failed every request, as the summary counts it
+    /// (`--ok-status`, 2xx/3xx by default): its row says so, transport errors added.
+    #[test]
+    fn answers_outside_ok_status_are_failures_of_their_name() {
+        let mut s = crate::analysis::tests::summary(100.0, 100.0, 5.0, 0);
+        let mut missing = name("/status/404", 127, 1.0);
+        missing.ok = 0;
+        let mut css = name("/style.css", 14, 1.0);
+        (css.ok, css.requests) = (2, 16);
+        css.errors = [("timeout".to_string(), 2)].into();
+        css.error_count = 2;
+        s.names = vec![missing, css, name("/", 10, 1.0)];
+        let cols = |n: &str| -> Vec<String> {
+            let t = table(&s);
+            let l = t.lines().find(|l| l.contains(n)).unwrap().to_string();
+            l.split_whitespace().map(String::from).collect()
+        };
+        assert!(table(&s).lines().nth(2).unwrap().contains("failed"));
+        assert_eq!(cols("/status/404")[3], "127");
+        assert_eq!(
+            cols("/style.css")[3],
+            "14",
+            "12 answers outside 2xx/3xx, 2 timeouts"
+        );
+        assert_eq!(cols("/ ")[3], "0");
     }
 
     #[test]

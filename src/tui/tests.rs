@@ -1,6 +1,6 @@
 //! The view's data model on scripted ticks and steps, drawn on ratatui's `TestBackend`: what
 //! each panel shows, without a terminal.
-use super::model::{Model, Setup, HISTORY};
+use super::model::{Model, Setup, StepRow, HISTORY};
 use super::term::{keys, Key};
 use super::{key, view, Shared};
 use crate::engine::{Arrival, Load};
@@ -70,7 +70,12 @@ fn open(rate: f64) -> Load {
 
 /// The screen as text, one string per row.
 fn screen(m: &Model) -> Vec<String> {
-    let mut t = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    screen_of(m, 120, 40)
+}
+
+/// The screen of `w`×`h` as text, one string per row.
+fn screen_of(m: &Model, w: u16, h: u16) -> Vec<String> {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
     t.draw(|f| view::draw(f, m)).unwrap();
     let buf = t.backend().buffer().clone();
     buf.content
@@ -192,6 +197,72 @@ fn a_single_run_shows_no_steps_and_no_end_step_key() {
     assert!(!shows(&s, "end this step"));
     assert!(shows(&s, "q  quit as Ctrl-C does"));
     assert_eq!(m.eta(), None);
+}
+
+/// A sweep of eight steps with the widest figures the cells take, at 80×24 (the terminal's
+/// default), 100×30 and 120×40: every step shown has each of its figures whole (a token of its
+/// own), the header's and the server's figures too; at 80 columns the throughput chart is
+/// dropped for the table's room, at 100 it is there.
+#[test]
+fn every_figure_is_whole_at_80x24_panels_are_dropped_instead() {
+    let mut m = Model::new(Setup {
+        planned: Some(8),
+        ..sweep_setup()
+    });
+    for i in 0..8 {
+        m.steps.push(StepRow {
+            step: i,
+            offered: 1500.0 + i as f64,
+            throughput: 98.5,
+            ok_pct: 99.95,
+            p50_ms: 0.193,
+            p95_ms: 20.21,
+            p99_ms: 2500.0,
+            lag_p99_ms: 0.5,
+            gen_cpu_pct: 87.0,
+            flags: if i == 7 {
+                vec!["saturated".into(), "errors".into()]
+            } else {
+                Vec::new()
+            },
+        });
+    }
+    m.server = vec![
+        "local: host CPU 73% busy of 4 cores (softirq 5%), load 2.5".into(),
+        "local: pool www: 8 of 8 workers busy, 12 waiting, and a long tail of words 4242".into(),
+    ];
+    m.tick(Some(8), 1600.0, &tick_at(3, 2, 20.21));
+    let figures = [
+        "98.5", "100.0%", "193µs", "20.21ms", "2500ms", "500µs", "87%",
+    ];
+    for (w, h) in [(80, 24), (100, 30), (120, 40)] {
+        let s = screen_of(&m, w, h);
+        let rows: Vec<&String> = s.iter().filter(|r| r.contains(" 98.5 ")).collect();
+        assert!(rows.len() >= 3, "{w}x{h}: the steps are listed: {s:#?}");
+        for r in &rows {
+            let cells: Vec<&str> = r.split(['│', ' ']).collect();
+            for f in figures {
+                assert!(cells.contains(&f), "{w}x{h}: {f} whole in {r:?}: {s:#?}");
+            }
+        }
+        assert!(shows(&s, "◆ saturated"), "{w}x{h}: {s:#?}");
+        assert!(shows(&s, "p99 20.21ms "), "{w}x{h}: {s:#?}");
+        assert!(
+            s.iter().any(|r| r.split(['│', ' ']).any(|c| c == "4242")),
+            "{w}x{h}: the server line wrapped, not cut: {s:#?}"
+        );
+        assert!(shows(&s, " q "), "{w}x{h}: {s:#?}");
+        assert_eq!(
+            shows(&s, "saturation 1507"),
+            w >= 100,
+            "{w}x{h}: the throughput chart where there is room: {s:#?}"
+        );
+    }
+    // Closed loop: no send-lag column (no schedule to lag behind).
+    m.setup.unit = "users";
+    let s = screen_of(&m, 80, 24);
+    assert!(!shows(&s, "lag p99"), "{s:#?}");
+    assert!(!shows(&s, "500µs"), "{s:#?}");
 }
 
 /// What the server panel says, from each source's newest sample.

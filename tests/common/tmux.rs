@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-/// A tmux server of this test alone (its own socket), with one 120×40 window running a
-/// script; killed on drop.
+/// A tmux server of this test alone (its own socket), with one window (120×40 unless told)
+/// running a script; killed on drop.
 pub struct Tmux {
     socket: String,
 }
@@ -21,6 +21,17 @@ impl Tmux {
 
     /// As [`Tmux::start`], with `overload` run by `wrapper` (e.g. `timeout 20`).
     pub fn start_under(dir: &Path, name: &str, wrapper: &[&str], args: &[&str]) -> Tmux {
+        Tmux::start_sized(dir, name, (120, 40), wrapper, args)
+    }
+
+    /// As [`Tmux::start_under`], in a window of `size` (columns, rows).
+    pub fn start_sized(
+        dir: &Path,
+        name: &str,
+        size: (u16, u16),
+        wrapper: &[&str],
+        args: &[&str],
+    ) -> Tmux {
         let socket = format!("overload-test-{}-{name}", std::process::id());
         let quote = |a: &&str| format!("'{a}'");
         let quoted: Vec<String> = args.iter().map(quote).collect();
@@ -40,8 +51,9 @@ impl Tmux {
         )
         .unwrap();
         let t = Tmux { socket };
+        let (x, y) = (size.0.to_string(), size.1.to_string());
         let ok = t
-            .cmd(&["new-session", "-d", "-s", "t", "-x", "120", "-y", "40"])
+            .cmd(&["new-session", "-d", "-s", "t", "-x", &x, "-y", &y])
             .arg(format!("sh '{}'", script.display()))
             .status()
             .is_ok_and(|s| s.success());
