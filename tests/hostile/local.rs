@@ -1,6 +1,258 @@
 //! Hostile cases: a local unprivileged user (www-data too): audit, lab, files another user may write.
+use crate::common::harness::{trial_or_ignored, Need};
+use crate::common::{bin, free_port, output_within, scratch, wait_until};
 use libtest_mimic::Trial;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const GUARD: Duration = Duration::from_secs(60);
+const NOBODY: u32 = 65534;
 
 pub fn trials() -> Vec<Trial> {
-    vec![]
+    vec![
+        // One trial for both: the search takes the oldest master, so two tests starting
+        // masters at once would each see the other's.
+        trial_or_ignored(
+            "local_audit_never_runs_a_program_a_user_planted",
+            &[Need::Root],
+            || fake_fpm_master().or_else(path_entry_others_can_write),
+        ),
+    ]
+}
+
+fn chmod(p: &Path, mode: u32) {
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn chown_nobody(p: &Path) {
+    std::os::unix::fs::chown(p, Some(NOBODY), Some(NOBODY)).unwrap();
+}
+
+/// A program that leaves `marker` when run with `-i`, `--ini` or `-v` (how PHP's binaries are
+/// asked for their files), and otherwise waits: what a local user would start as a fake FPM
+/// master, or plant as `php-fpm` on a PATH entry. Err: no C compiler here.
+fn planted_program(dir: &Path, marker: &Path) -> Result<PathBuf, String> {
+    let src = dir.join("fpm.c");
+    std::fs::write(
+        &src,
+        format!(
+            "#include <fcntl.h>\n#include <string.h>\n#include <unistd.h>\n\
+             int main(int c, char **v) {{\n\
+               for (int i = 1; i < c; i++)\n\
+                 if (!strcmp(v[i], \"-i\") || !strcmp(v[i], \"--ini\") || !strcmp(v[i], \"-v\")) {{\n\
+                   close(open(\"{}\", O_CREAT | O_WRONLY, 0666));\n\
+                   return 0;\n\
+                 }}\n\
+               for (;;) pause();\n\
+             }}\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let exe = dir.join("fpm");
+    match Command::new("cc").arg("-o").arg(&exe).arg(&src).output() {
+        Ok(o) if o.status.success() => Ok(exe),
+        Ok(o) => Err(format!(
+            "cc failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Err(format!(
+            "no C compiler (cc) to build the planted program: {e}"
+        )),
+    }
+}
+
+/// `exe` started with the title of an FPM master whose configuration is `conf`, as `uid`
+/// (through setpriv when not root). Killed when dropped.
+struct Master(Child);
+
+impl Master {
+    fn start(exe: &Path, conf: &Path, uid: u32) -> Master {
+        let title = format!("php-fpm: master process ({})", conf.display());
+        let mut cmd = Command::new("setpriv");
+        if uid != 0 {
+            cmd.args([
+                format!("--reuid={uid}"),
+                format!("--regid={uid}"),
+                "--clear-groups".into(),
+            ]);
+        }
+        let child = cmd
+            .args(["bash", "-c", "exec -a \"$0\" \"$1\""])
+            .arg(&title)
+            .arg(exe)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("setpriv");
+        let pid = child.id();
+        wait_until("the fake master's title", Duration::from_secs(10), || {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.starts_with(title.as_bytes()))
+        });
+        Master(child)
+    }
+}
+
+impl Drop for Master {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A folder under a fresh scratch folder that nobody owns and everyone can write.
+fn users_dir(root: &Path) -> PathBuf {
+    chmod(root, 0o755);
+    let d = root.join("user");
+    std::fs::create_dir(&d).unwrap();
+    chown_nobody(&d);
+    chmod(&d, 0o777);
+    d
+}
+
+/// What a local user plants: their program, an FPM configuration and a php.ini beside it.
+fn plant(d: &Path, marker: &Path) -> Result<PathBuf, String> {
+    let exe = planted_program(d, marker)?;
+    std::fs::write(d.join("php-fpm.conf"), "[www]\npm.max_children = 1\n").unwrap();
+    std::fs::write(d.join("php.ini"), "memory_limit = 1M\n").unwrap();
+    for f in ["fpm", "php-fpm.conf", "php.ini"] {
+        chown_nobody(&d.join(f));
+    }
+    Ok(exe)
+}
+
+/// The agent's `/php-ini` answer, asked as the audit asks it without a port (so every
+/// master counts), the agent's PATH `env_path` when given.
+fn agent_php_ini(env_path: Option<&str>) -> String {
+    let dir = scratch();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "local-hostile-token-0123456789\n").unwrap();
+    chmod(&token_file, 0o600);
+    let mut cmd = bin();
+    if let Some(p) = env_path {
+        cmd.env("PATH", p);
+    }
+    let mut child = cmd
+        .args(["agent", "--listen", "127.0.0.1:0", "--token-file"])
+        .arg(&token_file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn agent");
+    let addr = crate::common::agent_addr(&mut child);
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
+    s.set_read_timeout(Some(GUARD)).unwrap();
+    s.write_all(
+        b"GET /php-ini HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer local-hostile-token-0123456789\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    let _ = child.kill();
+    let _ = child.wait();
+    answer
+}
+
+/// `overload audit` on a loopback port nothing listens on (so the PHP search looks at every
+/// master), its PATH `env_path` when given; its stdout and stderr.
+fn audit_here(env_path: Option<&str>) -> String {
+    let mut cmd = bin();
+    if let Some(p) = env_path {
+        cmd.env("PATH", p);
+    }
+    let url = format!("http://127.0.0.1:{}/", free_port());
+    let out = output_within(
+        cmd.args([
+            "audit",
+            &url,
+            "--no-ab",
+            "--idle-wait",
+            "10ms",
+            "--json",
+            "-",
+        ]),
+        GUARD,
+    );
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Defect 1: a local user starts a process titled `php-fpm: master process (their conf)`
+/// whose executable is their own program. Neither `audit` (run as root) nor the agent's
+/// `/php-ini` runs it, and neither reads the user's files as the server's.
+fn fake_fpm_master() -> Option<String> {
+    let root = scratch();
+    let d = users_dir(root.path());
+    let marker = d.join("ran-as-root");
+    let exe = match plant(&d, &marker) {
+        Ok(e) => e,
+        Err(why) => return Some(why),
+    };
+    let _m = Master::start(&exe, &d.join("php-fpm.conf"), NOBODY);
+    let out = audit_here(None);
+    assert!(!marker.exists(), "audit ran the user's program: {out}");
+    assert!(out.contains("ignored a php-fpm master title"), "{out}");
+    assert!(!out.contains("memory_limit = 1M"), "{out}");
+    let answer = agent_php_ini(None);
+    assert!(
+        !marker.exists(),
+        "the agent ran the user's program: {answer}"
+    );
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        answer.contains("ignored a php-fpm master title"),
+        "{answer}"
+    );
+    None
+}
+
+/// Defect 1, the PATH: root's own master (so the search goes on to a `php-fpm` on the PATH),
+/// and a PATH whose first entry another user can write, holding their `php-fpm`: never run.
+fn path_entry_others_can_write() -> Option<String> {
+    let root = scratch();
+    let d = users_dir(root.path());
+    let marker = d.join("ran-as-root");
+    let exe = match plant(&d, &marker) {
+        Ok(e) => e,
+        Err(why) => return Some(why),
+    };
+    let bin_dir = d.join("bin");
+    std::fs::create_dir(&bin_dir).unwrap();
+    std::fs::copy(&exe, bin_dir.join("php-fpm")).unwrap();
+    chown_nobody(&bin_dir);
+    chown_nobody(&bin_dir.join("php-fpm"));
+    chmod(&bin_dir, 0o777);
+    // Root's own master: a root-owned copy of the program, its configuration root's.
+    let conf_dir = root.path().join("etc");
+    std::fs::create_dir(&conf_dir).unwrap();
+    std::fs::write(
+        conf_dir.join("php-fpm.conf"),
+        "[www]\npm.max_children = 3\n",
+    )
+    .unwrap();
+    let roots = root.path().join("root-fpm");
+    std::fs::copy(&exe, &roots).unwrap();
+    let _m = Master::start(&roots, &conf_dir.join("php-fpm.conf"), 0);
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = audit_here(Some(&path));
+    assert!(
+        !marker.exists(),
+        "audit ran a php-fpm from a PATH entry others can write: {out}"
+    );
+    let answer = agent_php_ini(Some(&path));
+    assert!(
+        !marker.exists(),
+        "the agent ran a php-fpm from a PATH entry others can write: {answer}"
+    );
+    None
 }
