@@ -247,7 +247,7 @@ fn owners_shown(owners: &[u32]) -> String {
 }
 
 /// Whether a user other than the owner (and root) can write what `m` describes.
-fn writable_by_others(m: &std::fs::Metadata) -> bool {
+pub fn writable_by_others(m: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt;
     m.mode() & 0o002 != 0 || (m.mode() & 0o020 != 0 && m.gid() != 0)
 }

@@ -1,5 +1,5 @@
 //! Hostile cases: a local unprivileged user (www-data too): audit, lab, files another user may write.
-use crate::common::harness::{trial_or_ignored, Need};
+use crate::common::harness::{trial, trial_or_ignored, Need};
 use crate::common::{bin, free_port, output_within, scratch, wait_until};
 use libtest_mimic::Trial;
 use std::os::unix::fs::PermissionsExt;
@@ -18,6 +18,21 @@ pub fn trials() -> Vec<Trial> {
             "local_audit_never_runs_a_program_a_user_planted",
             &[Need::Root],
             || fake_fpm_master().or_else(path_entry_others_can_write),
+        ),
+        trial(
+            "local_lab_up_never_writes_through_a_planted_link",
+            &[Need::Root],
+            lab_up_never_writes_through_a_planted_link,
+        ),
+        trial(
+            "local_lab_up_refuses_a_prefix_another_user_can_write",
+            &[Need::Root],
+            lab_up_refuses_a_prefix_another_user_can_write,
+        ),
+        trial(
+            "local_lab_up_gives_the_workers_nothing_the_master_chowns",
+            &[Need::Root],
+            lab_up_gives_the_workers_nothing_the_master_chowns,
         ),
     ]
 }
@@ -255,4 +270,140 @@ fn path_entry_others_can_write() -> Option<String> {
         "the agent ran a php-fpm from a PATH entry others can write: {answer}"
     );
     None
+}
+
+/// `overload lab up nginx-fpm` in `prefix` on a free port, without MariaDB. Where the lab
+/// packages are missing it renders everything and then fails to start php-fpm: what these
+/// tests look at is written by then. (exit code, stderr)
+fn lab_up(prefix: &Path) -> (Option<i32>, String) {
+    let port = free_port().to_string();
+    let out = output_within(
+        bin()
+            .args([
+                "lab",
+                "up",
+                "nginx-fpm",
+                "--no-db",
+                "--port",
+                &port,
+                "--prefix",
+            ])
+            .arg(prefix),
+        GUARD,
+    );
+    let _ = output_within(
+        bin()
+            .args(["lab", "down", "nginx-fpm", "--prefix"])
+            .arg(prefix),
+        GUARD,
+    );
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A file outside the prefix that a link planted in it points at.
+fn victim(dir: &Path, name: &str) -> PathBuf {
+    let v = dir.join(name);
+    std::fs::write(&v, "precious\n").unwrap();
+    v
+}
+
+/// Defect 2: links planted at files `lab up` renders (conf/php-fpm.conf, www/index.html),
+/// as left in a prefix another user could once write: `lab up` refuses or replaces them,
+/// and never writes their targets.
+fn lab_up_never_writes_through_a_planted_link() {
+    let root = scratch();
+    let prefix = root.path().join("lab");
+    let _ = lab_up(&prefix);
+    let stack = prefix.join("nginx-fpm");
+    assert!(
+        stack.join("conf/php-fpm.conf").is_file(),
+        "the first up rendered nothing"
+    );
+    let outside = root.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    let conf = victim(&outside, "conf-victim");
+    let page = victim(&outside, "page-victim");
+    for (link, to) in [("conf/php-fpm.conf", &conf), ("www/index.html", &page)] {
+        std::fs::remove_file(stack.join(link)).unwrap();
+        std::os::unix::fs::symlink(to, stack.join(link)).unwrap();
+    }
+    let (code, err) = lab_up(&prefix);
+    assert_eq!(
+        std::fs::read_to_string(&conf).unwrap(),
+        "precious\n",
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&page).unwrap(),
+        "precious\n",
+        "{err}"
+    );
+    assert_ne!(code, Some(0), "{err}");
+}
+
+/// Defect 2: a prefix, or a stack directory in it, that another user owns or can write is
+/// refused (exit 2, one line), before anything is written in it.
+fn lab_up_refuses_a_prefix_another_user_can_write() {
+    let root = scratch();
+    chmod(root.path(), 0o755);
+    let open = root.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    chmod(&open, 0o777);
+    let (code, err) = lab_up(&open);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("other users can write"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(!open.join("nginx-fpm").exists());
+    // The prefix root's, the stack's directory in it someone else's.
+    let prefix = root.path().join("lab");
+    std::fs::create_dir(&prefix).unwrap();
+    std::fs::create_dir(prefix.join("nginx-fpm")).unwrap();
+    chown_nobody(&prefix.join("nginx-fpm"));
+    let (code, err) = lab_up(&prefix);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("belongs to uid 65534"), "{err}");
+    assert!(!prefix.join("nginx-fpm/conf").exists());
+    // A link in place of a directory `lab up` makes.
+    std::fs::remove_dir(prefix.join("nginx-fpm")).unwrap();
+    std::fs::create_dir(prefix.join("nginx-fpm")).unwrap();
+    let elsewhere = root.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, prefix.join("nginx-fpm/conf")).unwrap();
+    let (code, err) = lab_up(&prefix);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("symbolic link"), "{err}");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0, "{err}");
+}
+
+/// Defect 2: the workers (www-data) own only leaf directories that no root process writes
+/// or chowns through. nginx's temp paths live in tmp/, which root owns and `lab up` makes
+/// afresh: a `tmp/client_body` link a worker planted is gone, so nginx's chown of its temp
+/// paths never reaches the link's target. The master's logs are root's too.
+fn lab_up_gives_the_workers_nothing_the_master_chowns() {
+    use std::os::unix::fs::MetadataExt;
+    let root = scratch();
+    let prefix = root.path().join("lab");
+    let _ = lab_up(&prefix);
+    let tmp = prefix.join("nginx-fpm/tmp");
+    let target = root.path().join("chown-me");
+    std::fs::create_dir(&target).unwrap();
+    // As www-data could where tmp/ is theirs: a link where nginx keeps request bodies.
+    if std::fs::symlink_metadata(&tmp).unwrap().uid() != 0 {
+        std::os::unix::fs::symlink(&target, tmp.join("client_body")).unwrap();
+    }
+    let _ = lab_up(&prefix);
+    for d in ["tmp", "logs", "conf", "run", "www"] {
+        let m = std::fs::symlink_metadata(prefix.join("nginx-fpm").join(d)).unwrap();
+        assert!(m.is_dir(), "{d}");
+        assert_eq!(m.uid(), 0, "{d} is not root's");
+        assert_eq!(m.mode() & 0o022, 0, "{d} can be written by others");
+    }
+    assert!(std::fs::symlink_metadata(tmp.join("client_body")).is_err());
+    // PHP's workers write their error log, created for them, owned by www-data.
+    let php_log = prefix.join("nginx-fpm/logs/php-errors.log");
+    let m = std::fs::symlink_metadata(&php_log).unwrap();
+    assert!(m.is_file() && m.uid() != 0, "{m:?}");
 }
