@@ -34,6 +34,11 @@ pub fn trials() -> Vec<Trial> {
             &[Need::Root],
             lab_up_gives_the_workers_nothing_the_master_chowns,
         ),
+        trial(
+            "local_token_resume_and_lab_state_files_are_capped_and_never_waited_on",
+            &[],
+            token_resume_and_lab_state_files_are_capped,
+        ),
     ]
 }
 
@@ -406,4 +411,89 @@ fn lab_up_gives_the_workers_nothing_the_master_chowns() {
     let php_log = prefix.join("nginx-fpm/logs/php-errors.log");
     let m = std::fs::symlink_metadata(&php_log).unwrap();
     assert!(m.is_file() && m.uid() != 0, "{m:?}");
+}
+
+fn mkfifo(p: &Path) {
+    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+    // SAFETY: plain syscall on a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// `overload ARGS` ends within the guard with `code` and one line on stderr that contains
+/// `says`. A FIFO with no writer would hang a plain read forever: the guard catches that.
+fn refused(args: &[&str], code: i32, says: &str) {
+    let out = output_within(bin().args(args), Duration::from_secs(30));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    assert!(err.contains(says), "{args:?}: {err}");
+}
+
+/// Defect 19: the token files, an experiment's `--resume` state and the lab's state.json
+/// are read through the capped reader: `/dev/zero` and a FIFO are refused at once (neither
+/// read without end nor waited on), a file over the cap is refused naming it.
+fn token_resume_and_lab_state_files_are_capped() {
+    let d = scratch();
+    let fifo = d.path().join("fifo");
+    mkfifo(&fifo);
+    let fifo_s = fifo.to_str().unwrap();
+    let big = d.path().join("big");
+    std::fs::write(&big, vec![b'a'; 5000]).unwrap();
+    let big_s = big.to_str().unwrap();
+    for f in ["/dev/zero", fifo_s] {
+        refused(
+            &["agent", "--listen", "127.0.0.1:0", "--token-file", f],
+            2,
+            "not a regular file",
+        );
+        refused(
+            &[
+                "audit",
+                "http://127.0.0.1:1/",
+                "--agent",
+                "http://127.0.0.1:1",
+                "--agent-token-file",
+                f,
+            ],
+            2,
+            "--agent-token-file",
+        );
+    }
+    refused(
+        &["agent", "--listen", "127.0.0.1:0", "--token-file", big_s],
+        2,
+        "4 KiB limit",
+    );
+    // An experiment whose state is a FIFO (or a device) in its folder.
+    let toml = d.path().join("e.toml");
+    std::fs::write(
+        &toml,
+        "repetitions = 1\n[load]\nusers = 1\n[[config]]\nname = 'a'\nsetup = 'true'\nready = 'http://127.0.0.1:1/'\n",
+    )
+    .unwrap();
+    let exp = d.path().join("exp");
+    std::fs::create_dir(&exp).unwrap();
+    mkfifo(&exp.join("experiment.json"));
+    refused(
+        &[
+            "experiment",
+            toml.to_str().unwrap(),
+            "--resume",
+            "--out",
+            exp.to_str().unwrap(),
+        ],
+        2,
+        "a FIFO, not a regular file",
+    );
+    // The lab's state.json, read by `lab status` (no root needed to read).
+    let prefix = d.path().join("lab");
+    std::fs::create_dir_all(prefix.join("nginx-fpm")).unwrap();
+    mkfifo(&prefix.join("nginx-fpm/state.json"));
+    let out = output_within(
+        bin().args(["lab", "status", "--prefix"]).arg(&prefix),
+        Duration::from_secs(30),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("not a regular file"), "{err}");
 }
