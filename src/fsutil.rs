@@ -63,6 +63,23 @@ fn kind(t: &std::fs::FileType) -> &'static str {
     }
 }
 
+/// Whether a new file can be created in `dir` now (permissions, a read-only file system):
+/// one is made (O_EXCL|O_NOFOLLOW) and removed. Outputs are checked so before a run, whose
+/// results would be lost if the write failed only after it.
+pub fn can_create_in(dir: &Path) -> bool {
+    let probe = dir.join(format!(".overload-probe-{}", std::process::id()));
+    let created = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&probe)
+        .is_ok();
+    if created {
+        let _ = std::fs::remove_file(&probe);
+    }
+    created
+}
+
 /// A one-line error for a failed write of `p`; a full disk says so plainly.
 pub fn write_error(p: &Path, e: &std::io::Error) -> Error {
     if e.raw_os_error() == Some(libc::ENOSPC) || e.raw_os_error() == Some(libc::EDQUOT) {

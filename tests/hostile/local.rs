@@ -39,6 +39,11 @@ pub fn trials() -> Vec<Trial> {
             &[],
             token_resume_and_lab_state_files_are_capped,
         ),
+        trial(
+            "local_outputs_onto_a_link_are_refused_before_the_load",
+            &[],
+            outputs_onto_a_link_are_refused_before_the_load,
+        ),
     ]
 }
 
@@ -365,6 +370,7 @@ fn lab_up_refuses_a_prefix_another_user_can_write() {
     // The prefix root's, the stack's directory in it someone else's.
     let prefix = root.path().join("lab");
     std::fs::create_dir(&prefix).unwrap();
+    std::fs::write(prefix.join(".lock"), "").unwrap();
     std::fs::create_dir(prefix.join("nginx-fpm")).unwrap();
     chown_nobody(&prefix.join("nginx-fpm"));
     let (code, err) = lab_up(&prefix);
@@ -381,6 +387,22 @@ fn lab_up_refuses_a_prefix_another_user_can_write() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("symbolic link"), "{err}");
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0, "{err}");
+    // A dangling `.lock` link: root never creates its target.
+    std::fs::remove_file(prefix.join(".lock")).unwrap();
+    let target = root.path().join("made-by-root");
+    std::os::unix::fs::symlink(&target, prefix.join(".lock")).unwrap();
+    let (code, err) = lab_up(&prefix);
+    assert_ne!(code, Some(0), "{err}");
+    assert!(err.contains("symbolic link"), "{err}");
+    assert!(std::fs::symlink_metadata(&target).is_err(), "{err}");
+    // The root directory, or a directory holding other files and no lab, as the prefix:
+    // `lab up` would make it private (mode 0710).
+    let (code, err) = lab_up(Path::new("/"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("root directory"), "{err}");
+    let (code, err) = lab_up(&elsewhere.join(".."));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("holds other files and no lab"), "{err}");
 }
 
 /// Defect 2: the workers (www-data) own only leaf directories that no root process writes
@@ -496,4 +518,49 @@ fn token_resume_and_lab_state_files_are_capped() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("not a regular file"), "{err}");
+}
+
+/// Low: `--json` or `--hdr-log` onto a link another user planted (or a FIFO) is refused
+/// before the load starts (exit 2), not after it with the results lost; `--name ../../x`
+/// cannot put a results folder outside runs/.
+fn outputs_onto_a_link_are_refused_before_the_load() {
+    let d = scratch();
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    let link = d.path().join("out.json");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let fifo = d.path().join("fifo");
+    mkfifo(&fifo);
+    let url = format!("http://127.0.0.1:{}/", free_port());
+    for (flag, p) in [("--json", &link), ("--hdr-log", &link), ("--json", &fifo)] {
+        let t0 = std::time::Instant::now();
+        refused(
+            &[
+                "run",
+                &url,
+                "-d",
+                "3s",
+                "-n",
+                "100",
+                flag,
+                p.to_str().unwrap(),
+            ],
+            2,
+            flag,
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(3),
+            "{flag} refused only after the load"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    let out = output_within(
+        bin().current_dir(d.path()).args([
+            "sweep", &url, "--rates", "10", "--step", "1s", "--name", "../../x",
+        ]),
+        GUARD,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("'/' is not allowed"), "{err}");
 }
