@@ -507,6 +507,10 @@ fn token_resume_and_lab_state_files_are_capped() {
         2,
         "a FIFO, not a regular file",
     );
+    // The experiment file itself.
+    for f in ["/dev/zero", fifo_s] {
+        refused(&["experiment", f, "--dry-run"], 2, "not a regular file");
+    }
     // The lab's state.json, read by `lab status` (no root needed to read).
     let prefix = d.path().join("lab");
     std::fs::create_dir_all(prefix.join("nginx-fpm")).unwrap();

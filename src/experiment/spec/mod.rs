@@ -137,11 +137,14 @@ pub struct Observe {
     pub sample_every: Duration,
 }
 
+/// Largest experiment file (a study's is a few KiB).
+const MAX_FILE: u64 = 4 << 20;
+
 /// Reads, parses and validates FILE; `quick` applies the `[quick]` tables and scales the
 /// durations (plan::quick).
 pub fn load(file: &Path, quick: bool) -> crate::Result<Experiment> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| Error::usage(format!("{}: cannot read: {e}", file.display())))?;
+    let text =
+        crate::fsutil::read_capped_text(file, MAX_FILE, "experiment file").map_err(Error::usage)?;
     let mut exp = parse(&text, file, quick)?;
     if quick {
         plan::quick(&mut exp);
