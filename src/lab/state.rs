@@ -204,15 +204,21 @@ pub fn make_prefix(dir: &Path, www_gid: u32) -> Result<()> {
             continue; // not created yet: created below, ours
         };
         let sticky = m.mode() & 0o1000 != 0;
-        if (m.uid() != 0 && m.uid() != me) || (crate::fsutil::writable_by_others(&m) && !sticky) {
-            return Err(Error::usage(format!(
-                "prefix {}: {} can be written by other users (uid {}, mode {:o}), who could replace the prefix; choose another --prefix",
-                dir.display(),
-                up.display(),
-                m.uid(),
+        let why = if m.uid() != 0 && m.uid() != me {
+            format!("belongs to uid {}, who", m.uid())
+        } else if crate::fsutil::writable_by_others(&m) && !sticky {
+            format!(
+                "can be written by other users (mode {:o})",
                 m.mode() & 0o7777
-            )));
-        }
+            )
+        } else {
+            continue;
+        };
+        return Err(Error::usage(format!(
+            "prefix {}: {} {why} could replace the prefix while root's daemons read it; choose another --prefix",
+            dir.display(),
+            up.display()
+        )));
     }
     fs::create_dir_all(dir)
         .map_err(|e| Error::runtime(format!("cannot create {}: {e}", dir.display())))?;

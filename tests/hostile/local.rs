@@ -367,6 +367,17 @@ fn lab_up_refuses_a_prefix_another_user_can_write() {
     assert!(err.contains("other users can write"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(!open.join("nginx-fpm").exists());
+    // A prefix inside another user's folder: they could rename it and put theirs instead.
+    let theirs = root.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    chown_nobody(&theirs);
+    let (code, err) = lab_up(&theirs.join("lab"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("belongs to uid 65534, who could replace the prefix"),
+        "{err}"
+    );
+    assert!(!theirs.join("lab").exists());
     // The prefix root's, the stack's directory in it someone else's.
     let prefix = root.path().join("lab");
     std::fs::create_dir(&prefix).unwrap();
