@@ -63,6 +63,23 @@ fn kind(t: &std::fs::FileType) -> &'static str {
     }
 }
 
+/// Whether a new file can be created in `dir` now (permissions, a read-only file system):
+/// one is made (O_EXCL|O_NOFOLLOW) and removed. Outputs are checked so before a run, whose
+/// results would be lost if the write failed only after it.
+pub fn can_create_in(dir: &Path) -> bool {
+    let probe = dir.join(format!(".overload-probe-{}", std::process::id()));
+    let created = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&probe)
+        .is_ok();
+    if created {
+        let _ = std::fs::remove_file(&probe);
+    }
+    created
+}
+
 /// A one-line error for a failed write of `p`; a full disk and a file size limit (EFBIG,
 /// once SIGXFSZ no longer kills: `signals::catch_file_size_limit`) say so plainly.
 pub fn write_error(p: &Path, e: &std::io::Error) -> Error {
@@ -152,22 +169,131 @@ pub fn open_append(p: &Path) -> crate::Result<File> {
     Ok(f)
 }
 
-/// Reads at most `cap` bytes of `p`; a longer input is an error naming the cap, `what`
-/// saying which input it is (`--body`, `URL file`).
-pub fn read_capped(p: &Path, cap: u64, what: &str) -> Result<Vec<u8>, String> {
-    let f = File::open(p).map_err(|e| format!("{what}: cannot read '{}': {e}", shown(p)))?;
+/// Opens `p` for reading as a regular file: a FIFO is refused instead of waited on (the open
+/// does not block: O_NONBLOCK), and so are devices (`/dev/zero` never ends), sockets and
+/// directories. Links are followed: the checks are on the file opened, not on its name.
+fn open_regular(p: &Path, what: &str) -> Result<(File, std::fs::Metadata), String> {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(p)
+        .map_err(|e| format!("{what}: cannot read '{}': {e}", shown(p)))?;
+    let m = f
+        .metadata()
+        .map_err(|e| format!("{what}: cannot read '{}': {e}", shown(p)))?;
+    if !m.is_file() {
+        return Err(format!(
+            "{what}: '{}' is {}, not a regular file",
+            shown(p),
+            kind(&m.file_type())
+        ));
+    }
+    Ok((f, m))
+}
+
+/// Reads what is left of `f` up to `cap` bytes; more is an error naming the cap.
+fn read_to_cap(f: File, p: &Path, cap: u64, what: &str) -> Result<Vec<u8>, String> {
     let mut buf = Vec::new();
     f.take(cap.saturating_add(1))
         .read_to_end(&mut buf)
         .map_err(|e| format!("{what}: cannot read '{}': {e}", shown(p)))?;
     if buf.len() as u64 > cap {
         return Err(format!(
-            "{what}: '{}' is larger than the {} MiB limit",
+            "{what}: '{}' is larger than the {} limit",
             shown(p),
-            cap >> 20
+            cap_shown(cap)
         ));
     }
     Ok(buf)
+}
+
+fn cap_shown(cap: u64) -> String {
+    if cap >= 1 << 20 {
+        format!("{} MiB", cap >> 20)
+    } else {
+        format!("{} KiB", (cap >> 10).max(1))
+    }
+}
+
+/// Reads at most `cap` bytes of the regular file `p`; a longer input is an error naming the
+/// cap, `what` saying which input it is (`--body`, `URL file`). Every file a user names is
+/// read through here (or [`read_capped_text`]).
+pub fn read_capped(p: &Path, cap: u64, what: &str) -> Result<Vec<u8>, String> {
+    let (f, _) = open_regular(p, what)?;
+    read_to_cap(f, p, cap, what)
+}
+
+/// [`read_capped`] for a text file: invalid UTF-8 is an error naming the file.
+pub fn read_capped_text(p: &Path, cap: u64, what: &str) -> Result<String, String> {
+    String::from_utf8(read_capped(p, cap, what)?)
+        .map_err(|_| format!("{what}: '{}' is not UTF-8 text", shown(p)))
+}
+
+/// [`read_capped_text`] for a file that decides what a privileged process does (a server's
+/// configuration read by root): only when one of `owners` owns the file opened and no other
+/// user can write it (no write bit for others; a group write bit only for root's group).
+pub fn read_owned_text(p: &Path, cap: u64, owners: &[u32], what: &str) -> Result<String, String> {
+    use std::os::unix::fs::MetadataExt;
+    let (f, m) = open_regular(p, what)?;
+    if !owners.contains(&m.uid()) {
+        return Err(format!(
+            "{what}: '{}' belongs to uid {}, not to {}: not read",
+            shown(p),
+            m.uid(),
+            owners_shown(owners)
+        ));
+    }
+    if writable_by_others(&m) {
+        return Err(format!(
+            "{what}: '{}' can be written by other users: not read",
+            shown(p)
+        ));
+    }
+    String::from_utf8(read_to_cap(f, p, cap, what)?)
+        .map_err(|_| format!("{what}: '{}' is not UTF-8 text", shown(p)))
+}
+
+fn owners_shown(owners: &[u32]) -> String {
+    let v: Vec<String> = owners
+        .iter()
+        .map(|&u| {
+            if u == 0 {
+                "root".into()
+            } else {
+                format!("uid {u}")
+            }
+        })
+        .collect();
+    v.join(" or ")
+}
+
+/// Whether a user other than the owner (and root) can write what `m` describes.
+pub fn writable_by_others(m: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    m.mode() & 0o002 != 0 || (m.mode() & 0o020 != 0 && m.gid() != 0)
+}
+
+/// `p` resolved (links followed) when root owns it and every directory above it, and no other
+/// user can write any of them: a program only root can have put there. Else why not.
+pub fn root_owned(p: &Path) -> Result<PathBuf, String> {
+    use std::os::unix::fs::MetadataExt;
+    let real = std::fs::canonicalize(p).map_err(|e| format!("'{}': {e}", shown(p)))?;
+    let mut at: Option<&Path> = Some(&real);
+    while let Some(q) = at {
+        let m = std::fs::metadata(q).map_err(|e| format!("'{}': {e}", shown(q)))?;
+        if m.uid() != 0 {
+            return Err(format!(
+                "'{}' belongs to uid {}, not to root",
+                shown(q),
+                m.uid()
+            ));
+        }
+        if writable_by_others(&m) {
+            return Err(format!("'{}' can be written by other users", shown(q)));
+        }
+        at = q.parent();
+    }
+    Ok(real)
 }
 
 #[cfg(test)]
@@ -230,11 +356,49 @@ mod tests {
     #[test]
     fn capped_reads_name_the_cap() {
         let e = read_capped(Path::new("/dev/zero"), 1 << 20, "--body").unwrap_err();
-        assert!(e.contains("--body") && e.contains("1 MiB limit"), "{e}");
+        assert!(e.contains("--body") && e.contains("a device"), "{e}");
         let d = scratch("cap");
         let p = d.join("small");
         std::fs::write(&p, vec![b'a'; 1 << 20]).unwrap();
         assert_eq!(read_capped(&p, 1 << 20, "x").unwrap().len(), 1 << 20);
+        let e = read_capped(&p, (1 << 20) - 1, "--token-file").unwrap_err();
+        assert!(
+            e.contains("--token-file") && e.contains("1023 KiB limit"),
+            "{e}"
+        );
+        let e = read_capped(&d, 1 << 20, "x").unwrap_err();
+        assert!(e.contains("a directory"), "{e}");
+        // A FIFO with no writer: refused at once, not waited on.
+        let fifo = d.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: plain syscall on a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_capped(&fifo, 1 << 20, "--resume").unwrap_err();
+        assert!(e.contains("a FIFO, not a regular file"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn owned_reads_and_root_owned_paths() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = scratch("owned");
+        let p = d.join("php.ini");
+        std::fs::write(&p, "memory_limit = 1G\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        // SAFETY: geteuid cannot fail.
+        let me = unsafe { libc::geteuid() };
+        assert!(read_owned_text(&p, 1 << 20, &[me], "php.ini").is_ok());
+        let e = read_owned_text(&p, 1 << 20, &[me + 1], "php.ini").unwrap_err();
+        assert!(e.contains("not read"), "{e}");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o646)).unwrap();
+        let e = read_owned_text(&p, 1 << 20, &[me], "php.ini").unwrap_err();
+        assert!(e.contains("written by other users"), "{e}");
+        // /tmp can be written by anyone: nothing under it is root's alone.
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(root_owned(&p).is_err());
+        if me == 0 {
+            assert!(root_owned(Path::new("/bin/sh")).is_ok());
+        }
         std::fs::remove_dir_all(&d).unwrap();
     }
 

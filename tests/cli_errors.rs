@@ -135,7 +135,7 @@ fn run_rejects_bad_files() {
 }
 
 /// `-H` cannot set the framing the engine owns nor smuggle control characters, and
-/// `--body @FILE` is capped: `/dev/zero` is an error naming the limit, not endless growth.
+/// `--body @FILE` is a regular file read with a cap: `/dev/zero` is refused, not read without end.
 #[test]
 fn run_rejects_framing_headers_and_endless_bodies() {
     let u = "http://127.0.0.1:9/";
@@ -149,7 +149,10 @@ fn run_rejects_framing_headers_and_endless_bodies() {
         assert_usage(&["run", u, "-H", h], "-H");
     }
     assert_usage(&["run", u, "-H", "Host: a", "-H", "Host: b"], "Host");
-    assert_usage(&["run", u, "--body", "@/dev/zero"], "MiB limit");
+    assert_usage(
+        &["run", u, "--body", "@/dev/zero"],
+        "a device, not a regular file",
+    );
     // Nothing of an escape sequence reaches the terminal.
     let out = run(&["run", u, "-H", "X-A: \x1b[2J"]);
     assert!(

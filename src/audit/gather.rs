@@ -9,7 +9,7 @@ use super::http::{
     is_text_type, Answer, CompressionCost, HttpEvidence, Idle, ACCEPT_ENCODING, COST_PAIRS,
 };
 use super::php::PhpIni;
-pub use super::reads::HostReads;
+pub use super::reads::{HostReads, Proc};
 use super::Probe;
 use crate::http_get::{self, KeptConn, Response, Trust};
 use crate::observe::agent::Reply;
@@ -267,9 +267,16 @@ pub struct LocalHost;
 /// audit.
 const RUN_LIMIT: Duration = Duration::from_secs(5);
 
+/// Largest PHP or FPM configuration file read (Debian's php.ini is 73 KiB).
+const MAX_CONFIG_FILE: u64 = 4 << 20;
+
 impl HostReads for LocalHost {
     fn read(&self, path: &Path) -> Result<String, String> {
-        std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+        crate::fsutil::read_capped_text(path, MAX_CONFIG_FILE, "PHP configuration")
+    }
+
+    fn read_owned(&self, path: &Path, owners: &[u32]) -> Result<String, String> {
+        crate::fsutil::read_owned_text(path, MAX_CONFIG_FILE, owners, "PHP configuration")
     }
 
     fn list(&self, dir: &Path) -> Result<Vec<PathBuf>, String> {
@@ -277,7 +284,7 @@ impl HostReads for LocalHost {
         Ok(d.flatten().map(|e| e.path()).collect())
     }
 
-    fn processes(&self) -> Vec<(u32, String, Option<PathBuf>)> {
+    fn processes(&self) -> Vec<Proc> {
         let Ok(procs) = std::fs::read_dir("/proc") else {
             return Vec::new();
         };
@@ -290,11 +297,14 @@ impl HostReads for LocalHost {
                 continue;
             };
             let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            out.push((
+            let uid = std::fs::read_to_string(p.path().join("status"))
+                .ok()
+                .and_then(|t| status_uid(&t));
+            out.push(Proc {
                 pid,
-                cmd.trim().to_string(),
-                std::fs::read_link(p.path().join("exe")).ok(),
-            ));
+                cmd: cmd.trim().to_string(),
+                uid,
+            });
         }
         out
     }
@@ -321,7 +331,13 @@ impl HostReads for LocalHost {
                 .map(|e| e.path())
                 .collect();
             found.sort();
-            if let Some(p) = found.pop() {
+            // Run as root, a program another user could have placed or replaced would run
+            // their code: only root's, resolved, so a link cannot be swapped after the check.
+            if let Some(p) = found
+                .into_iter()
+                .rev()
+                .find_map(|p| crate::fsutil::root_owned(&p).ok())
+            {
                 return Some(p);
             }
         }
@@ -387,6 +403,26 @@ impl HostReads for LocalHost {
             .map(|m| m.total)
             .ok_or_else(|| "/proc/meminfo is unreadable".to_string())
     }
+
+    fn me(&self) -> u32 {
+        // SAFETY: geteuid cannot fail.
+        unsafe { libc::geteuid() }
+    }
+}
+
+/// The user a process runs as, from /proc/PID/status's `Uid:` line (real, effective, saved,
+/// filesystem): the first that is not root. A process that made itself undumpable has its
+/// /proc entry owned by root, so the entry's owner would lie; these four do not.
+fn status_uid(status: &str) -> Option<u32> {
+    let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    let ids: Vec<u32> = line
+        .split_whitespace()
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    if ids.is_empty() {
+        return None;
+    }
+    Some(ids.iter().copied().find(|&u| u != 0).unwrap_or(0))
 }
 
 /// What the agent answers for the audit (`/host?port=N`, `/php-ini`), from `reads`.
@@ -638,7 +674,11 @@ pub(crate) mod tests {
     #[derive(Default)]
     pub(crate) struct Scripted {
         pub files: BTreeMap<String, String>,
-        pub procs: Vec<(u32, String, Option<PathBuf>)>,
+        /// The owner of a file when not root.
+        pub owners: BTreeMap<String, u32>,
+        pub procs: Vec<Proc>,
+        /// The user the audit runs as (root unless set).
+        pub me: u32,
         pub commands: BTreeMap<String, String>,
         pub programs: BTreeMap<String, PathBuf>,
         pub kernel: KernelLimits,
@@ -655,6 +695,17 @@ pub(crate) mod tests {
                 .cloned()
                 .ok_or_else(|| format!("{k}: No such file or directory"))
         }
+        fn read_owned(&self, path: &Path, owners: &[u32]) -> Result<String, String> {
+            let uid = self
+                .owners
+                .get(&path.display().to_string())
+                .copied()
+                .unwrap_or(0);
+            if !owners.contains(&uid) {
+                return Err(format!("{}: belongs to uid {uid}", path.display()));
+            }
+            self.read(path)
+        }
         fn list(&self, dir: &Path) -> Result<Vec<PathBuf>, String> {
             Ok(self
                 .files
@@ -663,8 +714,11 @@ pub(crate) mod tests {
                 .filter(|p| p.parent() == Some(dir))
                 .collect())
         }
-        fn processes(&self) -> Vec<(u32, String, Option<PathBuf>)> {
+        fn processes(&self) -> Vec<Proc> {
             self.procs.clone()
+        }
+        fn me(&self) -> u32 {
+            self.me
         }
         fn which(&self, name: &str) -> Option<PathBuf> {
             self.programs.get(name).cloned()

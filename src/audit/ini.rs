@@ -381,10 +381,27 @@ fn expand(r: &dyn HostReads, pattern: &str, base: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// Whose files the audit reads: None for a file the operator named, else only files one of
+/// these users owns (root and the server's own user), so a local user cannot plant evidence.
+type Owners<'a> = Option<&'a [u32]>;
+
+fn read_as(r: &dyn HostReads, p: &Path, owners: Owners) -> Result<String, String> {
+    match owners {
+        None => r.read(p),
+        Some(o) => r.read_owned(p, o),
+    }
+}
+
 /// Reads an ini file and the scan directory's `*.ini` (sorted by name, as PHP does).
-fn read_ini(r: &dyn HostReads, f: &mut IniFound, ini: Option<&str>, scan: Option<&str>) {
+fn read_ini(
+    r: &dyn HostReads,
+    f: &mut IniFound,
+    ini: Option<&str>,
+    scan: Option<&str>,
+    owners: Owners,
+) {
     if let Some(ini) = ini {
-        if let Ok(t) = r.read(Path::new(ini)) {
+        if let Ok(t) = read_as(r, Path::new(ini), owners) {
             f.add_ini(ini, &t);
         }
     }
@@ -398,7 +415,7 @@ fn read_ini(r: &dyn HostReads, f: &mut IniFound, ini: Option<&str>, scan: Option
             .collect();
         files.sort();
         for p in files {
-            if let Ok(t) = r.read(&p) {
+            if let Ok(t) = read_as(r, &p, owners) {
                 f.add_ini(&p.display().to_string(), &t);
             }
         }
@@ -407,17 +424,50 @@ fn read_ini(r: &dyn HostReads, f: &mut IniFound, ini: Option<&str>, scan: Option
 
 /// Reads an FPM configuration and the files it includes (to a small depth: FPM allows one
 /// level in practice, a loop must not hang the audit).
-fn read_fpm(r: &dyn HostReads, f: &mut IniFound, conf: &Path, depth: usize) -> Result<(), String> {
-    let t = r.read(conf)?;
+fn read_fpm(
+    r: &dyn HostReads,
+    f: &mut IniFound,
+    conf: &Path,
+    depth: usize,
+    owners: Owners,
+) -> Result<(), String> {
+    let t = read_as(r, conf, owners)?;
     let base = conf.parent().unwrap_or(Path::new("/")).to_path_buf();
     for inc in f.add_fpm(&conf.display().to_string(), &t) {
         if depth < 3 {
             for p in expand(r, &inc, &base) {
-                let _ = read_fpm(r, f, &p, depth + 1);
+                let _ = read_fpm(r, f, &p, depth + 1, owners);
             }
         }
     }
     Ok(())
+}
+
+/// php.ini and its scan directory beside an FPM configuration, without running anything:
+/// `DIR/php.ini` and `DIR/conf.d` (Debian's /etc/php/8.2/fpm, Alpine, RHEL's /etc with
+/// /etc/php.d), or `DIR/php/` (the official Docker image's /usr/local/etc). PHP's version
+/// stays unknown.
+type Info = (Option<String>, Option<String>, Option<String>);
+fn beside(r: &dyn HostReads, dir: &Path, owners: &[u32]) -> Info {
+    for (ini, scans) in [
+        (
+            dir.join("php.ini"),
+            vec![dir.join("conf.d"), dir.join("php.d")],
+        ),
+        (dir.join("php/php.ini"), vec![dir.join("php/conf.d")]),
+    ] {
+        if r.read_owned(&ini, owners).is_ok() {
+            let scan = scans
+                .into_iter()
+                .find(|d| r.list(d).is_ok_and(|l| !l.is_empty()));
+            return (
+                Some(ini.display().to_string()),
+                scan.map(|d| d.display().to_string()),
+                None,
+            );
+        }
+    }
+    (None, None, None)
 }
 
 /// Whether a process of this name may run PHP or pass requests to it: PHP itself and the
@@ -460,7 +510,7 @@ pub fn find(
             f.add_ini(&ini.display().to_string(), &t);
         }
         if let Some(conf) = fpm_conf {
-            read_fpm(r, &mut f, conf, 0)?;
+            read_fpm(r, &mut f, conf, 0, None)?;
         }
         return Ok(f);
     }
@@ -473,26 +523,59 @@ pub fn find(
             ));
         }
     }
-    let mut masters: Vec<(u32, String, Option<PathBuf>)> = r
-        .processes()
-        .into_iter()
-        .filter_map(|(pid, cmd, exe)| master_conf(&cmd).map(|c| (pid, c.to_string(), exe)))
-        .collect();
+    // A master's title is only a claim (any user can start a process that reads so): only
+    // masters of root, of the user the audit runs as, or of the server's own user count.
+    let procs = r.processes();
+    let me = r.me();
+    let server = listener
+        .as_ref()
+        .and_then(|l| procs.iter().find(|p| p.pid == l.pid))
+        .and_then(|p| p.uid);
+    let trusted = |uid: u32| uid == 0 || uid == me || Some(uid) == server;
+    let mut masters: Vec<(u32, String, u32)> = Vec::new();
+    let mut ignored: Vec<String> = Vec::new();
+    for p in &procs {
+        let Some(conf) = master_conf(&p.cmd) else {
+            continue;
+        };
+        match p.uid {
+            Some(uid) if trusted(uid) => masters.push((p.pid, conf.to_string(), uid)),
+            Some(uid) => ignored.push(format!("pid {} of uid {uid}", p.pid)),
+            None => ignored.push(format!("pid {} of an unknown user", p.pid)),
+        }
+    }
     masters.sort_by_key(|m| m.0);
     let several = masters.len();
-    if let Some((pid, conf, exe)) = masters.into_iter().next() {
-        // The binary names its php.ini; found by /proc/PID/exe, else by name on the PATH.
-        let bin = exe.or_else(|| r.which("php-fpm"));
+    if let Some((pid, conf, uid)) = masters.into_iter().next() {
+        let owners: Vec<u32> = if uid == 0 { vec![0] } else { vec![0, uid] };
+        let conf_dir = Path::new(&conf).parent().unwrap_or(Path::new("/"));
+        // The master's own binary is never run: /proc/PID/exe is whatever its starter chose.
+        // A php-fpm of root's on the PATH names its php.ini when its files are the master's
+        // (under the directory of its configuration); else php.ini is looked for beside it.
+        let bin = r.which("php-fpm");
         let info = match &bin {
             Some(b) => r.run(b, &["-i"]),
-            None => Err("no php-fpm binary found".into()),
+            None => Err("no php-fpm binary of root's on the PATH".into()),
         };
-        let (ini, scan, version) = info.as_deref().map(parse_info).unwrap_or_default();
-        let name = bin
-            .as_ref()
-            .and_then(|b| b.file_name())
-            .map_or("php-fpm".into(), |n| n.to_string_lossy().into_owned());
+        let (mut ini, mut scan, mut version) = info.as_deref().map(parse_info).unwrap_or_default();
+        let under = |p: &Option<String>| {
+            p.as_deref()
+                .is_some_and(|p| Path::new(p).starts_with(conf_dir))
+        };
+        let matches = under(&ini) || under(&scan);
+        let name = match &bin {
+            Some(b) if matches => b
+                .file_name()
+                .map_or("php-fpm".into(), |n| n.to_string_lossy().into_owned()),
+            _ => "php-fpm".into(),
+        };
         f.how = format!("the {name} master (pid {pid}), {conf}");
+        if !matches {
+            (ini, scan, version) = beside(r, conf_dir, &owners);
+            if ini.is_some() {
+                f.how.push_str(", php.ini beside it");
+            }
+        }
         if several > 1 {
             // Which master serves the audited site is not visible from here.
             f.how.push_str(&format!(
@@ -501,13 +584,16 @@ pub fn find(
         }
         f.sapi = "fpm-fcgi".into();
         f.php = version.unwrap_or_default();
-        read_ini(r, &mut f, ini.as_deref(), scan.as_deref());
-        read_fpm(r, &mut f, Path::new(&conf), 0)
+        read_ini(r, &mut f, ini.as_deref(), scan.as_deref(), Some(&owners));
+        read_fpm(r, &mut f, Path::new(&conf), 0, Some(&owners))
             .map_err(|e| format!("the FPM master's {conf}: {e}"))?;
         if f.files.is_empty() {
             return Err(format!(
-                "the {name} master (pid {pid}) runs, but its php.ini is not known ({})",
-                info.err().unwrap_or_else(|| "it names none".into())
+                "the {name} master (pid {pid}) runs, but its php.ini is not known (none of \
+                 root's beside {} nor from a php-fpm of root's on the PATH: {})",
+                conf_dir.display(),
+                info.err()
+                    .unwrap_or_else(|| "its php.ini lies elsewhere".into())
             ));
         }
         return Ok(f);
@@ -522,7 +608,7 @@ pub fn find(
             .unwrap_or_default()
             .into_iter()
             .map(|v| v.join("apache2/php.ini"))
-            .filter(|p| r.read(p).is_ok())
+            .filter(|p| r.read_owned(p, &[0]).is_ok())
             .collect();
         inis.sort();
         if let Some(ini) = inis.pop() {
@@ -534,17 +620,25 @@ pub fn find(
                 &mut f,
                 Some(&ini.display().to_string()),
                 Some(&dir.display().to_string()),
+                Some(&[0]),
             );
             return Ok(f);
         }
     }
     // `php --ini` describes the command line's PHP: only PHP listening itself shares it.
     if !listener.as_ref().is_some_and(|l| l.name.starts_with("php")) {
-        return Err(
+        let ignored = if ignored.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; ignored a php-fpm master title on {} (not root's, nor the server's user's)",
+                ignored.join(", ")
+            )
+        };
+        return Err(format!(
             "no php-fpm master runs here and PHP does not listen on the port itself \
-                    (give --php-probe URL, or --php-ini FILE)"
-                .into(),
-        );
+             (give --php-probe URL, or --php-ini FILE){ignored}"
+        ));
     }
     let php = r
         .which("php")
@@ -560,7 +654,8 @@ pub fn find(
         php.display()
     );
     f.sapi = "cli".into();
-    read_ini(r, &mut f, ini.as_deref(), scan.as_deref());
+    let owners: Vec<u32> = [0, me].into_iter().chain(server).collect();
+    read_ini(r, &mut f, ini.as_deref(), scan.as_deref(), Some(&owners));
     if f.files.is_empty() {
         return Err(format!(
             "{} --ini names no readable ini file",
@@ -789,16 +884,106 @@ mod tests {
         assert!(version_at_least("8.5.0", 8, 5) && !version_at_least("8.2.36", 8, 5));
     }
 
+    fn master(pid: u32, uid: u32) -> crate::audit::gather::Proc {
+        crate::audit::gather::Proc {
+            pid,
+            cmd: "php-fpm: master process (/etc/php/8.2/fpm/php-fpm.conf)".into(),
+            uid: Some(uid),
+        }
+    }
+
+    /// A Debian host's FPM 8.2 files, root's.
+    fn fpm_files(h: &mut Scripted) {
+        h.files
+            .insert("/etc/php/8.2/fpm/php.ini".into(), PHP_INI.into());
+        h.files.insert(
+            "/etc/php/8.2/fpm/conf.d/10-opcache.ini".into(),
+            OPCACHE_INI.into(),
+        );
+        h.files.insert(
+            "/etc/php/8.2/fpm/php-fpm.conf".into(),
+            "[global]\ninclude=pool.d/*.conf\n".into(),
+        );
+        h.files
+            .insert("/etc/php/8.2/fpm/pool.d/www.conf".into(), POOL.into());
+    }
+
+    /// Nothing is run to find php.ini when no php-fpm of root's names the master's files: it
+    /// is read beside the master's configuration. A php-fpm whose files are another version's
+    /// (8.3 beside an 8.2 master) is not taken for the master's.
+    #[test]
+    fn php_ini_beside_the_masters_configuration() {
+        let mut h = Scripted::default();
+        h.procs.push(master(812, 0));
+        fpm_files(&mut h);
+        let f = find(&h, None, None, None).unwrap();
+        assert_eq!(
+            f.files,
+            vec![
+                "/etc/php/8.2/fpm/php.ini",
+                "/etc/php/8.2/fpm/conf.d/10-opcache.ini"
+            ]
+        );
+        assert!(f.how.contains("php.ini beside it"), "{}", f.how);
+        assert_eq!(f.php, "");
+        h.programs
+            .insert("php-fpm".into(), "/usr/sbin/php-fpm8.3".into());
+        h.commands.insert(
+            "/usr/sbin/php-fpm8.3 -i".into(),
+            "PHP Version => 8.3.1\nLoaded Configuration File => /etc/php/8.3/fpm/php.ini\n".into(),
+        );
+        let f = find(&h, None, None, None).unwrap();
+        assert_eq!(f.files[0], "/etc/php/8.2/fpm/php.ini");
+        assert_eq!(f.php, "");
+    }
+
+    /// A local user's process titled as a master, or files of theirs, are not the evidence:
+    /// a master of another user is ignored (and said so), a php.ini or pool file another
+    /// user owns is not read.
+    #[test]
+    fn another_users_master_and_files_are_ignored() {
+        let mut h = Scripted::default();
+        h.procs.push(master(40, 1000));
+        fpm_files(&mut h);
+        let e = find(&h, None, None, None).unwrap_err();
+        assert!(
+            e.contains("ignored a php-fpm master title on pid 40 of uid 1000"),
+            "{e}"
+        );
+        // The server's user (the listener's) may run its own master.
+        h.procs.push(crate::audit::gather::Proc {
+            pid: 7,
+            cmd: "nginx: worker process".into(),
+            uid: Some(1000),
+        });
+        h.listener = Some(Listener {
+            pid: 7,
+            name: "nginx".into(),
+            nofile_soft: None,
+            nofile_hard: None,
+        });
+        assert!(find(&h, Some(80), None, None).is_ok());
+        // Root's master, but a pool file and an ini of uid 1000's: left out.
+        let mut h = Scripted::default();
+        h.procs.push(master(812, 0));
+        fpm_files(&mut h);
+        h.owners
+            .insert("/etc/php/8.2/fpm/pool.d/www.conf".into(), 1000);
+        h.owners
+            .insert("/etc/php/8.2/fpm/conf.d/10-opcache.ini".into(), 1000);
+        let f = find(&h, None, None, None).unwrap();
+        assert_eq!(f.files, vec!["/etc/php/8.2/fpm/php.ini"]);
+        assert!(f.pools.is_empty(), "{:?}", f.pools);
+    }
+
     /// The whole search on a scripted host: the master's title, `-i`, conf.d in name
     /// order, the pool through `include=`.
     #[test]
     fn found_through_the_running_master() {
         let mut h = Scripted::default();
-        h.procs.push((
-            812,
-            "php-fpm: master process (/etc/php/8.2/fpm/php-fpm.conf)".into(),
-            Some("/usr/sbin/php-fpm8.2".into()),
-        ));
+        h.procs.push(master(812, 0));
+        h.programs
+            .insert("php-fpm".into(), "/usr/sbin/php-fpm8.2".into());
         h.commands.insert(
             "/usr/sbin/php-fpm8.2 -i".into(),
             "PHP Version => 8.2.36\nLoaded Configuration File => /etc/php/8.2/fpm/php.ini\nScan this dir for additional .ini files => /etc/php/8.2/fpm/conf.d\n".into(),

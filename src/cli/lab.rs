@@ -383,28 +383,37 @@ fn status_cmd(a: StatusArgs, opts: &LabOptions) -> Result<i32> {
     }
     crate::outln!("prefix {}", opts.prefix.display());
     for st in &all {
-        let i = &st.info;
-        let health = match &st.health {
-            Health::Up => "up".to_string(),
-            Health::Degraded(dead) => format!("DEGRADED (dead: {})", dead.join(", ")),
-            Health::Dead => "DEAD (run `overload lab down` to clean up)".to_string(),
-        };
-        let pids: Vec<String> = i.parts.iter().map(|p| p.pid.to_string()).collect();
-        let mut extra = String::new();
-        if i.stack == Stack::Mariadb && i.auto_started {
-            let users: Vec<&str> = i.held_by.iter().map(|s| s.name()).collect();
-            extra = format!("  (started for {})", users.join(", "));
-        }
-        crate::outln!(
-            "{:<17}{:<8}{:<42} pids {:<14} {}{extra}",
-            i.stack.name(),
-            health,
-            i.url,
-            pids.join(","),
-            knobs_line(i)
-        );
+        crate::outln!("{}", status_line(st));
     }
     Ok(0)
+}
+
+/// One stack's line of `lab status`: a space between every column even when one overflows
+/// its width (a DEGRADED health naming its dead parts), and what comes from state.json
+/// (which anyone who could write the prefix could have edited) with control characters
+/// escaped.
+fn status_line(st: &lab::StackStatus) -> String {
+    let i = &st.info;
+    let health = match &st.health {
+        Health::Up => "up".to_string(),
+        Health::Degraded(dead) => format!("DEGRADED (dead: {})", dead.join(", ")),
+        Health::Dead => "DEAD (run `overload lab down` to clean up)".to_string(),
+    };
+    let pids: Vec<String> = i.parts.iter().map(|p| p.pid.to_string()).collect();
+    let mut extra = String::new();
+    if i.stack == Stack::Mariadb && i.auto_started {
+        let users: Vec<&str> = i.held_by.iter().map(|s| s.name()).collect();
+        extra = format!("  (started for {})", users.join(", "));
+    }
+    let line = format!(
+        "{:<16} {:<8} {:<41} pids {:<14} {}{extra}",
+        i.stack.name(),
+        health,
+        i.url,
+        pids.join(","),
+        knobs_line(i)
+    );
+    crate::units::escape_controls(&line).into_owned()
 }
 
 // The lab's enums as clap values: implemented here so that clap stays in src/cli/; the
@@ -433,5 +442,41 @@ impl clap::ValueEnum for Engine {
     }
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
         Some(clap::builder::PossibleValue::new(self.name()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A health wider than its column still has a space before the URL, and a control
+    /// character edited into state.json reaches the terminal escaped.
+    #[test]
+    fn status_columns_stay_apart_and_state_text_is_escaped() {
+        let config = lab::StackSpec::new(Stack::NginxFpm).resolve().unwrap();
+        let info = StackInfo {
+            stack: Stack::NginxFpm,
+            url: "http://127.0.0.1:18081\x1b[2J".into(),
+            port: 18081,
+            dir: "/tmp/p/nginx-fpm".into(),
+            docroot: None,
+            knobs: Default::default(),
+            config,
+            parts: Vec::new(),
+            watch: Vec::new(),
+            db_port: None,
+            startup_secs: 0.0,
+            started_unix: 0,
+            auto_started: false,
+            held_by: Vec::new(),
+            ca_file: None,
+        };
+        let st = lab::StackStatus {
+            info,
+            health: Health::Degraded(vec!["php-fpm".into()]),
+        };
+        let line = status_line(&st);
+        assert!(line.contains("DEGRADED (dead: php-fpm) http://"), "{line}");
+        assert!(!line.contains('\x1b'), "{line}");
     }
 }

@@ -324,7 +324,7 @@ pub struct StepArgs {
     /// Results folder [default: runs/<UTC time>-<name>].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Name of the run in reports and comparisons [default: from the URL].
+    /// Name of the run in reports and comparisons, and the end of its folder's name in runs/ (no '/', at most 100 bytes) [default: from the URL].
     #[arg(long)]
     pub name: Option<String>,
     /// No progress bar and no per-step lines.

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 pub const FILE: &str = "experiment.json";
 pub const FORMAT_VERSION: u32 = 1;
+/// Largest experiment.json read by `--resume` (a run's record is some 300 bytes).
+const MAX_STATE_FILE: u64 = 64 << 20;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct State {
@@ -48,6 +50,10 @@ pub struct ServerState {
     pub pid: i32,
     /// /proc/PID/stat start time: a reused pid is never signalled.
     pub start_ticks: u64,
+    /// The value of `OVERLOAD_SERVER_TAG` the setup command was started with: a process
+    /// is stopped on `--resume` only when it carries it (none in older states: nothing is).
+    #[serde(default)]
+    pub tag: String,
 }
 
 impl State {
@@ -70,15 +76,12 @@ impl State {
         dir.join(FILE)
     }
 
-    /// Reads DIR/experiment.json; missing or unreadable is a usage error naming it.
+    /// Reads DIR/experiment.json (a regular file of at most 64 MiB); missing or unreadable
+    /// is a usage error naming it.
     pub fn load(dir: &Path) -> crate::Result<State> {
         let p = State::path(dir);
-        let text = std::fs::read_to_string(&p).map_err(|e| {
-            Error::usage(format!(
-                "--resume: cannot read {}: {e} (no experiment started there?)",
-                crate::fsutil::shown(&p)
-            ))
-        })?;
+        let text = crate::fsutil::read_capped_text(&p, MAX_STATE_FILE, "--resume")
+            .map_err(|e| Error::usage(format!("{e} (no experiment started there?)")))?;
         let s: State = serde_json::from_str(&text).map_err(|e| {
             Error::usage(format!(
                 "--resume: {} is damaged: {e}",
@@ -182,6 +185,7 @@ mod tests {
             run: "b-r1".into(),
             pid: 42,
             start_ticks: 7,
+            tag: "t".into(),
         });
         s.save(&dir).unwrap();
         let back = State::load(&dir).unwrap();

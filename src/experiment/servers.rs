@@ -49,8 +49,19 @@ fn lab_options(exp: &Experiment) -> LabOptions {
     }
 }
 
-/// `sh -c CMD` in its own session (so the whole group can be stopped), output to `log`.
-fn spawn_shell(cmd: &str, log: &Path, run_dir: &Path) -> crate::Result<(Child, PartInfo)> {
+/// The environment variable a setup command is started with, its value recorded in the
+/// state: a process later named by the state is stopped only when it carries it (environ
+/// is fixed at exec, so editing the state cannot make another process carry it).
+const TAG_ENV: &str = "OVERLOAD_SERVER_TAG";
+
+/// `sh -c CMD` in its own session (so the whole group can be stopped), output to `log`,
+/// tagged with `tag` ([`TAG_ENV`]).
+fn spawn_shell(
+    cmd: &str,
+    log: &Path,
+    run_dir: &Path,
+    tag: &str,
+) -> crate::Result<(Child, PartInfo)> {
     let out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -61,6 +72,7 @@ fn spawn_shell(cmd: &str, log: &Path, run_dir: &Path) -> crate::Result<(Child, P
     c.arg("-c")
         .arg(cmd)
         .env("OVERLOAD_RUN_DIR", run_dir)
+        .env(TAG_ENV, tag)
         .stdin(Stdio::null())
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err));
@@ -156,11 +168,18 @@ fn start(
             let logs = dir.join("logs");
             std::fs::create_dir_all(&logs)?;
             let log = logs.join(format!("{}.setup.log", run.id));
-            let (mut child, part) = spawn_shell(setup, &log, &dir.join(&run.id))?;
+            let tag = format!(
+                "{}-{}-{}",
+                std::process::id(),
+                crate::clock::unix_ms(),
+                run.id
+            );
+            let (mut child, part) = spawn_shell(setup, &log, &dir.join(&run.id), &tag)?;
             state.server = Some(ServerState {
                 run: run.id.clone(),
                 pid: part.pid,
                 start_ticks: part.start_ticks,
+                tag,
             });
             state.save(dir)?;
             let t0 = Instant::now();
@@ -210,7 +229,7 @@ fn start(
 
 /// Runs `cmd` with a deadline; kills its group when it overruns.
 fn run_bounded(cmd: &str, log: &Path, run_dir: &Path, limit: Duration) -> crate::Result<()> {
-    let (mut child, part) = spawn_shell(cmd, log, run_dir)?;
+    let (mut child, part) = spawn_shell(cmd, log, run_dir, "teardown")?;
     let deadline = Instant::now() + limit;
     loop {
         if let Some(st) = child.try_wait()? {
@@ -276,10 +295,26 @@ fn stop(c: &Config, s: Started, run: &Run, dir: &Path) -> crate::Result<()> {
     }
 }
 
-/// A server a killed experiment left behind (recorded in the state), stopped.
+/// Whether `pid`'s environment holds `TAG_ENV=tag` (/proc/PID/environ, read capped).
+fn carries_tag(pid: i32, tag: &str) -> bool {
+    use std::io::Read;
+    let want = format!("{TAG_ENV}={tag}");
+    let Ok(f) = std::fs::File::open(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let mut env = Vec::new();
+    if f.take(1 << 20).read_to_end(&mut env).is_err() {
+        return false;
+    }
+    !tag.is_empty() && env.split(|&b| b == 0).any(|e| e == want.as_bytes())
+}
+
+/// A server a killed experiment left behind (recorded in the state), stopped: only when its
+/// leader (same pid and start time), or a process still in its group, carries the tag
+/// recorded with it. A state file is only a file: one edited to name another process, or
+/// written before tags, gets nothing signalled.
 fn stop_leftover(state: &mut State, dir: &Path) -> crate::Result<()> {
     if let Some(s) = state.server.take() {
-        let alive = process::proc_stat(s.pid).is_some_and(|p| p.start_ticks == s.start_ticks);
         let part = PartInfo {
             name: "setup".into(),
             pid: s.pid,
@@ -288,13 +323,24 @@ fn stop_leftover(state: &mut State, dir: &Path) -> crate::Result<()> {
             command: Vec::new(),
             logs: Vec::new(),
         };
-        if alive || !process::group_members(&part).is_empty() {
+        let alive = process::proc_stat(s.pid).is_some_and(|p| p.start_ticks == s.start_ticks);
+        let ours = (alive && carries_tag(s.pid, &s.tag))
+            || process::group_members(&part)
+                .into_iter()
+                .any(|m| carries_tag(m, &s.tag));
+        if ours {
             crate::outln!(
                 "stopping the server of {} left by the interrupted experiment (pid {})",
                 s.run,
                 s.pid
             );
             process::stop(&part, STOP_GRACE)?;
+        } else if alive {
+            crate::outln!(
+                "pid {} recorded for the server of {} is not one this experiment started: left alone",
+                s.pid,
+                s.run
+            );
         }
         state.save(dir)?;
     }
@@ -337,6 +383,62 @@ impl Servers for RealServers {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `sleep 30` in its own session, as an unrelated server would run.
+    fn unrelated() -> Child {
+        let mut c = Command::new("sleep");
+        c.arg("30");
+        // SAFETY: setsid() is async-signal-safe and the only thing run between fork and exec.
+        unsafe {
+            c.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        c.spawn().unwrap()
+    }
+
+    /// A setup command's server left behind is found by its tag and stopped.
+    #[test]
+    fn a_leftover_server_carrying_its_tag_is_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("setup.log");
+        let (mut child, part) = spawn_shell("sleep 30", &log, dir.path(), "t-1").unwrap();
+        let mut state: State = serde_json::from_value(serde_json::json!({
+            "format_version": 1, "name": "e", "file": "e.toml", "fingerprint": "f",
+            "quick": false, "created_unix_ms": 0, "planned": [], "runs": [],
+            "server": {"run": "a-r1", "pid": part.pid, "start_ticks": part.start_ticks, "tag": "t-1"},
+            "complete": false
+        }))
+        .unwrap();
+        stop_leftover(&mut state, dir.path()).unwrap();
+        assert!(!matches!(child.try_wait(), Ok(None)), "still running");
+        assert_eq!(state.server, None);
+    }
+
+    /// A tampered `--resume` state naming another process (its pid and start time copied
+    /// from /proc) never gets it signalled: only a process carrying the tag this experiment
+    /// gave its setup command is stopped.
+    #[test]
+    fn a_tampered_state_never_stops_an_unrelated_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut victim = unrelated();
+        let pid = victim.id() as i32;
+        let ticks = process::proc_stat(pid).unwrap().start_ticks;
+        let mut state: State = serde_json::from_value(serde_json::json!({
+            "format_version": 1, "name": "e", "file": "e.toml", "fingerprint": "f",
+            "quick": false, "created_unix_ms": 0, "planned": [], "runs": [],
+            "server": {"run": "a-r1", "pid": pid, "start_ticks": ticks, "tag": "forged"},
+            "complete": false
+        }))
+        .unwrap();
+        stop_leftover(&mut state, dir.path()).unwrap();
+        // Err (ECHILD): the stop reaped it.
+        let alive = matches!(victim.try_wait(), Ok(None));
+        let _ = victim.kill();
+        let _ = victim.wait();
+        assert!(alive, "the unrelated process was signalled");
+    }
 
     #[test]
     fn urls_and_ports() {

@@ -60,6 +60,7 @@ impl Servers for FakeServers {
             run: run.id.clone(),
             pid: 0,
             start_ticks: 0,
+            tag: String::new(),
         });
         state.save(dir)?;
         Ok("http://127.0.0.1:9".into())
@@ -172,6 +173,7 @@ fn resume_after_a_crash_skips_finished_runs_and_sets_the_partial_one_aside() {
         run: "w8-r1".into(),
         pid: 0,
         start_ticks: 0,
+        tag: String::new(),
     });
     crashed.save(dir).unwrap();
 

@@ -4,14 +4,13 @@
 //!
 //! The album is made once per prefix with GD through php-cli (`make-images.php`) into
 //! `<dir>/data/images`, with a mark file naming what was made.
-use std::fs;
 use std::path::Path;
 use std::time::Instant;
 
 use super::apps;
 use super::render::{self, render};
 use super::resolve::Resolved;
-use super::state::{make_dir, Layout};
+use super::state::{make_dir, write_file, Layout};
 use crate::Result;
 
 const PAGE: &str = include_str!("../../lab/www/gallery/index.php");
@@ -40,8 +39,10 @@ pub fn url_list(base: &str) -> String {
 }
 
 fn make_images(l: &Layout, dir: &Path, www_user: (u32, u32)) -> Result<()> {
-    let mark_file = dir.join(".made");
-    if fs::read_to_string(&mark_file).is_ok_and(|m| m == mark()) {
+    // Beside the album, not in it: the album is the workers' (www-data), the mark root's.
+    let mark_file = dir.with_extension("made");
+    if crate::fsutil::read_capped_text(&mark_file, 4096, "gallery mark").is_ok_and(|m| m == mark())
+    {
         return Ok(());
     }
     apps::clear(dir)?;
@@ -52,7 +53,7 @@ fn make_images(l: &Layout, dir: &Path, www_user: (u32, u32)) -> Result<()> {
     );
     let t0 = Instant::now();
     let script = l.conf.join("make-images.php");
-    fs::write(&script, MAKE_IMAGES)?;
+    write_file(&script, MAKE_IMAGES)?;
     let count = IMAGES.to_string();
     let dir_s = dir.display().to_string();
     apps::php_cli(
@@ -62,7 +63,7 @@ fn make_images(l: &Layout, dir: &Path, www_user: (u32, u32)) -> Result<()> {
         www_user,
         "made",
     )?;
-    fs::write(&mark_file, mark())?;
+    write_file(&mark_file, mark())?;
     crate::eoutln!("gallery: album made in {:.1}s", t0.elapsed().as_secs_f64());
     Ok(())
 }
@@ -76,18 +77,18 @@ pub(super) fn prepare(cfg: &Resolved, l: &Layout, www_user: (u32, u32)) -> Resul
         ("IMAGES", images.display().to_string()),
         ("COUNT", IMAGES.to_string()),
     ];
-    fs::write(
+    write_file(
         l.www.join("index.php"),
         render("gallery/index.php", PAGE, &vars)?,
     )?;
     // The lab's page for the OPcache check, and static.html as a static file beside it.
     for (path, text) in render::www_files(l, 0)? {
         if path.ends_with("static.html") || path.ends_with("opcache.php") {
-            fs::write(path, text)?;
+            write_file(path, text)?;
         }
     }
     let base = format!("http://127.0.0.1:{}", cfg.port);
-    fs::write(apps::urls_path(l), url_list(&base))?;
+    write_file(apps::urls_path(l), url_list(&base))?;
     Ok(())
 }
 

@@ -13,7 +13,7 @@ use super::process::{self, PartInfo, DAEMON_PATH};
 use super::render;
 use super::resolve::Resolved;
 use super::stacks::Stack;
-use super::state::{make_dir, Layout};
+use super::state::{make_dir, write_file, Layout};
 use crate::{Error, Result};
 
 /// Written into the datadir once initialisation and seeding succeeded; without it the
@@ -82,7 +82,7 @@ pub fn launch(
         make_dir(d, None)?;
     }
     let engine = db.engine.sql_name();
-    fs::write(
+    write_file(
         l.conf.join("my.cnf"),
         render::my_cnf(l, cfg.port, db.query_cache, engine)?,
     )?;
@@ -120,7 +120,7 @@ pub fn launch(
             })?;
         let mut text = out.stdout;
         text.extend_from_slice(&out.stderr);
-        fs::write(&log, &text)?;
+        write_file(&log, &text)?;
         if !out.status.success() {
             return Err(Error::runtime(format!(
                 "lab up mariadb: mariadb-install-db failed ({}){}",
@@ -146,7 +146,7 @@ pub fn launch(
         return Err(run.fail("schema", &e.to_string(), &logs));
     }
     if fresh {
-        fs::write(l.data.join(READY_MARK), "")?;
+        write_file(l.data.join(READY_MARK), "")?;
     }
     Ok(run.finish())
 }

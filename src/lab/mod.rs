@@ -125,9 +125,32 @@ fn prefix_of(opts: &LabOptions) -> Result<PathBuf> {
     Ok(p)
 }
 
+/// Why `prefix` cannot hold a lab, or None. `up` makes its prefix private (mode 0710,
+/// group www-data): the root directory, or an existing directory with other contents and
+/// no lab in it (no `.lock`), such as /tmp or /etc, would be locked away from its users.
+pub fn check_prefix(prefix: &Path) -> std::result::Result<(), String> {
+    let p = std::path::absolute(prefix).map_err(|e| format!("{}: {e}", prefix.display()))?;
+    if p.parent().is_none() {
+        return Err(format!(
+            "prefix {} is the root directory; name a directory of its own",
+            p.display()
+        ));
+    }
+    let foreign = std::fs::read_dir(&p).is_ok_and(|mut d| d.next().is_some())
+        && std::fs::symlink_metadata(p.join(".lock")).is_err();
+    if foreign {
+        return Err(format!(
+            "prefix {} already holds other files and no lab (no .lock); lab up makes its prefix private (mode 0710): name a new or empty directory",
+            p.display()
+        ));
+    }
+    Ok(())
+}
+
 /// Root, www-data and a traversable prefix: checked before anything starts.
 fn prepare_prefix(opts: &LabOptions) -> Result<(PathBuf, (u32, u32))> {
     let prefix = prefix_of(opts)?;
+    check_prefix(&prefix).map_err(Error::usage)?;
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         return Err(Error::runtime(

@@ -92,13 +92,18 @@ pub struct StackInfo {
     pub ca_file: Option<PathBuf>,
 }
 
+/// Largest state.json read (a stack's is a few KiB).
+const MAX_STATE_FILE: u64 = 1 << 20;
+
 pub fn read_state(prefix: &Path, stack: Stack) -> Result<Option<StackInfo>> {
     let path = Layout::new(prefix, stack).state_file();
-    let text = match fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::runtime(format!("{}: {e}", path.display()))),
-    };
+    if let Err(e) = fs::symlink_metadata(&path) {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            return Ok(None);
+        }
+    }
+    let text = crate::fsutil::read_capped_text(&path, MAX_STATE_FILE, "lab state")
+        .map_err(Error::runtime)?;
     serde_json::from_str(&text).map(Some).map_err(|e| {
         Error::runtime(format!(
             "{}: unreadable state ({e}); remove it after checking no process of it runs",
@@ -110,12 +115,9 @@ pub fn read_state(prefix: &Path, stack: Stack) -> Result<Option<StackInfo>> {
 /// Writes the state atomically (temp file + rename): a reader never sees half a file.
 pub fn write_state(prefix: &Path, info: &StackInfo) -> Result<()> {
     let path = Layout::new(prefix, info.stack).state_file();
-    let tmp = path.with_extension("json.tmp");
     let text =
         serde_json::to_string_pretty(info).map_err(|e| Error::runtime(format!("state: {e}")))?;
-    fs::write(&tmp, text + "\n")
-        .and_then(|_| fs::rename(&tmp, &path))
-        .map_err(|e| Error::runtime(format!("{}: {e}", path.display())))
+    write_file(&path, text + "\n")
 }
 
 pub fn remove_state(prefix: &Path, stack: Stack) -> Result<()> {
@@ -133,12 +135,8 @@ pub struct PrefixLock {
 
 pub fn lock(prefix: &Path) -> Result<PrefixLock> {
     let path = prefix.join(".lock");
-    let file = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| Error::runtime(format!("cannot open {}: {e}", path.display())))?;
+    // Never through a link (a dangling one would make root create its target), never a FIFO.
+    let file = crate::fsutil::open_append(&path)?;
     // SAFETY: flock on a descriptor we own; blocks until the other command is done.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
     if rc != 0 {
@@ -195,19 +193,48 @@ pub fn check_traversable(dir: &Path, www: (u32, u32)) -> Result<()> {
 /// Creates the prefix (and parents) private to its user: mode 0710, group www-data, so the
 /// workers (www-data) can reach their stack's files through it but no other user can enter
 /// or list it (config files, logs and sessions live below). A prefix that exists and
-/// belongs to someone else is refused: its owner could swap the files `up` renders and the
-/// daemons run as root.
+/// belongs to someone else, or that another user can write (or whose parent they can write,
+/// but for a sticky one like /tmp), is refused: they could plant links where `up` renders
+/// and the daemons run as root.
 pub fn make_prefix(dir: &Path, www_gid: u32) -> Result<()> {
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    for up in dir.ancestors().skip(1) {
+        let Ok(m) = fs::metadata(up) else {
+            continue; // not created yet: created below, ours
+        };
+        let sticky = m.mode() & 0o1000 != 0;
+        let why = if m.uid() != 0 && m.uid() != me {
+            format!("belongs to uid {}, who", m.uid())
+        } else if crate::fsutil::writable_by_others(&m) && !sticky {
+            format!(
+                "can be written by other users (mode {:o})",
+                m.mode() & 0o7777
+            )
+        } else {
+            continue;
+        };
+        return Err(Error::usage(format!(
+            "prefix {}: {} {why} could replace the prefix while root's daemons read it; choose another --prefix",
+            dir.display(),
+            up.display()
+        )));
+    }
     fs::create_dir_all(dir)
         .map_err(|e| Error::runtime(format!("cannot create {}: {e}", dir.display())))?;
     let m = fs::metadata(dir).map_err(|e| Error::runtime(format!("{}: {e}", dir.display())))?;
-    // SAFETY: geteuid cannot fail.
-    let me = unsafe { libc::geteuid() };
     if m.uid() != me {
         return Err(Error::usage(format!(
             "prefix {} belongs to uid {}, not to you (uid {me}); choose another --prefix",
             dir.display(),
             m.uid()
+        )));
+    }
+    if crate::fsutil::writable_by_others(&m) {
+        return Err(Error::usage(format!(
+            "prefix {}: other users can write it (mode {:o}), and could have planted links in it; choose another --prefix",
+            dir.display(),
+            m.mode() & 0o7777
         )));
     }
     std::os::unix::fs::chown(dir, None, Some(www_gid))
@@ -216,16 +243,49 @@ pub fn make_prefix(dir: &Path, www_gid: u32) -> Result<()> {
         .map_err(|e| Error::runtime(format!("cannot chmod {}: {e}", dir.display())))
 }
 
-/// Creates `dir` (and parents) with mode 0755, optionally owned by `owner`.
+/// Creates `dir` with mode 0755, owned by root or by `owner` (the workers' own leaf
+/// directories). An existing `dir` must be a real directory (not a link), owned by root or
+/// `owner`, that no other user can write: else it is refused, never written or chowned
+/// through. Its parent is the prefix or a directory made here before it.
 pub fn make_dir(dir: &Path, owner: Option<(u32, u32)>) -> Result<()> {
-    fs::create_dir_all(dir)
-        .map_err(|e| Error::runtime(format!("cannot create {}: {e}", dir.display())))?;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let refuse = |why: String| {
+        Err(Error::usage(format!(
+            "{} {why}; remove it or choose another --prefix",
+            dir.display()
+        )))
+    };
+    match fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_symlink() => {
+            return refuse("is a symbolic link, not a directory lab up made".into())
+        }
+        Ok(m) if !m.is_dir() => return refuse("is not a directory".into()),
+        Ok(m) if m.uid() != me && Some(m.uid()) != owner.map(|o| o.0) => {
+            return refuse(format!("belongs to uid {}, not to root", m.uid()))
+        }
+        Ok(m) if crate::fsutil::writable_by_others(&m) => {
+            return refuse(format!(
+                "can be written by other users (mode {:o})",
+                m.mode() & 0o7777
+            ))
+        }
+        Ok(_) => {}
+        Err(_) => fs::create_dir_all(dir)
+            .map_err(|e| Error::runtime(format!("cannot create {}: {e}", dir.display())))?,
+    }
     fs::set_permissions(dir, fs::Permissions::from_mode(0o755))?;
     if let Some((uid, gid)) = owner {
         std::os::unix::fs::chown(dir, Some(uid), Some(gid))
             .map_err(|e| Error::runtime(format!("cannot chown {}: {e}", dir.display())))?;
     }
     Ok(())
+}
+
+/// Writes a file `lab up` renders: never through a link planted at its name (a temporary
+/// made with O_EXCL|O_NOFOLLOW, renamed over it; a link found there is refused).
+pub fn write_file(path: impl AsRef<Path>, data: impl AsRef<[u8]>) -> Result<()> {
+    crate::fsutil::write_atomic(path.as_ref(), data.as_ref())
 }
 
 #[cfg(test)]

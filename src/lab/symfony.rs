@@ -10,13 +10,12 @@
 //!
 //! The code lives in `<dir>/app` (outside the docroot), its cache in `<dir>/var`, rebuilt
 //! and warmed through php-cli at every start so the first request pays no compilation.
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::apps;
 use super::render::{self, render};
 use super::resolve::Resolved;
-use super::state::{make_dir, Layout};
+use super::state::{make_dir, write_file, Layout};
 use crate::{Error, Result};
 
 const APP: &str = include_str!("../../lab/templates/symfony/app.php");
@@ -97,7 +96,7 @@ pub(super) fn prepare(cfg: &Resolved, l: &Layout, www_user: (u32, u32)) -> Resul
     make_dir(&var, Some(www_user))?;
     let app_php = app.join("app.php");
     let p = |x: &Path| x.display().to_string();
-    fs::write(
+    write_file(
         &app_php,
         render(
             "symfony/app.php",
@@ -110,19 +109,19 @@ pub(super) fn prepare(cfg: &Resolved, l: &Layout, www_user: (u32, u32)) -> Resul
         )?,
     )?;
     for (name, text) in TEMPLATES {
-        fs::write(templates.join(name), text)?;
+        write_file(templates.join(name), text)?;
     }
     let app_var = [("APP", p(&app_php))];
-    fs::write(
+    write_file(
         l.www.join("index.php"),
         render("symfony/index.php", FRONT, &app_var)?,
     )?;
-    fs::write(
+    write_file(
         worker_file(l),
         render("symfony/worker.php", WORKER, &app_var)?,
     )?;
     let warm = app.join("warm.php");
-    fs::write(&warm, render("symfony/warm.php", WARM, &app_var)?)?;
+    write_file(&warm, render("symfony/warm.php", WARM, &app_var)?)?;
     // As www-data: the workers must be able to read (and, for a new template, write) it.
     apps::php_cli(
         "lab up symfony: warming the cache",
@@ -134,10 +133,10 @@ pub(super) fn prepare(cfg: &Resolved, l: &Layout, www_user: (u32, u32)) -> Resul
     // static.html (the persistent front's readiness page) and the OPcache check.
     for (path, text) in render::www_files(l, 0)? {
         if path.ends_with("static.html") || path.ends_with("opcache.php") {
-            fs::write(path, text)?;
+            write_file(path, text)?;
         }
     }
-    fs::write(apps::urls_path(l), url_list(&cfg.base_url()))?;
+    write_file(apps::urls_path(l), url_list(&cfg.base_url()))?;
     Ok(())
 }
 

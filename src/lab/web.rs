@@ -8,7 +8,7 @@ use super::process::PartInfo;
 use super::render;
 use super::resolve::Resolved;
 use super::stacks::Stack;
-use super::state::{make_dir, Layout};
+use super::state::{make_dir, write_file, Layout};
 use super::tls::TlsFiles;
 use crate::Result;
 
@@ -42,13 +42,24 @@ fn prepare(cfg: &Resolved, l: &Layout, www_user: (u32, u32)) -> Result<()> {
     if l.logs.exists() {
         fs::remove_dir_all(&l.logs)?;
     }
-    for d in [&l.conf, &l.run, &l.www] {
+    // nginx's temp paths: its master (root) makes tmp/client_body and the others and chowns
+    // them to www-data. tmp/ itself is root's and made afresh (remove_dir_all removes a
+    // link, never follows it), so a worker can never have swapped one of them for a link
+    // whose target that chown would reach.
+    if l.tmp.exists() {
+        fs::remove_dir_all(&l.tmp)?;
+    }
+    // The masters open their logs as root: logs/ is root's, the workers write only their
+    // own file in it, made for them here.
+    for d in [&l.conf, &l.run, &l.www, &l.logs, &l.tmp] {
         make_dir(d, None)?;
     }
-    // Written by the workers (www-data): PHP error log, sessions, nginx temp files, cache.
-    for d in [&l.logs, &l.tmp, &l.sessions] {
-        make_dir(d, Some(www_user))?;
-    }
+    let php_errors = l.logs.join("php-errors.log");
+    write_file(&php_errors, "")?;
+    std::os::unix::fs::lchown(&php_errors, Some(www_user.0), Some(www_user.1))?;
+    // The workers' own leaf directories (www-data): sessions, nginx's cache, the persistent
+    // workers' sockets. No root process writes in them or chowns through them.
+    make_dir(&l.sessions, Some(www_user))?;
     if cfg.web() == Stack::NginxFpmCache {
         make_dir(&l.cache, Some(www_user))?;
     }
@@ -66,7 +77,7 @@ fn prepare(cfg: &Resolved, l: &Layout, www_user: (u32, u32)) -> Result<()> {
         )?);
     }
     for (path, text) in files {
-        fs::write(&path, text)?;
+        write_file(&path, text)?;
     }
     Ok(())
 }

@@ -18,7 +18,7 @@ use super::process::DAEMON_PATH;
 use super::render::{self, render};
 use super::resolve::Resolved;
 use super::stacks::{Size, Stack};
-use super::state::{make_dir, Layout};
+use super::state::{make_dir, write_file, Layout};
 use super::{apps, mariadb};
 use crate::{Error, Result};
 
@@ -144,7 +144,7 @@ fn www_readable(path: &Path) -> Result<()> {
 /// in `<dir>/data/secrets` (mode 0600): cookies survive restarts, and no two labs share them.
 fn secrets(l: &Layout) -> Result<Vec<String>> {
     let path = l.data.join("secrets");
-    if let Ok(text) = fs::read_to_string(&path) {
+    if let Ok(text) = crate::fsutil::read_capped_text(&path, 4096, "wordpress secrets") {
         let v: Vec<String> = text.lines().map(str::to_string).collect();
         if v.len() == 9 && v.iter().all(|s| s.len() == 64) {
             return Ok(v);
@@ -224,14 +224,14 @@ fn docroot(
         ("WWW", l.www.display().to_string()),
         ("SALTS", salts.join("\n")),
     ];
-    fs::write(
+    write_file(
         l.www.join("wp-config.php"),
         render("wp-config.php", WP_CONFIG, &vars)?,
     )?;
     // The lab's page for readiness (apache-prefork waits for it) and the OPcache check.
     for (path, text) in render::www_files(l, cfg.db_port)? {
         if path.ends_with("static.html") || path.ends_with("opcache.php") {
-            fs::write(path, text)?;
+            write_file(path, text)?;
         }
     }
     Ok(())
@@ -294,7 +294,8 @@ fn ensure_content(l: &Layout, size: Size, keys: &[String], www_user: (u32, u32))
     )?;
     let dump = l.data.join(format!("{name}.sql"));
     let dump_mark = l.data.join(format!("{name}.mark"));
-    let cached = fs::read_to_string(&dump_mark).is_ok_and(|m| m.trim() == mark(size));
+    let cached = crate::fsutil::read_capped_text(&dump_mark, 4096, "wordpress mark")
+        .is_ok_and(|m| m.trim() == mark(size));
     if cached && dump.exists() {
         crate::eoutln!(
             "wordpress: loading the {} content from {}",
@@ -329,7 +330,7 @@ fn ensure_content(l: &Layout, size: Size, keys: &[String], www_user: (u32, u32))
     );
     let script = l.conf.join("wp-install.php");
     let vars = [("WWW", l.www.display().to_string())];
-    fs::write(&script, render("install.php", INSTALL, &vars)?)?;
+    write_file(&script, render("install.php", INSTALL, &vars)?)?;
     apps::php_cli(
         "lab up wordpress: wp_install()",
         &script,
@@ -360,7 +361,7 @@ fn ensure_content(l: &Layout, size: Size, keys: &[String], www_user: (u32, u32))
     )?;
     check("mariadb-dump", out)?;
     fs::rename(&tmp, &dump)?;
-    fs::write(&dump_mark, mark(size) + "\n")?;
+    write_file(&dump_mark, mark(size) + "\n")?;
     crate::eoutln!(
         "wordpress: content generated in {:.1}s, dumped in {:.1}s",
         generated.as_secs_f64(),
@@ -379,7 +380,7 @@ pub(super) fn prepare(cfg: &Resolved, l: &Layout, www_user: (u32, u32)) -> Resul
         ensure_content(l, size, &keys, www_user)?;
     }
     let base = format!("http://127.0.0.1:{}", cfg.port);
-    fs::write(apps::urls_path(l), url_list(&base, size))?;
+    write_file(apps::urls_path(l), url_list(&base, size))?;
     Ok(())
 }
 

@@ -561,11 +561,14 @@ pub fn check_token(t: &str) -> crate::Result<()> {
     Ok(())
 }
 
-/// Reads a token file (surrounding whitespace trimmed).
+/// Largest token file: a token is tens of bytes.
+const MAX_TOKEN_FILE: u64 = 4096;
+
+/// Reads a token file (surrounding whitespace trimmed): a regular file of at most 4 KiB
+/// (`/dev/zero` or a FIFO is refused at once, not read or waited on).
 pub fn read_token(path: &std::path::Path) -> crate::Result<String> {
-    let t = std::fs::read_to_string(path).map_err(|e| {
-        crate::Error::usage(format!("--token-file: cannot read {}: {e}", path.display()))
-    })?;
+    let t = crate::fsutil::read_capped_text(path, MAX_TOKEN_FILE, "--token-file")
+        .map_err(crate::Error::usage)?;
     let t = t.trim().to_string();
     check_token(&t)?;
     if let Some(w) = std::fs::metadata(path).ok().and_then(|m| {

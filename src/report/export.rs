@@ -90,6 +90,16 @@ pub fn check_parent(p: &Path) -> crate::Result<()> {
             crate::fsutil::shown(p)
         )));
     }
+    // Refused now, not when the report is written after the run.
+    crate::fsutil::check_regular_or_absent(p)
+        .map_err(|e| Error::usage(format!("--out {}: {e}", crate::fsutil::shown(p))))?;
+    if !crate::fsutil::can_create_in(dir) {
+        return Err(Error::usage(format!(
+            "--out {}: cannot write in '{}'",
+            crate::fsutil::shown(p),
+            crate::fsutil::shown(dir)
+        )));
+    }
     Ok(())
 }
 

@@ -49,16 +49,13 @@ pub fn check_writable(p: &Path) -> crate::Result<()> {
             crate::fsutil::shown(p)
         )));
     }
+    // A link or FIFO planted at the name would be refused when the report is written, after
+    // the run: refused now.
+    crate::fsutil::check_regular_or_absent(p)
+        .map_err(|e| crate::Error::usage(format!("--json {}: {e}", crate::fsutil::shown(p))))?;
     // Can a file be created there (permissions, read-only file system)? Try one.
-    let probe = dir.join(format!(".overload-json-probe-{}", std::process::id()));
-    let created = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-        .is_ok();
-    let _ = std::fs::remove_file(&probe);
     let replaceable = !p.exists() || std::fs::OpenOptions::new().append(true).open(p).is_ok();
-    if !created || !replaceable {
+    if !crate::fsutil::can_create_in(dir) || !replaceable {
         return Err(crate::Error::usage(format!(
             "--json {}: cannot write there",
             crate::fsutil::shown(p)

@@ -48,6 +48,30 @@ pub fn utc_stamp(secs: u64) -> String {
     format!("{y:04}{m:02}{d:02}T{hh:02}{mm:02}{ss:02}Z")
 }
 
+/// Longest `--name`: it ends a folder's name (`<UTC time>-<name>`, under 255 bytes).
+const MAX_NAME: usize = 100;
+
+/// `--name` becomes the last part of the folder's name under runs/, and is printed: one
+/// plain file name (no '/', so `../../x` cannot leave runs/), no control characters.
+pub fn check_name(n: &str) -> crate::Result<()> {
+    let why = if n.chars().any(char::is_control) {
+        "control characters are not allowed"
+    } else if n.contains('/') {
+        "'/' is not allowed: the name ends the results folder's name, in runs/ (--out puts it elsewhere)"
+    } else if n.is_empty() {
+        "must not be empty"
+    } else if n.len() > MAX_NAME {
+        "longer than 100 bytes"
+    } else {
+        return Ok(());
+    };
+    let shown: String = n.chars().take(MAX_NAME).collect();
+    Err(crate::Error::usage(format!(
+        "--name '{}': {why}",
+        crate::units::escape_controls(&shown)
+    )))
+}
+
 /// Opens the results folder and writes run.json.
 #[allow(clippy::too_many_arguments)]
 pub fn open(
@@ -59,12 +83,8 @@ pub fn open(
     config: serde_json::Value,
     slo: Option<&Slo>,
 ) -> crate::Result<Writer> {
-    if let Some(n) = name.filter(|n| n.chars().any(char::is_control)) {
-        // The name becomes part of the folder's name and is printed with it.
-        return Err(crate::Error::usage(format!(
-            "--name '{}': control characters are not allowed",
-            crate::units::escape_controls(n)
-        )));
+    if let Some(n) = name {
+        check_name(n)?;
     }
     let name = name
         .map(str::to_string)
@@ -172,6 +192,28 @@ pub fn write_report(dir: &Path) -> crate::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--name ../../x` would put the folder outside runs/: refused, as are control
+    /// characters and names too long for a folder's name.
+    #[test]
+    fn names_stay_inside_runs() {
+        for (n, says) in [
+            ("../../x", "'/' is not allowed"),
+            ("a/b", "'/' is not allowed"),
+            ("", "empty"),
+            ("a\x1b[2J", "control characters"),
+        ] {
+            let e = check_name(n).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            assert!(e.to_string().contains(says), "{n:?}: {e}");
+        }
+        assert!(check_name(&"a".repeat(101)).is_err());
+        assert!(check_name("nginx-static.2").is_ok());
+        assert!(
+            check_name("..").is_ok(),
+            "no '/': stays a folder name inside runs/"
+        );
+    }
 
     #[test]
     fn stamps_and_names() {

@@ -137,11 +137,14 @@ pub struct Observe {
     pub sample_every: Duration,
 }
 
+/// Largest experiment file (a study's is a few KiB).
+const MAX_FILE: u64 = 4 << 20;
+
 /// Reads, parses and validates FILE; `quick` applies the `[quick]` tables and scales the
 /// durations (plan::quick).
 pub fn load(file: &Path, quick: bool) -> crate::Result<Experiment> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| Error::usage(format!("{}: cannot read: {e}", file.display())))?;
+    let text =
+        crate::fsutil::read_capped_text(file, MAX_FILE, "experiment file").map_err(Error::usage)?;
     let mut exp = parse(&text, file, quick)?;
     if quick {
         plan::quick(&mut exp);
@@ -235,11 +238,32 @@ fn share(file: &Path, key: &str, t: &Option<Text>, default: f64) -> crate::Resul
 }
 
 fn is_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 80
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        && !s.starts_with('.')
+    name_error(s).is_none()
+}
+
+/// Longest experiment name: it ends the folder's name (`<UTC time>-<name>`), well under a
+/// file name's 255 bytes.
+const MAX_NAME: usize = 80;
+
+/// Why `s` cannot name an experiment (it becomes part of a folder's name), or None.
+fn name_error(s: &str) -> Option<String> {
+    if s.is_empty() {
+        Some("must not be empty".into())
+    } else if !s
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        Some("must be letters, digits, '-', '_' or '.'".into())
+    } else if s.starts_with('.') {
+        Some("must not start with '.'".into())
+    } else if s.len() > MAX_NAME {
+        Some(format!(
+            "is {} characters long; at most {MAX_NAME}",
+            s.len()
+        ))
+    } else {
+        None
+    }
 }
 
 /// A lab stack with `tls` is verified against the lab's own CA unless the file says
@@ -285,14 +309,21 @@ fn validate(
 ) -> crate::Result<Experiment> {
     let name = match &raw.name {
         Some(n) if !is_name(n) => {
+            let shown: String = n.chars().take(MAX_NAME).collect();
+            let more = if n.chars().count() > MAX_NAME {
+                "…"
+            } else {
+                ""
+            };
             return Err(err(
                 file,
                 "name",
                 format!(
-                    "'{}' must be letters, digits, '-', '_' or '.'",
-                    crate::units::escape_controls(n)
+                    "'{}{more}' {}",
+                    crate::units::escape_controls(&shown),
+                    name_error(n).unwrap_or_default()
                 ),
-            ))
+            ));
         }
         Some(n) => n.clone(),
         None => {
@@ -302,6 +333,7 @@ fn validate(
                 .unwrap_or("experiment");
             let s: String = stem
                 .chars()
+                .take(MAX_NAME)
                 .map(|c| if is_name(&c.to_string()) { c } else { '-' })
                 .collect();
             if s.is_empty() {
@@ -311,6 +343,9 @@ fn validate(
             }
         }
     };
+    if let Some(p) = &raw.lab_prefix {
+        crate::lab::check_prefix(Path::new(p)).map_err(|e| err(file, "lab_prefix", e))?;
+    }
     let q = raw.quick.clone().filter(|_| quick).unwrap_or_default();
     let mut repetitions = raw.repetitions.unwrap_or(1);
     if repetitions == 0 || repetitions > 100 {
@@ -553,6 +588,50 @@ load = { users = "1:9:4", step = "2s" }
         );
         let s = e("[[config]]\nname = 'a'\nstack = 'nginx-fpm'\nknobs = { pm = 3 \n");
         assert!(s.starts_with("x.toml:"), "syntax: {s}");
+    }
+
+    /// A name too long is refused for its length, not its letters; a file stem too long is
+    /// cut to the longest name.
+    #[test]
+    fn names_are_refused_for_the_right_reason() {
+        let body = "[load]\nusers = 1\n[[config]]\nname = 'a'\nsetup = 'true'\nready = 'http://127.0.0.1:1/'\n";
+        let long = "a".repeat(300);
+        let e = parse(
+            &format!("name = '{long}'\n{body}"),
+            Path::new("e.toml"),
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("300 characters long; at most 80"), "{e}");
+        assert!(!e.contains("must be letters"), "{e}");
+        assert!(e.len() < 200, "{e}");
+        let e = parse(
+            &format!("name = '../x'\n{body}"),
+            Path::new("e.toml"),
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("must be letters"), "{e}");
+        let e = parse(&format!("name = '.x'\n{body}"), Path::new("e.toml"), false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("must not start with '.'"), "{e}");
+        let x = parse(body, Path::new(&format!("{long}.toml")), false).unwrap();
+        assert_eq!(x.name.len(), 80);
+        // lab_prefix = "/" would have `lab up` make / private.
+        let e = parse(
+            &format!("lab_prefix = '/'\n{body}"),
+            Path::new("e.toml"),
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("lab_prefix") && e.contains("root directory"),
+            "{e}"
+        );
     }
 
     #[test]
