@@ -152,6 +152,32 @@ pub fn open_append(p: &Path) -> crate::Result<File> {
 /// saying which input it is (`--body`, `URL file`).
 pub fn read_capped(p: &Path, cap: u64, what: &str) -> Result<Vec<u8>, String> {
     let f = File::open(p).map_err(|e| format!("{what}: cannot read '{}': {e}", shown(p)))?;
+    read_to_cap(f, p, cap, what)
+}
+
+/// [`read_capped`] for a file that must be a regular one (a results folder's files): a FIFO,
+/// device or socket planted under its name is refused without blocking (opened non-blocking,
+/// checked on the open descriptor, so nothing can be swapped in between).
+pub fn read_regular_capped(p: &Path, cap: u64, what: &str) -> Result<Vec<u8>, String> {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(p)
+        .map_err(|e| format!("{what}: cannot read '{}': {e}", shown(p)))?;
+    let m = f
+        .metadata()
+        .map_err(|e| format!("{what}: cannot read '{}': {e}", shown(p)))?;
+    if !m.is_file() {
+        return Err(format!(
+            "{what}: '{}' is {}, not a regular file",
+            shown(p),
+            kind(&m.file_type())
+        ));
+    }
+    read_to_cap(f, p, cap, what)
+}
+
+fn read_to_cap(f: File, p: &Path, cap: u64, what: &str) -> Result<Vec<u8>, String> {
     let mut buf = Vec::new();
     f.take(cap.saturating_add(1))
         .read_to_end(&mut buf)
