@@ -91,6 +91,11 @@ pub fn try_decode(s: &str) -> Result<Histogram<u64>, String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(s)
         .map_err(|_| "not base64".to_string())?;
+    decode_bytes(bytes)
+}
+
+/// [`try_decode`] of the bytes under the base64 (the fuzz target's way in).
+pub fn decode_bytes(bytes: Vec<u8>) -> Result<Histogram<u64>, String> {
     let be32 = |b: &[u8], at: usize| -> Result<u32, String> {
         b.get(at..at + 4)
             .map(|x| u32::from_be_bytes([x[0], x[1], x[2], x[3]]))
