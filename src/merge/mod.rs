@@ -102,6 +102,13 @@ pub fn merge(runs: &[RunData]) -> Result<Merged, String> {
     };
     let mut notes = Vec::new();
     let n_steps = runs.iter().map(|r| r.steps.len()).min().unwrap_or(0);
+    // A merged folder of no step would say nothing while claiming to be the plan's results.
+    if let Some(empty) = runs.iter().find(|r| r.steps.is_empty()) {
+        return Err(format!(
+            "'{}' holds no step to merge",
+            crate::fsutil::shown(&empty.dir.join("steps.jsonl"))
+        ));
+    }
     let most = runs.iter().map(|r| r.steps.len()).max().unwrap_or(0);
     if most > n_steps {
         notes.push(format!(
@@ -130,9 +137,9 @@ pub fn merge(runs: &[RunData]) -> Result<Merged, String> {
         steps[k] = rec;
         let per_run = runs
             .iter()
-            .map(|r| r.series.iter().filter(|p| p.step == k).collect())
+            .map(|r| (name(r), r.series.iter().filter(|p| p.step == k).collect()))
             .collect();
-        seconds.push(merge_series(k, per_run));
+        seconds.push(merge_series(k, per_run)?);
     }
     let complete = runs.iter().all(|r| r.info.complete) && most == n_steps;
     let reasons: Vec<&str> = runs
@@ -199,9 +206,9 @@ pub fn add_step(
     rec.flags = kept_flags(&named);
     let per_run = parts
         .iter()
-        .map(|(_, _, series)| series.iter().collect())
+        .map(|(n, _, series)| (n.clone(), series.iter().collect()))
         .collect();
-    Ok((rec, merge_series(k, per_run)))
+    Ok((rec, merge_series(k, per_run)?))
 }
 
 /// (index, count) of a segment's run.json; None for a whole plan or a merged folder.
@@ -295,11 +302,18 @@ fn check_aligned(k: usize, parts: &[(&RunData, &StepRecord)], mode: &str) -> Res
 }
 
 fn decode(text: &str, what: &str, k: usize, name: &str) -> Result<Histogram<u64>, String> {
-    histo::decode(text).ok_or_else(|| {
-        format!(
-            "step {} of '{name}': no readable {what} histogram (written by an older overload?)",
-            k + 1
-        )
+    histo::try_decode(text).map_err(|why| {
+        if text.is_empty() {
+            format!(
+                "step {} of '{name}': no {what} histogram (written by an older overload?)",
+                k + 1
+            )
+        } else {
+            format!(
+                "step {} of '{name}': unreadable {what} histogram: {why}",
+                k + 1
+            )
+        }
     })
 }
 
@@ -323,14 +337,45 @@ fn added(
     sum.ok_or_else(|| "no segment".to_string())
 }
 
-fn sum_maps(maps: impl Iterator<Item = BTreeMap<String, u64>>) -> BTreeMap<String, u64> {
+/// Adds a count of part `part` to a merged count: a sum beyond u64 is no real run's (a
+/// corrupt or crafted count) and is refused, naming the step, the part and the count, where
+/// plain addition would wrap (u64::MAX + 25 = 24) and report a lie.
+fn add_count(sum: u64, n: u64, k: usize, part: &str, what: &str) -> Result<u64, String> {
+    sum.checked_add(n).ok_or_else(|| {
+        format!(
+            "step {} of '{part}': {what} {n} overflows the merged count ({sum} so far): a corrupt count",
+            k + 1
+        )
+    })
+}
+
+/// The parts' `what` added with [`add_count`].
+fn total(
+    k: usize,
+    parts: &[(String, &StepRecord)],
+    what: &str,
+    f: impl Fn(&StepRecord) -> u64,
+) -> Result<u64, String> {
+    parts
+        .iter()
+        .try_fold(0, |sum, (r, s)| add_count(sum, f(s), k, r, what))
+}
+
+/// The parts' maps of counts (statuses, errors by kind…) added key by key with [`add_count`].
+fn sum_maps(
+    k: usize,
+    parts: &[(String, &StepRecord)],
+    what: &str,
+    f: impl Fn(&StepRecord) -> BTreeMap<String, u64>,
+) -> Result<BTreeMap<String, u64>, String> {
     let mut out = BTreeMap::new();
-    for m in maps {
-        for (k, v) in m {
-            *out.entry(k).or_insert(0) += v;
+    for (r, s) in parts {
+        for (key, v) in f(s) {
+            let sum = out.entry(key).or_insert(0);
+            *sum = add_count(*sum, v, k, r, what)?;
         }
     }
-    out
+    Ok(out)
 }
 
 /// The request names of step `k`'s segments, added: counts summed, response-time histograms
@@ -340,40 +385,52 @@ fn merge_names(
     parts: &[(String, &StepRecord)],
     duration_s: f64,
 ) -> Result<(Vec<NameSummary>, BTreeMap<String, String>), String> {
-    // Per name: responses, ok, errors by kind, the response-time histogram.
-    type Acc = (u64, u64, BTreeMap<String, u64>, Option<Histogram<u64>>);
-    let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
+    // Per name: responses, ok, errors by kind, the parts' encoded histograms. They are
+    // decoded one name at a time below, so the merge holds two histograms, not one per name
+    // (a folder of many names costs its encoded size, not tens of KB per name).
+    type Acc<'a> = (u64, u64, BTreeMap<String, u64>, Vec<(&'a str, &'a str)>);
+    let mut acc: BTreeMap<&str, Acc> = BTreeMap::new();
     for (r, s) in parts {
         for n in &s.summary.names {
-            let e = acc.entry(n.name.clone()).or_default();
-            e.0 += n.responses;
-            e.1 += n.ok;
+            let e = acc.entry(n.name.as_str()).or_default();
+            e.0 = add_count(e.0, n.responses, k, r, "responses")?;
+            e.1 = add_count(e.1, n.ok, k, r, "ok")?;
             for (kind, c) in &n.errors {
-                *e.2.entry(kind.clone()).or_insert(0) += c;
+                let sum = e.2.entry(kind.clone()).or_insert(0);
+                *sum = add_count(*sum, *c, k, r, "errors")?;
             }
             if n.response_time_ms.count == 0 {
                 continue;
             }
             let text = s.hists.as_ref().and_then(|h| h.names.get(&n.name));
-            let h = decode(text.map_or("", String::as_str), "per-name", k, r)?;
-            match e.3.as_mut() {
-                None => e.3 = Some(h),
+            e.3.push((r.as_str(), text.map_or("", String::as_str)));
+        }
+    }
+    let mut names = Vec::with_capacity(acc.len());
+    let mut hists = BTreeMap::new();
+    for (name, (responses, ok, errors, texts)) in acc {
+        let mut sum: Option<Histogram<u64>> = None;
+        for (r, text) in texts {
+            let h = decode(text, "per-name", k, r)?;
+            match sum.as_mut() {
+                None => sum = Some(h),
                 Some(m) => m.add(&h).map_err(|e| {
-                    format!("step {}: cannot add per-name histograms: {e:?}", k + 1)
+                    format!(
+                        "step {} of '{r}': cannot add per-name histograms: {e:?}",
+                        k + 1
+                    )
                 })?,
             }
         }
-    }
-    let empty = Histogram::<u64>::new(3).map_err(|e| format!("{e:?}"))?;
-    let mut names = Vec::with_capacity(acc.len());
-    let mut hists = BTreeMap::new();
-    for (name, (responses, ok, errors, h)) in acc {
-        let h = h.unwrap_or_else(|| empty.clone());
+        let sum = match sum {
+            Some(h) => h,
+            None => Histogram::<u64>::new(3).map_err(|e| format!("{e:?}"))?,
+        };
         names.push(NameSummary::from_parts(
-            &name, responses, ok, errors, &h, duration_s,
+            name, responses, ok, errors, &sum, duration_s,
         ));
-        if !h.is_empty() {
-            hists.insert(name, histo::encode(&h));
+        if !sum.is_empty() {
+            hists.insert(name.to_string(), histo::encode(&sum));
         }
     }
     sort_names(&mut names);
@@ -414,10 +471,12 @@ fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, S
             let t = |s: &StepRecord| s.summary.tls.clone().unwrap_or_default();
             Some((
                 TlsSummary {
-                    handshakes_full: parts.iter().map(|(_, s)| t(s).handshakes_full).sum(),
-                    handshakes_resumed: parts.iter().map(|(_, s)| t(s).handshakes_resumed).sum(),
+                    handshakes_full: total(k, parts, "TLS handshakes", |s| t(s).handshakes_full)?,
+                    handshakes_resumed: total(k, parts, "TLS resumptions", |s| {
+                        t(s).handshakes_resumed
+                    })?,
                     handshake_time_ms: LatencyStats::from_hist(&handshake),
-                    failures: sum_maps(parts.iter().map(|(_, s)| t(s).failures)),
+                    failures: sum_maps(k, parts, "TLS failures", |s| t(s).failures)?,
                 },
                 handshake,
             ))
@@ -430,7 +489,7 @@ fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, S
         }
     };
     let s0 = parts[0].1;
-    let sum = |f: &dyn Fn(&Summary) -> u64| parts.iter().map(|(_, s)| f(&s.summary)).sum::<u64>();
+    let sum = |what: &str, f: &dyn Fn(&Summary) -> u64| total(k, parts, what, |s| f(&s.summary));
     // The window: the segments' windows are the same plan; the longest is the honest one
     // (a drain that ran over stretches it, as it would have on one host).
     let duration_s = parts
@@ -444,28 +503,32 @@ fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, S
             0.0
         }
     };
-    let requests = sum(&|s| s.requests);
-    let responses = sum(&|s| s.responses);
-    let errors = sum_maps(parts.iter().map(|(_, s)| s.summary.errors.clone()));
-    let error_count = sum(&|s| s.error_count);
-    let statuses = sum_maps(parts.iter().map(|(_, s)| s.summary.statuses.clone()));
-    let bytes_in = sum(&|s| s.bytes_in);
+    let requests = sum("requests", &|s| s.requests)?;
+    let responses = sum("responses", &|s| s.responses)?;
+    let errors = sum_maps(k, parts, "errors", |s| s.summary.errors.clone())?;
+    let error_count = sum("error count", &|s| s.error_count)?;
+    let statuses = sum_maps(k, parts, "statuses", |s| s.summary.statuses.clone())?;
+    let bytes_in = sum("bytes in", &|s| s.bytes_in)?;
     let offered = round_level(parts.iter().map(|(_, s)| s.offered).sum());
     let open = s0.summary.offered_rate.is_some();
     let mut summary = Summary {
         mode: s0.summary.mode.clone(),
         offered_rate: open.then_some(offered),
-        users: (!open).then(|| sum(&|s| s.users.unwrap_or(0))),
+        users: if open {
+            None
+        } else {
+            Some(sum("users", &|s| s.users.unwrap_or(0))?)
+        },
         throughput: per_s(responses),
         goodput: 0.0,
         requests,
-        sent: sum(&|s| s.sent),
+        sent: sum("sent", &|s| s.sent)?,
         responses,
-        unsent: sum(&|s| s.unsent),
-        retries: sum(&|s| s.retries),
-        interrupted_requests: sum(&|s| s.interrupted_requests),
+        unsent: sum("unsent", &|s| s.unsent)?,
+        retries: sum("retries", &|s| s.retries)?,
+        interrupted_requests: sum("interrupted requests", &|s| s.interrupted_requests)?,
         duration_s,
-        connections_opened: sum(&|s| s.connections_opened),
+        connections_opened: sum("connections opened", &|s| s.connections_opened)?,
         errors,
         error_count,
         error_ratio: if requests > 0 {
@@ -477,36 +540,39 @@ fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, S
         // The parts ran one plan: the same statuses count as success in each.
         ok_status: s0.summary.ok_status,
         bytes_in,
-        bytes_out: sum(&|s| s.bytes_out),
+        bytes_out: sum("bytes out", &|s| s.bytes_out)?,
         bytes_in_per_s: per_s(bytes_in),
         response_time_ms: LatencyStats::from_hist(&response),
         service_time_ms: LatencyStats::from_hist(&service),
         send_lag_ms: LatencyStats::from_hist(&send_lag),
         connect_time_ms: LatencyStats::from_hist(&connect),
         first_byte_ms: LatencyStats::from_hist(&first_byte),
-        protocols: sum_maps(parts.iter().map(|(_, s)| s.summary.protocols.clone())),
+        protocols: sum_maps(k, parts, "protocols", |s| s.summary.protocols.clone())?,
         tls: tls.as_ref().map(|(t, _)| t.clone()),
         names: Vec::new(),
         // Generators' sessions add up as their requests do.
-        sessions: s0.summary.sessions.as_ref().map(|_| {
-            let of = |f: &dyn Fn(&crate::metrics::SessionSummary) -> u64| {
-                sum(&|s| s.sessions.as_ref().map_or(0, f))
-            };
-            let completed = of(&|x| x.completed);
-            crate::metrics::SessionSummary {
-                offered_per_s: offered,
-                started: of(&|x| x.started),
-                completed,
-                completed_per_s: per_s(completed),
-                failed: of(&|x| x.failed),
-                dropped: of(&|x| x.dropped),
+        sessions: match &s0.summary.sessions {
+            None => None,
+            Some(_) => {
+                let of = |what: &str, f: &dyn Fn(&crate::metrics::SessionSummary) -> u64| {
+                    sum(what, &|s| s.sessions.as_ref().map_or(0, f))
+                };
+                let completed = of("sessions completed", &|x| x.completed)?;
+                Some(crate::metrics::SessionSummary {
+                    offered_per_s: offered,
+                    started: of("sessions started", &|x| x.started)?,
+                    completed,
+                    completed_per_s: per_s(completed),
+                    failed: of("sessions failed", &|x| x.failed)?,
+                    dropped: of("sessions dropped", &|x| x.dropped)?,
+                })
             }
-        }),
+        },
     };
     summary.goodput = per_s(summary.ok_count());
     let (names, name_hists) = merge_names(k, parts, duration_s)?;
     summary.names = names;
-    let threads: usize = parts.iter().map(|(_, s)| s.generator.threads).sum();
+    let threads = total(k, parts, "threads", |s| s.generator.threads as u64)? as usize;
     let generator = GeneratorStats {
         // Per thread, weighted by threads: the fleet's mean load per worker thread.
         cpu_pct: parts
@@ -524,7 +590,7 @@ fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, S
             0.0
         },
         threads,
-        pool_waits: parts.iter().map(|(_, s)| s.generator.pool_waits).sum(),
+        pool_waits: total(k, parts, "pool waits", |s| s.generator.pool_waits)?,
     };
     let min = |f: &dyn Fn(&StepRecord) -> f64| {
         parts
@@ -573,37 +639,52 @@ fn round_level(v: f64) -> f64 {
     (v * 1e6).round() / 1e6
 }
 
-/// Second j of step `k` of every segment (`per_run`: each segment's seconds of the step), added.
-fn merge_series(k: usize, per_run: Vec<Vec<&SeriesPoint>>) -> Vec<SeriesPoint> {
-    let len = per_run.iter().map(|v| v.len()).max().unwrap_or(0);
+/// Second j of step `k` of every segment (`per_run`: each segment's name and its seconds of
+/// the step), added; counts beyond u64 are refused as [`add_count`] does.
+fn merge_series(
+    k: usize,
+    per_run: Vec<(String, Vec<&SeriesPoint>)>,
+) -> Result<Vec<SeriesPoint>, String> {
+    let len = per_run.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
     (0..len)
         .map(|j| {
-            let ps: Vec<&SeriesPoint> = per_run.iter().filter_map(|v| v.get(j).copied()).collect();
-            let responses: u64 = ps.iter().map(|p| p.responses).sum();
+            let ps: Vec<(&str, &SeriesPoint)> = per_run
+                .iter()
+                .filter_map(|(r, v)| v.get(j).map(|p| (r.as_str(), *p)))
+                .collect();
+            let count = |what: &str, f: fn(&SeriesPoint) -> u64| {
+                ps.iter().try_fold(0, |sum, (r, p)| {
+                    add_count(sum, f(p), k, r, &format!("second {}'s {what}", j + 1))
+                })
+            };
+            let responses = count("responses", |p| p.responses)?;
             // Means of the parts, weighted by the responses each one averaged over.
             let weighted = |f: fn(&SeriesPoint) -> f64| -> f64 {
                 if responses == 0 {
                     return 0.0;
                 }
-                ps.iter().map(|p| f(p) * p.responses as f64).sum::<f64>() / responses as f64
+                ps.iter()
+                    .map(|(_, p)| f(p) * p.responses as f64)
+                    .sum::<f64>()
+                    / responses as f64
             };
-            SeriesPoint {
-                t: ps.iter().map(|p| p.t).fold(f64::INFINITY, f64::min),
+            Ok(SeriesPoint {
+                t: ps.iter().map(|(_, p)| p.t).fold(f64::INFINITY, f64::min),
                 step: k,
-                offered: round_level(ps.iter().map(|p| p.offered).sum()),
-                warmup: ps.iter().any(|p| p.warmup),
+                offered: round_level(ps.iter().map(|(_, p)| p.offered).sum()),
+                warmup: ps.iter().any(|(_, p)| p.warmup),
                 responses,
-                ok: ps.iter().map(|p| p.ok).sum(),
-                errors: ps.iter().map(|p| p.errors).sum(),
-                bytes_in: ps.iter().map(|p| p.bytes_in).sum(),
+                ok: count("ok", |p| p.ok)?,
+                errors: count("errors", |p| p.errors)?,
+                bytes_in: count("bytes in", |p| p.bytes_in)?,
                 response_time_mean_ms: weighted(|p| p.response_time_mean_ms),
                 send_lag_mean_ms: weighted(|p| p.send_lag_mean_ms),
                 response_time_max_ms: ps
                     .iter()
-                    .map(|p| p.response_time_max_ms)
+                    .map(|(_, p)| p.response_time_max_ms)
                     .fold(0.0, f64::max),
-                server: ps.iter().find_map(|p| p.server),
-            }
+                server: ps.iter().find_map(|(_, p)| p.server),
+            })
         })
         .collect()
 }
@@ -656,7 +737,7 @@ impl std::fmt::Display for MergeOutcome {
 pub fn run(dirs: &[std::path::PathBuf], out: &Path) -> crate::Result<MergeOutcome> {
     let runs = dirs
         .iter()
-        .map(|d| crate::store::load(d))
+        .map(|d| crate::store::load_strict(d))
         .collect::<crate::Result<Vec<_>>>()?;
     let mut m = merge(&runs).map_err(|e| crate::Error::usage(format!("merge: {e}")))?;
     for r in &runs {

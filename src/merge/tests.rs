@@ -207,7 +207,7 @@ fn refuses_what_is_not_one_split_plan() {
 
     let mut old = b.clone();
     old.steps[0].hists = None;
-    assert!(e(&[a.clone(), old]).contains("no readable service-time histogram"));
+    assert!(e(&[a.clone(), old]).contains("no service-time histogram"));
 
     for why in [e(std::slice::from_ref(&a)), e(&[])] {
         assert!(!why.contains('\n'), "{why}");
@@ -234,4 +234,36 @@ fn segments_that_stopped_apart_merge_the_steps_all_ran() {
         .stop_reason
         .unwrap()
         .starts_with("the segments stopped differently"));
+}
+
+#[test]
+fn counts_beyond_u64_are_refused_not_wrapped() {
+    let v = [values(1, 50), values(2, 50)];
+    let mut a = segment(0, 2, &v);
+    let b = segment(1, 2, &v);
+    // u64::MAX + 25 would wrap to 24 and be reported as if it were a count.
+    a.steps[0].summary.requests = u64::MAX - b.steps[0].summary.requests + 25;
+    let e = merge(&[a.clone(), b.clone()]).err().unwrap();
+    assert!(
+        e.starts_with("step 1 of 'seg1': requests") && e.contains("overflows"),
+        "{e}"
+    );
+    let mut a = segment(0, 2, &v);
+    a.steps[1].summary.statuses.insert("200".into(), u64::MAX);
+    let e = merge(&[a, b.clone()]).err().unwrap();
+    assert!(e.contains("step 2 of 'seg1': statuses"), "{e}");
+    let mut a = segment(0, 2, &v);
+    a.series[0].responses = u64::MAX;
+    let e = merge(&[a, b]).err().unwrap();
+    assert!(e.contains("second 1's responses"), "{e}");
+}
+
+#[test]
+fn a_segment_of_no_step_is_refused() {
+    let v = [values(1, 50), values(2, 50)];
+    let a = segment(0, 2, &v);
+    let mut b = segment(1, 2, &v);
+    b.steps.clear();
+    let e = merge(&[a, b]).err().unwrap();
+    assert_eq!(e, "'seg1/steps.jsonl' holds no step to merge");
 }

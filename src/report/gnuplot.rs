@@ -143,14 +143,15 @@ fn q(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-/// The script; `dat` is the data file's name (both live in one folder).
-pub fn script(r: &RunReport, dat: &str) -> String {
-    let stem = dat.strip_suffix(".dat").unwrap_or(dat);
+/// The script; `dat` is the data file's name, `gp` the script's own (both live in one
+/// folder): its header names the file written, whatever the data file's extension.
+pub fn script(r: &RunReport, dat: &str, gp: &str) -> String {
+    let stem = gp.strip_suffix(".gp").unwrap_or(gp);
     let mut o = String::new();
     let _ = writeln!(
         o,
         "# overload {}: charts of {dat} (run '{}'). Run it from this folder:\n\
-         #   gnuplot {stem}.gp                   -> {stem}-rate.svg, {stem}-time.svg, {stem}-errors.svg\n\
+         #   gnuplot {gp}                   -> {stem}-rate.svg, {stem}-time.svg, {stem}-errors.svg\n\
          #   gnuplot -e \"fmt='png'\" {stem}.gp    -> the same as PNG (needs the pngcairo terminal)",
         env!("CARGO_PKG_VERSION"),
         r.name().replace('\n', " ")
@@ -276,14 +277,13 @@ impl Exporter for GnuplotExporter {
         } else {
             (out.to_path_buf(), out.with_extension("gp"))
         };
-        let dat_name = dat
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "steps.dat".to_string());
-        Ok(vec![
-            (dat, data(r).into_bytes()),
-            (gp, script(r, &dat_name).into_bytes()),
-        ])
+        let name = |p: &Path, default: &str| {
+            p.file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_else(|| default.to_string())
+        };
+        let script = script(r, &name(&dat, "steps.dat"), &name(&gp, "steps.gp"));
+        Ok(vec![(dat, data(r).into_bytes()), (gp, script.into_bytes())])
     }
 }
 
@@ -334,7 +334,7 @@ mod tests {
     #[test]
     fn script_plots_three_charts_and_marks_saturation() {
         let r = report(testdata::open_sweep(), false);
-        let s = script(&r, "steps.dat");
+        let s = script(&r, "steps.dat", "steps.gp");
         assert!(s.contains("dat = \"steps.dat\""));
         assert_eq!(s.matches("set output out.").count(), 3);
         assert!(s.contains("saturation 400"));
@@ -342,6 +342,30 @@ mod tests {
         assert!(s.contains("using 3:3 with lines"), "y = x in open loop");
         assert!(data(&r).contains(" NaN "), "no per-second data: no stddev");
         let empty = report(vec![], false);
-        assert!(script(&empty, "steps.dat").contains("nothing to plot"));
+        assert!(script(&empty, "steps.dat", "steps.gp").contains("nothing to plot"));
+    }
+
+    #[test]
+    fn script_header_names_the_files_written() {
+        let r = report(testdata::open_sweep(), false);
+        for (out, dat, gp) in [
+            ("/r/plot.txt", "plot.txt", "plot.gp"),
+            ("/r/plot", "plot", "plot.gp"),
+            ("/r/plot.gp", "plot.dat", "plot.gp"),
+            ("/r/steps.dat", "steps.dat", "steps.gp"),
+        ] {
+            let files = GnuplotExporter.serialize(&r, Path::new(out)).unwrap();
+            let names: Vec<String> = files
+                .iter()
+                .map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect();
+            assert_eq!(names, [dat, gp], "{out}");
+            let script = String::from_utf8_lossy(&files[1].1);
+            assert!(
+                script.contains(&format!("#   gnuplot {gp} ")),
+                "{out}: {script}"
+            );
+            assert!(script.contains(&format!("dat = \"{dat}\"")), "{out}");
+        }
     }
 }

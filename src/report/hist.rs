@@ -207,16 +207,33 @@ pub fn hdr_log(r: &RunReport) -> crate::Result<Vec<u8>> {
             let Some(h) = of_step(s) else { continue };
             let tag_text = format!("step-{}", s.step + 1);
             let tag = hdrhistogram::serialization::interval_log::Tag::new(&tag_text);
-            w.write_histogram(
-                &h,
-                Duration::from_secs_f64(s.start_s.max(0.0)),
-                Duration::from_secs_f64((s.end_s - s.start_s).max(0.0)),
-                tag,
-            )
-            .map_err(|e| fail(e.to_string()))?;
+            let (start, length) = interval_of(s).ok_or_else(|| {
+                crate::Error::usage(format!(
+                    "'{}': step {} starts at {} s and ends at {} s: not an interval of the run",
+                    crate::fsutil::shown(&r.data.dir.join("steps.jsonl")),
+                    s.step + 1,
+                    s.start_s,
+                    s.end_s
+                ))
+            })?;
+            w.write_histogram(&h, start, length, tag)
+                .map_err(|e| fail(e.to_string()))?;
         }
     }
     Ok(buf)
+}
+
+/// A step's start (since the run started) and length as the log writes them; None when the
+/// step's seconds are no time a run can take (a crafted folder's ±1e308), which a Duration
+/// cannot hold. A start before the run's is read as its start, as an end before the start is
+/// read as an empty step.
+fn interval_of(s: &StepRecord) -> Option<(Duration, Duration)> {
+    let start = Duration::try_from_secs_f64(s.start_s.max(0.0)).ok()?;
+    let length = Duration::try_from_secs_f64((s.end_s - s.start_s).max(0.0)).ok()?;
+    // The log writes seconds as f64 with millisecond precision beside a base time: beyond
+    // years, the figure would be meaningless to any reader of the log.
+    const MAX: Duration = Duration::from_secs(100 * 365 * 86_400);
+    (start <= MAX && length <= MAX).then_some((start, length))
 }
 
 /// The steps' histograms, labelled, for the charts (steps without responses left out).

@@ -126,7 +126,74 @@ fn card(o: &mut String, class: &str, k: &str, v: &str, d: &str) {
 }
 
 /// The page.
+/// The most steps the page draws (charts, tables, latency distributions): a page's cost grows
+/// with each step drawn (its histogram decoded, its rows and lines), so a folder of 100,000
+/// steps would take minutes and gigabytes. Beyond this, steps evenly spread over the run are
+/// drawn, the first and last among them, and the page says so.
+pub const MAX_DRAWN_STEPS: usize = 200;
+/// The most seconds the timelines draw: beyond this, every k-th second of the drawn steps.
+pub const MAX_DRAWN_SECONDS: usize = 4000;
+
+/// What the page draws of `r`: `r` itself when it is small enough, else its drawn steps and
+/// seconds, with a note saying how many of how many. The verdict, cards and findings are
+/// `r`'s own (analysed on every step).
+pub fn drawn(r: &RunReport) -> std::borrow::Cow<'_, RunReport> {
+    use std::borrow::Cow;
+    let (steps, series) = (r.steps.len(), r.data.series.len());
+    if steps <= MAX_DRAWN_STEPS && series <= MAX_DRAWN_SECONDS {
+        return Cow::Borrowed(r);
+    }
+    let picked: Vec<usize> = if steps <= MAX_DRAWN_STEPS {
+        (0..steps).collect()
+    } else {
+        let mut v: Vec<usize> = (0..MAX_DRAWN_STEPS)
+            .map(|i| i * (steps - 1) / (MAX_DRAWN_STEPS - 1))
+            .collect();
+        v.dedup();
+        v
+    };
+    let kept: Vec<crate::store::StepRecord> = picked.iter().map(|&i| r.steps[i].clone()).collect();
+    let ids: std::collections::BTreeSet<usize> = kept.iter().map(|s| s.step).collect();
+    let of_kept: Vec<&crate::store::SeriesPoint> = r
+        .data
+        .series
+        .iter()
+        .filter(|p| ids.contains(&p.step))
+        .collect();
+    let stride = of_kept.len().div_ceil(MAX_DRAWN_SECONDS).max(1);
+    let seconds: Vec<crate::store::SeriesPoint> =
+        of_kept.iter().step_by(stride).map(|p| **p).collect();
+    let mut notes = r.notes.clone();
+    let mut said = Vec::new();
+    if kept.len() < steps {
+        said.push(format!(
+            "{} of the {steps} steps (evenly spread, the first and the last among them)",
+            kept.len()
+        ));
+    }
+    if seconds.len() < series {
+        said.push(format!("{} of the {series} seconds", seconds.len()));
+    }
+    notes.push(format!(
+        "this page draws {}; steps.csv and report.json (overload report --format csv, json) hold them all",
+        said.join(" and ")
+    ));
+    Cow::Owned(RunReport {
+        data: crate::store::RunData {
+            dir: r.data.dir.clone(),
+            info: r.data.info.clone(),
+            steps: kept.clone(),
+            series: seconds,
+            skipped: r.data.skipped.clone(),
+        },
+        steps: kept,
+        analysis: r.analysis.clone(),
+        notes,
+    })
+}
+
 pub fn render(r: &RunReport) -> String {
+    let d = drawn(r);
     let info = &r.data.info;
     let a = &r.analysis;
     let name = r.name();
@@ -170,11 +237,11 @@ pub fn render(r: &RunReport) -> String {
             r.steps.len(),
             if r.steps.len() == 1 { "" } else { "s" }
         );
-        notes_list(&mut o, &r.notes);
+        notes_list(&mut o, &d.notes);
         o.push_str("</div>\n");
-    } else if !r.notes.is_empty() {
+    } else if !d.notes.is_empty() {
         o.push_str("<div class=\"banner note\"><strong>Notes</strong>");
-        notes_list(&mut o, &r.notes);
+        notes_list(&mut o, &d.notes);
         o.push_str("</div>\n");
     }
     let _ = writeln!(o, "<p class=\"verdict\">{}</p>", esc(&verdict(r)));
@@ -280,22 +347,22 @@ pub fn render(r: &RunReport) -> String {
     o.push_str("</div>\n</header>\n");
 
     o.push_str("<h2>Charts</h2>\n");
-    o.push_str(&chart_grid(&charts::sweep_charts(r), "c"));
+    o.push_str(&chart_grid(&charts::sweep_charts(&d), "c"));
     // Only when something was observed: older folders render as they always did.
-    let server = server::server_charts(r);
+    let server = server::server_charts(&d);
     if !server.is_empty() {
         o.push_str("<h2>Server</h2>\n");
         o.push_str(&chart_grid(&server, "s"));
     }
 
     o.push_str("<h2>Latency distribution</h2>\n");
-    o.push_str(&chart_grid(&super::hist::charts(r), "d"));
+    o.push_str(&chart_grid(&super::hist::charts(&d), "d"));
 
     o.push_str("<h2>Steps</h2>\n");
-    steps_table(&mut o, r);
-    o.push_str(&super::html_names::section(r));
-    o.push_str(&super::html_sessions::section(r));
-    o.push_str(&super::tls::section(r));
+    steps_table(&mut o, &d);
+    o.push_str(&super::html_names::section(r, &d));
+    o.push_str(&super::html_sessions::section(&d));
+    o.push_str(&super::tls::section(&d));
 
     o.push_str(&super::audit::section(r));
 

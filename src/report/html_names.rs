@@ -15,8 +15,9 @@ use std::fmt::Write;
 /// Names drawn in "slowest names over load": more lines would be a tangle.
 pub const TOP_NAMES: usize = 5;
 
-/// The section, or nothing when the run had fewer than two names (the page says it all).
-pub fn section(r: &RunReport) -> String {
+/// The section, or nothing when the run had fewer than two names (the page says it all):
+/// the table of `r`'s names over every step, the chart of the steps `drawn` (html::drawn).
+pub fn section(r: &RunReport, drawn: &RunReport) -> String {
     let names = run_names(r);
     if names.len() < 2 {
         return String::new();
@@ -29,7 +30,7 @@ pub fn section(r: &RunReport) -> String {
             .take(TOP_NAMES)
             .map(|n| n.name.as_str())
             .collect();
-        o.push_str(&chart_grid(&[slowest_chart(r, &top)], "n"));
+        o.push_str(&chart_grid(&[slowest_chart(drawn, &top)], "n"));
     }
     o
 }
@@ -233,7 +234,7 @@ mod tests {
         let p95 = login.response_time_ms.p95;
         assert!((p95 - 100.0).abs() <= 1.0, "{p95}");
         assert!((names[1].response_time_ms.p50 - 2.0).abs() <= 0.05);
-        let html = section(&r);
+        let html = section(&r, &r);
         assert!(html.contains("<h2>Requests by name</h2>"));
         assert!(html.contains("<th>checks failed</th>"));
         let login_row = html.find("<code>login</code>").unwrap();
@@ -264,12 +265,16 @@ mod tests {
         steps.truncate(1);
         put(&mut steps[0], "/only", 10, 5, 0);
         assert_eq!(
-            section(&report(steps.clone())),
+            {
+                let r = report(steps.clone());
+                section(&r, &r)
+            },
             "",
             "one name: nothing to tell apart"
         );
         put(&mut steps[0], "/other", 10, 5, 0);
-        let html = section(&report(steps));
+        let r = report(steps);
+        let html = section(&r, &r);
         assert!(html.contains("<code>/other</code>"));
         assert!(!html.contains("<svg"), "one step: no chart over load");
         assert!(!html.contains("checks failed"));

@@ -14,7 +14,7 @@ mod reader;
 mod writer;
 
 pub use audit::{read_audit, write_audit, AUDIT_FILE};
-pub use reader::{load, parse_series, parse_steps, RunData};
+pub use reader::{load, load_strict, parse_series, parse_steps, RunData};
 pub use writer::Writer;
 
 use crate::metrics::Summary;

@@ -22,8 +22,20 @@ impl RunData {
     }
 }
 
-/// Reads DIR/run.json, steps.jsonl and series.jsonl.
+/// Reads DIR/run.json, steps.jsonl and series.jsonl; a line that does not parse is skipped
+/// and said in [`RunData::skipped`].
 pub fn load(dir: &Path) -> crate::Result<RunData> {
+    load_with(dir, false)
+}
+
+/// [`load`] for a reader that writes what it read as exact (merge): a line that does not
+/// parse is an error naming the file and the line, except a truncated last line (a run cut
+/// off while writing it), which is skipped as [`load`] does.
+pub fn load_strict(dir: &Path) -> crate::Result<RunData> {
+    load_with(dir, true)
+}
+
+fn load_with(dir: &Path, strict: bool) -> crate::Result<RunData> {
     if !dir.is_dir() {
         return Err(Error::usage(format!(
             "'{}' is not a results folder (no such directory)",
@@ -49,8 +61,8 @@ pub fn load(dir: &Path) -> crate::Result<RunData> {
         )));
     }
     let mut skipped = Vec::new();
-    let steps = read_lines::<StepRecord>(&dir.join("steps.jsonl"), &mut skipped)?;
-    let series = read_lines::<SeriesPoint>(&dir.join("series.jsonl"), &mut skipped)?;
+    let steps = read_lines::<StepRecord>(&dir.join("steps.jsonl"), strict, &mut skipped)?;
+    let series = read_lines::<SeriesPoint>(&dir.join("series.jsonl"), strict, &mut skipped)?;
     Ok(RunData {
         dir: dir.to_path_buf(),
         info,
@@ -60,59 +72,101 @@ pub fn load(dir: &Path) -> crate::Result<RunData> {
     })
 }
 
-/// Reads a JSON-lines file; lines that do not parse are skipped and reported.
+/// Reads a JSON-lines file; lines that do not parse are skipped and reported (or, `strict`,
+/// refused unless it is the truncated last line). A FIFO or device under the name is refused.
 fn read_lines<T: DeserializeOwned>(
     path: &Path,
+    strict: bool,
     skipped: &mut Vec<String>,
 ) -> crate::Result<Vec<T>> {
-    if !path.exists() {
+    if std::fs::symlink_metadata(path).is_err() {
         return Ok(Vec::new());
     }
-    let bytes =
-        fsutil::read_capped(path, fsutil::MAX_RESULTS_FILE, "results").map_err(Error::runtime)?;
+    let bytes = fsutil::read_capped(path, fsutil::MAX_RESULTS_FILE, "results")
+        .map_err(Error::usage)?;
     let text = String::from_utf8_lossy(&bytes);
-    Ok(parse_lines(&text, &path.display().to_string(), skipped))
+    let name = fsutil::shown(path);
+    let mut found = Vec::new();
+    let out = parse_lines(&text, &name, &mut found);
+    if strict {
+        if let Some(bad) = found.iter().find(|b| !b.cut) {
+            return Err(Error::usage(format!("{}: {}", bad.at, bad.what)));
+        }
+    }
+    skipped.extend(found.iter().map(Bad::skipped));
+    Ok(out)
 }
 
 /// Parses the text of a `steps.jsonl` file; lines that do not parse are skipped and reported
 /// in `skipped` as `NAME:LINE: ...`. Never fails: a damaged file yields what can be read.
 pub fn parse_steps(text: &str, name: &str, skipped: &mut Vec<String>) -> Vec<StepRecord> {
-    parse_lines(text, name, skipped)
+    parse_into(text, name, skipped)
 }
 
 /// Parses the text of a `series.jsonl` file, as [`parse_steps`] does.
 pub fn parse_series(text: &str, name: &str, skipped: &mut Vec<String>) -> Vec<SeriesPoint> {
-    parse_lines(text, name, skipped)
+    parse_into(text, name, skipped)
 }
 
-fn parse_lines<T: DeserializeOwned>(text: &str, name: &str, skipped: &mut Vec<String>) -> Vec<T> {
+fn parse_into<T: DeserializeOwned>(text: &str, name: &str, skipped: &mut Vec<String>) -> Vec<T> {
+    let mut found = Vec::new();
+    let out = parse_lines(text, name, &mut found);
+    skipped.extend(found.iter().map(Bad::skipped));
+    out
+}
+
+/// A line that did not parse.
+struct Bad {
+    /// The truncated last line of a run cut off while writing it.
+    cut: bool,
+    /// `NAME:LINE`.
+    at: String,
+    what: String,
+}
+
+impl Bad {
+    /// The note of a reader that skips it: `NAME:LINE: skipped ...`.
+    fn skipped(&self) -> String {
+        format!("{}: skipped {}", self.at, self.what)
+    }
+}
+
+/// The lines of `text` that parse; each one that does not is in `skipped`.
+fn parse_lines<T: DeserializeOwned>(text: &str, name: &str, skipped: &mut Vec<Bad>) -> Vec<T> {
     let ends_with_newline = text.ends_with('\n');
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::with_capacity(lines.len());
+    let name = crate::units::escape_controls(name);
     for (i, line) in lines.iter().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
+        let cut = i + 1 == lines.len() && !ends_with_newline;
         if line.len() > fsutil::MAX_RESULTS_LINE {
-            skipped.push(format!(
-                "{name}:{}: skipped a line of {} MiB (the limit is {} MiB)",
-                i + 1,
-                line.len() >> 20,
-                fsutil::MAX_RESULTS_LINE >> 20
-            ));
+            skipped.push(Bad {
+                cut,
+                at: format!("{name}:{}", i + 1),
+                what: format!(
+                    "a line of {} MiB (the limit is {} MiB)",
+                    line.len() >> 20,
+                    fsutil::MAX_RESULTS_LINE >> 20
+                ),
+            });
             continue;
         }
         match serde_json::from_str::<T>(line) {
             Ok(v) => out.push(v),
             Err(e) => {
-                let last = i + 1 == lines.len();
-                let why = if last && !ends_with_newline {
+                let why = if cut {
                     "truncated last line (the run was cut off while writing it)"
                 } else {
                     "invalid line"
                 };
-                let name = crate::units::escape_controls(name);
-                skipped.push(format!("{name}:{}: skipped {why}: {e}", i + 1));
+                skipped.push(Bad {
+                    cut,
+                    at: format!("{name}:{}", i + 1),
+                    what: format!("{why}: {e}"),
+                });
             }
         }
     }
