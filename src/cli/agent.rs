@@ -83,6 +83,9 @@ pub fn run(args: AgentArgs) -> crate::Result<i32> {
     let identity = args.generate.identity(cfg.listen)?;
     cfg.tls = identity.as_ref().map(|i| std::sync::Arc::clone(&i.config));
     let generating = cfg.extension.is_some();
+    if let Some(w) = agent::plain_remote_warning(cfg.listen, cfg.tls.is_some()) {
+        crate::eoutln!("overload: warning: {w}");
+    }
     // Threads started below inherit the blocked mask; only sigwait sees SIGINT/SIGTERM.
     let signals = super::target::block_stop_signals()?;
     let handle = agent::start(cfg)?;
