@@ -686,28 +686,33 @@ mod tests {
     #[test]
     fn newcomers_push_out_the_biggest_peers_oldest() {
         let l = Limits {
-            pending: 4,
-            pending_per_peer: 3,
+            pending: 3,
+            pending_per_peer: 2,
             ..Limits::default()
         };
         let (a, b): (IpAddr, IpAddr) = ([127, 0, 0, 2].into(), [127, 0, 0, 1].into());
         let mut s = Slots::default();
-        for _ in 0..3 {
+        for _ in 0..2 {
             assert!(s.admit(a, sock(), &l).1.is_empty());
         }
-        // The per-peer limit: a's fourth pushes out a's first.
+        // The per-peer limit: a's third pushes out a's first.
         let (_, out) = s.admit(a, sock(), &l);
         assert_eq!((out.len(), s.oldest_of(a)), (1, Some(1)));
-        // The global limit: b's first pushes out a's oldest, never b's own.
-        let (bid, out) = s.admit(b, sock(), &l);
-        assert_eq!(out.len(), 1);
-        assert_eq!((s.per_peer[&a], s.per_peer[&b]), (2, 1));
+        let (b1, out) = s.admit(b, sock(), &l);
+        assert!(out.is_empty());
+        // The global limit: b's second pushes out a's oldest (a holds the most), not b's.
         let (_, out) = s.admit(b, sock(), &l);
         assert_eq!(out.len(), 1);
         assert_eq!((s.per_peer[&a], s.per_peer[&b]), (1, 2));
-        assert!(s.pending.contains_key(&bid));
+        assert_eq!(s.oldest_of(a), Some(2));
+        // Now b holds the most: its third pushes out its own oldest.
+        let (_, out) = s.admit(b, sock(), &l);
+        assert_eq!(out.len(), 1);
+        assert!(!s.pending.contains_key(&b1));
+        assert_eq!((s.per_peer[&a], s.per_peer[&b], s.pending.len()), (1, 2, 3));
         // Removing twice (pushed out, then its thread ends) counts once.
-        assert!(s.remove(bid).is_some() && s.remove(bid).is_none());
+        let newest = *s.pending.keys().last().unwrap();
+        assert!(s.remove(newest).is_some() && s.remove(newest).is_none());
         assert_eq!(s.per_peer[&b], 1);
     }
 
@@ -763,5 +768,64 @@ mod tests {
         c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let _ = c.read_to_end(&mut rest);
         assert!(rest.is_empty(), "dropped, not answered");
+    }
+
+    /// Answers with 64 MiB, more than any socket buffers hold.
+    struct Big;
+    impl Service for Big {
+        fn admit(&self, _: &Head) -> Result<usize, Reply> {
+            Ok(0)
+        }
+        fn answer(&self, _: &Head, _: &[u8]) -> Reply {
+            Reply::json(vec![b' '; 64 << 20])
+        }
+    }
+
+    /// The status line's code of an answer to `GET /` on `addr`, reading at most its head.
+    fn status_of(addr: SocketAddr) -> u16 {
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut head = [0u8; 12];
+        match c.read_exact(&mut head) {
+            Ok(()) => std::str::from_utf8(&head[9..12]).unwrap().parse().unwrap(),
+            Err(_) => 0,
+        }
+    }
+
+    #[test]
+    fn serving_slots_are_capped_and_a_slow_reader_frees_its_own() {
+        let l = Limits {
+            serving: 1,
+            write_deadline: Duration::from_millis(500),
+            ..Limits::default()
+        };
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let server = serve(listener, "t", l, Arc::new(Big), None).unwrap();
+        // A reader that never reads holds the one slot while its answer is being written...
+        let mut slow = TcpStream::connect(server.addr).unwrap();
+        slow.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        let mut first = [0u8; 12];
+        slow.read_exact(&mut first).unwrap();
+        assert_eq!(&first[9..12], b"200", "being served");
+        let t0 = Instant::now();
+        let mut seen_busy = false;
+        loop {
+            match status_of(server.addr) {
+                503 => seen_busy = true,
+                200 => break,
+                other => panic!("status {other}"),
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "the slot never came back"
+            );
+        }
+        // ... and only until its write deadline.
+        assert!(
+            seen_busy,
+            "a second request was served beside the first: no cap"
+        );
+        drop(slow);
     }
 }

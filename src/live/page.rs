@@ -178,7 +178,7 @@ mod tests {
         assert_eq!(status("GET /abc12/ HTTP/1.1\r\n\r\n"), Some(404));
         assert_eq!(status("GET /abc123/../x HTTP/1.1\r\n\r\n"), Some(404));
         assert_eq!(status("GET /abc123/ HTTP/1.1\r\n"), None, "incomplete");
-        assert_eq!(status("\r\n\r\n"), Some(400));
+        assert_eq!(status("\x01\x02 / HTTP/1.1\r\n\r\n"), Some(400));
         assert_eq!(
             status("GET /abc123/ HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello"),
             Some(413),
