@@ -115,7 +115,12 @@ fn live_page_dripping_client_does_not_hold_the_run() {
     let mut run = live_run("2s");
     let stop = Arc::new(AtomicBool::new(false));
     let drip = dripping_client(run.addr, Arc::clone(&stop));
+    let t0 = Instant::now();
     let status = wait_within(&mut run.child, Duration::from_secs(25));
+    eprintln!(
+        "2 s run with a dripping client ended {:?} after its page's URL",
+        t0.elapsed()
+    );
     stop.store(true, Ordering::Relaxed);
     let status = status.expect("a 2 s run still running 25 s later: the dripping client holds it");
     assert!(status.success(), "{status}");
@@ -132,7 +137,12 @@ fn live_page_dripping_client_does_not_hold_sigint() {
     let (code, _) = get(run.addr, &run.path, Duration::from_secs(10));
     assert_eq!(code, 200);
     unsafe { libc::kill(run.child.id() as libc::pid_t, libc::SIGINT) };
+    let t0 = Instant::now();
     let status = wait_within(&mut run.child, Duration::from_secs(15));
+    eprintln!(
+        "run with a dripping client ended {:?} after SIGINT",
+        t0.elapsed()
+    );
     stop.store(true, Ordering::Relaxed);
     let status = status.expect("still running 15 s after SIGINT: the dripping client holds it");
     assert!(status.code().is_some(), "ended by its own hand: {status}");
@@ -159,6 +169,10 @@ fn live_page_answers_beside_300_slow_connections() {
     let t0 = Instant::now();
     let (code, body) = get(run.addr, &run.path, Duration::from_secs(10));
     let took = t0.elapsed();
+    eprintln!(
+        "live page GET beside {} slow connections: {took:?}",
+        slow.len()
+    );
     assert_eq!(code, 200, "{body}");
     assert!(
         took < Duration::from_secs(3),
@@ -264,6 +278,7 @@ fn agent_answers_its_controller_beside_slow_peers_from_many_addresses() {
     }
     let _ = child.kill();
     let _ = child.wait();
+    eprintln!("agent controller request beside 120 slow peers: {took:?}");
     assert_eq!(code, 200, "{resp}");
     assert!(
         took < Duration::from_secs(3),
