@@ -17,7 +17,8 @@ pub struct AgentArgs {
     /// File holding the bearer token every request must carry (at least 16 characters).
     #[arg(long, value_name = "FILE")]
     pub token_file: PathBuf,
-    /// Allow a non-loopback --listen address.
+    /// Allow a non-loopback --listen address. Over plain HTTP the token then travels in clear
+    /// text (a warning says so): add --tls-self-signed or --tls-cert/--tls-key.
     #[arg(long)]
     pub allow_remote: bool,
     /// Report a process group: NAME=REGEX (process name or command line) or NAME=pid:N.
