@@ -27,6 +27,11 @@ pub fn trials() -> Vec<Trial> {
             live_page_answers_beside_300_slow_connections,
         ),
         trial(
+            "listeners::live_page_is_not_delayed_by_40_slow_clients",
+            &[],
+            live_page_is_not_delayed_by_40_slow_clients,
+        ),
+        trial(
             "listeners::agent_answers_its_controller_beside_slow_peers_from_many_addresses",
             &[],
             agent_answers_its_controller_beside_slow_peers_from_many_addresses,
@@ -96,13 +101,18 @@ impl Drop for LiveRun {
 
 /// A client that sends a request head one byte every 1.5 s (each byte well inside a
 /// per-read timeout) until told to stop or the server closes.
-fn dripping_client(addr: SocketAddr, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+fn dripping_client(
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    sent: Arc<std::sync::atomic::AtomicUsize>,
+) -> std::thread::JoinHandle<()> {
     let mut s = TcpStream::connect(addr).expect("connect to the live page");
     std::thread::spawn(move || {
         for b in b"GET /drip HTTP/1.1\r\nHost: x\r\nX-Slow: ".iter().cycle() {
             if stop.load(Ordering::Relaxed) || s.write_all(&[*b]).is_err() {
                 return;
             }
+            sent.fetch_add(1, Ordering::Relaxed);
             // The hostile peer's pace: one byte, then a pause shorter than 2 s.
             std::thread::sleep(Duration::from_millis(1500));
         }
@@ -114,7 +124,7 @@ fn dripping_client(addr: SocketAddr, stop: Arc<AtomicBool>) -> std::thread::Join
 fn live_page_dripping_client_does_not_hold_the_run() {
     let mut run = live_run("2s");
     let stop = Arc::new(AtomicBool::new(false));
-    let drip = dripping_client(run.addr, Arc::clone(&stop));
+    let drip = dripping_client(run.addr, Arc::clone(&stop), Arc::default());
     let t0 = Instant::now();
     let status = wait_within(&mut run.child, Duration::from_secs(25));
     eprintln!(
@@ -131,11 +141,17 @@ fn live_page_dripping_client_does_not_hold_the_run() {
 /// Defect 3: the first SIGINT ends a run whose live page has a dripping client.
 fn live_page_dripping_client_does_not_hold_sigint() {
     let mut run = live_run("60s");
-    let stop = Arc::new(AtomicBool::new(false));
-    let drip = dripping_client(run.addr, Arc::clone(&stop));
-    // The page answers (so the drip is in place beside a served listener) before the signal.
+    // The page answers before the drip starts: the run is under way, its page served.
     let (code, _) = get(run.addr, &run.path, Duration::from_secs(10));
     assert_eq!(code, 200);
+    let stop = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let drip = dripping_client(run.addr, Arc::clone(&stop), Arc::clone(&sent));
+    // The signal comes once the drip is under way (its second byte sent: the page has
+    // long taken the connection in).
+    common::wait_until("the drip under way", Duration::from_secs(10), || {
+        sent.load(Ordering::Relaxed) >= 2
+    });
     unsafe { libc::kill(run.child.id() as libc::pid_t, libc::SIGINT) };
     let t0 = Instant::now();
     let status = wait_within(&mut run.child, Duration::from_secs(15));
@@ -177,6 +193,29 @@ fn live_page_answers_beside_300_slow_connections() {
     assert!(
         took < Duration::from_secs(3),
         "the page took {took:?} beside 300 slow connections"
+    );
+    drop(slow);
+}
+
+/// Low: 40 slow clients (a partial head each, then nothing) do not delay the page's GET.
+fn live_page_is_not_delayed_by_40_slow_clients() {
+    let run = live_run("60s");
+    let slow: Vec<TcpStream> = (0..40)
+        .filter_map(|_| {
+            let mut s = TcpStream::connect_timeout(&run.addr, Duration::from_secs(5)).ok()?;
+            s.write_all(b"GET /").ok()?;
+            Some(s)
+        })
+        .collect();
+    assert_eq!(slow.len(), 40);
+    let t0 = Instant::now();
+    let (code, body) = get(run.addr, &run.path, Duration::from_secs(10));
+    let took = t0.elapsed();
+    eprintln!("live page GET beside 40 slow clients: {took:?}");
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        took < Duration::from_secs(1),
+        "the page took {took:?} beside 40 slow clients"
     );
     drop(slow);
 }
