@@ -37,6 +37,11 @@ pub fn trials() -> Vec<Trial> {
             agent_answers_its_controller_beside_slow_peers_from_many_addresses,
         ),
         trial(
+            "listeners::agent_generate_tls_head_deadline_is_2s",
+            &[],
+            agent_generate_tls_head_deadline_is_2s,
+        ),
+        trial(
             "listeners::agent_allow_remote_over_plain_http_warns",
             &[],
             agent_allow_remote_over_plain_http_warns,
@@ -322,6 +327,77 @@ fn agent_answers_its_controller_beside_slow_peers_from_many_addresses() {
     assert!(
         took < Duration::from_secs(3),
         "the controller waited {took:?} beside slow peers"
+    );
+}
+
+/// `agent --generate` over TLS: a peer dripping a ClientHello is dropped at the head deadline
+/// (2 s from its connection, the handshake included), not after the body's 10 s.
+fn agent_generate_tls_head_deadline_is_2s() {
+    let dir = scratch();
+    let tok = dir.path().join("token");
+    std::fs::write(&tok, TOKEN).unwrap();
+    std::fs::set_permissions(&tok, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let mut child = bin()
+        .args(["agent", "--listen", "127.0.0.1:0", "--generate"])
+        .args([
+            "--allow-target",
+            "127.0.0.1:1",
+            "--tls-self-signed",
+            "--token-file",
+        ])
+        .arg(&tok)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn overload agent --generate");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut BufReader::new(child.stdout.take().unwrap()), &mut line)
+        .unwrap();
+    let addr: SocketAddr = line
+        .trim()
+        .rsplit("://")
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    let mut s = TcpStream::connect(addr).unwrap();
+    let t0 = Instant::now();
+    // A TLS record header, then a byte every 300 ms (the hostile peer's pace).
+    let hello = [
+        0x16u8, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03,
+    ];
+    let mut closed = false;
+    for b in hello.iter().chain(std::iter::repeat(&0u8)) {
+        if s.write_all(&[*b]).is_err() {
+            closed = true;
+            break;
+        }
+        s.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        match s.read(&mut [0u8; 64]) {
+            Ok(_) => {
+                closed = true;
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => {
+                closed = true;
+                break;
+            }
+        }
+        if t0.elapsed() > Duration::from_secs(15) {
+            break;
+        }
+    }
+    let took = t0.elapsed();
+    let _ = child.kill();
+    let _ = child.wait();
+    eprintln!("agent --generate over TLS dropped a dripping handshake after {took:?}");
+    assert!(closed, "still connected after {took:?}");
+    assert!(
+        took < Duration::from_secs(6),
+        "the dripping handshake was held {took:?}"
     );
 }
 
