@@ -14,6 +14,7 @@ pub mod experiment;
 pub mod fsutil;
 pub mod http_get;
 pub mod lab;
+pub mod listen;
 pub mod live;
 pub mod merge;
 pub mod metrics;

@@ -16,7 +16,8 @@ pub struct AgentArgs {
     /// File holding the bearer token every request must carry (at least 16 characters).
     #[arg(long, value_name = "FILE")]
     pub token_file: PathBuf,
-    /// Allow a non-loopback --listen address.
+    /// Allow a non-loopback --listen address. Over plain HTTP the token then travels in clear
+    /// text (a warning says so): add --tls-self-signed or --tls-cert/--tls-key.
     #[arg(long)]
     pub allow_remote: bool,
     /// Report a process group: NAME=REGEX (process name or command line) or NAME=pid:N.
@@ -82,6 +83,9 @@ pub fn run(args: AgentArgs) -> crate::Result<i32> {
     let identity = args.generate.identity(cfg.listen)?;
     cfg.tls = identity.as_ref().map(|i| std::sync::Arc::clone(&i.config));
     let generating = cfg.extension.is_some();
+    if let Some(w) = agent::plain_remote_warning(cfg.listen, cfg.tls.is_some()) {
+        crate::eoutln!("overload: warning: {w}");
+    }
     // Threads started below inherit the blocked mask; only sigwait sees SIGINT/SIGTERM.
     let signals = super::target::block_stop_signals()?;
     let handle = agent::start(cfg)?;

@@ -6,4 +6,4 @@
 //! (`LivePage::show_series`), so a single run's charts fill as it goes, not at its end.
 mod page;
 
-pub use page::LivePage;
+pub use page::{respond, LivePage, LIMITS};

@@ -1,27 +1,36 @@
-//! The live report page: a small blocking server on one thread (one browser tab is its
-//! audience), rendering the report from the results folder at each request, with the
-//! per-second series of the step in progress that the runner shows it (a single run stores
-//! its only step at the end: without them its page would stay empty until then).
+//! The live report page, served by the server core (`listen`: a thread per connection, a
+//! head deadline, bounded slots, a shutdown that never waits on a client), rendering the
+//! report from the results folder at each request, with the per-second series of the step in
+//! progress that the runner shows it (a single run stores its only step at the end: without
+//! them its page would stay empty until then).
+use crate::listen::{Head, Limits, Reply, Service};
 use crate::report::RunReport;
 use crate::store::SeriesPoint;
 use crate::Error;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// Largest request head read; anything longer is not a browser's GET.
-const MAX_HEAD: usize = 8192;
+/// What a peer may make the page spend: a browser sends its head at once (2 s is generous);
+/// a render reads the folder, so 4 at once; 128 connections may be sending their heads.
+pub const LIMITS: Limits = Limits {
+    pending: 128,
+    pending_per_peer: 16,
+    serving: 4,
+    head_deadline: Duration::from_secs(2),
+    max_head: 8 * 1024,
+    body_deadline: Duration::from_secs(2),
+    write_deadline: Duration::from_secs(10),
+};
 
 pub struct LivePage {
     url: String,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    /// Stops when dropped: a bounded stop, whatever the clients do.
+    _server: crate::listen::Server,
     /// The seconds of the step in progress, not yet in the folder.
-    running: Arc<Mutex<Vec<SeriesPoint>>>,
+    running: Arc<Running>,
 }
 
 impl LivePage {
@@ -29,27 +38,25 @@ impl LivePage {
     pub fn start(addr: SocketAddr, flag: &str, dir: &Path) -> crate::Result<LivePage> {
         let listener = TcpListener::bind(addr)
             .map_err(|e| Error::usage(format!("{flag}: cannot listen on {addr}: {e}")))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| Error::runtime(format!("{flag}: {e}")))?;
         let bound = listener
             .local_addr()
             .map_err(|e| Error::runtime(format!("{flag}: {e}")))?;
-        let token = token()?;
-        let path = format!("/{token}/");
+        if let Some(w) = plain_remote_warning(bound) {
+            crate::eoutln!("overload: warning: {flag}: {w}");
+        }
+        let path = format!("/{}/", token()?);
         let url = format!("http://{bound}{path}");
-        let stop = Arc::new(AtomicBool::new(false));
         let running = Arc::new(Mutex::new(Vec::new()));
-        let (stop2, dir) = (Arc::clone(&stop), dir.to_path_buf());
-        let running2 = Arc::clone(&running);
-        let thread = std::thread::Builder::new()
-            .name("live-page".into())
-            .spawn(move || serve(listener, &path, &dir, &running2, &stop2))
+        let page = Page {
+            path,
+            dir: dir.to_path_buf(),
+            running: Arc::clone(&running),
+        };
+        let server = crate::listen::serve(listener, "live-page", LIMITS, Arc::new(page), None)
             .map_err(|e| Error::runtime(format!("{flag}: {e}")))?;
         Ok(LivePage {
             url,
-            stop,
-            thread: Some(thread),
+            _server: server,
             running,
         })
     }
@@ -66,13 +73,13 @@ impl LivePage {
     }
 }
 
-impl Drop for LivePage {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
+/// Beyond loopback, the page (plain HTTP) shows its secret path and the report to whoever
+/// watches the network between the browser and this host.
+fn plain_remote_warning(bound: SocketAddr) -> Option<&'static str> {
+    (!bound.ip().is_loopback()).then_some(
+        "served beyond loopback over plain HTTP: the secret path and the report travel in \
+         clear text (an SSH tunnel to a loopback --live-port keeps them private)",
+    )
 }
 
 /// 128 random bits from the kernel, in hex: the page's secret path.
@@ -86,61 +93,50 @@ fn token() -> crate::Result<String> {
 
 type Running = Mutex<Vec<SeriesPoint>>;
 
-fn serve(listener: TcpListener, path: &str, dir: &Path, running: &Running, stop: &AtomicBool) {
-    while !stop.load(Ordering::Relaxed) {
-        match listener.accept() {
-            Ok((conn, _)) => answer(conn, path, dir, running),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(50))
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+/// The page as the server core sees it.
+struct Page {
+    /// The secret path, `/TOKEN/`.
+    path: String,
+    dir: PathBuf,
+    running: Arc<Running>,
+}
+
+impl Service for Page {
+    /// The secret path first (404 without it, before any rendering), then the method.
+    fn admit(&self, head: &Head) -> Result<usize, Reply> {
+        let target = head.target.as_str();
+        if target != self.path && target != self.path.trim_end_matches('/') {
+            Err(html(404, "not found\n".into()))
+        } else if head.method != "GET" {
+            Err(html(405, "only GET\n".into()).with_header("Allow", "GET"))
+        } else {
+            Ok(0)
         }
     }
-}
-
-/// What a request gets: the page for `GET <path>`, 405 for another method there, 404 else.
-fn route(head: &str, path: &str) -> Route {
-    let mut words = head.lines().next().unwrap_or("").split(' ');
-    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-    if target != path && target != path.trim_end_matches('/') {
-        Route::NotFound
-    } else if method != "GET" {
-        Route::NotAllowed
-    } else {
-        Route::Page
+    fn answer(&self, _: &Head, _: &[u8]) -> Reply {
+        html(200, page(&self.dir, &self.running))
     }
 }
 
-#[derive(Debug, PartialEq)]
-enum Route {
-    Page,
-    NotAllowed,
-    NotFound,
+fn html(status: u16, body: String) -> Reply {
+    Reply {
+        status,
+        content_type: "text/html; charset=utf-8",
+        body: body.into_bytes(),
+        headers: Vec::new(),
+    }
 }
 
-fn answer(mut conn: TcpStream, path: &str, dir: &Path, running: &Running) {
-    let _ = conn.set_nonblocking(false);
-    let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
-    let _ = conn.set_write_timeout(Some(Duration::from_secs(2)));
-    let mut head = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_HEAD {
-        match conn.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => head.extend_from_slice(&buf[..n]),
-        }
-    }
-    let (status, body) = match route(&String::from_utf8_lossy(&head), path) {
-        Route::Page => ("200 OK", page(dir, running)),
-        Route::NotAllowed => ("405 Method Not Allowed", "only GET\n".to_string()),
-        Route::NotFound => ("404 Not Found", "not found\n".to_string()),
+/// The answer to a request arriving whole in `buf` for a page at `secret` (`/TOKEN/`) over
+/// `dir`, or None while it is incomplete: the listener's judgement without I/O (unit tests,
+/// the `listeners` fuzz target).
+pub fn respond(buf: &[u8], secret: &str, dir: &Path) -> Option<Reply> {
+    let page = Page {
+        path: secret.to_string(),
+        dir: dir.to_path_buf(),
+        running: Arc::new(Mutex::new(Vec::new())),
     };
-    let _ = write!(
-        conn,
-        "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nCache-Control: no-store\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
+    crate::listen::respond(&page, buf, LIMITS.max_head)
 }
 
 /// The report of what is stored so far, with the seconds of the step in progress, reloaded
@@ -173,13 +169,28 @@ mod tests {
     #[test]
     fn only_a_get_of_the_secret_path_is_the_page() {
         let p = "/abc123/";
-        assert_eq!(route("GET /abc123/ HTTP/1.1\r\n", p), Route::Page);
-        assert_eq!(route("GET /abc123 HTTP/1.1\r\n", p), Route::Page);
-        assert_eq!(route("POST /abc123/ HTTP/1.1\r\n", p), Route::NotAllowed);
-        assert_eq!(route("GET / HTTP/1.1\r\n", p), Route::NotFound);
-        assert_eq!(route("GET /abc12/ HTTP/1.1\r\n", p), Route::NotFound);
-        assert_eq!(route("GET /abc123/../x HTTP/1.1\r\n", p), Route::NotFound);
-        assert_eq!(route("", p), Route::NotFound);
+        let dir = Path::new("/nonexistent/overload-live");
+        let status = |raw: &str| respond(raw.as_bytes(), p, dir).map(|r| r.status);
+        assert_eq!(status("GET /abc123/ HTTP/1.1\r\n\r\n"), Some(200));
+        assert_eq!(status("GET /abc123 HTTP/1.1\r\n\r\n"), Some(200));
+        assert_eq!(status("POST /abc123/ HTTP/1.1\r\n\r\n"), Some(405));
+        assert_eq!(status("GET / HTTP/1.1\r\n\r\n"), Some(404));
+        assert_eq!(status("GET /abc12/ HTTP/1.1\r\n\r\n"), Some(404));
+        assert_eq!(status("GET /abc123/../x HTTP/1.1\r\n\r\n"), Some(404));
+        assert_eq!(status("GET /abc123/ HTTP/1.1\r\n"), None, "incomplete");
+        assert_eq!(status("\x01\x02 / HTTP/1.1\r\n\r\n"), Some(400));
+        assert_eq!(
+            status("GET /abc123/ HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello"),
+            Some(413),
+            "a GET carries no body"
+        );
+    }
+
+    #[test]
+    fn plain_http_beyond_loopback_is_warned_about() {
+        assert!(plain_remote_warning("0.0.0.0:8089".parse().unwrap()).is_some());
+        assert!(plain_remote_warning("127.0.0.1:8089".parse().unwrap()).is_none());
+        assert!(plain_remote_warning("[::1]:8089".parse().unwrap()).is_none());
     }
 
     #[test]
