@@ -54,17 +54,23 @@ pub struct Limits {
     pub write_deadline: Duration,
 }
 
+impl Limits {
+    /// The budget each listener starts from (the agent's as it is; the live page changes
+    /// what differs): heads come in one packet, so 2 s is generous.
+    pub const BASE: Limits = Limits {
+        pending: 128,
+        pending_per_peer: 8,
+        serving: 32,
+        head_deadline: Duration::from_secs(2),
+        max_head: 8 * 1024,
+        body_deadline: Duration::from_secs(10),
+        write_deadline: Duration::from_secs(10),
+    };
+}
+
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            pending: 128,
-            pending_per_peer: 8,
-            serving: 32,
-            head_deadline: Duration::from_secs(2),
-            max_head: 8 * 1024,
-            body_deadline: Duration::from_secs(10),
-            write_deadline: Duration::from_secs(10),
-        }
+        Limits::BASE
     }
 }
 

@@ -16,13 +16,10 @@ use std::time::Duration;
 /// What a peer may make the page spend: a browser sends its head at once (2 s is generous);
 /// a render reads the folder, so 4 at once; 128 connections may be sending their heads.
 pub const LIMITS: Limits = Limits {
-    pending: 128,
     pending_per_peer: 16,
     serving: 4,
-    head_deadline: Duration::from_secs(2),
-    max_head: 8 * 1024,
     body_deadline: Duration::from_secs(2),
-    write_deadline: Duration::from_secs(10),
+    ..Limits::BASE
 };
 
 pub struct LivePage {

@@ -31,15 +31,7 @@ use crate::listen::{Head, Limits, Service};
 /// token"): a controller sends its head in one packet, so 2 s is generous; 128 connections
 /// may be sending their heads (8 per peer address, a newcomer pushing out the oldest of the
 /// peer holding the most), 32 admitted requests are answered at once.
-pub const LIMITS: Limits = Limits {
-    pending: 128,
-    pending_per_peer: 8,
-    serving: 32,
-    head_deadline: Duration::from_secs(2),
-    max_head: 8 * 1024,
-    body_deadline: Duration::from_secs(10),
-    write_deadline: Duration::from_secs(10),
-};
+pub const LIMITS: Limits = Limits::BASE;
 /// Samples per /samples answer (a controller that fell far behind pages through).
 const MAX_PER_RESPONSE: usize = 10_000;
 
