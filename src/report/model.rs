@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 /// a report of an interrupted run says the same as one of a finished run would have).
 #[derive(Debug, Clone)]
 pub struct RunReport {
+    /// The folder as read, less its steps: those are moved to [`RunReport::steps`] (one copy
+    /// of a folder of 100,000 steps is enough), so `data.steps` is empty.
     pub data: RunData,
     /// The steps in order of load (a capacity search probes out of order).
     pub steps: Vec<StepRecord>,
@@ -42,7 +44,7 @@ impl RunReport {
             },
             None => None,
         };
-        let mut steps = data.steps.clone();
+        let mut steps = std::mem::take(&mut data.steps);
         if steps.windows(2).any(|w| w[1].offered < w[0].offered) {
             // Stable: probes at the same load keep their order.
             steps.sort_by(|a, b| a.offered.total_cmp(&b.offered));
@@ -56,8 +58,10 @@ impl RunReport {
             .iter()
             .filter_map(|s| s.server.as_ref().map(|o| (s.offered, o)))
             .collect();
+        let mut known: std::collections::HashSet<String> =
+            analysis.findings.iter().cloned().collect();
         for f in crate::observe::findings(&observed, &data.info.mode) {
-            if !analysis.findings.contains(&f) {
+            if known.insert(f.clone()) {
                 analysis.findings.push(f);
             }
         }

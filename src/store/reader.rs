@@ -82,8 +82,8 @@ fn read_lines<T: DeserializeOwned>(
     if std::fs::symlink_metadata(path).is_err() {
         return Ok(Vec::new());
     }
-    let bytes = fsutil::read_capped(path, fsutil::MAX_RESULTS_FILE, "results")
-        .map_err(Error::usage)?;
+    let bytes =
+        fsutil::read_capped(path, fsutil::MAX_RESULTS_FILE, "results").map_err(Error::usage)?;
     let text = String::from_utf8_lossy(&bytes);
     let name = fsutil::shown(path);
     let mut found = Vec::new();
