@@ -710,9 +710,7 @@ fn merge_series(
 /// a planted link, never over a folder that already holds results).
 pub fn write(out: &Path, m: &Merged) -> crate::Result<()> {
     let mut w = crate::store::Writer::create(out, m.info.clone())?;
-    for (rec, series) in &m.steps {
-        w.append_step(rec, series)?;
-    }
+    w.append_steps(m.steps.iter().map(|(rec, series)| (rec, series.as_slice())))?;
     w.finish_at(
         m.info.complete,
         m.info.stop_reason.as_deref().unwrap_or("merged"),
