@@ -83,6 +83,38 @@ pub struct Analysis {
     pub bottleneck: Option<Bottleneck>,
 }
 
+/// What a step is judged against: the step before it and the lightest response time p90
+/// of all the steps before it. Built once per step and carried forward ([`Before::then`]), so
+/// judging every step of a sweep is linear in its steps: a judgement sees no slice of steps.
+#[derive(Debug, Clone, Copy)]
+pub struct Before<'a> {
+    prev: Option<&'a StepRecord>,
+    lightest_p90: f64,
+}
+
+impl<'a> Before<'a> {
+    /// Before the first step.
+    pub const NONE: Before<'static> = Before {
+        prev: None,
+        lightest_p90: f64::INFINITY,
+    };
+
+    /// Before step `i` of `steps` (reads the `i` steps before it once).
+    pub fn of(steps: &'a [StepRecord], i: usize) -> Before<'a> {
+        steps[..i].iter().fold(Before::NONE, Before::then)
+    }
+
+    /// Before the step after `s`, this being before `s`.
+    pub fn then(self, s: &'a StepRecord) -> Before<'a> {
+        #[cfg(test)]
+        tests::STEPS_READ.with(|n| n.set(n.get() + 1));
+        Before {
+            prev: Some(s),
+            lightest_p90: self.lightest_p90.min(s.summary.response_time_ms.p90),
+        }
+    }
+}
+
 /// Why step `i` counts as saturated, given the steps before it (empty when it is not).
 pub fn saturation_reasons(
     mode: &str,
@@ -90,7 +122,16 @@ pub fn saturation_reasons(
     i: usize,
     slo: Option<&Slo>,
 ) -> Vec<String> {
-    let s = &steps[i];
+    saturation_reasons_after(mode, Before::of(steps, i), &steps[i], slo)
+}
+
+/// Why `s` counts as saturated, judged against `before` (empty when it is not).
+pub fn saturation_reasons_after(
+    mode: &str,
+    before: Before,
+    s: &StepRecord,
+    slo: Option<&Slo>,
+) -> Vec<String> {
     let sum = &s.summary;
     let mut r = Vec::new();
     let failed = Slo::measure(slo::Metric::Errors, sum);
@@ -117,8 +158,8 @@ pub fn saturation_reasons(
                 s.offered
             ));
         }
-        if i > 0 {
-            let prev = steps[i - 1].summary.send_lag_ms.p99;
+        if let Some(before_s) = before.prev {
+            let prev = before_s.summary.send_lag_ms.p99;
             let cur = sum.send_lag_ms.p99;
             // Lag with connections to spare is the generator's (see generator_bound), not the server's.
             if cur > 10.0 && cur > 2.0 * prev && s.generator.pool_waits > 0 {
@@ -126,10 +167,7 @@ pub fn saturation_reasons(
                     "send lag p99 grew from {prev:.1} ms to {cur:.1} ms with every connection busy"
                 ));
             }
-            let base = steps[..i]
-                .iter()
-                .map(|s| s.summary.response_time_ms.p90)
-                .fold(f64::INFINITY, f64::min);
+            let base = before.lightest_p90;
             let p90 = sum.response_time_ms.p90;
             if base.is_finite() && p90 > (4.0 * base).max(base + 20.0) {
                 r.push(format!(
@@ -137,8 +175,8 @@ pub fn saturation_reasons(
                 ));
             }
         }
-    } else if i > 0 {
-        let p = &steps[i - 1].summary;
+    } else if let Some(prev) = before.prev {
+        let p = &prev.summary;
         let gain = if p.throughput > 0.0 {
             sum.throughput / p.throughput - 1.0
         } else {
@@ -260,17 +298,28 @@ pub fn capacity_of(steps: &[StepRecord], slo: &Slo) -> (Option<f64>, bool) {
 
 /// The flags of a finished step, given the steps before it (used when the step ends).
 pub fn step_flags(mode: &str, steps: &[StepRecord], i: usize, slo: Option<&Slo>) -> Vec<String> {
+    step_flags_after(mode, Before::of(steps, i), &steps[i], slo)
+}
+
+/// The flags of a finished step `s`, judged against `before` (for a reader flagging many
+/// steps in order: carry `before` forward with [`Before::then`]).
+pub fn step_flags_after(
+    mode: &str,
+    before: Before,
+    s: &StepRecord,
+    slo: Option<&Slo>,
+) -> Vec<String> {
     let mut f = Vec::new();
-    if !saturation_reasons(mode, steps, i, slo).is_empty() {
+    if !saturation_reasons_after(mode, before, s, slo).is_empty() {
         f.push("saturated".to_string());
     }
-    if slo.is_some_and(|slo| !slo.holds(&steps[i].summary)) {
+    if slo.is_some_and(|slo| !slo.holds(&s.summary)) {
         f.push("slo-failed".to_string());
     }
-    if generator_bound(mode, &steps[i]).is_some() {
+    if generator_bound(mode, s).is_some() {
         f.push("generator-bound".to_string());
     }
-    if littles_law(&steps[i]).is_some_and(|c| c.off) {
+    if littles_law(s).is_some_and(|c| c.off) {
         f.push("littles-law".to_string());
     }
     f
@@ -301,8 +350,10 @@ fn analyze_at(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> (Analysis,
     let mut findings = Vec::new();
     let mut saturation = None;
     let mut knee = None;
+    let mut before = Before::NONE;
     for i in 0..steps.len() {
-        let reasons = saturation_reasons(mode, steps, i, slo);
+        let reasons = saturation_reasons_after(mode, before, &steps[i], slo);
+        before = before.then(&steps[i]);
         if !reasons.is_empty() {
             let peak = steps[..=i]
                 .iter()
@@ -411,6 +462,58 @@ pub(crate) mod tests {
     use crate::metrics::{LatencyStats, Summary};
     use crate::store::GeneratorStats;
     use std::collections::BTreeMap;
+
+    thread_local! {
+        /// Steps read by [`Before::then`] on this thread: what judging a sweep costs.
+        pub static STEPS_READ: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// A sweep of `n` steps where no step saturates: each is judged against every one before.
+    fn flat_sweep(n: usize) -> Vec<StepRecord> {
+        (0..n)
+            .map(|i| step(i, 100.0, summary(100.0, 100.0, 5.0 + (i % 7) as f64, 0)))
+            .collect()
+    }
+
+    #[test]
+    fn judging_a_sweep_reads_each_step_once() {
+        // Judging step i against a scan of the i steps before it made a 100,000-step folder
+        // cost 5·10⁹ reads (a 1 GiB folder of small steps: minutes); carried forward, n.
+        for n in [10, 1000] {
+            let steps = flat_sweep(n);
+            STEPS_READ.with(|c| c.set(0));
+            let a = analyze("open", &steps, None);
+            assert!(a.saturation.is_none(), "{a:?}");
+            let read = STEPS_READ.with(|c| c.get());
+            assert!(read <= n, "{read} step reads to judge {n} steps");
+        }
+    }
+
+    #[test]
+    fn a_step_judged_against_what_came_before_it_is_judged_as_against_the_steps() {
+        let mut steps = flat_sweep(12);
+        steps[9].summary.response_time_ms.p90 = 80.0;
+        steps[10].summary.throughput = 40.0;
+        steps[11].summary.send_lag_ms.p99 = 50.0;
+        steps[11].generator.pool_waits = 3;
+        let mut before = Before::NONE;
+        for (i, s) in steps.iter().enumerate() {
+            for mode in ["open", "closed"] {
+                let after = saturation_reasons_after(mode, before, s, None);
+                assert_eq!(
+                    after,
+                    saturation_reasons(mode, &steps, i, None),
+                    "{i} {mode}"
+                );
+                assert_eq!(
+                    step_flags_after(mode, before, s, None),
+                    step_flags(mode, &steps, i, None)
+                );
+            }
+            before = before.then(s);
+        }
+        assert!(!saturation_reasons("open", &steps, 9, None).is_empty());
+    }
 
     /// A synthetic summary: offered rate, throughput, p-latency (all percentiles), errors.
     pub fn summary(offered: f64, throughput: f64, latency_ms: f64, errors: u64) -> Summary {

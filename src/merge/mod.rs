@@ -117,29 +117,46 @@ pub fn merge(runs: &[RunData]) -> Result<Merged, String> {
     }
     let mode = base.info.mode.as_str();
     let mut steps: Vec<StepRecord> = Vec::with_capacity(n_steps);
+    let mut kept = Vec::with_capacity(n_steps);
     let mut seconds = Vec::with_capacity(n_steps);
+    // Each run's seconds by step, gathered once: a search of every run's series per step
+    // would cost steps × seconds.
+    let mut by_step: Vec<BTreeMap<usize, Vec<&SeriesPoint>>> = vec![BTreeMap::new(); runs.len()];
+    for (r, m) in runs.iter().zip(&mut by_step) {
+        for p in r.series.iter().filter(|p| p.step < n_steps) {
+            m.entry(p.step).or_default().push(p);
+        }
+    }
     for k in 0..n_steps {
         let parts: Vec<(&RunData, &StepRecord)> =
             runs.iter().map(|r| (*r, &r.steps[k])).collect::<Vec<_>>();
         check_aligned(k, &parts, mode)?;
         let named: Vec<(String, &StepRecord)> = parts.iter().map(|(r, s)| (name(r), *s)).collect();
-        let mut rec = merge_step(k, &named)?;
-        steps.push(rec.clone());
-        // Flags judged on the merged steps so far, as the runner does when a step ends.
-        let mut flags = analysis::step_flags(mode, &steps, k, slo.as_ref());
-        for kept in kept_flags(&named) {
-            if !flags.contains(&kept) {
-                flags.push(kept);
-            }
-        }
-        rec.flags = flags;
-        rec.slo_ok = slo.as_ref().map(|s| s.holds(&rec.summary));
-        steps[k] = rec;
+        steps.push(merge_step(k, &named)?);
+        kept.push(kept_flags(&named));
         let per_run = runs
             .iter()
-            .map(|r| (name(r), r.series.iter().filter(|p| p.step == k).collect()))
+            .zip(&mut by_step)
+            .map(|(r, m)| (name(r), m.remove(&k).unwrap_or_default()))
             .collect();
         seconds.push(merge_series(k, per_run)?);
+    }
+    // Flags judged on the merged steps in order, as the runner does when a step ends (a
+    // step's flags read the steps before it, never their flags).
+    let mut flags = Vec::with_capacity(n_steps);
+    let mut before = analysis::Before::NONE;
+    for s in &steps {
+        flags.push(analysis::step_flags_after(mode, before, s, slo.as_ref()));
+        before = before.then(s);
+    }
+    for ((rec, mut f), kept) in steps.iter_mut().zip(flags).zip(kept) {
+        for k in kept {
+            if !f.contains(&k) {
+                f.push(k);
+            }
+        }
+        rec.flags = f;
+        rec.slo_ok = slo.as_ref().map(|s| s.holds(&rec.summary));
     }
     let complete = runs.iter().all(|r| r.info.complete) && most == n_steps;
     let reasons: Vec<&str> = runs
@@ -693,9 +710,7 @@ fn merge_series(
 /// a planted link, never over a folder that already holds results).
 pub fn write(out: &Path, m: &Merged) -> crate::Result<()> {
     let mut w = crate::store::Writer::create(out, m.info.clone())?;
-    for (rec, series) in &m.steps {
-        w.append_step(rec, series)?;
-    }
+    w.append_steps(m.steps.iter().map(|(rec, series)| (rec, series.as_slice())))?;
     w.finish_at(
         m.info.complete,
         m.info.stop_reason.as_deref().unwrap_or("merged"),

@@ -5,21 +5,30 @@ use super::summary::{SourceObservation, StepObservation};
 /// Findings over a sweep: `steps` are (offered load, observation) in the sweep's order;
 /// `mode` is `open` (offered = req/s) or `closed` (offered = users).
 pub fn findings(steps: &[(f64, &StepObservation)], mode: &str) -> Vec<String> {
+    // Each source's steps, gathered in one pass (sources in order of first appearance; a
+    // step's first entry of a name stands for it, as `StepObservation::source` reads it): a
+    // search of every step per name would cost names × steps.
     let mut names: Vec<&str> = Vec::new();
-    for (_, o) in steps {
+    let mut of: std::collections::HashMap<&str, Vec<(f64, &SourceObservation)>> =
+        std::collections::HashMap::new();
+    for (x, o) in steps {
+        let mut seen = std::collections::HashSet::new();
         for s in &o.sources {
-            if !names.contains(&s.source.as_str()) {
-                names.push(&s.source);
+            if !seen.insert(s.source.as_str()) {
+                continue;
             }
+            of.entry(&s.source)
+                .or_insert_with(|| {
+                    names.push(&s.source);
+                    Vec::new()
+                })
+                .push((*x, s));
         }
     }
     let agents = names.iter().any(|n| *n != super::LOCAL);
     let mut out = Vec::new();
     for name in &names {
-        let per: Vec<(f64, &SourceObservation)> = steps
-            .iter()
-            .filter_map(|(x, o)| o.source(name).map(|s| (*x, s)))
-            .collect();
+        let per = of.remove(name).unwrap_or_default();
         let prefix = if names.len() > 1 {
             format!("[{name}] ")
         } else {

@@ -5,7 +5,7 @@ use super::model::RunReport;
 use super::svg::{esc, Axis, Band, Chart, Line, Marker, Series};
 use crate::analysis::usl;
 use crate::metrics::ErrorKind;
-use crate::store::StepRecord;
+use crate::store::{SeriesPoint, StepRecord};
 use crate::units::fmt_num;
 use std::fmt::Write;
 
@@ -332,14 +332,17 @@ pub fn errors_chart(r: &RunReport) -> Chart {
 /// the warm-up seconds of each as a tinted band. From series.jsonl when it has the step,
 /// else from the step record's times.
 pub fn step_bands(r: &RunReport) -> Vec<Band> {
-    let mut ids: Vec<usize> = r.data.series.iter().map(|p| p.step).collect();
-    ids.extend(r.steps.iter().map(|s| s.step));
-    ids.sort_unstable();
-    ids.dedup();
+    // Each step's seconds and its record (the first of that number), gathered in one pass.
+    let mut by_id: std::collections::BTreeMap<usize, (Vec<&SeriesPoint>, Option<&StepRecord>)> =
+        std::collections::BTreeMap::new();
+    for p in &r.data.series {
+        by_id.entry(p.step).or_default().0.push(p);
+    }
+    for s in &r.steps {
+        by_id.entry(s.step).or_default().1.get_or_insert(s);
+    }
     let mut out = Vec::new();
-    for id in ids {
-        let pts: Vec<_> = r.data.series.iter().filter(|p| p.step == id).collect();
-        let rec = r.steps.iter().find(|s| s.step == id);
+    for (pts, rec) in by_id.into_values() {
         let (x0, x1, offered) = if !pts.is_empty() {
             let lo = pts.iter().map(|p| p.t).fold(f64::INFINITY, f64::min);
             let hi = pts

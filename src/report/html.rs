@@ -182,7 +182,7 @@ pub fn drawn(r: &RunReport) -> std::borrow::Cow<'_, RunReport> {
         data: crate::store::RunData {
             dir: r.data.dir.clone(),
             info: r.data.info.clone(),
-            steps: kept.clone(),
+            steps: Vec::new(),
             series: seconds,
             skipped: r.data.skipped.clone(),
         },

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 /// a report of an interrupted run says the same as one of a finished run would have).
 #[derive(Debug, Clone)]
 pub struct RunReport {
+    /// The folder as read, less its steps: those are moved to [`RunReport::steps`] (one copy
+    /// of a folder of 100,000 steps is enough), so `data.steps` is empty.
     pub data: RunData,
     /// The steps in order of load (a capacity search probes out of order).
     pub steps: Vec<StepRecord>,
@@ -27,8 +29,11 @@ impl RunReport {
     pub fn from_data(mut data: RunData) -> RunReport {
         // Escaped once here, where the folder is read back: every format and every terminal
         // line below is written from these fields, never from the raw file.
-        escape_strings(&mut data.info);
-        data.steps.iter_mut().for_each(escape_strings);
+        let mut scratch = Vec::new();
+        escape_strings(&mut data.info, &mut scratch);
+        data.steps
+            .iter_mut()
+            .for_each(|s| escape_strings(s, &mut scratch));
         let mut notes: Vec<String> = data.skipped.clone();
         let slo = match data.info.slo.as_deref() {
             Some(text) => match analysis::slo::parse(text) {
@@ -42,7 +47,7 @@ impl RunReport {
             },
             None => None,
         };
-        let mut steps = data.steps.clone();
+        let mut steps = std::mem::take(&mut data.steps);
         if steps.windows(2).any(|w| w[1].offered < w[0].offered) {
             // Stable: probes at the same load keep their order.
             steps.sort_by(|a, b| a.offered.total_cmp(&b.offered));
@@ -56,8 +61,10 @@ impl RunReport {
             .iter()
             .filter_map(|s| s.server.as_ref().map(|o| (s.offered, o)))
             .collect();
+        let mut known: std::collections::HashSet<String> =
+            analysis.findings.iter().cloned().collect();
         for f in crate::observe::findings(&observed, &data.info.mode) {
-            if !analysis.findings.contains(&f) {
+            if known.insert(f.clone()) {
                 analysis.findings.push(f);
             }
         }
@@ -134,7 +141,18 @@ pub trait Exporter {
 /// Escapes control characters in every string of `v` (names, URLs, the command line, server
 /// headers and pool names, map keys too): a results folder is input like any other, and what
 /// it holds reaches terminals and data files. Left as is when nothing needs escaping.
-fn escape_strings<T: serde::Serialize + serde::de::DeserializeOwned>(v: &mut T) {
+/// `scratch` is a buffer the caller keeps across calls.
+fn escape_strings<T: serde::Serialize + serde::de::DeserializeOwned>(
+    v: &mut T,
+    scratch: &mut Vec<u8>,
+) {
+    // Most records hold nothing to escape: written out as JSON (into a reused buffer, far
+    // cheaper than a tree of values), a string with a C0 control or a backslash shows as a
+    // backslash, DEL and a C1 control (U+0080..U+009F) raw. None of those: nothing to do.
+    scratch.clear();
+    if serde_json::to_writer(&mut *scratch, &*v).is_ok() && !escapable(scratch) {
+        return;
+    }
     let Ok(mut json) = serde_json::to_value(&*v) else {
         return;
     };
@@ -143,6 +161,16 @@ fn escape_strings<T: serde::Serialize + serde::de::DeserializeOwned>(v: &mut T) 
             *v = back;
         }
     }
+}
+
+/// Whether JSON text `b` may hold a string [`crate::units::escape_controls`] changes: a
+/// backslash (every escape, a C0 control's too), DEL, or a C1 control's UTF-8 (C2 80..C2 9F).
+fn escapable(b: &[u8]) -> bool {
+    b.iter().enumerate().any(|(i, &c)| {
+        c == b'\\'
+            || c == 0x7f
+            || (c == 0xc2 && b.get(i + 1).is_some_and(|n| (0x80..=0x9f).contains(n)))
+    })
 }
 
 /// Escapes the strings of `v` in place; true when one changed.
@@ -171,5 +199,47 @@ fn escape_value(v: &mut serde_json::Value) -> bool {
             changed
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testdata;
+    use super::*;
+
+    #[test]
+    fn every_control_and_backslash_is_escaped_and_plain_records_are_left_alone() {
+        let mut steps = testdata::open_sweep();
+        let first = steps[0].clone();
+        steps.resize(6, first);
+        for (i, s) in steps.iter_mut().enumerate() {
+            (s.step, s.offered) = (i, 100.0 * (i + 1) as f64);
+        }
+        let plain = steps[0].clone();
+        let hostile = [
+            "a\u{1b}[2J",
+            "del\u{7f}",
+            "c1\u{85}x",
+            "back\\slash",
+            "tab\tnl\n",
+        ];
+        for (s, name) in steps.iter_mut().skip(1).zip(hostile) {
+            s.flags.push(name.to_string());
+            s.summary.statuses.insert(name.to_string(), 1);
+        }
+        let r = RunReport::from_data(RunData {
+            dir: PathBuf::from("t"),
+            info: testdata::info("t", "open", None),
+            steps,
+            series: Vec::new(),
+            skipped: Vec::new(),
+        });
+        assert_eq!(r.steps[0], plain, "nothing to escape: unchanged");
+        for (s, name) in r.steps.iter().skip(1).zip(hostile) {
+            let want = crate::units::escape_controls(name).into_owned();
+            assert_ne!(want, name);
+            assert!(s.flags.contains(&want), "{name:?}: {:?}", s.flags);
+            assert!(s.summary.statuses.contains_key(&want), "{name:?} as a key");
+        }
     }
 }
