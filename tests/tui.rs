@@ -170,7 +170,12 @@ fn n_ends_the_step_in_progress_and_the_sweep_goes_on() {
     );
     let steps = steps(&d.path().join("res"));
     assert_eq!(steps.len(), 2, "the sweep went on to step 2");
-    assert_eq!(flags(&steps[0]), ["ended-early"]);
+    // Its flag; a machine busy beside the test may add "saturated" to a 100 req/s step.
+    assert!(
+        flags(&steps[0]).contains(&"ended-early".to_string()),
+        "{:?}",
+        flags(&steps[0])
+    );
     let secs = steps[0]["end_s"].as_f64().unwrap() - steps[0]["start_s"].as_f64().unwrap();
     assert!(secs < 7.0, "step 1 ended early: {secs:.1} s of 8 s");
     assert!(flags(&steps[1]).contains(&"interrupted".to_string()));

@@ -171,9 +171,10 @@ mod tests {
         usage_err(&["--sample-every", "1ms"], "--sample-every");
         usage_err(&["--observe-port", "0"], "--observe-port");
         usage_err(&["--observe-port", "70000"], "--observe-port");
+        // A device is no token file (it could be /dev/zero): refused before it is read.
         usage_err(
             &["--agent", "ftp://x", "--agent-token-file", "/dev/null"],
-            "agent token",
+            "--agent-token-file: '/dev/null' is a device, not a regular file",
         );
     }
 }
