@@ -2,6 +2,7 @@
 //! loopback ports, spawning with a time limit, the embedded target in its own process, and the
 //! harness of the tests that need the machine's help (lab packages, root, unshare).
 #![allow(dead_code)]
+pub mod agent;
 pub mod harness;
 pub mod study;
 pub mod tmux;

@@ -5,7 +5,7 @@
 use crate::common::harness::trial;
 use crate::common::{bin, scratch, wait_until, wait_within, Target};
 use libtest_mimic::Trial;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
@@ -36,61 +36,11 @@ pub fn trials() -> Vec<Trial> {
     ]
 }
 
-const TOKEN: &str = "hostile-scale-token-0123456789";
+use crate::common::agent::{write_token, Agent, TOKEN};
 
-fn write_token(path: &std::path::Path) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::write(path, format!("{TOKEN}\n")).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
-}
-
-/// A real `overload agent --generate` on a free loopback port, allowed to load `target`;
-/// killed on drop.
-struct Agent {
-    child: Child,
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-}
-
-impl Agent {
-    fn start(target: &Target) -> Agent {
-        let dir = scratch();
-        let tok = dir.path().join("token");
-        write_token(&tok);
-        let allowed = target.url.trim_start_matches("http://").to_string();
-        let mut child = bin()
-            .args(["agent", "--listen", "127.0.0.1:0", "--generate"])
-            .arg("--token-file")
-            .arg(&tok)
-            .args(["--allow-target", &allowed])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn agent");
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        out.read_line(&mut line).expect("agent banner");
-        let addr = line
-            .trim()
-            .rsplit("http://")
-            .next()
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("no address in {line:?}"));
-        // Keep draining its stdout so it never blocks on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-        Agent {
-            child,
-            addr,
-            _dir: dir,
-        }
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A real generator agent allowed to load `target` (tests/common/agent.rs).
+fn agent_for(target: &Target) -> Agent {
+    Agent::start(&["--allow-target", target.url.trim_start_matches("http://")])
 }
 
 /// How the hostile agent answers `POST /step`.
@@ -260,7 +210,7 @@ fn flags(step: &serde_json::Value) -> Vec<String> {
 /// honest generator's part.
 fn a_dripping_generator_is_lost_by_the_step_deadline() {
     let target = Target::start(&[]);
-    let honest = Agent::start(&target);
+    let honest = agent_for(&target);
     let fake = fake_agent(Hostile::Drip);
     let dir = scratch();
     let gens = generators_file(dir.path(), &[honest.addr, fake.addr]);
@@ -309,7 +259,7 @@ fn a_dripping_generator_is_lost_by_the_step_deadline() {
 /// honest generator's part measured up to the interruption, and marked interrupted.
 fn sigint_ends_a_controller_run_promptly_keeping_the_step() {
     let target = Target::start(&[]);
-    let honest = Agent::start(&target);
+    let honest = agent_for(&target);
     let fake = fake_agent(Hostile::Drip);
     let dir = scratch();
     let gens = generators_file(dir.path(), &[honest.addr, fake.addr]);
@@ -363,7 +313,7 @@ fn unix_ms() -> u64 {
 /// reversed think range. The agent refuses each in one line (422), before any load.
 fn a_hostile_controllers_step_is_checked_as_the_command_line() {
     let target = Target::start(&[]);
-    let agent = Agent::start(&target);
+    let agent = agent_for(&target);
     let url = format!("{}/", target.url);
     let now = unix_ms();
     let plan = |headers: serde_json::Value, load: serde_json::Value| {
