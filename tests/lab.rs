@@ -93,7 +93,7 @@ fn main() {
             &[Root, LabPackages, Need::QuietHost],
             lab_knee::fpm_on_cpu_php_is_the_cpu,
         ),
-        harness::trial(
+        harness::trial_or_ignored(
             "knee_backlog_8_under_a_burst_is_the_accept_queue",
             LAB,
             lab_knee::backlog_8_under_a_burst_is_the_accept_queue,

@@ -170,13 +170,15 @@ pub fn fpm_on_cpu_php_is_the_cpu() -> Option<String> {
 
 /// nginx with a listen backlog of 8 and a burst of new connections (no keep-alive, every
 /// user connecting at once): SYNs are dropped and retried after a second, the p99 SLO breaks
-/// there: the accept queue.
-pub fn backlog_8_under_a_burst_is_the_accept_queue() {
+/// there: the accept queue. Ignored, as the CPU knee is, when other processes took the host
+/// and no accept-queue knee showed: at 4 users a step holds 16 requests, so one sent late by
+/// a busy generator is its p99 and breaks the SLO at step 1.
+pub fn backlog_8_under_a_burst_is_the_accept_queue() -> Option<String> {
     let _g = serial();
     let lab = Lab::new("knee-backlog");
     let info = lab.up("nginx-fpm", &["--backlog", "8", "--no-db"]);
     let base = format!("http://127.0.0.1:{}", info.port);
-    let b = verdict(
+    let (b, stdout) = sweep(
         &lab,
         "backlog",
         &format!("{base}/static.html"),
@@ -200,9 +202,24 @@ pub fn backlog_8_under_a_burst_is_the_accept_queue() {
             "nginx=nginx",
         ],
     );
+    let clean = b.as_ref().is_some_and(|b| {
+        b.candidates
+            .first()
+            .is_some_and(|c| c.limit == Limit::AcceptQueue)
+    });
+    let others = others_cpu_pct(&lab.prefix.join("backlog"));
+    if !clean && others > 20.0 {
+        lab.down_all_and_check();
+        return Some(format!(
+            "the host got busy during the sweep (other processes took up to {others:.0}% of \
+             its CPU in a step): no clean accept-queue knee to judge"
+        ));
+    }
+    let b = b.unwrap_or_else(|| panic!("backlog: no knee (others' CPU ≤ {others:.0}%):\n{stdout}"));
     assert_eq!(b.candidates[0].limit, Limit::AcceptQueue, "{}", b.verdict);
     assert_eq!(b.candidates[0].evidence, Evidence::AtLimit, "{}", b.verdict);
     lab.down_all_and_check();
+    None
 }
 
 /// db.php (SELECT, then INSERT into a MyISAM table) while another session keeps taking the
