@@ -72,7 +72,11 @@ fn an_unknown_ca_is_a_tls_certificate_error_and_insecure_passes_it_saying_so() {
     );
     assert!(!m.stderr.contains("panicked"), "{}", m.stderr);
     assert_eq!(m.errors("tls-certificate"), 20, "{}", m.v);
-    assert_eq!(u(&m.v, "tls.failures.unknown-issuer"), 20, "{}", m.v);
+    // One failure per handshake, not per request: the connect backoff failed the rest at
+    // once, without an attempt (tests/connect.rs).
+    let attempts = u(&m.v, "connects.attempts");
+    assert!((1..=20).contains(&attempts), "{}", m.v);
+    assert_eq!(u(&m.v, "tls.failures.unknown-issuer"), attempts, "{}", m.v);
     assert_eq!(u(&m.v, "responses"), 0, "{}", m.v);
     assert!(m.stderr.contains("tls-certificate"), "{}", m.stderr);
 
@@ -162,9 +166,18 @@ fn every_tls_fault_is_a_counted_error_within_the_bound() {
         assert!(!m.stderr.contains("panicked"), "{fault}: {}", m.stderr);
         assert!(m.errors(kind) > 0, "{fault}: {}", m.v);
         assert_eq!(u(&m.v, "error_count"), m.errors(kind), "{fault}: {}", m.v);
+        // One reason per failed handshake; the requests the connect backoff held failed at
+        // once as the same kind, without a handshake.
+        let attempts = u(&m.v, "connects.attempts");
+        assert_eq!(
+            attempts + u(&m.v, "connects.held_by_backoff"),
+            m.errors(kind),
+            "{fault}: {}",
+            m.v
+        );
         assert_eq!(
             u(&m.v, &format!("tls.failures.{reason}")),
-            m.errors(kind),
+            attempts,
             "{fault}: {}",
             m.v
         );
@@ -280,5 +293,8 @@ fn https_negotiates_h2_by_alpn_and_counts_handshakes_and_reasons_under_both() {
         QUICK,
     );
     assert_eq!(m.errors("tls-certificate"), 10, "{}", m.v);
-    assert_eq!(u(&m.v, "tls.failures.unknown-issuer"), 10, "{}", m.v);
+    // Per handshake: an HTTP/2 connection's failure counts once for the requests it carried.
+    let attempts = u(&m.v, "connects.attempts");
+    assert!((1..=10).contains(&attempts), "{}", m.v);
+    assert_eq!(u(&m.v, "tls.failures.unknown-issuer"), attempts, "{}", m.v);
 }

@@ -7,6 +7,7 @@
 //! `transport.rs` the byte-stream seam it runs over (plain TCP), `tls.rs` TLS over it,
 //! `http.rs` the response parser, `h2/` HTTP/2 (frames, HPACK, one connection's streams),
 //! `pacing.rs` the arrival schedule and timer.
+mod backoff;
 mod conn;
 pub mod h2;
 pub mod http;

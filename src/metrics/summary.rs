@@ -41,6 +41,10 @@ pub struct Summary {
     /// Length of the measured window in seconds.
     pub duration_s: f64,
     pub connections_opened: u64,
+    /// Connection attempts and how they failed, apart from the requests (absent from results
+    /// written before attempts were counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connects: Option<ConnectSummary>,
     pub errors: BTreeMap<String, u64>,
     pub error_count: u64,
     /// errors / requests.
@@ -90,21 +94,67 @@ pub struct SessionSummary {
     pub dropped: u64,
 }
 
+/// Connection attempts, counted as what they are: one per socket connect started, whatever
+/// number of requests waited on it (HTTP/2 puts many on one).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectSummary {
+    /// Socket connects started in the measured window.
+    pub attempts: u64,
+    /// Attempts that failed before TCP connected, by error kind (`connect-refused`,
+    /// `connect-timeout`, `other` for unreachable, …); TLS handshake failures are in
+    /// `tls.failures`.
+    pub failed: BTreeMap<String, u64>,
+    /// Requests that needed a new connection while the connect backoff held (every attempt
+    /// of the last second had failed): failed at once as the last attempt did, no attempt.
+    pub held_by_backoff: u64,
+}
+
+impl ConnectSummary {
+    fn from_recorder(r: &Recorder) -> ConnectSummary {
+        ConnectSummary {
+            attempts: r.connect_attempts,
+            failed: ErrorKind::ALL
+                .iter()
+                .filter(|k| r.connect_failures[k.index()] > 0)
+                .map(|k| (k.name().to_string(), r.connect_failures[k.index()]))
+                .collect(),
+            held_by_backoff: r.connects_held,
+        }
+    }
+
+    /// Attempts that failed before TCP connected.
+    pub fn failed_count(&self) -> u64 {
+        self.failed.values().sum()
+    }
+}
+
 /// What TLS cost and how it went: handshakes apart from the requests they carried.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TlsSummary {
+    /// Handshakes begun (their TCP connect completed): completed (full + resumed) plus
+    /// failed, and any the end of the run cut off (0 in results written before it was kept).
+    #[serde(default)]
+    pub handshakes_started: u64,
     /// Handshakes with the full key exchange, and those that resumed a session.
     pub handshakes_full: u64,
     pub handshakes_resumed: u64,
     /// Handshake time of new connections, after the TCP connect.
     pub handshake_time_ms: LatencyStats,
-    /// Why handshakes failed (`tls-handshake` and `tls-certificate` errors), by reason.
+    /// Why handshakes failed, by reason: one per failed handshake (the requests it carried
+    /// are `tls-handshake` and `tls-certificate` errors).
     pub failures: BTreeMap<String, u64>,
+}
+
+impl TlsSummary {
+    pub fn failed_count(&self) -> u64 {
+        self.failures.values().sum()
+    }
 }
 
 impl TlsSummary {
     fn from_recorder(r: &Recorder) -> Option<TlsSummary> {
         r.tls.then(|| TlsSummary {
+            handshakes_started: r.handshakes_started,
             handshakes_full: r.handshakes_full,
             handshakes_resumed: r.handshakes_resumed,
             handshake_time_ms: LatencyStats::from_hist(&r.tls_handshake),
@@ -170,6 +220,7 @@ impl Summary {
                 .collect(),
             duration_s: secs,
             connections_opened: r.connections_opened,
+            connects: Some(ConnectSummary::from_recorder(r)),
             errors,
             error_count,
             error_ratio: if r.requests > 0 {

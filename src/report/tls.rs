@@ -224,6 +224,7 @@ mod tests {
         let mut steps = testdata::open_sweep();
         if tls {
             steps[1].summary.tls = Some(TlsSummary {
+                handshakes_started: 0,
                 handshakes_full: 3,
                 handshakes_resumed: 1200,
                 handshake_time_ms: LatencyStats {
@@ -236,6 +237,7 @@ mod tests {
             });
             steps[1].summary.protocols = [("1.1".to_string(), 5000)].into_iter().collect();
             steps[2].summary.tls = Some(TlsSummary {
+                handshakes_started: 0,
                 handshakes_full: 2,
                 handshakes_resumed: 10,
                 handshake_time_ms: LatencyStats {
