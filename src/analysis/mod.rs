@@ -550,6 +550,7 @@ pub(crate) mod tests {
             duration_s: 10.0,
             connections_opened: 1,
             connects: None,
+            protocol: None,
             errors: errs,
             error_count: errors,
             error_ratio: errors as f64 / (responses + errors).max(1) as f64,

@@ -150,6 +150,9 @@ pub struct EngineConfig {
     pub max_sessions: usize,
     /// Which answers count as success (`--ok-status`).
     pub ok_status: crate::metrics::OkStatus,
+    /// The HTTP version spoken (`http2` decides it) and how it was chosen, for the plan line
+    /// and the summary.
+    pub protocol: crate::metrics::ProtocolChoice,
 }
 
 impl EngineConfig {
@@ -453,6 +456,7 @@ mod tests {
             replay: None,
             max_sessions: 10_000,
             ok_status: Default::default(),
+            protocol: Default::default(),
         }
     }
 

@@ -588,6 +588,8 @@ fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, S
         connect_time_ms: LatencyStats::from_hist(&connect),
         first_byte_ms: LatencyStats::from_hist(&first_byte),
         protocols: sum_maps(k, parts, "protocols", |s| s.summary.protocols.clone())?,
+        // The parts ran one plan, each asking its first server the same question.
+        protocol: s0.summary.protocol.clone(),
         tls: tls.as_ref().map(|(t, _)| t.clone()),
         names: Vec::new(),
         // Generators' sessions add up as their requests do.

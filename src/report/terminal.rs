@@ -60,9 +60,10 @@ pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
         many => format!("{} URLs", many.len()),
     };
     format!(
-        "overload: {load}; {}{warm}; {} threads, {conn}; {target}",
+        "overload: {load}; {}{warm}; {} threads, {conn}; {}; {target}",
         bound.join(" or "),
-        cfg.threads
+        cfg.threads,
+        cfg.protocol.describe()
     )
 }
 
@@ -172,13 +173,19 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
             statuses.join(", ")
         }
     );
-    if !s.protocols.is_empty() {
+    if !s.protocols.is_empty() || s.protocol.is_some() {
         let p: Vec<String> = s
             .protocols
             .iter()
             .map(|(k, v)| format!("{k}: {v}"))
             .collect();
-        let _ = writeln!(o, "  protocol       {}", p.join(", "));
+        // The version and how it was chosen, then the requests sent by version.
+        let line = match (&s.protocol, p.is_empty()) {
+            (Some(c), true) => c.describe(),
+            (Some(c), false) => format!("{} (sent {})", c.describe(), p.join(", ")),
+            (None, _) => p.join(", "),
+        };
+        let _ = writeln!(o, "  protocol       {line}");
     }
     o.push_str(&errors_lines(s));
     o.push_str(&super::names::table(s));
