@@ -152,7 +152,7 @@ pub struct EngineConfig {
     pub ok_status: crate::metrics::OkStatus,
     /// The HTTP version spoken (`http2` decides it) and how it was chosen, for the plan line
     /// and the summary.
-    pub protocol: crate::metrics::ProtocolChoice,
+    pub protocol_choice: crate::metrics::ProtocolChoice,
 }
 
 impl EngineConfig {
@@ -456,7 +456,7 @@ mod tests {
             replay: None,
             max_sessions: 10_000,
             ok_status: Default::default(),
-            protocol: Default::default(),
+            protocol_choice: Default::default(),
         }
     }
 

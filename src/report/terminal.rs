@@ -63,7 +63,7 @@ pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
         "overload: {load}; {}{warm}; {} threads, {conn}; {}; {target}",
         bound.join(" or "),
         cfg.threads,
-        cfg.protocol.describe()
+        cfg.protocol_choice.describe()
     )
 }
 

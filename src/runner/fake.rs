@@ -247,7 +247,7 @@ pub fn base(load: Load) -> EngineConfig {
         replay: None,
         max_sessions: 10_000,
         ok_status: Default::default(),
-        protocol: Default::default(),
+        protocol_choice: Default::default(),
     }
 }
 

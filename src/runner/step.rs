@@ -101,7 +101,7 @@ pub fn record_of(
     let (rate, users) = cfg.offered();
     let mut summary =
         Summary::from_recorder(&outcome.recorder, rate, users, outcome.planned_window(cfg));
-    summary.protocol = Some(cfg.protocol.clone());
+    summary.protocol = Some(cfg.protocol_choice.clone());
     // This generator's share of the level (the whole level unless the plan is split).
     let offered = rate.unwrap_or(users.unwrap_or(0) as f64);
     let rec = &outcome.recorder;

@@ -1026,7 +1026,7 @@ pub fn base_config_of(
         replay: mix.replay,
         max_sessions: OpenLoopConfig::default().max_sessions,
         ok_status: mix.ok_status,
-        protocol,
+        protocol_choice: protocol,
     };
     Ok((cfg, mix.urls))
 }

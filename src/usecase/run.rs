@@ -337,7 +337,7 @@ fn execute_shown(
     let (rate, users) = cfg.offered();
     let mut summary =
         Summary::from_recorder(&outcome.recorder, rate, users, outcome.planned_window(cfg));
-    summary.protocol = Some(cfg.protocol.clone());
+    summary.protocol = Some(cfg.protocol_choice.clone());
     Ok((summary, outcome))
 }
 
