@@ -18,6 +18,22 @@ pub const SATURATION_COLOR: &str = "#dc2626";
 pub const CAPACITY_COLOR: &str = "#16a34a";
 pub const IDEAL_COLOR: &str = "#9ca3af";
 pub const WARN_COLOR: &str = "#f59e0b";
+/// The shade of a step's warm-up seconds on the timelines.
+pub const WARMUP_FILL: &str = "#fdf3d3";
+
+/// The legend key of the warm-up shading, when any second of `r` is a warm-up one: what it
+/// shows was sent and answered, and is not in the step's figures.
+pub fn warmup_key(r: &RunReport) -> Option<Series> {
+    r.data.series.iter().any(|p| p.warmup).then(|| {
+        Series::new(
+            "warm-up (not in the step's figures)",
+            WARMUP_FILL,
+            Vec::new(),
+        )
+        .line(Line::None)
+        .marker(Marker::Swatch)
+    })
+}
 
 /// All charts of a sweep, in reading order.
 pub fn sweep_charts(r: &RunReport) -> Vec<Chart> {
@@ -375,7 +391,7 @@ pub fn step_bands(r: &RunReport) -> Vec<Band> {
                 x0: a,
                 x1: b + 1.0,
                 label: None,
-                fill: "#fdf3d3".to_string(),
+                fill: WARMUP_FILL.to_string(),
             });
         }
     }
@@ -421,6 +437,10 @@ pub fn timeline_charts(r: &RunReport) -> Vec<Chart> {
     for band in &bands {
         a.band(band.clone());
         b.band(band.clone());
+    }
+    if let Some(key) = warmup_key(r) {
+        a.add(key.clone());
+        b.add(key);
     }
     if r.is_open() {
         a.add(
