@@ -79,6 +79,27 @@ pub fn get_trusting(
     receive(&mut s, url, deadline, timeout, max_bytes, &mut None)
 }
 
+/// POSTs `body` to `target` with extra headers (a `Content-Length` is added), reading at
+/// most `max_bytes` of the answer; one deadline for the whole exchange, as [`get`]'s.
+pub fn post(
+    url: &Url,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    timeout: Duration,
+    max_bytes: usize,
+) -> Result<Response, String> {
+    let deadline = Instant::now() + timeout;
+    let mut s = connect(url, timeout, Trust::System)?;
+    let len = body.len().to_string();
+    let mut all: Vec<(&str, &str)> = headers.to_vec();
+    all.push(("Content-Length", &len));
+    write_request(&mut s, url, "POST", target, &all, "close", deadline)?;
+    s.write_all(body)
+        .map_err(|e| format!("{}: send: {e}", url.authority))?;
+    receive(&mut s, url, deadline, timeout, max_bytes, &mut None)
+}
+
 /// An answer with its timings.
 pub struct Timed {
     pub response: Response,
@@ -211,8 +232,21 @@ fn send(
     connection: &str,
     deadline: Instant,
 ) -> Result<(), String> {
+    write_request(s, url, "GET", target, headers, connection, deadline)
+}
+
+/// Writes a request head (the body, if any, is the caller's to write).
+fn write_request(
+    s: &mut Stream,
+    url: &Url,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    connection: &str,
+    deadline: Instant,
+) -> Result<(), String> {
     let mut req = format!(
-        "GET {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: overload\r\n",
+        "{method} {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: overload\r\n",
         url.authority
     );
     if !headers

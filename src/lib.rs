@@ -20,6 +20,7 @@ pub mod merge;
 pub mod metrics;
 pub mod observe;
 pub mod plan;
+pub mod push;
 pub mod report;
 pub mod runner;
 pub mod scale;

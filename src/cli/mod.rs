@@ -21,6 +21,7 @@ pub mod live_args;
 pub mod load_args;
 pub mod merge;
 pub mod observe_args;
+pub mod push_args;
 pub mod report;
 pub mod run;
 pub mod scenario_args;

@@ -76,6 +76,8 @@ pub struct RunArgs {
     pub view: super::view_args::ViewArgs,
     #[command(flatten)]
     pub live: super::live_args::RunLiveArgs,
+    #[command(flatten)]
+    pub push: super::push_args::PushArgs,
 }
 
 impl RunArgs {
@@ -127,6 +129,7 @@ impl RunArgs {
             hdr_log: self.view.hdr_log,
             live_port: self.live.live_port,
             live_listen: self.live.listen.live_listen,
+            push: self.push.targets(),
             request: crate::usecase::config::RequestConfig {
                 access_log,
                 ..self.request.config()?

@@ -209,6 +209,15 @@ pub struct Live {
     pub errors: AtomicU64,
     pub bytes_in: AtomicU64,
     pub in_flight: AtomicU64,
+    /// Counted responses whose status counts as success (goodput).
+    pub ok: AtomicU64,
+    /// Requests started and counted (outside warm-up).
+    pub requests: AtomicU64,
+    /// Counted errors by `ErrorKind::index` (what `--prometheus-remote-write` and `--otlp`
+    /// push by kind while the run goes on).
+    pub error_kinds: [AtomicU64; crate::metrics::ErrorKind::COUNT],
+    /// Connections open at the reading.
+    pub connections: AtomicU64,
 }
 
 /// Shared between the caller and the workers: the stop flag and the live counters.

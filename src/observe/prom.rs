@@ -5,11 +5,15 @@ use std::fmt::Write;
 
 use super::sample::Sample;
 
-struct Family {
-    name: &'static str,
-    help: &'static str,
-    kind: &'static str,
-    rows: Vec<(String, f64)>,
+/// One metric family of the samples: what `/metrics` renders, and what `--prometheus-remote-write`
+/// and `--otlp` push beside the load's own figures (`crate::push`), so both say the same.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Family {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub kind: &'static str,
+    /// Each row's labels (name, value) and value.
+    pub rows: Vec<(Vec<(String, String)>, f64)>,
 }
 
 #[derive(Default)]
@@ -42,13 +46,10 @@ impl Out {
                 self.families.len() - 1
             }
         };
-        let mut l = String::new();
-        for (k, val) in labels {
-            if !l.is_empty() {
-                l.push(',');
-            }
-            let _ = write!(l, "{k}=\"{}\"", escape(val));
-        }
+        let l = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         self.families[i].rows.push((l, v));
     }
 
@@ -57,7 +58,14 @@ impl Out {
         for f in &self.families {
             let _ = writeln!(s, "# HELP {} {}", f.name, f.help);
             let _ = writeln!(s, "# TYPE {} {}", f.name, f.kind);
-            for (l, v) in &f.rows {
+            for (labels, v) in &f.rows {
+                let mut l = String::new();
+                for (k, val) in labels {
+                    if !l.is_empty() {
+                        l.push(',');
+                    }
+                    let _ = write!(l, "{k}=\"{}\"", escape(val));
+                }
                 let v = if v.is_finite() {
                     format!("{v}")
                 } else {
@@ -83,6 +91,14 @@ fn escape(v: &str) -> String {
 
 /// Renders the newest sample of each source.
 pub fn render(samples: &[Sample]) -> String {
+    Out {
+        families: families(samples),
+    }
+    .render()
+}
+
+/// The newest sample of each source as metric families.
+pub fn families(samples: &[Sample]) -> Vec<Family> {
     let mut o = Out::default();
     for s in samples {
         let src = s.source.as_str();
@@ -293,7 +309,7 @@ pub fn render(samples: &[Sample]) -> String {
             );
         }
     }
-    o.render()
+    o.families
 }
 
 #[cfg(test)]

@@ -19,6 +19,9 @@ struct RunJson<'a> {
     /// What was observed on the server during the run (with --watch and friends).
     #[serde(skip_serializing_if = "Option::is_none")]
     server: Option<&'a crate::observe::StepObservation>,
+    /// What each metrics sink got (`--prometheus-remote-write`, `--otlp`).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    push: &'a [crate::push::PushReport],
 }
 
 /// `--json -`: the JSON goes to standard output (and the summary to standard error).
@@ -71,6 +74,7 @@ pub fn write_run(
     cfg: &EngineConfig,
     urls: &[String],
     server: Option<&crate::observe::StepObservation>,
+    push: &[crate::push::PushReport],
 ) -> crate::Result<()> {
     let doc = RunJson {
         format_version: FORMAT_VERSION,
@@ -80,6 +84,7 @@ pub fn write_run(
         warnings: super::terminal::warnings(s, outcome, cfg),
         summary: s,
         server,
+        push,
     };
     let text = serde_json::to_string_pretty(&doc)
         .map_err(|e| crate::Error::runtime(format!("JSON: {e}")))?;

@@ -68,7 +68,7 @@ impl Ticker {
     pub fn new() -> Ticker {
         Ticker {
             last: None,
-            start_cpu_us: process_cpu_us(),
+            start_cpu_us: crate::clock::process_cpu_us(),
         }
     }
 
@@ -80,7 +80,13 @@ impl Ticker {
             .iter()
             .map(|l| l.in_flight.load(Ordering::Relaxed))
             .sum();
-        let mut tick = self.next(elapsed, responses, errors, in_flight, process_cpu_us());
+        let mut tick = self.next(
+            elapsed,
+            responses,
+            errors,
+            in_flight,
+            crate::clock::process_cpu_us(),
+        );
         tick.latency = SecondLatency::newest(ctl.seconds().closed());
         tick
     }
@@ -111,19 +117,6 @@ impl Ticker {
             latency: None,
         }
     }
-}
-
-/// CPU time used by this process so far, µs (all threads).
-fn process_cpu_us() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid, writable timespec.
-    if unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) } != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000
 }
 
 /// A display of the run that replaces the progress lines (the terminal view). It is fed on

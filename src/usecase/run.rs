@@ -61,6 +61,9 @@ pub struct RunConfig {
     /// `--live-port` (loopback) or `--live-listen` (a results folder is then written too).
     pub live_port: Option<u16>,
     pub live_listen: Option<std::net::SocketAddr>,
+    /// Push the run's figures once a second to these sinks (`--prometheus-remote-write`,
+    /// `--otlp`).
+    pub push: Vec<crate::push::Target>,
 }
 
 /// Users of the closed loop when neither a rate nor users are given.
@@ -93,6 +96,7 @@ impl Default for RunConfig {
             hdr_log: None,
             live_port: None,
             live_listen: None,
+            push: Vec::new(),
         }
     }
 }
@@ -228,6 +232,13 @@ impl fmt::Display for RunConfig {
         if let Some(p) = &self.hdr_log {
             a.opt("--hdr-log", p.display().to_string());
         }
+        for t in &self.push {
+            let flag = match t {
+                crate::push::Target::RemoteWrite(_) => "--prometheus-remote-write",
+                crate::push::Target::Otlp(_) => "--otlp",
+            };
+            a.opt(flag, t.shown());
+        }
         a.fmt(f)
     }
 }
@@ -242,6 +253,8 @@ pub struct RunOutcome {
     pub slo: Option<Slo>,
     /// The results folder and its report, when one was asked for (`--out`, `--report`).
     pub stored: Option<(PathBuf, PathBuf)>,
+    /// What each metrics sink got (`--prometheus-remote-write`, `--otlp`).
+    pub pushed: Vec<crate::push::PushReport>,
 }
 
 impl RunOutcome {
@@ -290,6 +303,9 @@ impl fmt::Display for RunOutcome {
                 f.write_str(&terminal::slo_lines(slo, &self.summary))?;
             }
         }
+        for p in &self.pushed {
+            writeln!(f, "push:    {p}")?;
+        }
         if let Some((dir, report)) = &self.stored {
             writeln!(f, "\nreport:  {}", report.display())?;
             writeln!(f, "results: {}", dir.display())?;
@@ -304,7 +320,15 @@ pub fn execute(
     urls: &[String],
     quiet: bool,
 ) -> crate::Result<(Summary, Outcome)> {
-    execute_shown(cfg, urls, quiet, None, None, None)
+    execute_shown(
+        cfg,
+        urls,
+        quiet,
+        None,
+        None,
+        None,
+        &mut crate::push::RunPush::none(),
+    )
 }
 
 /// [`execute`], shown in the live view when `view` is given (with the server's side from
@@ -316,6 +340,7 @@ fn execute_shown(
     view: Option<crate::tui::Setup>,
     observer: Option<&crate::observe::ObserverHandle>,
     page: Option<(&crate::live::LivePage, &RunClock)>,
+    push: &mut crate::push::RunPush,
 ) -> crate::Result<(Summary, Outcome)> {
     crate::signals::install();
     let ctl = Control::new(cfg.threads);
@@ -331,6 +356,8 @@ fn execute_shown(
         if let Some((page, clock)) = page {
             page.show_series(live_series(cfg, &ctl, elapsed, 0, clock));
         }
+        let server = observer.map(crate::report::progress::latest_samples);
+        push.tick(&ctl, server.as_deref().unwrap_or_default());
     });
     progress.finish();
     let outcome = outcome?;
@@ -395,7 +422,25 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
         end_step_key: false,
     });
     let page = live.as_ref().map(|p| (p, &clock));
-    let (summary, outcome) = execute_shown(&cfg, &urls, rc.quiet, view, observer.as_ref(), page)?;
+    let mut push = crate::push::RunPush::start(&rc.push, push_labels(rc, &cfg, &urls), {
+        let (rate, users) = cfg.offered();
+        match rate {
+            Some(r) => crate::push::Offered::Rate(r),
+            None => crate::push::Offered::Users(users.unwrap_or(0)),
+        }
+    });
+    let shown = execute_shown(
+        &cfg,
+        &urls,
+        rc.quiet,
+        view,
+        observer.as_ref(),
+        page,
+        &mut push,
+    );
+    // The sinks get the summary (or, when the run failed, what they were sent) either way.
+    let pushed = push.finish(shown.as_ref().ok().map(|(s, _)| s));
+    let (summary, outcome) = shown?;
     let to = crate::clock::unix_ms();
     let stored = match writer.as_mut() {
         Some(w) => Some(store_run(
@@ -425,6 +470,7 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
             &cfg,
             &urls,
             server.as_ref().map(|s| &s.0),
+            &pushed,
         )?;
     }
     Ok(RunOutcome {
@@ -434,7 +480,22 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
         server,
         slo,
         stored,
+        pushed,
     })
+}
+
+/// The labels of every pushed point: the run's name (`--name`, else the one taken from the
+/// URL: the same on every generator of a scale-out run, so their series add up), the
+/// segment, and the step (a run is one step: 0).
+fn push_labels(rc: &RunConfig, cfg: &EngineConfig, urls: &[String]) -> crate::push::Labels {
+    crate::push::Labels {
+        run: rc
+            .name
+            .clone()
+            .unwrap_or_else(|| results::name_from_url(urls.first().map_or("run", |u| u.as_str()))),
+        segment: cfg.segment.to_string(),
+        step: "0".to_string(),
+    }
 }
 
 /// `open` or `closed`, as the results folder says it.

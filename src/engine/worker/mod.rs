@@ -366,6 +366,12 @@ impl<'a, T: Transport> Worker<'a, T> {
         live.bytes_in.store(self.rec.bytes_in, Ordering::Relaxed);
         let inflight = self.conns.iter().filter(|c| c.in_flight()).count();
         live.in_flight.store(inflight as u64, Ordering::Relaxed);
+        live.ok.store(self.rec.ok, Ordering::Relaxed);
+        live.requests.store(self.rec.requests, Ordering::Relaxed);
+        live.connections.store(self.open as u64, Ordering::Relaxed);
+        for (slot, n) in live.error_kinds.iter().zip(self.rec.errors) {
+            slot.store(n, Ordering::Relaxed);
+        }
     }
 
     fn pick(&mut self) -> usize {

@@ -1,0 +1,219 @@
+//! The run's figures pushed once a second to the monitoring an operator already runs:
+//! Prometheus remote-write 1.0 (`--prometheus-remote-write URL`, `remote_write.rs`) and
+//! OpenTelemetry metrics over OTLP/HTTP (`--otlp URL`, `otlp.rs`).
+//!
+//! The per-second loop builds a [`Frame`] (plain data: metric, labels, value) from the
+//! engine's live counters ([`Reading`]) and hands it to each [`Pusher`], which only queues it:
+//! a bounded queue, the oldest frame dropped (and counted) when it is full, so a slow or down
+//! sink never slows the load. Each pusher's own thread encodes what is queued and POSTs it
+//! through `http_get` (one deadline per exchange, the answer read capped). When the run ends
+//! the last frame carries the run's summary (the figures of its JSON, per name too) and the
+//! pusher gets a bounded time to deliver; what it could not is reported as dropped.
+pub mod frame;
+pub mod otlp;
+pub mod queue;
+pub mod remote_write;
+
+pub use frame::{Frame, Labels, Offered, Point, Reading, METRICS};
+pub use queue::{PushReport, Pusher, SendError, Sink};
+
+use crate::url::Url;
+use std::time::Duration;
+
+/// Frames kept while the sink is slow or down: a minute of the run.
+pub const QUEUE_FRAMES: usize = 60;
+/// One exchange with the sink, connect to the last byte of its answer.
+pub const EXCHANGE_DEADLINE: Duration = Duration::from_secs(5);
+/// How long the end of the run waits for the queue to drain.
+pub const DRAIN_DEADLINE: Duration = Duration::from_secs(10);
+/// Request names sent with a `name` label; the others are counted in the report, not sent.
+pub const NAME_CAP: usize = 50;
+/// What is read of the sink's answer (its error message, at most).
+const ANSWER_CAP: usize = 16 * 1024;
+
+/// Where the run's figures go.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// Prometheus remote-write 1.0 (snappy-compressed protobuf `WriteRequest`).
+    RemoteWrite(Url),
+    /// OTLP/HTTP metrics (protobuf `ExportMetricsServiceRequest`); a URL without a path is
+    /// given OTLP's `/v1/metrics`.
+    Otlp(Url),
+}
+
+impl Target {
+    /// Parses the URL of `flag` (for the error message): http:// or https://.
+    pub fn remote_write(s: &str) -> Result<Target, String> {
+        let url = Url::parse(s).map_err(|e| format!("--prometheus-remote-write: {e}"))?;
+        Ok(Target::RemoteWrite(url))
+    }
+
+    pub fn otlp(s: &str) -> Result<Target, String> {
+        let mut url = Url::parse(s).map_err(|e| format!("--otlp: {e}"))?;
+        if url.target == "/" {
+            url.target = "/v1/metrics".to_string();
+        }
+        Ok(Target::Otlp(url))
+    }
+
+    /// `prometheus-remote-write` or `otlp`: the sink's name in the summary and the JSON.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Target::RemoteWrite(_) => "prometheus-remote-write",
+            Target::Otlp(_) => "otlp",
+        }
+    }
+
+    /// The URL as given back on a command line.
+    pub fn shown(&self) -> String {
+        let u = self.url();
+        format!("{}://{}{}", u.scheme.as_str(), u.authority, u.target)
+    }
+
+    pub fn url(&self) -> &Url {
+        match self {
+            Target::RemoteWrite(u) | Target::Otlp(u) => u,
+        }
+    }
+
+    /// Starts the pusher of this target for a run labelled `labels`.
+    pub fn start(&self, labels: Labels) -> Pusher {
+        let sink: Box<dyn Sink> = Box::new(HttpSink {
+            target: self.clone(),
+            labels: labels.clone(),
+        });
+        Pusher::start(self.kind(), sink, QUEUE_FRAMES)
+    }
+}
+
+/// The pushers of one run and what builds their frames: fed by the per-second loop
+/// ([`RunPush::tick`]), ended with the run's summary ([`RunPush::finish`]).
+pub struct RunPush {
+    pushers: Vec<Pusher>,
+    maker: frame::FrameMaker,
+}
+
+impl RunPush {
+    /// Starts a pusher per target (none: every call is a no-op).
+    pub fn start(targets: &[Target], labels: Labels, offered: frame::Offered) -> RunPush {
+        RunPush {
+            pushers: targets.iter().map(|t| t.start(labels.clone())).collect(),
+            maker: frame::FrameMaker::new(offered),
+        }
+    }
+
+    /// Nothing to push to.
+    pub fn none() -> RunPush {
+        RunPush::start(&[], Labels::default(), frame::Offered::Users(0))
+    }
+
+    /// One second of the run: the engine's live counters, with the observed server's newest
+    /// samples when observed. Only queues: never waits on a sink.
+    pub fn tick(&mut self, ctl: &crate::engine::Control, server: &[crate::observe::Sample]) {
+        if self.pushers.is_empty() {
+            return;
+        }
+        let mut f = self.maker.frame(&Reading::of(ctl));
+        f.add_server(server);
+        self.offer(f);
+    }
+
+    fn offer(&self, f: Frame) {
+        if let Some((last, rest)) = self.pushers.split_last() {
+            for p in rest {
+                p.offer(f.clone());
+            }
+            last.offer(f);
+        }
+    }
+
+    /// The run ended: its summary goes out as the last frame (the counters end on the
+    /// JSON's figures), then each pusher gets [`DRAIN_DEADLINE`] to deliver, together.
+    pub fn finish(self, summary: Option<&crate::metrics::Summary>) -> Vec<PushReport> {
+        if let Some(s) = summary.filter(|_| !self.pushers.is_empty()) {
+            let (f, left_out) = self.maker.final_frame(s, NAME_CAP);
+            for p in &self.pushers {
+                p.names_left_out(left_out);
+            }
+            self.offer(f);
+        }
+        let deadline = std::time::Instant::now() + DRAIN_DEADLINE;
+        self.pushers
+            .into_iter()
+            .map(|p| p.finish(deadline.saturating_duration_since(std::time::Instant::now())))
+            .collect()
+    }
+}
+
+/// POSTs encoded frames to the target's URL.
+struct HttpSink {
+    target: Target,
+    labels: Labels,
+}
+
+impl Sink for HttpSink {
+    fn send(&mut self, frames: &[Frame]) -> Result<(), SendError> {
+        let (body, headers): (Vec<u8>, &[(&str, &str)]) = match &self.target {
+            Target::RemoteWrite(_) => (
+                remote_write::encode(frames, &self.labels),
+                &[
+                    ("Content-Type", "application/x-protobuf"),
+                    ("Content-Encoding", "snappy"),
+                    ("X-Prometheus-Remote-Write-Version", "0.1.0"),
+                ],
+            ),
+            Target::Otlp(_) => (
+                otlp::encode(frames, &self.labels),
+                &[("Content-Type", "application/x-protobuf")],
+            ),
+        };
+        let url = self.target.url();
+        let answer = crate::http_get::post(
+            url,
+            &url.target,
+            headers,
+            &body,
+            EXCHANGE_DEADLINE,
+            ANSWER_CAP,
+        )
+        .map_err(SendError::Retry)?;
+        match answer.status {
+            200..=299 => Ok(()),
+            // The sink refused these points (bad labels, out of order): sending them again
+            // cannot help. Remote-write's rule, and OTLP/HTTP's.
+            400..=499 if answer.status != 429 => Err(SendError::Drop(refusal(&answer))),
+            _ => Err(SendError::Retry(refusal(&answer))),
+        }
+    }
+}
+
+/// "HTTP 400: first line of the body", for the report's last error.
+fn refusal(answer: &crate::http_get::Response) -> String {
+    let text = answer.text();
+    let line = text.lines().next().unwrap_or("").trim();
+    let line: String = line.chars().filter(|c| !c.is_control()).take(200).collect();
+    if line.is_empty() {
+        format!("HTTP {}", answer.status)
+    } else {
+        format!("HTTP {}: {line}", answer.status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn otlp_url_without_path_gets_v1_metrics() {
+        let Target::Otlp(u) = Target::otlp("http://127.0.0.1:4318").unwrap() else {
+            panic!()
+        };
+        assert_eq!(u.target, "/v1/metrics");
+        let Target::Otlp(u) = Target::otlp("http://127.0.0.1:4318/custom").unwrap() else {
+            panic!()
+        };
+        assert_eq!(u.target, "/custom");
+        let e = Target::remote_write("ftp://x").unwrap_err();
+        assert!(e.starts_with("--prometheus-remote-write: "), "{e}");
+    }
+}
