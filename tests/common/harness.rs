@@ -34,6 +34,9 @@ pub enum Need {
     /// The kernel's sock_diag netlink interface (a container may lack it; the observer then
     /// reads /proc/net/tcp).
     SockDiag,
+    /// Prometheus (`apt-get install prometheus`): the remote-write receiver the metrics push
+    /// is checked against.
+    Prometheus,
 }
 
 impl Need {
@@ -49,6 +52,7 @@ impl Need {
         static QUIET: OnceLock<Option<String>> = OnceLock::new();
         static GNUPLOT: OnceLock<Option<String>> = OnceLock::new();
         static SOCK_DIAG: OnceLock<Option<String>> = OnceLock::new();
+        static PROMETHEUS: OnceLock<Option<String>> = OnceLock::new();
         match self {
             Need::Root => ROOT.get_or_init(probe_root),
             Need::LabPackages => LAB.get_or_init(probe_lab),
@@ -74,6 +78,13 @@ impl Need {
                 GNUPLOT.get_or_init(|| probe_cmd("gnuplot", &["--version"], "gnuplot"))
             }
             Need::SockDiag => SOCK_DIAG.get_or_init(probe_sock_diag),
+            Need::Prometheus => PROMETHEUS.get_or_init(|| {
+                probe_cmd(
+                    "prometheus",
+                    &["--version"],
+                    "prometheus (apt-get install prometheus)",
+                )
+            }),
         }
         .clone()
     }
