@@ -191,6 +191,30 @@ fn prometheus_holds_the_run() {
             "pushed p99 {ms} ms is no second's p99: {seconds:?}"
         );
     }
+    // Every query of the Grafana dashboard is valid PromQL and finds the run's series.
+    let dash: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/deploy/grafana/overload.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    for panel in dash["panels"].as_array().unwrap() {
+        for t in panel["targets"].as_array().unwrap() {
+            let e = t["expr"].as_str().unwrap();
+            let q = e
+                .replace("$run", "push-test")
+                .replace("$__rate_interval", "1m");
+            let r = prom.query(&q);
+            // Names are sent with the summary only; errors are filtered to those above zero.
+            let may_be_empty = q.contains("overload_users") || q.contains("errors_total");
+            assert!(
+                may_be_empty || !r.as_array().unwrap().is_empty(),
+                "{q}: {r}"
+            );
+        }
+    }
     for n in raw(r#"overload_throughput{run="push-test"}[10m]"#) {
         assert!(
             n == 0.0 || seconds.iter().any(|(_, r)| *r as f64 == n),
