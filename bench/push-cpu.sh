@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The cost of pushing metrics: the generator's CPU per request with and without
+# --prometheus-remote-write, in one invocation (rounds alternate, so the machine's noise
+# falls on both). The target (overload target, 1 thread) is pinned to CPU 0, the generator
+# (open loop, 1 thread) to CPU 1, a local Prometheus (the sink, its remote-write receiver on)
+# to whatever is left. CPU = user + sys of the generator process (/usr/bin/time), per
+# completed request. Every run is bounded by `timeout`.
+#
+#   bench/push-cpu.sh [SECONDS] [ROUNDS] [RATE]     (defaults: 20 s, 3 rounds, 5000 req/s)
+#
+# Needs a release build (cargo build --release; OVERLOAD=path overrides) and prometheus
+# (apt-get install prometheus).
+set -euo pipefail
+D=${1:-20}
+ROUNDS=${2:-3}
+RATE=${3:-5000}
+BIN=${OVERLOAD:-$(dirname "$0")/../target/release/overload}
+TPORT=${TPORT:-18581}
+PPORT=${PPORT:-18590}
+DIR=$(mktemp -d)
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$DIR"' EXIT
+
+command -v prometheus >/dev/null || { echo "prometheus missing: apt-get install prometheus" >&2; exit 2; }
+[ -x "$BIN" ] || { echo "$BIN missing: cargo build --release" >&2; exit 2; }
+
+printf 'global:\n  scrape_interval: 1m\n' > "$DIR/prometheus.yml"
+prometheus --web.enable-remote-write-receiver --storage.tsdb.path="$DIR/data" \
+  --web.listen-address=127.0.0.1:$PPORT --config.file="$DIR/prometheus.yml" \
+  >"$DIR/prometheus.log" 2>&1 &
+PIDS+=($!)
+taskset -c 0 "$BIN" target --listen 127.0.0.1:$TPORT --threads 1 >"$DIR/target.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 60); do
+  curl -sf "http://127.0.0.1:$PPORT/-/ready" >/dev/null 2>&1 && break
+  sleep 0.5
+done
+
+# One run: prints "cpu_us_per_request responses".
+one() {
+  local json="$DIR/run.json"
+  timeout $((D + 60)) /usr/bin/time -f '%U %S' -o "$DIR/time" \
+    taskset -c 1 "$BIN" run -R "$RATE" -d "${D}s" --threads 1 --connections 50 -q \
+    --json "$json" --name push-bench "$@" "http://127.0.0.1:$TPORT/" >/dev/null
+  python3 - "$json" "$DIR/time" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+u, s = map(float, open(sys.argv[2]).read().split()[-2:])
+n = r["responses"]
+print(f"{(u + s) * 1e6 / max(n, 1):.3f} {n}")
+PY
+}
+
+without=(); with=()
+for i in $(seq "$ROUNDS"); do
+  read -r c n < <(one); without+=("$c"); echo "round $i without: $c µs/request ($n responses)"
+  read -r c n < <(one --prometheus-remote-write "http://127.0.0.1:$PPORT/api/v1/write")
+  with+=("$c"); echo "round $i with:    $c µs/request ($n responses)"
+done
+python3 - "${without[*]}" "${with[*]}" <<'PY'
+import statistics, sys
+a = [float(x) for x in sys.argv[1].split()]
+b = [float(x) for x in sys.argv[2].split()]
+ma, mb = statistics.median(a), statistics.median(b)
+print(f"median CPU per request: without {ma:.3f} µs [{min(a):.3f}-{max(a):.3f}], "
+      f"with --prometheus-remote-write {mb:.3f} µs [{min(b):.3f}-{max(b):.3f}]: "
+      f"{(mb / ma - 1) * 100:+.2f}%")
+PY
