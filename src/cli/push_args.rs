@@ -10,7 +10,7 @@ pub struct PushArgs {
     /// throughput, goodput, p50/p95/p99, send lag, errors by kind, connections, generator
     /// CPU, labelled run, segment and step (docs/metrics-out.md). The endpoint receives the
     /// run's figures and its labels; a slow or down endpoint never slows the load (a queue
-    /// of 60 s, the oldest dropped and counted).
+    /// of a minute of figures, the oldest dropped and counted).
     #[arg(long, value_name = "URL", value_parser = Target::remote_write)]
     pub prometheus_remote_write: Option<Target>,
     /// Push the same figures once a second as OpenTelemetry metrics over OTLP/HTTP

@@ -74,25 +74,25 @@ pub const METRICS: &[Metric] = &[
         "overload_throughput",
         Kind::Gauge,
         "{response}/s",
-        "Responses per second in the newest closed second.",
+        "Responses in each second of the run (stamped at its end).",
     ),
     m(
         "overload_goodput",
         Kind::Gauge,
         "{response}/s",
-        "Successful responses per second in the newest closed second.",
+        "Successful responses in each second of the run.",
     ),
     m(
         "overload_response_time_seconds",
         Kind::Gauge,
         "s",
-        "Response time (from the intended send) of the newest closed second, by quantile.",
+        "Response time (from the intended send) of each second of the run, by quantile.",
     ),
     m(
         "overload_send_lag_seconds",
         Kind::Gauge,
         "s",
-        "Mean send lag (actual send - intended send) of the newest closed second.",
+        "Mean send lag (actual send - intended send) of each second of the run.",
     ),
     m(
         "overload_in_flight",
@@ -252,8 +252,8 @@ fn server_label(k: &str) -> Option<&'static str> {
     KNOWN.iter().copied().find(|n| *n == k)
 }
 
-/// One reading of the engine's live counters (summed over its threads) and of the newest
-/// closed second: what a frame of the run in progress is made of.
+/// One reading of the engine's live counters (summed over its threads): what the counters
+/// of a frame of the run in progress are made of.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Reading {
     pub requests: u64,
@@ -262,8 +262,6 @@ pub struct Reading {
     pub errors: [u64; ErrorKind::COUNT],
     pub in_flight: u64,
     pub connections: u64,
-    /// The newest closed second (None before the first closes).
-    pub second: Option<SecondBucket>,
     /// Process CPU µs at the reading.
     pub cpu_us: u64,
 }
@@ -272,7 +270,6 @@ impl Reading {
     pub fn of(ctl: &Control) -> Reading {
         let mut r = Reading {
             cpu_us: crate::clock::process_cpu_us(),
-            second: ctl.seconds().closed().last().copied(),
             ..Reading::default()
         };
         for l in &ctl.live {
@@ -297,12 +294,16 @@ pub enum Offered {
     Users(u64),
 }
 
-/// Builds a run's frames: the CPU of the second between two readings.
+/// Builds a run's frames: the CPU of the second between two readings, and each second of
+/// the per-second series once, when it closes.
 #[derive(Debug)]
 pub struct FrameMaker {
     offered: Offered,
+    /// Unix ms of the engine's start: second `i` of its series ends at `start_ms + (i+1) s`.
     start_ms: u64,
     last_cpu: Option<(std::time::Instant, u64)>,
+    /// Seconds of the series already made into frames.
+    seconds_sent: usize,
 }
 
 impl FrameMaker {
@@ -311,7 +312,50 @@ impl FrameMaker {
             offered,
             start_ms: crate::clock::unix_ms(),
             last_cpu: Some((std::time::Instant::now(), crate::clock::process_cpu_us())),
+            seconds_sent: 0,
         }
+    }
+
+    /// A frame per second of `closed` (the run's closed seconds, oldest first) not sent yet,
+    /// stamped at the second's end: throughput, goodput, percentiles and send lag, the
+    /// figures series.jsonl stores for it. Every second is sent once, none skipped however
+    /// the ticks fall.
+    pub fn seconds(&mut self, closed: &[SecondBucket]) -> Vec<Frame> {
+        let from = self.seconds_sent.min(closed.len());
+        self.seconds_sent = closed.len();
+        closed[from..]
+            .iter()
+            .enumerate()
+            .map(|(k, s)| {
+                let at_ms = self.start_ms + (from + k + 1) as u64 * 1000;
+                self.second_frame(at_ms, s)
+            })
+            .collect()
+    }
+
+    fn second_frame(&self, at_ms: u64, s: &SecondBucket) -> Frame {
+        let mut f = Frame {
+            at_ms,
+            start_ms: self.start_ms,
+            points: Vec::new(),
+        };
+        f.push("overload_throughput", vec![], s.responses as f64);
+        f.push("overload_goodput", vec![], s.ok as f64);
+        if s.responses > 0 {
+            for (q, us) in [("0.5", s.p50_us), ("0.95", s.p95_us), ("0.99", s.p99_us)] {
+                f.push(
+                    "overload_response_time_seconds",
+                    vec![("quantile", q.to_string())],
+                    us as f64 / 1e6,
+                );
+            }
+            f.push(
+                "overload_send_lag_seconds",
+                vec![],
+                s.send_lag_sum_us as f64 / s.responses as f64 / 1e6,
+            );
+        }
+        f
     }
 
     /// The frame of a reading taken now.
@@ -345,24 +389,6 @@ impl FrameMaker {
             );
         }
         self.offered_points(&mut f);
-        if let Some(s) = &r.second {
-            f.push("overload_throughput", vec![], s.responses as f64);
-            f.push("overload_goodput", vec![], s.ok as f64);
-            if s.responses > 0 {
-                for (q, us) in [("0.5", s.p50_us), ("0.95", s.p95_us), ("0.99", s.p99_us)] {
-                    f.push(
-                        "overload_response_time_seconds",
-                        vec![("quantile", q.to_string())],
-                        us as f64 / 1e6,
-                    );
-                }
-                f.push(
-                    "overload_send_lag_seconds",
-                    vec![],
-                    s.send_lag_sum_us as f64 / s.responses as f64 / 1e6,
-                );
-            }
-        }
         f.push("overload_in_flight", vec![], r.in_flight as f64);
         f.push("overload_connections", vec![], r.connections as f64);
         f.push("overload_generator_cpu_cores", vec![], cpu_cores);
@@ -428,23 +454,25 @@ mod tests {
             errors,
             in_flight: 7,
             connections: 12,
-            second: Some(SecondBucket {
-                responses: 50,
-                ok: 45,
-                send_lag_sum_us: 50_000,
-                p50_us: 1_000,
-                p95_us: 5_000,
-                p99_us: 9_000,
-                ..SecondBucket::default()
-            }),
             cpu_us: 0,
         }
     }
 
-    /// The counters are the totals; the per-second gauges come from the newest closed
-    /// second (the series the results store), in base units (seconds).
+    fn second(responses: u64, p99_us: u64) -> SecondBucket {
+        SecondBucket {
+            responses,
+            ok: responses.saturating_sub(5),
+            send_lag_sum_us: responses * 1_000,
+            p50_us: 1_000,
+            p95_us: 5_000,
+            p99_us,
+            ..SecondBucket::default()
+        }
+    }
+
+    /// The counters are the totals, in base units.
     #[test]
-    fn a_frame_holds_totals_and_the_newest_second() {
+    fn a_frame_holds_the_totals() {
         let fm = FrameMaker::new(Offered::Rate(200.0));
         let f = fm.frame_at(1_000, &reading(), 0.25);
         assert_eq!(f.value("overload_responses_total", &[]), Some(100.0));
@@ -459,12 +487,6 @@ mod tests {
         );
         assert_eq!(f.value("overload_offered_rate", &[]), Some(200.0));
         assert_eq!(f.value("overload_users", &[]), None);
-        assert_eq!(f.value("overload_throughput", &[]), Some(50.0));
-        assert_eq!(
-            f.value("overload_response_time_seconds", &[("quantile", "0.99")]),
-            Some(0.009)
-        );
-        assert_eq!(f.value("overload_send_lag_seconds", &[]), Some(0.001));
         assert_eq!(f.value("overload_generator_cpu_cores", &[]), Some(0.25));
         // Every point is a metric of the table, with its kind.
         for p in &f.points {
@@ -472,16 +494,40 @@ mod tests {
         }
     }
 
-    /// A second nobody answered in has no percentiles to give: none are sent (a zero
-    /// would read as a fast server).
+    /// Each closed second becomes one frame, once, stamped at its end, however the
+    /// readings fall (two seconds closed between readings: both sent); a second nobody
+    /// answered in sends no percentiles (a zero would read as a fast server).
     #[test]
-    fn an_empty_second_sends_no_percentiles() {
-        let mut r = reading();
-        r.second = Some(SecondBucket::default());
-        let f = FrameMaker::new(Offered::Users(5)).frame_at(1_000, &r, 0.0);
-        assert_eq!(f.value("overload_response_time_seconds", &[]), None);
-        assert_eq!(f.value("overload_throughput", &[]), Some(0.0));
+    fn every_second_is_sent_once_at_its_end() {
+        let mut fm = FrameMaker::new(Offered::Users(5));
+        let start = fm.start_ms;
+        let mut closed = vec![second(50, 9_000)];
+        let a = fm.seconds(&closed);
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].at_ms, start + 1_000);
+        assert_eq!(a[0].value("overload_throughput", &[]), Some(50.0));
+        assert_eq!(
+            a[0].value("overload_response_time_seconds", &[("quantile", "0.99")]),
+            Some(0.009)
+        );
+        assert_eq!(a[0].value("overload_send_lag_seconds", &[]), Some(0.001));
+        assert!(fm.seconds(&closed).is_empty());
+        closed.push(SecondBucket::default());
+        closed.push(second(70, 12_000));
+        let b = fm.seconds(&closed);
+        assert_eq!(
+            b.iter().map(|f| f.at_ms - start).collect::<Vec<_>>(),
+            [2_000, 3_000]
+        );
+        assert_eq!(b[0].value("overload_response_time_seconds", &[]), None);
+        assert_eq!(b[0].value("overload_throughput", &[]), Some(0.0));
+        assert_eq!(
+            b[1].value("overload_response_time_seconds", &[("quantile", "0.99")]),
+            Some(0.012)
+        );
+        let f = fm.frame_at(start + 3_000, &reading(), 0.0);
         assert_eq!(f.value("overload_users", &[]), Some(5.0));
+        assert_eq!(f.value("overload_throughput", &[]), None);
     }
 
     /// The names beyond the cap are left out and counted.

@@ -20,8 +20,9 @@ pub use queue::{PushReport, Pusher, SendError, Sink};
 use crate::url::Url;
 use std::time::Duration;
 
-/// Frames kept while the sink is slow or down: a minute of the run.
-pub const QUEUE_FRAMES: usize = 60;
+/// Frames kept while the sink is slow or down: a minute of the run (two frames a second:
+/// the closed second's, and the counters').
+pub const QUEUE_FRAMES: usize = 120;
 /// One exchange with the sink, connect to the last byte of its answer.
 pub const EXCHANGE_DEADLINE: Duration = Duration::from_secs(5);
 /// How long the end of the run waits for the queue to drain.
@@ -113,6 +114,10 @@ impl RunPush {
         if self.pushers.is_empty() {
             return;
         }
+        let seconds = self.maker.seconds(ctl.seconds().closed());
+        for f in seconds {
+            self.offer(f);
+        }
         let mut f = self.maker.frame(&Reading::of(ctl));
         f.add_server(server);
         self.offer(f);
@@ -127,10 +132,17 @@ impl RunPush {
         }
     }
 
-    /// The run ended: its summary goes out as the last frame (the counters end on the
-    /// JSON's figures), then each pusher gets [`DRAIN_DEADLINE`] to deliver, together.
-    pub fn finish(self, summary: Option<&crate::metrics::Summary>) -> Vec<PushReport> {
-        if let Some(s) = summary.filter(|_| !self.pushers.is_empty()) {
+    /// The run ended: the seconds that closed after the last tick (`seconds`: the run's
+    /// whole series), then its summary go out as the last frames (the counters end on the
+    /// JSON's figures); each pusher gets [`DRAIN_DEADLINE`] to deliver, together.
+    pub fn finish(
+        mut self,
+        ended: Option<(&crate::metrics::Summary, &[crate::metrics::SecondBucket])>,
+    ) -> Vec<PushReport> {
+        if let Some((s, seconds)) = ended.filter(|_| !self.pushers.is_empty()) {
+            for f in self.maker.seconds(seconds) {
+                self.offer(f);
+            }
             let (f, left_out) = self.maker.final_frame(s, NAME_CAP);
             for p in &self.pushers {
                 p.names_left_out(left_out);
@@ -202,6 +214,29 @@ fn refusal(answer: &crate::http_get::Response) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A sink's error answer is reported as its first line, without control characters,
+    /// 200 characters at most: it cannot drive the terminal or flood the summary.
+    #[test]
+    fn a_refusal_is_one_clean_bounded_line() {
+        let answer = crate::http_get::Response {
+            status: 400,
+            headers: Vec::new(),
+            body: format!("bad \x1b[31msample\x07 {}\nsecond line", "x".repeat(500)).into_bytes(),
+            truncated: false,
+        };
+        let r = refusal(&answer);
+        assert!(r.starts_with("HTTP 400: bad [31msample "), "{r}");
+        assert!(!r.chars().any(char::is_control), "{r:?}");
+        assert!(r.len() <= "HTTP 400: ".len() + 200, "{}", r.len());
+        let empty = crate::http_get::Response {
+            status: 503,
+            headers: Vec::new(),
+            body: Vec::new(),
+            truncated: false,
+        };
+        assert_eq!(refusal(&empty), "HTTP 503");
+    }
 
     #[test]
     fn otlp_url_without_path_gets_v1_metrics() {

@@ -90,7 +90,7 @@ pub struct Pusher {
 }
 
 /// The batch size: a sink back after an outage gets what was kept in a few exchanges.
-const BATCH: usize = 10;
+const BATCH: usize = 20;
 /// Wait between two failed exchanges.
 const RETRY_PAUSE: Duration = Duration::from_secs(1);
 

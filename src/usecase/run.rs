@@ -439,7 +439,12 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
         &mut push,
     );
     // The sinks get the summary (or, when the run failed, what they were sent) either way.
-    let pushed = push.finish(shown.as_ref().ok().map(|(s, _)| s));
+    let pushed = push.finish(
+        shown
+            .as_ref()
+            .ok()
+            .map(|(s, o)| (s, o.recorder.seconds.as_slice())),
+    );
     let (summary, outcome) = shown?;
     let to = crate::clock::unix_ms();
     let stored = match writer.as_mut() {
