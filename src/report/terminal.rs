@@ -7,35 +7,42 @@ use std::fmt::Write;
 
 /// One line describing the plan, printed before the run starts.
 pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
+    let think = cfg.think();
     let load = match cfg.load {
+        // A recorded schedule: its arrivals keep the log's gaps, whatever --arrival says.
+        Load::Open {
+            max_connections, ..
+        } if cfg.replay.is_some() => {
+            let r = cfg.replay.as_deref().expect("a replay");
+            format!(
+                "open loop, replaying {} recorded arrivals over {} (mean {} req/s), up to {max_connections} connections",
+                fmt_num(r.at_ns.len() as f64),
+                fmt_duration(std::time::Duration::from_nanos(r.span_ns)),
+                fmt_num(r.rate())
+            )
+        }
         Load::Open { rate, arrival, .. } if cfg.scenario.is_some() => format!(
-            "open loop, {} sessions/s {:?} arrivals, up to {} sessions in flight",
+            "open loop, {} sessions/s {} arrivals, up to {} sessions in flight{}",
             fmt_num(rate),
-            arrival,
-            cfg.max_sessions
-        )
-        .replace("Constant", "constant")
-        .replace("Poisson", "poisson"),
+            arrival_name(arrival),
+            cfg.max_sessions,
+            if think.none() {
+                String::new()
+            } else {
+                format!(", {}", think_text(&think))
+            }
+        ),
         Load::Open {
             rate,
             arrival,
             max_connections,
         } => format!(
-            "open loop, {} req/s {:?} arrivals, up to {max_connections} connections",
+            "open loop, {} req/s {} arrivals, up to {max_connections} connections",
             fmt_num(rate),
-            arrival
-        )
-        .replace("Constant", "constant")
-        .replace("Poisson", "poisson"),
-        Load::Closed { users, think } => {
-            let t = if think.1.is_zero() {
-                "no think time".to_string()
-            } else if think.0 == think.1 {
-                format!("think {}", fmt_duration(think.0))
-            } else {
-                format!("think {}..{}", fmt_duration(think.0), fmt_duration(think.1))
-            };
-            format!("closed loop, {users} users, {t}")
+            arrival_name(arrival)
+        ),
+        Load::Closed { users, .. } => {
+            format!("closed loop, {users} users, {}", think_text(&think))
         }
     };
     let mut bound = Vec::new();
@@ -64,6 +71,36 @@ pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
         bound.join(" or "),
         cfg.threads
     )
+}
+
+fn arrival_name(a: crate::engine::Arrival) -> &'static str {
+    match a {
+        crate::engine::Arrival::Constant => "constant",
+        crate::engine::Arrival::Poisson => "poisson",
+    }
+}
+
+/// The think time as the plan states it: the run's `--think`, or the scenario's steps' own
+/// (their range and mean) when some set one.
+pub fn think_text(t: &crate::engine::Think) -> String {
+    let range = if t.lo == t.hi {
+        fmt_duration(t.lo)
+    } else {
+        format!("{}..{}", fmt_duration(t.lo), fmt_duration(t.hi))
+    };
+    if t.none() {
+        "no think time".to_string()
+    } else if t.from_scenario {
+        format!(
+            "think {range} (the scenario's, mean {})",
+            // Whole milliseconds: a think time's mean needs no more.
+            fmt_duration(std::time::Duration::from_millis(
+                (t.mean.as_secs_f64() * 1e3).round() as u64
+            ))
+        )
+    } else {
+        format!("think {range}")
+    }
 }
 
 fn fmt_bytes(b: f64) -> String {
@@ -453,6 +490,63 @@ mod tests {
             "{errs}"
         );
         assert!(!errs.contains("none"), "{errs}");
+    }
+
+    /// The plan line states the plan: a scenario's own think times (not "no think time"),
+    /// a replay's recorded arrivals (not "constant arrivals").
+    #[test]
+    fn the_plan_line_states_think_times_and_replays() {
+        use crate::engine::think::tests::config;
+        use crate::engine::{Arrival, Replay};
+        use std::time::Duration;
+        let closed = |ms| Load::Closed {
+            users: 4,
+            think: (Duration::from_millis(ms), Duration::from_millis(ms)),
+        };
+        let open = Load::Open {
+            rate: 5.0,
+            arrival: Arrival::Constant,
+            max_connections: 10,
+        };
+        let url = ["http://h/".to_string()];
+        let line = plan_line(&config(closed(0), None), &url);
+        assert!(
+            line.contains("closed loop, 4 users, no think time;"),
+            "{line}"
+        );
+        let line = plan_line(&config(closed(250), None), &url);
+        assert!(line.contains("4 users, think 250ms;"), "{line}");
+        let scenario = "[[request]]\nurl = \"/\"\nthink = \"100ms\"\n\
+                        [[request]]\nurl = \"/b\"\nthink = \"50ms..150ms\"\n";
+        let line = plan_line(&config(closed(0), Some(scenario)), &url);
+        assert!(
+            line.contains("4 users, think 50ms..150ms (the scenario's, mean 100ms);"),
+            "{line}"
+        );
+        let line = plan_line(&config(open, Some(scenario)), &url);
+        assert!(
+            line.contains(
+                "5 sessions/s constant arrivals, up to 1 sessions in flight, think 50ms..150ms"
+            ),
+            "{line}"
+        );
+        let line = plan_line(&config(open, None), &url);
+        assert!(
+            line.contains("open loop, 5 req/s constant arrivals, up to 10 connections;"),
+            "{line}"
+        );
+        let mut replay = config(open, None);
+        replay.replay = Some(std::sync::Arc::new(Replay {
+            at_ns: vec![0, 500_000_000, 1_000_000_000],
+            requests: vec![0, 0, 0],
+            span_ns: 1_500_000_000,
+        }));
+        let line = plan_line(&replay, &url);
+        assert!(!line.contains("constant"), "{line}");
+        assert!(
+            line.contains("open loop, replaying 3 recorded arrivals over 1.5s (mean 2 req/s), up to 10 connections;"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -119,8 +119,9 @@ pub fn record_of(
         threads: outcome.threads,
         pool_waits: rec.pool_waits,
     };
+    // The mean think per request, a scenario's steps' own included (Little's law needs it).
     let think_ms = match load {
-        Load::Closed { think, .. } => (think.0 + think.1).as_secs_f64() * 500.0,
+        Load::Closed { .. } => cfg.think().mean.as_secs_f64() * 1e3,
         Load::Open { .. } => 0.0,
     };
     let start_s = clock.secs(outcome.started);
