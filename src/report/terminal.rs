@@ -73,6 +73,27 @@ pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
     )
 }
 
+/// The generator's effort over a run (its worker threads' CPU, arrivals that queued for a
+/// connection): one computation, for a step's record and a run's summary alike.
+pub fn generator_of(outcome: &Outcome) -> crate::store::GeneratorStats {
+    let rec = &outcome.recorder;
+    let wall = outcome
+        .finished
+        .saturating_duration_since(outcome.started)
+        .as_secs_f64()
+        .max(1e-9);
+    crate::store::GeneratorStats {
+        cpu_pct: rec.cpu.as_secs_f64() / (wall * outcome.threads.max(1) as f64) * 100.0,
+        cpu_us_per_response: if rec.responses > 0 {
+            rec.cpu.as_secs_f64() * 1e6 / rec.responses as f64
+        } else {
+            0.0
+        },
+        threads: outcome.threads,
+        pool_waits: rec.pool_waits,
+    }
+}
+
 fn arrival_name(a: crate::engine::Arrival) -> &'static str {
     match a {
         crate::engine::Arrival::Constant => "constant",
@@ -168,6 +189,9 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
         );
     }
     o.push_str(&requests_line(s));
+    if let Some(n) = crate::analysis::not_sent(s, &generator_of(outcome)) {
+        o.push_str(&not_sent_line(&n));
+    }
     let _ = writeln!(
         o,
         "  transfer       {}/s in ({} total), {} out; {} connections opened",
@@ -267,7 +291,7 @@ pub fn requests_line(s: &Summary) -> String {
         .sum();
     let transport = s.error_count.saturating_sub(checks);
     format!(
-        "  requests       {} sent, {} answered, {} transport errors ({:.2}%), {} {not_ok} ({:.2}%){}{}{}{}\n",
+        "  requests       {} sent, {} answered, {} transport errors ({:.2}%), {} {not_ok} ({:.2}%){}{}{}\n",
         s.sent,
         s.responses,
         transport,
@@ -276,11 +300,6 @@ pub fn requests_line(s: &Summary) -> String {
         pct(non_ok),
         if checks > 0 {
             format!(", {checks} failed scenario checks ({:.2}%)", pct(checks))
-        } else {
-            String::new()
-        },
-        if s.unsent > 0 {
-            format!(", {} never sent (no free connection)", s.unsent)
         } else {
             String::new()
         },
@@ -299,6 +318,34 @@ pub fn requests_line(s: &Summary) -> String {
             )
         } else {
             String::new()
+        }
+    )
+}
+
+/// The arrivals never sent, apart from the server's answers: how many, of how many, why,
+/// and whether the plan was carried out nevertheless.
+pub fn not_sent_line(n: &crate::analysis::NotSent) -> String {
+    let verdict = if n.plan_carried_out {
+        String::new()
+    } else {
+        format!(
+            "; the plan was not carried out (over {}% of its arrivals not sent)",
+            crate::analysis::GENERATOR_UNSENT_SHARE * 100.0
+        )
+    };
+    let line = format!(
+        "{} of {} intended arrivals ({:.2}%): {}{verdict}",
+        n.count,
+        n.intended,
+        n.share * 100.0,
+        n.why
+    );
+    format!(
+        "  not sent       {}\n",
+        if n.plan_carried_out {
+            line
+        } else {
+            style::red(&line)
         }
     )
 }
@@ -324,10 +371,24 @@ pub fn errors_lines(s: &Summary) -> String {
     } else {
         format!("  checks         {}\n", style::red(&checks.join(", ")))
     };
-    let failed = crate::analysis::Slo::measure(crate::analysis::slo::Metric::Errors, s);
+    // Of the requests sent: arrivals never sent are no answer of the server's (their own
+    // line says so); an SLO's `errors` counts them too, as arrivals the plan meant to serve.
+    let failed = if s.requests > 0 {
+        s.requests.saturating_sub(s.ok_count()) as f64 / s.requests as f64
+    } else {
+        0.0
+    };
     let failed_text = format!("{:.2}%", failed * 100.0);
+    let slo = if s.unsent > 0 {
+        format!(
+            "; {:.2}% of the intended arrivals, those not sent included (what an SLO's `errors` counts)",
+            crate::analysis::Slo::measure(crate::analysis::slo::Metric::Errors, s) * 100.0
+        )
+    } else {
+        " (what an SLO's `errors` counts)".to_string()
+    };
     format!(
-        "  transport      {}\n{checks}  failed         {} of requests got no 2xx/3xx answer (what an SLO's `errors` counts)\n",
+        "  transport      {}\n{checks}  failed         {} of requests sent got no 2xx/3xx answer{slo}\n",
         if errors.is_empty() {
             "no errors".into()
         } else {
@@ -399,7 +460,8 @@ pub fn warnings(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> Vec<Strin
     }
     if let Load::Open { .. } = cfg.load {
         // Sends more than 10 ms late (or never sent) mean the generator, not the server, was the limit.
-        if s.send_lag_ms.p99 > 10.0 || s.unsent > 0 {
+        // (Arrivals never sent have their own line: `not sent`.)
+        if s.send_lag_ms.p99 > 10.0 {
             w.push(format!(
                 "send lag p99 {}: requests waited for a free connection or for the generator; \
                  response times include that wait (raise --connections or --threads if the server is not saturated)",
@@ -486,7 +548,7 @@ mod tests {
         let errs = errors_lines(&s);
         assert!(errs.contains("transport      no errors"), "{errs}");
         assert!(
-            errs.contains("100.00% of requests got no 2xx/3xx answer"),
+            errs.contains("100.00% of requests sent got no 2xx/3xx answer"),
             "{errs}"
         );
         assert!(!errs.contains("none"), "{errs}");
@@ -573,6 +635,41 @@ mod tests {
         );
         let errs = errors_lines(&s);
         assert!(errs.contains("transport      timeout: 10"), "{errs}");
-        assert!(errs.contains("0.99% of requests got no 2xx/3xx"), "{errs}");
+        assert!(
+            errs.contains("0.99% of requests sent got no 2xx/3xx"),
+            "{errs}"
+        );
+    }
+
+    /// The `-R 200k` case: arrivals the generator never sent are named apart, with why; the
+    /// failed share counts the requests sent only (the SLO's view beside it).
+    #[test]
+    fn arrivals_not_sent_are_not_failed_answers() {
+        let mut s = crate::analysis::tests::summary(200_000.0, 11_000.0, 5.0, 0);
+        s.unsent = 3 * s.requests;
+        let errs = errors_lines(&s);
+        assert!(errs.contains("transport      no errors"), "{errs}");
+        assert!(
+            errs.contains("failed         0.00% of requests sent got no 2xx/3xx answer; 75.00% of the intended arrivals, those not sent included"),
+            "{errs}"
+        );
+        assert!(!requests_line(&s).contains("never sent"));
+        let g = crate::store::GeneratorStats {
+            cpu_pct: 97.0,
+            cpu_us_per_response: 1.0,
+            threads: 2,
+            pool_waits: 0,
+        };
+        let n = crate::analysis::not_sent(&s, &g).unwrap();
+        let line = not_sent_line(&n);
+        assert!(line.starts_with("  not sent       "), "{line}");
+        assert!(
+            line.contains(" (75.00%): the generator could not keep up"),
+            "{line}"
+        );
+        assert!(
+            line.contains("the plan was not carried out (over 1% of its arrivals not sent)"),
+            "{line}"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! The candidates of the verdict, one function each: `None` when its source was not observed,
 //! else the first step at (or near) its limit, its numbers and the change to make.
 use super::{int, server, sources, Candidate, Ctx, Limit};
-use crate::analysis::{generator_bound, GENERATOR_CPU, GENERATOR_UNSENT_SHARE};
+use crate::analysis::{generator_bound, plan_carried_out, GENERATOR_CPU};
 use crate::store::StepRecord;
 use crate::units::fmt_num;
 
@@ -463,10 +463,8 @@ pub fn fmt_bits(b: f64) -> String {
 /// of its own) or its CPU passed 70% of its threads.
 pub(super) fn generator(c: &Ctx) -> Option<Candidate> {
     let bound = |s: &StepRecord| generator_bound(c.mode, s);
-    let own = |s: &StepRecord| {
-        s.generator.cpu_pct >= GENERATOR_CPU
-            || s.summary.unsent as f64 > GENERATOR_UNSENT_SHARE * s.summary.sent.max(1) as f64
-    };
+    let own =
+        |s: &StepRecord| s.generator.cpu_pct >= GENERATOR_CPU || !plan_carried_out(&s.summary);
     let at = c.first(|s| bound(s).is_some() && own(s));
     let near = c.first(|s| bound(s).is_some() || s.generator.cpu_pct >= 70.0);
     let mut x = c.candidate(Limit::Generator, at, near);
