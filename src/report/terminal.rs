@@ -502,9 +502,13 @@ pub fn server(o: &crate::observe::StepObservation) -> String {
             ));
         }
         for f in &src.fpm {
+            // The embedded target's pool speaks FPM's format but is not PHP-FPM.
             parts.push(format!(
-                "fpm {}: active max {:.0} of {:.0}",
-                f.pool, f.active.max, f.total.max
+                "{} ({}): busy max {:.0} of {:.0}",
+                f.workers_label(),
+                f.pool,
+                f.active.max,
+                f.total.max
             ));
         }
         if !parts.is_empty() {
