@@ -35,6 +35,9 @@ pub struct Saturation {
     pub offered: f64,
     /// The highest throughput measured up to and including that step: what the server sustains.
     pub peak_throughput: f64,
+    /// The step that measured it, by its number as it ran (0-based; the first of equal peaks).
+    #[serde(default)]
+    pub peak_step: usize,
     pub reasons: Vec<String>,
 }
 
@@ -44,10 +47,11 @@ impl Saturation {
     pub fn describe(&self, unit: &str) -> String {
         use crate::units::fmt_num;
         format!(
-            "saturation at {} {unit} offered (step {}); peak sustained throughput {} responses/s",
+            "saturation at {} {unit} offered (step {}); peak sustained throughput {} responses/s at step {}",
             fmt_num(self.offered),
             self.step + 1,
-            fmt_num(self.peak_throughput)
+            fmt_num(self.peak_throughput),
+            self.peak_step + 1
         )
     }
 }
@@ -72,7 +76,11 @@ pub struct Analysis {
     /// take a ratio against.
     #[serde(default)]
     pub capacity_lower_bound: bool,
+    /// The highest throughput of any step (past the saturation point too).
     pub peak_throughput: f64,
+    /// The step that measured it, by its number as it ran (0-based); None without steps.
+    #[serde(default)]
+    pub peak_step: Option<usize>,
     pub littles_law: Vec<LittleCheck>,
     pub usl: Option<UslFit>,
     /// Steps where the generator, not the server, may have been the limit.
@@ -202,6 +210,15 @@ pub fn saturation_reasons_after(
         }
     }
     r
+}
+
+/// The highest throughput of `steps` and the step that measured it (its number as it ran;
+/// the first of equal peaks): one computation for the saturation point's peak and the run's.
+pub fn peak_of(steps: &[StepRecord]) -> Option<(usize, f64)> {
+    steps.iter().fold(None, |best, s| match best {
+        Some((_, b)) if b >= s.summary.throughput => best,
+        _ => Some((s.step, s.summary.throughput)),
+    })
 }
 
 /// The Little's-law check of a closed-loop step (None in open loop or without answers).
@@ -423,15 +440,13 @@ fn analyze_at(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> (Analysis,
         let reasons = saturation_reasons_after(mode, before, &steps[i], slo);
         before = before.then(&steps[i]);
         if !reasons.is_empty() {
-            let peak = steps[..=i]
-                .iter()
-                .map(|s| s.summary.throughput)
-                .fold(0.0, f64::max);
+            let (peak_step, peak) = peak_of(&steps[..=i]).unwrap_or_default();
             knee = Some(i);
             saturation = Some(Saturation {
                 step: steps[i].step,
                 offered: steps[i].offered,
                 peak_throughput: peak,
+                peak_step,
                 reasons,
             });
             break;
@@ -504,17 +519,15 @@ fn analyze_at(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> (Analysis,
             )),
         }
     }
-    let peak_throughput = steps
-        .iter()
-        .map(|s| s.summary.throughput)
-        .fold(0.0, f64::max);
+    let peak = peak_of(steps);
     let bottleneck = knee.map(|i| bottleneck::diagnose(mode, steps, i, Default::default()));
     let a = Analysis {
         mode: mode.to_string(),
         saturation,
         capacity,
         capacity_lower_bound,
-        peak_throughput,
+        peak_throughput: peak.map_or(0.0, |p| p.1),
+        peak_step: peak.map(|p| p.0),
         littles_law,
         usl,
         generator_bound: generator.into_iter().map(|g| g.0).collect(),
@@ -685,11 +698,14 @@ pub(crate) mod tests {
         let s = a.saturation.unwrap();
         assert_eq!(s.step, 3);
         assert_eq!(s.offered, 400.0);
-        assert_eq!(s.peak_throughput, 370.0);
-        // One number, one wording: the offered load of the step, the peak sustained beside.
-        let words =
-            "saturation at 400 req/s offered (step 4); peak sustained throughput 370 responses/s";
+        assert_eq!((s.peak_step, s.peak_throughput), (3, 370.0));
+        // One number, one wording: the offered load of the step, the peak sustained beside,
+        // with its step.
+        let words = "saturation at 400 req/s offered (step 4); peak sustained throughput 370 \
+                     responses/s at step 4";
         assert_eq!(s.describe("req/s"), words);
+        // The run's peak is a figure of its own, past the knee, named by its step.
+        assert_eq!((a.peak_step, a.peak_throughput), (Some(4), 380.0));
         assert!(a.findings[0].starts_with(words), "{}", a.findings[0]);
         assert!(
             s.reasons.iter().any(|r| r.contains("below 95%")),

@@ -258,9 +258,10 @@ pub fn render(r: &RunReport) -> String {
             "Saturation point",
             &r.load_text(s.offered),
             &format!(
-                "offered load of step {} (peak sustained throughput {} responses/s): {}",
+                "offered load of step {} (peak sustained throughput {} responses/s at step {}): {}",
                 s.step + 1,
                 fmt_num(s.peak_throughput),
+                s.peak_step + 1,
                 s.reasons.first().cloned().unwrap_or_default()
             ),
         ),
@@ -311,7 +312,11 @@ pub fn render(r: &RunReport) -> String {
         "Peak throughput",
         &format!("{} /s", fmt_num(a.peak_throughput)),
         &format!(
-            "responses per second; goodput peak {} /s",
+            "responses per second{}; goodput peak {} /s",
+            // Named by its step: past the saturation point it may differ from the sustained
+            // peak the headline gives.
+            a.peak_step
+                .map_or(String::new(), |i| format!(", at step {}", i + 1)),
             fmt_num(peak_good)
         ),
     );
