@@ -371,8 +371,8 @@ pub fn errors_lines(s: &Summary) -> String {
     } else {
         format!("  checks         {}\n", style::red(&checks.join(", ")))
     };
-    // Of the requests sent: arrivals never sent are no answer of the server's (their own
-    // line says so); an SLO's `errors` counts them too, as arrivals the plan meant to serve.
+    // Of the requests (started): arrivals never sent are no answer of the server's (their
+    // own line says so); an SLO's `errors` counts them too, as arrivals the plan meant to serve.
     let failed = if s.requests > 0 {
         s.requests.saturating_sub(s.ok_count()) as f64 / s.requests as f64
     } else {
@@ -388,7 +388,7 @@ pub fn errors_lines(s: &Summary) -> String {
         " (what an SLO's `errors` counts)".to_string()
     };
     format!(
-        "  transport      {}\n{checks}  failed         {} of requests sent got no 2xx/3xx answer{slo}\n",
+        "  transport      {}\n{checks}  failed         {} of requests got no 2xx/3xx answer{slo}\n",
         if errors.is_empty() {
             "no errors".into()
         } else {
@@ -552,7 +552,7 @@ mod tests {
         let errs = errors_lines(&s);
         assert!(errs.contains("transport      no errors"), "{errs}");
         assert!(
-            errs.contains("100.00% of requests sent got no 2xx/3xx answer"),
+            errs.contains("100.00% of requests got no 2xx/3xx answer"),
             "{errs}"
         );
         assert!(!errs.contains("none"), "{errs}");
@@ -639,10 +639,7 @@ mod tests {
         );
         let errs = errors_lines(&s);
         assert!(errs.contains("transport      timeout: 10"), "{errs}");
-        assert!(
-            errs.contains("0.99% of requests sent got no 2xx/3xx"),
-            "{errs}"
-        );
+        assert!(errs.contains("0.99% of requests got no 2xx/3xx"), "{errs}");
     }
 
     /// The `-R 200k` case: arrivals the generator never sent are named apart, with why; the
@@ -654,7 +651,7 @@ mod tests {
         let errs = errors_lines(&s);
         assert!(errs.contains("transport      no errors"), "{errs}");
         assert!(
-            errs.contains("failed         0.00% of requests sent got no 2xx/3xx answer; 75.00% of the intended arrivals, those not sent included"),
+            errs.contains("failed         0.00% of requests got no 2xx/3xx answer; 75.00% of the intended arrivals, those not sent included"),
             "{errs}"
         );
         assert!(!requests_line(&s).contains("never sent"));
