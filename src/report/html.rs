@@ -523,7 +523,12 @@ fn steps_table(o: &mut String, r: &RunReport) {
             lat(m.response_time_ms.p95),
             lat(m.response_time_ms.p99),
             lat(m.response_time_ms.max),
-            fmt_ms(m.send_lag_ms.p99),
+            // A closed loop has no schedule to lag behind: no figure, not "0µs".
+            if r.is_open() {
+                fmt_ms(m.send_lag_ms.p99)
+            } else {
+                "–".to_string()
+            },
             if s.generator.cpu_pct.is_finite() {
                 format!("{:.0}%", s.generator.cpu_pct)
             } else {
@@ -668,6 +673,28 @@ mod tests {
             series,
             skipped: vec!["steps.jsonl:6: skipped truncated last line".into()],
         })
+    }
+
+    /// A closed loop's step table shows no send lag ("–"), not a "0µs" for a schedule that
+    /// does not exist.
+    #[test]
+    fn a_closed_loops_step_table_shows_no_send_lag() {
+        let mut steps = testdata::closed_sweep();
+        for s in &mut steps {
+            s.summary.send_lag_ms.p99 = 0.0;
+        }
+        let mut r = report(steps, true);
+        r.data.info.mode = "closed".into();
+        let mut o = String::new();
+        steps_table(&mut o, &r);
+        assert!(!o.contains("<td>0µs</td>"), "{o}");
+        let mut open = report(testdata::open_sweep(), true);
+        for s in &mut open.steps {
+            s.summary.send_lag_ms.p99 = 0.0;
+        }
+        let mut o = String::new();
+        steps_table(&mut o, &open);
+        assert!(o.contains("<td>0µs</td>"), "{o}");
     }
 
     #[test]
