@@ -116,6 +116,7 @@ pub(crate) mod tests {
             replay: None,
             max_sessions: 1,
             ok_status: Default::default(),
+            protocol_choice: Default::default(),
         }
     }
 
