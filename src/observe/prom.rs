@@ -13,7 +13,7 @@ pub struct Family {
     pub help: &'static str,
     pub kind: &'static str,
     /// Each row's labels (name, value) and value.
-    pub rows: Vec<(Vec<(String, String)>, f64)>,
+    pub rows: Vec<(Vec<(&'static str, String)>, f64)>,
 }
 
 #[derive(Default)]
@@ -22,7 +22,13 @@ struct Out {
 }
 
 impl Out {
-    fn add(&mut self, name: &'static str, help: &'static str, labels: &[(&str, &str)], v: f64) {
+    fn add(
+        &mut self,
+        name: &'static str,
+        help: &'static str,
+        labels: &[(&'static str, &str)],
+        v: f64,
+    ) {
         self.add_kind(name, help, "gauge", labels, v);
     }
 
@@ -31,7 +37,7 @@ impl Out {
         name: &'static str,
         help: &'static str,
         kind: &'static str,
-        labels: &[(&str, &str)],
+        labels: &[(&'static str, &str)],
         v: f64,
     ) {
         let i = match self.families.iter().position(|f| f.name == name) {
@@ -46,10 +52,7 @@ impl Out {
                 self.families.len() - 1
             }
         };
-        let l = labels
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let l = labels.iter().map(|(k, v)| (*k, v.to_string())).collect();
         self.families[i].rows.push((l, v));
     }
 

@@ -197,16 +197,17 @@ impl Frame {
     pub fn add_server(&mut self, samples: &[crate::observe::Sample]) {
         for f in crate::observe::prom::families(samples) {
             for (labels, value) in f.rows {
-                // Sample labels are few and fixed by the sampler (source, mode, group, …).
-                let labels = labels
-                    .into_iter()
-                    .filter_map(|(k, v)| server_label(&k).map(|k| (k, v)))
-                    .collect();
                 self.points.push(Point {
                     metric: f.name,
                     labels,
                     value,
-                    kind: Kind::Gauge,
+                    // Pushed as the agent's /metrics types them (mostly gauges over the last
+                    // interval: the sampler keeps deltas).
+                    kind: if f.kind == "counter" {
+                        Kind::Counter
+                    } else {
+                        Kind::Gauge
+                    },
                     help: f.help,
                 });
             }
@@ -225,31 +226,6 @@ impl Frame {
             })
             .map(|p| p.value)
     }
-}
-
-/// The label names the observed server's families use, as `&'static str` (the points keep
-/// their label names static; an unknown one is left out rather than leaked).
-fn server_label(k: &str) -> Option<&'static str> {
-    const KNOWN: &[&str] = &[
-        "source",
-        "mode",
-        "group",
-        "pool",
-        "state",
-        "device",
-        "name",
-        "kind",
-        "port",
-        "queue",
-        "what",
-        "instance",
-        "iface",
-        "direction",
-        "db",
-        "scope",
-        "server",
-    ];
-    KNOWN.iter().copied().find(|n| *n == k)
 }
 
 /// One reading of the engine's live counters (summed over its threads): what the counters
@@ -528,6 +504,39 @@ mod tests {
         let f = fm.frame_at(start + 3_000, &reading(), 0.0);
         assert_eq!(f.value("overload_users", &[]), Some(5.0));
         assert_eq!(f.value("overload_throughput", &[]), None);
+    }
+
+    /// The observed server's newest samples ride along, under the agent's /metrics names
+    /// and labels (the source among them).
+    #[test]
+    fn server_samples_ride_along() {
+        let sample = crate::observe::Sample {
+            source: "web1".into(),
+            host: Some(crate::observe::sample::HostSample {
+                cpu_busy_pct: 42.0,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let mut f = Frame::default();
+        f.add_server(&[sample.clone()]);
+        let families = crate::observe::prom::families(&[sample]);
+        let rows: usize = families.iter().map(|f| f.rows.len()).sum();
+        assert_eq!(f.points.len(), rows);
+        assert!(f.points.len() > 2);
+        let busy = f
+            .points
+            .iter()
+            .find(|p| p.value == 42.0)
+            .expect("the busy share");
+        assert!(
+            busy.labels.contains(&("source", "web1".to_string())),
+            "{busy:?}"
+        );
+        assert!(
+            busy.labels.contains(&("mode", "busy".to_string())),
+            "{busy:?}"
+        );
     }
 
     /// The names beyond the cap are left out and counted.
