@@ -519,7 +519,7 @@ mod tests {
             ..Default::default()
         };
         let mut f = Frame::default();
-        f.add_server(&[sample.clone()]);
+        f.add_server(std::slice::from_ref(&sample));
         let families = crate::observe::prom::families(&[sample]);
         let rows: usize = families.iter().map(|f| f.rows.len()).sum();
         assert_eq!(f.points.len(), rows);
