@@ -291,3 +291,27 @@ fn segments_parse_back_from_their_display() {
         assert_eq!(e.exit_code(), 2);
     }
 }
+
+/// `--prometheus-remote-write` and `--otlp` reach the run's configuration and come back from
+/// its command line (OTLP's path added when the URL has none).
+#[test]
+fn push_flags_round_trip() {
+    let c = match parse(
+        "overload run --prometheus-remote-write http://prom:9090/api/v1/write --otlp http://collector:4318 http://127.0.0.1:1/",
+    ) {
+        Command::Run(a) => a.config().unwrap(),
+        _ => panic!("not a run"),
+    };
+    let shown: Vec<String> = c.push.iter().map(|t| t.shown()).collect();
+    assert_eq!(
+        shown,
+        [
+            "http://prom:9090/api/v1/write",
+            "http://collector:4318/v1/metrics"
+        ]
+    );
+    match parse(&c.to_string()) {
+        Command::Run(a) => assert_eq!(a.config().unwrap(), c),
+        _ => panic!("not a run: {c}"),
+    }
+}
