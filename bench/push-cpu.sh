@@ -4,7 +4,10 @@
 # falls on both). The target (overload target, 1 thread) is pinned to CPU 0, the generator
 # (open loop, 1 thread) to CPU 1, a local Prometheus (the sink, its remote-write receiver on)
 # to whatever is left. CPU = user + sys of the generator process (/usr/bin/time), per
-# completed request. Every run is bounded by `timeout`.
+# completed request. The push's own cost is shown apart: each thread's CPU (the push thread,
+# `push-prometheus`; the main thread, which builds the frames) one second before the end of
+# the run, free of the noise that other processes put on the whole process's figure. Every
+# run is bounded by `timeout`.
 #
 #   bench/push-cpu.sh [SECONDS] [ROUNDS] [RATE]     (defaults: 20 s, 3 rounds, 5000 req/s)
 #
@@ -36,12 +39,32 @@ for _ in $(seq 60); do
   sleep 0.5
 done
 
+# The CPU ticks (1/100 s) of each thread of the generator one second before its run ends:
+# the push thread's own cost, apart from the machine's noise on the whole process.
+threads() {
+  local pid=$1
+  sleep $((D - 1))
+  # timeout -> time -> overload (taskset execs it): follow the children down to it.
+  while [ -n "$pid" ] && [ "$(cat /proc/"$pid"/comm 2>/dev/null)" != overload ]; do
+    pid=$(ps --ppid "$pid" -o pid= | head -1 | tr -d ' ')
+  done
+  [ -n "$pid" ] || return 0
+  for t in /proc/"$pid"/task/*; do
+    printf '%s=%s ' "$(cat "$t/comm")" "$(awk '{print $14 + $15}' "$t/stat")"
+  done > "$DIR/threads"
+}
+
 # One run: prints "cpu_us_per_request responses".
 one() {
   local json="$DIR/run.json"
   timeout $((D + 60)) /usr/bin/time -f '%U %S' -o "$DIR/time" \
     taskset -c 1 "$BIN" run -R "$RATE" -d "${D}s" --threads 1 --connections 50 -q \
-    --json "$json" --name push-bench "$@" "http://127.0.0.1:$TPORT/" >/dev/null
+    --json "$json" --name push-bench "$@" "http://127.0.0.1:$TPORT/" >/dev/null &
+  local timer=$!
+  : > "$DIR/threads"
+  threads "$timer" &
+  wait "$timer"
+  wait
   python3 - "$json" "$DIR/time" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -56,6 +79,7 @@ for i in $(seq "$ROUNDS"); do
   read -r c n < <(one); without+=("$c"); echo "round $i without: $c µs/request ($n responses)"
   read -r c n < <(one --prometheus-remote-write "http://127.0.0.1:$PPORT/api/v1/write")
   with+=("$c"); echo "round $i with:    $c µs/request ($n responses)"
+  echo "  CPU ticks (10 ms) by thread at $((D - 1)) s: $(cat "$DIR/threads")"
 done
 python3 - "${without[*]}" "${with[*]}" <<'PY'
 import statistics, sys
