@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::sample::{ApacheSample, Sample};
+use super::source::{no_second, Kind, Source, Tick};
 use super::stat::{Acc, Stat};
 use crate::http_get;
 use crate::url::Url;
@@ -118,8 +119,22 @@ impl ApacheObservation {
     }
 }
 
+impl Source for ApacheSource {
+    fn sample(&mut self, tick: &mut Tick, into: &mut Sample) {
+        let s = ApacheSource::sample(self, tick.timeout);
+        into.apache.push(s);
+    }
+}
+
+pub const KIND: Kind = Kind {
+    name: "apache",
+    flag: "--apache-status",
+    summarise: |samples, into| into.apache = observe(samples),
+    second: no_second,
+};
+
 /// The step's summary of each page, in the order the pages were given.
-pub(super) fn observe(samples: &[&Sample]) -> Vec<ApacheObservation> {
+fn observe(samples: &[&Sample]) -> Vec<ApacheObservation> {
     let mut out: Vec<(ApacheObservation, [Acc; 5])> = Vec::new();
     for a in samples.iter().flat_map(|s| &s.apache) {
         let i = match out.iter().position(|(o, _)| o.url == a.url) {

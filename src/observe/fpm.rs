@@ -3,7 +3,12 @@ use std::time::Duration;
 
 use crate::url::Url;
 
-use super::sample::FpmSample;
+use serde::{Deserialize, Serialize};
+
+use super::sample::{FpmSample, Sample};
+use super::source::{Kind, Source, Tick};
+use super::stat::{Acc, Stat};
+use super::summary::{SecondObservation, SourceObservation};
 use crate::http_get;
 
 /// One `--fpm-status URL`: where to fetch, and the previous `max children reached` for the
@@ -86,6 +91,89 @@ pub fn parse_status(body: &[u8]) -> Result<FpmSample, String> {
         max_children_reached: n("max children reached"),
         ..Default::default()
     })
+}
+
+impl Source for FpmSource {
+    fn sample(&mut self, tick: &mut Tick, into: &mut Sample) {
+        let s = FpmSource::sample(self, tick.timeout);
+        into.fpm.push(s);
+    }
+}
+
+pub const KIND: Kind = Kind {
+    name: "fpm",
+    flag: "--fpm-status",
+    summarise,
+    second,
+};
+
+/// One FPM pool over a step.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FpmObservation {
+    pub url: String,
+    pub pool: String,
+    pub active: Stat,
+    pub idle: Stat,
+    pub total: Stat,
+    pub listen_queue: Stat,
+    /// FPM's own high-water mark, as of the step's last sample.
+    pub max_listen_queue: u64,
+    /// Times pm.max_children was hit during the step.
+    pub max_children_reached: u64,
+    /// Samples where the status page could not be fetched.
+    pub errors: u64,
+}
+
+fn summarise(samples: &[&Sample], into: &mut SourceObservation) {
+    into.fpm = observe(samples);
+}
+
+fn observe(samples: &[&Sample]) -> Vec<FpmObservation> {
+    let mut out: Vec<(FpmObservation, [Acc; 4])> = Vec::new();
+    for f in samples.iter().flat_map(|s| &s.fpm) {
+        let i = match out.iter().position(|(o, _)| o.url == f.url) {
+            Some(i) => i,
+            None => {
+                out.push((
+                    FpmObservation {
+                        url: f.url.clone(),
+                        ..Default::default()
+                    },
+                    [Acc::default(); 4],
+                ));
+                out.len() - 1
+            }
+        };
+        let (o, a) = &mut out[i];
+        if f.error.is_some() {
+            o.errors += 1;
+            continue;
+        }
+        o.pool.clone_from(&f.pool);
+        a[0].add(f.active as f64);
+        a[1].add(f.idle as f64);
+        a[2].add(f.total as f64);
+        a[3].add(f.listen_queue as f64);
+        o.max_listen_queue = f.max_listen_queue;
+        o.max_children_reached += f.max_children_reached_delta;
+    }
+    out.into_iter()
+        .map(|(mut o, a)| {
+            o.active = a[0].stat();
+            o.idle = a[1].stat();
+            o.total = a[2].stat();
+            o.listen_queue = a[3].stat();
+            o
+        })
+        .collect()
+}
+
+fn second(s: &Sample, o: &mut SecondObservation) {
+    let ok: Vec<_> = s.fpm.iter().filter(|f| f.error.is_none()).collect();
+    if !ok.is_empty() {
+        o.fpm_active = Some(ok.iter().map(|f| f.active).sum());
+    }
 }
 
 #[cfg(test)]

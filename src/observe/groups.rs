@@ -8,7 +8,10 @@ use std::collections::HashMap;
 use regex::Regex;
 
 use super::proc::{count_fds, page_size, parse_cmdline, parse_pid_stat, ticks_per_sec};
-use super::sample::GroupSample;
+use super::sample::{GroupSample, Sample};
+use super::source::{Kind, Source, Tick};
+use super::stat::Acc;
+use super::summary::{GroupObservation, SecondObservation, SourceObservation};
 
 #[derive(Debug, Clone)]
 pub enum Matcher {
@@ -181,6 +184,64 @@ impl GroupTracker {
         }
         self.known.retain(|_, k| k.seen);
         out
+    }
+}
+
+impl Source for GroupTracker {
+    fn sample(&mut self, tick: &mut Tick, into: &mut Sample) {
+        into.groups = GroupTracker::sample(self, tick.secs);
+    }
+}
+
+pub const KIND: Kind = Kind {
+    name: "groups",
+    flag: "--watch NAME=REGEX",
+    summarise,
+    second,
+};
+
+fn summarise(samples: &[&Sample], into: &mut SourceObservation) {
+    into.groups = observe(samples);
+}
+
+fn observe(samples: &[&Sample]) -> Vec<GroupObservation> {
+    let mut names: Vec<&str> = Vec::new();
+    let mut accs: Vec<[Acc; 5]> = Vec::new();
+    for g in samples.iter().flat_map(|s| &s.groups) {
+        let i = match names.iter().position(|n| *n == g.name) {
+            Some(i) => i,
+            None => {
+                names.push(&g.name);
+                accs.push([Acc::default(); 5]);
+                names.len() - 1
+            }
+        };
+        let a = &mut accs[i];
+        a[0].add(g.processes as f64);
+        a[1].add(g.threads as f64);
+        a[2].add(g.cpu_pct);
+        a[3].add(g.rss_bytes as f64);
+        if let Some(f) = g.open_fds {
+            a[4].add(f as f64);
+        }
+    }
+    names
+        .iter()
+        .zip(accs)
+        .map(|(n, a)| GroupObservation {
+            name: n.to_string(),
+            processes: a[0].stat(),
+            threads: a[1].stat(),
+            cpu_pct: a[2].stat(),
+            rss_bytes: a[3].stat(),
+            open_fds: a[4].opt(),
+        })
+        .collect()
+}
+
+fn second(s: &Sample, o: &mut SecondObservation) {
+    if !s.groups.is_empty() {
+        o.processes = Some(s.groups.iter().map(|g| g.processes).sum());
     }
 }
 

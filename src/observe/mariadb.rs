@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::sample::{MysqlSample, Sample};
+use super::source::{no_second, Kind, Source, Tick};
 use super::stat::{Acc, Stat};
 use crate::{Error, Result};
 
@@ -309,8 +310,22 @@ impl MysqlObservation {
     }
 }
 
+impl Source for MysqlSource {
+    fn sample(&mut self, tick: &mut Tick, into: &mut Sample) {
+        let s = MysqlSource::sample(self, tick.timeout);
+        into.mysql.push(s);
+    }
+}
+
+pub const KIND: Kind = Kind {
+    name: "mariadb",
+    flag: "--mysql USER@HOST:PORT",
+    summarise: |samples, into| into.mysql = observe(samples),
+    second: no_second,
+};
+
 /// The step's summary of each server, in the order the servers were given.
-pub(super) fn observe(samples: &[&Sample]) -> Vec<MysqlObservation> {
+fn observe(samples: &[&Sample]) -> Vec<MysqlObservation> {
     let mut out: Vec<(MysqlObservation, [Acc; 3])> = Vec::new();
     for s in samples {
         for m in &s.mysql {

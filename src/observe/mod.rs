@@ -12,9 +12,12 @@
 //! # Ok::<(), overload::Error>(())
 //! ```
 //!
-//! Files: `proc` and `net` (parsers of /proc text, netlink for the listen limit), `groups`
-//! (--watch), `fpm` (FPM status), `apache` (mod_status), `mariadb` (SHOW GLOBAL STATUS), `http` (tiny client), `sampler` (one reading), `sample`
-//! (the wire types), `summary` (per step, per second), `findings`, `prom` (Prometheus text),
+//! Files: `source` (the seam: a `Source` reads, its `Kind` summarises), and the sources,
+//! each with its parser: `proc` (the host, this process), `net` (the port's TCP; netlink for
+//! the listen limit), `groups` (--watch), `fpm` (FPM status), `apache` (mod_status),
+//! `mariadb` (SHOW GLOBAL STATUS). Then `sampler` (one reading: the sources in turn),
+//! `sample` (the wire types), `summary` (per step, per second), `findings`, `prom_export`
+//! (the agent's samples as Prometheus text for `/metrics`: an exporter, not a scraper),
 //! `agent` (server), `client` (agent client, clock offset), `args` (CLI options).
 //! See docs/observe.md.
 use std::collections::VecDeque;
@@ -32,9 +35,10 @@ pub mod groups;
 pub mod mariadb;
 pub mod net;
 pub mod proc;
-pub mod prom;
+pub mod prom_export;
 pub mod sample;
 pub mod sampler;
+pub mod source;
 mod stat;
 pub mod summary;
 

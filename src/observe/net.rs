@@ -8,6 +8,11 @@
 //! `sk_max_ack_backlog`). So the limit comes from the same place ss gets it.
 use std::mem;
 
+use super::sample::{Sample, TcpSample};
+use super::source::{Kind, Source, Tick};
+use super::stat::Acc;
+use super::summary::{SecondObservation, SourceObservation, TcpObservation};
+
 /// TCP states as numbered by the kernel (include/net/tcp_states.h), index = state code.
 pub const STATE_NAMES: [&str; 13] = [
     "UNKNOWN",
@@ -355,6 +360,154 @@ impl Drop for Fd {
     fn drop(&mut self) {
         // SAFETY: we own this fd.
         unsafe { libc::close(self.0) };
+    }
+}
+
+/// The watched port's sockets and the host's TCP counters (the target's port, on its host).
+pub struct TcpSource {
+    port: u16,
+    prev_counters: Option<Counters>,
+}
+
+/// Host TCP counters, cumulative: ListenOverflows, ListenDrops, TCPTimeouts, RetransSegs.
+type Counters = [u64; 4];
+
+impl TcpSource {
+    pub fn new(port: u16) -> TcpSource {
+        TcpSource {
+            port,
+            prev_counters: None,
+        }
+    }
+
+    fn read(&mut self, tick: &mut Tick) -> TcpSample {
+        let port = self.port;
+        // sock_diag first (cheap, and gives the listen limit); /proc/net/tcp if netlink is
+        // unavailable (e.g. a seccomp profile that forbids it).
+        let (tally, limit) = match diag_tally(port) {
+            Some(x) => x,
+            None => {
+                let mut tally = TcpTally::default();
+                for path in ["/proc/net/tcp", "/proc/net/tcp6"] {
+                    if let Some(text) = tick.read(path) {
+                        tally.add(text, port);
+                    }
+                }
+                (tally, None)
+            }
+        };
+        let mut c: Counters = [0; 4];
+        if let Some(t) = tick.read("/proc/net/netstat") {
+            let v = parse_counters(
+                t,
+                "TcpExt",
+                &["ListenOverflows", "ListenDrops", "TCPTimeouts"],
+            );
+            c[0] = v[0].unwrap_or(0);
+            c[1] = v[1].unwrap_or(0);
+            c[2] = v[2].unwrap_or(0);
+        }
+        if let Some(t) = tick.read("/proc/net/snmp") {
+            c[3] = parse_counters(t, "Tcp", &["RetransSegs"])[0].unwrap_or(0);
+        }
+        let d = match self.prev_counters.replace(c) {
+            Some(p) => std::array::from_fn(|i| c[i].saturating_sub(p[i])),
+            None => [0; 4],
+        };
+        let s = tally.states;
+        TcpSample {
+            port,
+            established: s[1],
+            syn_sent: s[2],
+            // Request sockets print as SYN_RECV; NEW_SYN_RECV is their internal name.
+            syn_recv: s[3] + s[12],
+            fin_wait1: s[4],
+            fin_wait2: s[5],
+            time_wait: s[6],
+            close: s[7],
+            close_wait: s[8],
+            last_ack: s[9],
+            listen: s[10],
+            closing: s[11],
+            listen_queue: tally.listen_queue,
+            listen_limit: limit,
+            listen_overflows: d[0],
+            listen_drops: d[1],
+            tcp_timeouts: d[2],
+            retrans_segs: d[3],
+        }
+    }
+}
+
+impl Source for TcpSource {
+    fn sample(&mut self, tick: &mut Tick, into: &mut Sample) {
+        into.tcp = Some(self.read(tick));
+    }
+}
+
+pub const KIND: Kind = Kind {
+    name: "tcp",
+    flag: "the target's port, on its host",
+    summarise,
+    second,
+};
+
+fn summarise(samples: &[&Sample], into: &mut SourceObservation) {
+    into.tcp = observe(samples);
+}
+
+fn observe(samples: &[&Sample]) -> Option<TcpObservation> {
+    let mut o = TcpObservation::default();
+    let mut states = [Acc::default(); 11];
+    let mut queue = Acc::default();
+    let mut any = false;
+    for t in samples
+        .iter()
+        .filter_map(|s| s.tcp.as_ref().map(|t| (s.interval_ms, t)))
+    {
+        let (interval_ms, t) = t;
+        any = true;
+        o.port = t.port;
+        for (a, (_, x)) in states.iter_mut().zip(t.states()) {
+            a.add(x as f64);
+        }
+        if let Some(q) = t.listen_queue {
+            queue.add(q as f64);
+        }
+        if let Some(l) = t.listen_limit {
+            o.listen_limit = Some(o.listen_limit.unwrap_or(0).max(l));
+        }
+        o.listen_overflows += t.listen_overflows;
+        o.listen_drops += t.listen_drops;
+        o.tcp_timeouts += t.tcp_timeouts;
+        o.retrans_segs += t.retrans_segs;
+        if interval_ms > 0 {
+            let rate = t.listen_overflows as f64 * 1000.0 / interval_ms as f64;
+            o.listen_overflows_per_s_max = o.listen_overflows_per_s_max.max(rate);
+        }
+    }
+    if !any {
+        return None;
+    }
+    let names = TcpSample::default().states().map(|(name, _)| name);
+    for (name, a) in names.iter().zip(states) {
+        if a.max > 0.0 {
+            o.states.insert(name.to_string(), a.stat());
+        }
+    }
+    o.listen_queue = queue.opt();
+    Some(o)
+}
+
+fn second(s: &Sample, o: &mut SecondObservation) {
+    if let Some(t) = &s.tcp {
+        o.established = Some(t.established);
+        o.syn_recv = Some(t.syn_recv);
+        o.time_wait = Some(t.time_wait);
+        o.close_wait = Some(t.close_wait);
+        o.listen_queue = t.listen_queue;
+        o.listen_overflows = Some(o.listen_overflows.unwrap_or(0) + t.listen_overflows);
+        o.retrans_segs = Some(o.retrans_segs.unwrap_or(0) + t.retrans_segs);
     }
 }
 

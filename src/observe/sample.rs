@@ -175,6 +175,28 @@ pub struct TcpSample {
     pub retrans_segs: u64,
 }
 
+impl TcpSample {
+    /// Each state a sample keeps, named from `net::STATE_NAMES` (the one table of names), in
+    /// the kernel's order: what the step summary, `/metrics` and the report call them.
+    pub fn states(&self) -> [(&'static str, u64); 11] {
+        let v = [
+            self.established,
+            self.syn_sent,
+            self.syn_recv,
+            self.fin_wait1,
+            self.fin_wait2,
+            self.time_wait,
+            self.close,
+            self.close_wait,
+            self.last_ack,
+            self.listen,
+            self.closing,
+        ];
+        // Codes 1..=11; UNKNOWN (0) is no state, NEW_SYN_RECV (12) is counted as SYN_RECV.
+        std::array::from_fn(|i| (super::net::STATE_NAMES[i + 1], v[i]))
+    }
+}
+
 /// One process: the generator itself (or the agent).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -256,5 +278,6 @@ mod tests {
         assert!(s.host.is_none());
         let t: TcpSample = serde_json::from_str(r#"{"time_wait": 9}"#).unwrap();
         assert_eq!(t.time_wait, 9);
+        assert!(t.states().contains(&("TIME_WAIT", 9)));
     }
 }

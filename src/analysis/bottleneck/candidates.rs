@@ -420,7 +420,8 @@ pub(super) fn memory(c: &Ctx) -> Option<Candidate> {
 }
 
 /// The network: the run's bytes each way, per second, against `--link-speed`.
-pub(super) fn network(c: &Ctx, link_bps: Option<f64>) -> Option<Candidate> {
+pub(super) fn network(c: &Ctx) -> Option<Candidate> {
+    let link_bps = c.link_bps;
     let link = link_bps.filter(|l| *l > 0.0)?;
     let bps = |s: &StepRecord| {
         let d = s.summary.duration_s;
