@@ -1,6 +1,8 @@
 //! The embedded target, driven in-process over raw loopback sockets (and once through the
 //! real binary). Every socket has read and write timeouts, so no test can hang; time checks
 //! are lower bounds or orderings, never tight upper bounds (the machine is noisy).
+mod common;
+
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
@@ -305,6 +307,7 @@ fn request_bodies_are_skipped() {
     assert_eq!(c.response(false).expect("response").body.len(), 4);
     // Chunked, split across writes, with an extension and a trailer.
     c.send("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel");
+    // The client's behaviour: a pause between its two writes, so they arrive apart.
     thread::sleep(Duration::from_millis(20));
     c.send("lo\r\n3;x=y\r\nabc\r\n0\r\nX-Trailer: 1\r\n\r\n");
     assert_eq!(c.response(false).expect("response").status, 200);
@@ -372,10 +375,13 @@ fn stall_freezes_the_end_of_each_period() {
     let t0 = Instant::now();
     let mut open = Client::connect(t.addr);
     let mut frozen = Client::connect(t.addr);
-    thread::sleep(Duration::from_millis(20));
+    common::wait_until("both connections accepted", Duration::from_secs(5), || {
+        t.stats().connections >= 2
+    });
     let s = Instant::now();
     assert_eq!(open.get("/").status, 200);
     let open_took = s.elapsed();
+    // The server's schedule, not a condition: sent ~500 ms in, inside its frozen window.
     thread::sleep(Duration::from_millis(500).saturating_sub(t0.elapsed()));
     let s = Instant::now();
     assert_eq!(frozen.get("/").status, 200);
@@ -593,18 +599,7 @@ fn binary_serves_until_sigterm() {
     unsafe {
         libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break Some(s);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
+    let status = common::wait_within(&mut child, Duration::from_secs(10));
     assert!(result.is_ok(), "line was {line:?}");
     assert_eq!(status.and_then(|s| s.code()), Some(0));
 }

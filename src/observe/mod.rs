@@ -6,7 +6,7 @@
 //! use overload::observe::{ObserveConfig, Observer, summarize};
 //! let h = Observer::start(ObserveConfig { port: Some(8080), ..Default::default() })?;
 //! let t0 = overload::clock::unix_ms();
-//! std::thread::sleep(std::time::Duration::from_secs(3));
+//! // ... the step's load runs here ...
 //! let step = summarize(&h.samples_between(t0, overload::clock::unix_ms()));
 //! h.stop();
 //! # Ok::<(), overload::Error>(())
@@ -370,10 +370,14 @@ mod tests {
         })
         .unwrap();
         let t0 = crate::clock::unix_ms();
-        std::thread::sleep(Duration::from_millis(400));
+        // Until four samples are in (about 200 ms; a loaded machine may take longer).
+        let end = Instant::now() + Duration::from_secs(10);
+        while h.samples_between(0, u64::MAX).len() < 4 {
+            assert!(Instant::now() < end, "not 4 samples after 10 s");
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let t1 = crate::clock::unix_ms();
         let all = h.samples_between(0, u64::MAX);
-        assert!(all.len() >= 4, "{} samples", all.len());
         assert!(all.iter().all(|s| s.source == LOCAL && s.host.is_some()));
         let mid = all[all.len() / 2].unix_ms;
         let w = h.samples_between(t0, mid);
@@ -390,8 +394,11 @@ mod tests {
         // Accepts and never answers: every request waits for the client's whole timeout.
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
+        let (accepted, connected) = std::sync::mpsc::channel();
         let held = std::thread::spawn(move || {
             let c = listener.accept();
+            let _ = accepted.send(());
+            // The hung peer's behaviour: it holds the connection and never answers.
             std::thread::sleep(Duration::from_secs(8));
             drop(c);
         });
@@ -403,7 +410,10 @@ mod tests {
             ..ObserveConfig::default()
         })
         .unwrap();
-        std::thread::sleep(Duration::from_millis(200));
+        // Stopped while the agent's thread waits for an answer.
+        connected
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the observer connects to the agent");
         let t = Instant::now();
         let warnings = h.stop();
         // Far below the 5 s request timeout the old join waited for.

@@ -264,6 +264,7 @@ impl Silent {
                             }
                         });
                     }
+                    // Polled so that the thread sees `stop` (accept cannot be interrupted).
                     Err(_) => std::thread::sleep(Duration::from_millis(20)),
                 }
             }
@@ -300,7 +301,8 @@ fn interrupt_counts_requests_in_flight() {
         Duration::from_secs(20),
         || server.heads.load(Ordering::Relaxed) >= 4,
     );
-    // Let the window grow well past zero, so that a window of 0 s cannot pass for it.
+    // The operator's pace: the signal comes 0.5 s after the requests arrived, so that the
+    // window measured grows well past zero (a window of 0 s cannot pass for it).
     std::thread::sleep(Duration::from_millis(500));
     let before_signal = start.elapsed();
     // SAFETY: kill(2) on our own child.
