@@ -5,8 +5,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::sample::{ApacheSample, Sample};
-use super::source::{no_second, Kind, Source, Tick};
+use super::source::{no_second, Kind, Pool, Source, Tick};
 use super::stat::{Acc, Stat};
+use super::summary::SourceObservation;
 use crate::http_get;
 use crate::url::Url;
 
@@ -131,7 +132,33 @@ pub const KIND: Kind = Kind {
     flag: "--apache-status",
     summarise: |samples, into| into.apache = observe(samples),
     second: no_second,
+    pools: Some(pools),
 };
+
+/// Apache's workers: full when none is idle and no scoreboard slot is left to spawn one.
+fn pools(o: &SourceObservation) -> Vec<Pool> {
+    o.apache
+        .iter()
+        .map(|a| {
+            // Results from before `workers` was recorded: the sum of the maxima, which can
+            // overstate the pool.
+            let size = if a.workers.max > 0.0 {
+                a.workers.max
+            } else {
+                a.busy.max + a.idle.max
+            };
+            Pool {
+                workers: "Apache workers",
+                busy: a.busy.max,
+                size: size.max(a.slots as f64 - a.open_slots.max),
+                full: a.full(),
+                queue: 0.0,
+                cap_hits: 0,
+                failed_reads: a.errors,
+            }
+        })
+        .collect()
+}
 
 /// The step's summary of each page, in the order the pages were given.
 fn observe(samples: &[&Sample]) -> Vec<ApacheObservation> {

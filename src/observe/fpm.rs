@@ -6,7 +6,7 @@ use crate::url::Url;
 use serde::{Deserialize, Serialize};
 
 use super::sample::{FpmSample, Sample};
-use super::source::{Kind, Source, Tick};
+use super::source::{Kind, Pool, Source, Tick};
 use super::stat::{Acc, Stat};
 use super::summary::{SecondObservation, SourceObservation};
 use crate::http_get;
@@ -105,7 +105,27 @@ pub const KIND: Kind = Kind {
     flag: "--fpm-status",
     summarise,
     second,
+    pools: Some(pools),
 };
+
+/// FPM's pool (and the embedded target's, which speaks its status format): full when every
+/// worker is busy and requests queue, or max_children was hit.
+fn pools(o: &SourceObservation) -> Vec<Pool> {
+    o.fpm
+        .iter()
+        .map(|f| Pool {
+            workers: "workers",
+            busy: f.active.max,
+            size: f.total.max,
+            full: f.total.max >= 1.0
+                && f.active.max >= f.total.max
+                && (f.max_children_reached > 0 || f.listen_queue.max > 0.0),
+            queue: f.listen_queue.max,
+            cap_hits: f.max_children_reached,
+            failed_reads: f.errors,
+        })
+        .collect()
+}
 
 /// One FPM pool over a step.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

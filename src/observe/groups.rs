@@ -198,6 +198,7 @@ pub const KIND: Kind = Kind {
     flag: "--watch NAME=REGEX",
     summarise,
     second,
+    pools: None,
 };
 
 fn summarise(samples: &[&Sample], into: &mut SourceObservation) {

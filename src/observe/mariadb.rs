@@ -322,6 +322,7 @@ pub const KIND: Kind = Kind {
     flag: "--mysql USER@HOST:PORT",
     summarise: |samples, into| into.mysql = observe(samples),
     second: no_second,
+    pools: None,
 };
 
 /// The step's summary of each server, in the order the servers were given.

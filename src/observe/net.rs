@@ -450,6 +450,7 @@ pub const KIND: Kind = Kind {
     flag: "the target's port, on its host",
     summarise,
     second,
+    pools: None,
 };
 
 fn summarise(samples: &[&Sample], into: &mut SourceObservation) {

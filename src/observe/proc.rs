@@ -312,6 +312,7 @@ pub const HOST: Kind = Kind {
     flag: "the server's host",
     summarise,
     second,
+    pools: None,
 };
 
 fn summarise(samples: &[&Sample], into: &mut SourceObservation) {

@@ -12,9 +12,11 @@
 //!   into its part of a [`SourceObservation`], one second's into a [`SecondObservation`],
 //!   and the flag that adds it. [`KINDS`] lists them; `summary` iterates it.
 //!
-//! The bottleneck evidence built on a kind's step summaries is the analysis floor's
-//! (`analysis/bottleneck/candidates.rs`: observe may not import it); each candidate names
-//! the kinds that observe it, so the verdict's "not observed" line is these flags.
+//! Bottleneck evidence: a kind that sees worker pools offers them as [`Pool`]s (`Kind::pools`),
+//! and the worker-pool candidate weighs every pool of every kind, so a new pool source needs
+//! no change to the verdict. The other candidates are the analysis floor's
+//! (`analysis/bottleneck/candidates.rs`: observe may not import it); each names the kinds
+//! that observe it, so the verdict's "not observed" line is these kinds' flags.
 use std::time::Duration;
 
 use super::sample::Sample;
@@ -62,6 +64,35 @@ pub struct Kind {
     /// One sample of the server's host → this kind's fields of the second; with several
     /// samples in a second, levels take the last and counters add up.
     pub second: fn(&Sample, &mut SecondObservation),
+    /// The worker pools this kind saw in one host's step, for the worker-pool candidate of
+    /// the bottleneck verdict; None for a kind that sees no pool.
+    pub pools: Option<fn(&SourceObservation) -> Vec<Pool>>,
+}
+
+/// One worker pool over one step, as its source saw it: the evidence the worker-pool
+/// candidate weighs, whichever server the pool belongs to.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Pool {
+    /// What its workers are called in the verdict ("workers", "Apache workers").
+    pub workers: &'static str,
+    /// The most workers busy at once.
+    pub busy: f64,
+    /// The pool's size: the most workers it had, or could spawn.
+    pub size: f64,
+    /// At its limit: every worker busy and requests waiting for one (or its cap hit), or no
+    /// room left to spawn another.
+    pub full: bool,
+    /// The most requests waiting for a worker (0 where the source cannot see a queue).
+    pub queue: f64,
+    /// Times the pool's cap was hit during the step (FPM's max children reached).
+    pub cap_hits: u64,
+    /// Reads of its status that failed during the step.
+    pub failed_reads: u64,
+}
+
+/// Every pool of one host's step, from every kind that sees pools.
+pub fn pools(o: &SourceObservation) -> impl Iterator<Item = Pool> + '_ {
+    KINDS.iter().filter_map(|k| k.pools).flat_map(move |f| f(o))
 }
 
 /// Every kind, in the order its fields are summarised.
@@ -77,6 +108,15 @@ pub const KINDS: &[&Kind] = &[
 /// The kind called `name`; the candidates of the verdict name theirs.
 pub fn kind(name: &str) -> Option<&'static Kind> {
     KINDS.iter().copied().find(|k| k.name == name)
+}
+
+/// The kinds that see worker pools, by name.
+pub fn pool_kinds() -> Vec<&'static str> {
+    KINDS
+        .iter()
+        .filter(|k| k.pools.is_some())
+        .map(|k| k.name)
+        .collect()
 }
 
 /// A kind whose samples have nothing to add to a second.
@@ -101,6 +141,9 @@ mod tests {
             let mut s = SecondObservation::default();
             (k.second)(&Sample::default(), &mut s);
             assert_eq!(s, SecondObservation::default(), "{}", k.name);
+            if let Some(f) = k.pools {
+                assert!(f(&o).is_empty(), "{}", k.name);
+            }
         }
         assert_eq!(kind("fpm").map(|k| k.name), Some("fpm"));
         assert!(kind("nothing").is_none());

@@ -2,60 +2,29 @@
 //! else the first step at (or near) its limit, its numbers and the change to make.
 use super::{int, server, sources, Candidate, Ctx, Limit};
 use crate::analysis::{generator_bound, GENERATOR_CPU, GENERATOR_UNSENT_SHARE};
+use crate::observe::source;
 use crate::store::StepRecord;
 use crate::units::fmt_num;
 
-/// Worker pools: PHP-FPM's (and the embedded target's, which speaks its status format) full
-/// when every worker is busy and requests queue (or max_children was hit); Apache's when no
-/// worker is idle and no scoreboard slot is left to spawn one.
+/// Worker pools, from every source that sees one (`observe::source::pools`: PHP-FPM's and
+/// the embedded target's, Apache's): at the limit from the first step where one was full
+/// (every worker busy and requests waiting, or no room to spawn another), near it where the
+/// pools' busy workers came to 80% of their size.
 pub(super) fn pool(c: &Ctx) -> Option<Candidate> {
-    let observed = c
-        .steps
-        .iter()
-        .any(|s| sources(s).any(|o| !o.fpm.is_empty() || !o.apache.is_empty()));
-    if !observed {
+    // Every pool of every source of a step.
+    let pools = |s: &StepRecord| sources(s).flat_map(source::pools).collect::<Vec<_>>();
+    if !c.steps.iter().any(|s| !pools(s).is_empty()) {
         return None;
     }
-    let fpm_full = |s: &StepRecord| {
-        sources(s).any(|o| {
-            o.fpm.iter().any(|f| {
-                f.total.max >= 1.0
-                    && f.active.max >= f.total.max
-                    && (f.max_children_reached > 0 || f.listen_queue.max > 0.0)
-            })
-        })
-    };
-    let apache_full = |s: &StepRecord| sources(s).any(|o| o.apache.iter().any(|a| a.full()));
+    let full = |s: &StepRecord| pools(s).iter().any(|p| p.full);
     // Busy and size of the pool, summed over the pools of the step.
     let busy = |s: &StepRecord| {
-        sources(s).fold((0.0, 0.0), |(b, n), o| {
-            let f = o
-                .fpm
-                .iter()
-                .fold((0.0, 0.0), |(b, n), f| (b + f.active.max, n + f.total.max));
-            let a = o.apache.iter().fold((0.0, 0.0), |(b, n), a| {
-                // Results from before `workers` was recorded: the sum of the maxima, which
-                // can overstate the pool.
-                let size = if a.workers.max > 0.0 {
-                    a.workers.max
-                } else {
-                    a.busy.max + a.idle.max
-                };
-                (
-                    b + a.busy.max,
-                    n + size.max(a.slots as f64 - a.open_slots.max),
-                )
-            });
-            (b + f.0 + a.0, n + f.1 + a.1)
-        })
+        pools(s)
+            .iter()
+            .fold((0.0, 0.0), |(b, n), p| (b + p.busy, n + p.size))
     };
-    let queue = |s: &StepRecord| {
-        sources(s)
-            .flat_map(|o| o.fpm.iter())
-            .map(|f| f.listen_queue.max)
-            .fold(0.0, f64::max)
-    };
-    let at = c.first(|s| fpm_full(s) || apache_full(s));
+    let queue = |s: &StepRecord| pools(s).iter().map(|p| p.queue).fold(0.0, f64::max);
+    let at = c.first(full);
     let near = c.first(|s| {
         let (b, n) = busy(s);
         n >= 1.0 && b >= 0.8 * n
@@ -70,27 +39,27 @@ pub(super) fn pool(c: &Ctx) -> Option<Candidate> {
         .fold(0.0, f64::max);
     let reached: u64 = c.steps[at.unwrap_or(0)..]
         .iter()
-        .flat_map(sources)
-        .flat_map(|o| o.fpm.iter())
-        .map(|f| f.max_children_reached)
+        .flat_map(pools)
+        .map(|p| p.cap_hits)
         .sum();
-    let apache = k
-        .server
+    // Named as the knee's pools call their workers ("Apache workers").
+    let name = pools(k)
         .iter()
-        .flat_map(|o| &o.sources)
-        .any(|o| !o.apache.is_empty());
+        .map(|p| p.workers)
+        .find(|w| *w != "workers")
+        .unwrap_or("workers");
+    let scoreboard = name == "Apache workers";
     x.numbers.insert("workers".into(), n);
     x.numbers.insert("busy".into(), b);
     x.numbers.insert("queue_first_step".into(), q0);
     x.numbers.insert("queue_peak".into(), q1);
     x.numbers
         .insert("max_children_reached".into(), reached as f64);
-    let name = if apache { "Apache workers" } else { "workers" };
     x.seen = match at {
         Some(i) => {
             let queue = if q1 > 0.0 || q0 > 0.0 {
                 format!(" (queue grew {} → {})", int(q0), int(q1))
-            } else if apache {
+            } else if scoreboard {
                 " (none idle, no scoreboard slot free)".to_string()
             } else {
                 format!(" (max children reached {} times)", int(reached as f64))
@@ -102,12 +71,7 @@ pub(super) fn pool(c: &Ctx) -> Option<Candidate> {
         None if n < 1.0 => {
             // Every read of the pool's status page failed: a pool too busy to answer its own
             // status page, or a wrong URL. Either way no numbers to judge it by.
-            let failed: u64 = sources(k)
-                .map(|o| {
-                    o.fpm.iter().map(|f| f.errors).sum::<u64>()
-                        + o.apache.iter().map(|a| a.errors).sum::<u64>()
-                })
-                .sum();
+            let failed: u64 = pools(k).iter().map(|p| p.failed_reads).sum();
             format!(
                 "its status page could not be read at the knee ({} failed reads)",
                 int(failed as f64)

@@ -615,4 +615,7 @@ fn candidates_name_their_sources_flags() {
         super::not_observed_line("the generator", &[]),
         "the generator"
     );
+    // The worker pool is observed by every kind that sees pools, and only by them.
+    let (_, _, pool_kinds) = super::CANDIDATES[0];
+    assert_eq!(pool_kinds, crate::observe::source::pool_kinds());
 }
