@@ -169,16 +169,10 @@ fn listen_overflow(c: &Ctx, steps: &Steps) -> Option<String> {
 /// A worker pool (PHP-FPM's, or the embedded target's `/pool-status`) with every worker busy
 /// and requests queueing for one: the server's own signal of its limit.
 fn fpm_busy(c: &Ctx, steps: &Steps) -> Option<String> {
-    let (i, f) = steps.iter().enumerate().find_map(|(i, (_, s))| {
-        s.fpm
-            .iter()
-            .find(|f| {
-                f.total.max >= 1.0
-                    && f.active.max >= f.total.max
-                    && (f.max_children_reached > 0 || f.listen_queue.max > 0.0)
-            })
-            .map(|f| (i, f))
-    })?;
+    let (i, f) = steps
+        .iter()
+        .enumerate()
+        .find_map(|(i, (_, s))| s.fpm.iter().find(|f| f.full()).map(|f| (i, f)))?;
     let pool = |g: &super::summary::FpmObservation| g.url == f.url && g.pool == f.pool;
     // The queue before the pool filled (the first step's) and its peak over the steps after.
     let q0 = steps

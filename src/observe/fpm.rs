@@ -117,9 +117,7 @@ fn pools(o: &SourceObservation) -> Vec<Pool> {
             workers: "workers",
             busy: f.active.max,
             size: f.total.max,
-            full: f.total.max >= 1.0
-                && f.active.max >= f.total.max
-                && (f.max_children_reached > 0 || f.listen_queue.max > 0.0),
+            full: f.full(),
             queue: f.listen_queue.max,
             cap_hits: f.max_children_reached,
             failed_reads: f.errors,
@@ -143,6 +141,16 @@ pub struct FpmObservation {
     pub max_children_reached: u64,
     /// Samples where the status page could not be fetched.
     pub errors: u64,
+}
+
+impl FpmObservation {
+    /// Every worker busy and requests queueing for one (or max_children hit): the pool's own
+    /// signal of its limit.
+    pub fn full(&self) -> bool {
+        self.total.max >= 1.0
+            && self.active.max >= self.total.max
+            && (self.max_children_reached > 0 || self.listen_queue.max > 0.0)
+    }
 }
 
 fn summarise(samples: &[&Sample], into: &mut SourceObservation) {
