@@ -230,7 +230,22 @@ fn keep_alive_and_stats() {
     let mut c = Client::connect(t.addr);
     assert_eq!(c.get("/").status, 200);
     let s = t.stats();
-    assert_eq!((s.requests, s.connections), (3, 2));
+    assert_eq!((s.requests, s.received, s.connections), (3, 3, 2));
+}
+
+/// `received` counts a request once its head is read; `requests` once it is answered, which
+/// a hanging one never is (the tests wait on the difference: a client that sent a second
+/// request on a connection has read the first answer).
+#[test]
+fn a_hanging_request_is_received_and_never_answered() {
+    let t = serve_default();
+    let mut c = Client::connect(t.addr);
+    assert_eq!(c.get("/").status, 200);
+    let _hung = fault_client(&t, "hang");
+    common::wait_until("the hanging request read", Duration::from_secs(10), || {
+        t.stats().received == 2
+    });
+    assert_eq!(t.stats().requests, 1);
 }
 
 #[test]
