@@ -134,13 +134,23 @@ fn code_of(path: &str, text: &str) -> String {
     }
     let lines: Vec<&str> = text.lines().collect();
     let mut out = String::new();
+    let mut skip_decl = false;
     for (i, l) in lines.iter().enumerate() {
         let t = l.trim_start();
+        if std::mem::take(&mut skip_decl) {
+            continue;
+        }
         let next = lines[i + 1..]
             .iter()
             .map(|n| n.trim_start())
             .find(|n| !n.is_empty());
         if t.starts_with("#[cfg(test)]") && next.is_some_and(|n| n.starts_with("mod ")) {
+            // `mod tests;` is its own file (skipped as a test file); `mod tests {` runs to
+            // the end of this one.
+            if next.is_some_and(|n| n.trim_end().ends_with(';')) {
+                skip_decl = true;
+                continue;
+            }
             break;
         }
         if t.starts_with("//") {
@@ -366,6 +376,10 @@ fn an_import_the_table_forbids_fails_and_allowed_ones_pass() {
              #[cfg(test)]\nmod tests {\n    use crate::usecase::Fixture;\n}\n",
         ),
         ("src/store/tests.rs", "use crate::report::fixtures;"),
+        (
+            "src/analysis/mod.rs",
+            "#[cfg(test)]\nmod tests;\nuse crate::store::Step;",
+        ),
     ]);
     // Test code, comments and the crate root are not imports; `crate::Error` is `error`'s.
     assert_eq!(check(&a, &ok), Vec::<String>::new());
@@ -376,6 +390,11 @@ fn an_import_the_table_forbids_fails_and_allowed_ones_pass() {
         ),
         ("src/analysis/x.rs", "use clap::Parser;"),
         ("src/gone/mod.rs", ""),
+        // Code after a `mod tests;` declaration is still code.
+        (
+            "src/units.rs",
+            "#[cfg(test)]\nmod tests;\nuse crate::store::X;",
+        ),
     ]);
     let bad = check(&a, &up);
     assert!(
@@ -389,6 +408,10 @@ fn an_import_the_table_forbids_fails_and_allowed_ones_pass() {
         "{bad:?}"
     );
     assert!(bad.iter().any(|b| b.contains("src/gone")), "{bad:?}");
+    assert!(
+        bad.iter().any(|b| b.contains("units imports store")),
+        "{bad:?}"
+    );
 }
 
 #[test]
