@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::sample::{ApacheSample, Sample};
+use super::sample::Sample;
 use super::source::{no_second, Kind, Pool, Source, Tick};
 use super::stat::{Acc, Stat};
 use super::summary::SourceObservation;
@@ -200,6 +200,25 @@ fn observe(samples: &[&Sample]) -> Vec<ApacheObservation> {
             o
         })
         .collect()
+}
+
+/// Apache's mod_status (`URL?auto`): its workers and the scoreboard, one letter per slot.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ApacheSample {
+    pub url: String,
+    pub busy: u64,
+    pub idle: u64,
+    /// Scoreboard slots: ServerLimit × ThreadsPerChild (prefork: ServerLimit, which the lab
+    /// sets to MaxRequestWorkers).
+    pub slots: u64,
+    /// Slots with no process behind them (`.`): room to spawn more workers.
+    pub open_slots: u64,
+    /// Workers reading a request (`R`): many of them under load is slow clients or a full pool.
+    pub reading: u64,
+    /// Set when the page could not be fetched or read; the numbers are then zero.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[cfg(test)]

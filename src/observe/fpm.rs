@@ -5,7 +5,7 @@ use crate::url::Url;
 
 use serde::{Deserialize, Serialize};
 
-use super::sample::{FpmSample, Sample};
+use super::sample::Sample;
 use super::source::{Kind, Pool, Source, Tick};
 use super::stat::{Acc, Stat};
 use super::summary::{SecondObservation, SourceObservation};
@@ -202,6 +202,29 @@ fn second(s: &Sample, o: &mut SecondObservation) {
     if !ok.is_empty() {
         o.fpm_active = Some(ok.iter().map(|f| f.active).sum());
     }
+}
+
+/// PHP-FPM's pool status (`--fpm-status URL`, fetched as `URL?json`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FpmSample {
+    pub url: String,
+    pub pool: String,
+    pub active: u64,
+    pub idle: u64,
+    pub total: u64,
+    /// Connections waiting for a free worker.
+    pub listen_queue: u64,
+    /// Highest listen queue since FPM started.
+    pub max_listen_queue: u64,
+    /// The FPM socket's backlog limit.
+    pub listen_queue_len: u64,
+    /// Times pm.max_children was hit since FPM started, and during this interval.
+    pub max_children_reached: u64,
+    pub max_children_reached_delta: u64,
+    /// Set when the status could not be fetched; the numbers are then zero.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[cfg(test)]

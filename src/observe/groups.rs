@@ -7,11 +7,13 @@ use std::collections::HashMap;
 
 use regex::Regex;
 
+use serde::{Deserialize, Serialize};
+
 use super::proc::{count_fds, page_size, parse_cmdline, parse_pid_stat, ticks_per_sec};
-use super::sample::{GroupSample, Sample};
+use super::sample::Sample;
 use super::source::{Kind, Source, Tick};
-use super::stat::Acc;
-use super::summary::{GroupObservation, SecondObservation, SourceObservation};
+use super::stat::{Acc, Stat};
+use super::summary::{SecondObservation, SourceObservation};
 
 #[derive(Debug, Clone)]
 pub enum Matcher {
@@ -244,6 +246,33 @@ fn second(s: &Sample, o: &mut SecondObservation) {
     if !s.groups.is_empty() {
         o.processes = Some(s.groups.iter().map(|g| g.processes).sum());
     }
+}
+
+/// A `--watch NAME=...` process group.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GroupSample {
+    pub name: String,
+    pub processes: u64,
+    pub threads: u64,
+    /// Percent of one core (as top shows it): 250 = two and a half cores.
+    pub cpu_pct: f64,
+    pub rss_bytes: u64,
+    /// Open file descriptors; None when /proc/PID/fd is not readable (another user's).
+    pub open_fds: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GroupObservation {
+    pub name: String,
+    pub processes: Stat,
+    pub threads: Stat,
+    /// Percent of one core.
+    pub cpu_pct: Stat,
+    pub rss_bytes: Stat,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_fds: Option<Stat>,
 }
 
 #[cfg(test)]

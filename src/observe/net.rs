@@ -6,12 +6,15 @@
 //! as rx_queue, but its tx_queue is `write_seq - snd_una`, always 0 — not the backlog limit
 //! (checked against `ss -ltn`, whose Send-Q is the limit: ss asks sock_diag, which reports
 //! `sk_max_ack_backlog`). So the limit comes from the same place ss gets it.
+use std::collections::BTreeMap;
 use std::mem;
 
-use super::sample::{Sample, TcpSample};
+use serde::{Deserialize, Serialize};
+
+use super::sample::Sample;
 use super::source::{Kind, Source, Tick};
-use super::stat::Acc;
-use super::summary::{SecondObservation, SourceObservation, TcpObservation};
+use super::stat::{Acc, Stat};
+use super::summary::{SecondObservation, SourceObservation};
 
 /// TCP states as numbered by the kernel (include/net/tcp_states.h), index = state code.
 pub const STATE_NAMES: [&str; 13] = [
@@ -509,6 +512,81 @@ fn second(s: &Sample, o: &mut SecondObservation) {
         o.listen_queue = t.listen_queue;
         o.listen_overflows = Some(o.listen_overflows.unwrap_or(0) + t.listen_overflows);
         o.retrans_segs = Some(o.retrans_segs.unwrap_or(0) + t.retrans_segs);
+    }
+}
+
+/// TCP on the watched port and the host's TCP counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TcpSample {
+    pub port: u16,
+    /// Sockets whose local or remote port is `port`, by state (both ends on loopback).
+    pub established: u64,
+    pub syn_sent: u64,
+    pub syn_recv: u64,
+    pub fin_wait1: u64,
+    pub fin_wait2: u64,
+    pub time_wait: u64,
+    pub close: u64,
+    pub close_wait: u64,
+    pub last_ack: u64,
+    pub listen: u64,
+    pub closing: u64,
+    /// Connections accepted by the kernel but not yet by the server (LISTEN socket).
+    pub listen_queue: Option<u64>,
+    /// The accept-queue limit: min(backlog asked, net.core.somaxconn).
+    pub listen_limit: Option<u64>,
+    /// Host-wide counter increases during the interval (not per port: the kernel keeps no
+    /// per-port counters).
+    pub listen_overflows: u64,
+    pub listen_drops: u64,
+    pub tcp_timeouts: u64,
+    pub retrans_segs: u64,
+}
+
+impl TcpSample {
+    /// Each state a sample keeps, named from `net::STATE_NAMES` (the one table of names), in
+    /// the kernel's order: what the step summary, `/metrics` and the report call them.
+    pub fn states(&self) -> [(&'static str, u64); 11] {
+        let v = [
+            self.established,
+            self.syn_sent,
+            self.syn_recv,
+            self.fin_wait1,
+            self.fin_wait2,
+            self.time_wait,
+            self.close,
+            self.close_wait,
+            self.last_ack,
+            self.listen,
+            self.closing,
+        ];
+        // Codes 1..=11; UNKNOWN (0) is no state, NEW_SYN_RECV (12) is counted as SYN_RECV.
+        std::array::from_fn(|i| (STATE_NAMES[i + 1], v[i]))
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TcpObservation {
+    pub port: u16,
+    /// State name (`ESTABLISHED`, `TIME_WAIT`, ...) → sockets; states never seen are left out.
+    pub states: BTreeMap<String, Stat>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen_queue: Option<Stat>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen_limit: Option<u64>,
+    /// Host-wide counter increases over the step, and their highest per-second rate.
+    pub listen_overflows: u64,
+    pub listen_overflows_per_s_max: f64,
+    pub listen_drops: u64,
+    pub tcp_timeouts: u64,
+    pub retrans_segs: u64,
+}
+
+impl TcpObservation {
+    pub fn state(&self, name: &str) -> Stat {
+        self.states.get(name).copied().unwrap_or_default()
     }
 }
 

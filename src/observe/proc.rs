@@ -3,10 +3,13 @@
 //! because a kernel prints something unexpected. The host's source and the sampling
 //! process's are here too.
 
-use super::sample::{HostSample, KernelLimits, ProcSample, Sample};
+use serde::{Deserialize, Serialize};
+
+use super::sample::{KernelLimits, ProcSample, Sample};
 use super::source::{Kind, Source, Tick};
 use super::stat::Acc;
-use super::summary::{HostObservation, SecondObservation, SourceObservation};
+use super::summary::HostObservation;
+use super::summary::{SecondObservation, SourceObservation};
 
 /// The aggregate `cpu` line of /proc/stat, in clock ticks since boot.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -413,6 +416,35 @@ impl Source for ProcessSource {
     fn sample(&mut self, tick: &mut Tick, into: &mut Sample) {
         into.generator = self.read(tick);
     }
+}
+
+/// Host-wide figures. CPU percentages are of all cores (100 = every core busy).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HostSample {
+    pub cores: u32,
+    /// user + nice.
+    pub cpu_user_pct: f64,
+    pub cpu_system_pct: f64,
+    pub cpu_iowait_pct: f64,
+    /// hard + soft interrupts are apart: softirq is where the network stack runs.
+    pub cpu_irq_pct: f64,
+    pub cpu_softirq_pct: f64,
+    pub cpu_steal_pct: f64,
+    /// 100 − idle − iowait.
+    pub cpu_busy_pct: f64,
+    pub load1: f64,
+    pub load5: f64,
+    pub load15: f64,
+    /// Runnable tasks at the instant of the sample.
+    pub runnable: u64,
+    pub mem_total_bytes: u64,
+    /// total − available.
+    pub mem_used_bytes: u64,
+    pub mem_available_bytes: u64,
+    pub ctx_switches_per_s: f64,
+    /// SwapTotal − SwapFree.
+    pub swap_used_bytes: u64,
 }
 
 #[cfg(test)]

@@ -1,13 +1,13 @@
 //! A step's samples boiled down to mean and max per metric (for `steps.jsonl`), and one
 //! second's to a few numbers (for `series.jsonl`). Every field is defaulted so files written
 //! by older or newer versions still parse.
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 pub use super::apache::ApacheObservation;
 pub use super::fpm::FpmObservation;
+pub use super::groups::GroupObservation;
 pub use super::mariadb::MysqlObservation;
+pub use super::net::TcpObservation;
 use super::sample::{KernelLimits, Sample, LOCAL};
 use super::source::KINDS;
 
@@ -80,43 +80,6 @@ pub struct HostObservation {
     pub mem_available_bytes: Stat,
     pub ctx_switches_per_s: Stat,
     pub swap_used_bytes: Stat,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct GroupObservation {
-    pub name: String,
-    pub processes: Stat,
-    pub threads: Stat,
-    /// Percent of one core.
-    pub cpu_pct: Stat,
-    pub rss_bytes: Stat,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub open_fds: Option<Stat>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct TcpObservation {
-    pub port: u16,
-    /// State name (`ESTABLISHED`, `TIME_WAIT`, ...) → sockets; states never seen are left out.
-    pub states: BTreeMap<String, Stat>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub listen_queue: Option<Stat>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub listen_limit: Option<u64>,
-    /// Host-wide counter increases over the step, and their highest per-second rate.
-    pub listen_overflows: u64,
-    pub listen_overflows_per_s_max: f64,
-    pub listen_drops: u64,
-    pub tcp_timeouts: u64,
-    pub retrans_segs: u64,
-}
-
-impl TcpObservation {
-    pub fn state(&self, name: &str) -> Stat {
-        self.states.get(name).copied().unwrap_or_default()
-    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
