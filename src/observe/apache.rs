@@ -151,7 +151,9 @@ fn pools(o: &SourceObservation) -> Vec<Pool> {
                 workers: "Apache workers",
                 busy: a.busy.max,
                 size: size.max(a.slots as f64 - a.open_slots.max),
-                full: a.full(),
+                // Apache's `full` holds for the whole step already.
+                full_at_peak: a.full(),
+                full_most_of_step: a.full(),
                 queue: 0.0,
                 cap_hits: 0,
                 failed_reads: a.errors,

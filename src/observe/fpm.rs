@@ -117,7 +117,8 @@ fn pools(o: &SourceObservation) -> Vec<Pool> {
             workers: "workers",
             busy: f.active.max,
             size: f.total.max,
-            full: f.full(),
+            full_at_peak: f.full_at_peak(),
+            full_most_of_step: f.full_most_of_step(),
             queue: f.listen_queue.max,
             cap_hits: f.max_children_reached,
             failed_reads: f.errors,
@@ -143,13 +144,41 @@ pub struct FpmObservation {
     pub errors: u64,
 }
 
+/// The pool name the embedded target's `/pool-status` reports (`target/routes.rs`'s
+/// `POOL_NAME`): its workers are the target's, not PHP-FPM's.
+pub const TARGET_POOL: &str = "overload-target";
+
+/// A pool busy on average at least this share of its workers over a step was full for most
+/// of it.
+pub const POOL_BUSY_MOST: f64 = 0.95;
+
 impl FpmObservation {
-    /// Every worker busy and requests queueing for one (or max_children hit): the pool's own
-    /// signal of its limit.
-    pub fn full(&self) -> bool {
+    /// At the step's busiest sample every worker was busy and requests queued for one (or
+    /// pm.max_children was hit): what one sample may show, noise included.
+    pub fn full_at_peak(&self) -> bool {
         self.total.max >= 1.0
             && self.active.max >= self.total.max
             && (self.max_children_reached > 0 || self.listen_queue.max > 0.0)
+    }
+
+    /// Busy on average at least [`POOL_BUSY_MOST`] of the pool over the step.
+    pub fn full_most_of_step(&self) -> bool {
+        self.total.max >= 1.0 && self.active.mean >= POOL_BUSY_MOST * self.total.max
+    }
+
+    /// What its workers are called: the embedded target's pool speaks FPM's status format
+    /// but is not PHP-FPM.
+    pub fn workers_label(&self) -> &'static str {
+        workers_label(&self.pool)
+    }
+}
+
+/// What the workers of the pool named `pool` are called in labels.
+pub fn workers_label(pool: &str) -> &'static str {
+    if pool == TARGET_POOL {
+        "target workers"
+    } else {
+        "FPM workers"
     }
 }
 

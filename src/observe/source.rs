@@ -79,9 +79,12 @@ pub struct Pool {
     pub busy: f64,
     /// The pool's size: the most workers it had, or could spawn.
     pub size: f64,
-    /// At its limit: every worker busy and requests waiting for one (or its cap hit), or no
-    /// room left to spawn another.
-    pub full: bool,
+    /// At its limit at the step's busiest sample: every worker busy and requests waiting for
+    /// one (or its cap hit), or no room left to spawn another. One sample may be noise.
+    pub full_at_peak: bool,
+    /// At its limit for most of the step (FPM: busy on average 95% of its workers), so not
+    /// one sample's noise (`summary::pool_at_limit_from` weighs the two).
+    pub full_most_of_step: bool,
     /// The most requests waiting for a worker (0 where the source cannot see a queue).
     pub queue: f64,
     /// Times the pool's cap was hit during the step (FPM's max children reached).

@@ -1,22 +1,22 @@
 //! The candidates of the verdict, one function each: `None` when its source was not observed,
 //! else the first step at (or near) its limit, its numbers and the change to make.
 use super::{int, server, sources, Candidate, Ctx, Limit};
-use crate::analysis::{generator_bound, GENERATOR_CPU, GENERATOR_UNSENT_SHARE};
+use crate::analysis::{generator_bound, plan_carried_out, GENERATOR_CPU};
 use crate::observe::source;
+use crate::observe::summary::{pool_at_limit_from, queue_growth};
 use crate::store::StepRecord;
 use crate::units::fmt_num;
 
 /// Worker pools, from every source that sees one (`observe::source::pools`: PHP-FPM's and
 /// the embedded target's, Apache's): at the limit from the first step where one was full
-/// (every worker busy and requests waiting, or no room to spawn another), near it where the
-/// pools' busy workers came to 80% of their size.
+/// (every worker busy and requests waiting, or no room to spawn another) on more than one
+/// sample, near it where the pools' busy workers came to 80% of their size.
 pub(super) fn pool(c: &Ctx) -> Option<Candidate> {
     // Every pool of every source of a step.
     let pools = |s: &StepRecord| sources(s).flat_map(source::pools).collect::<Vec<_>>();
     if !c.steps.iter().any(|s| !pools(s).is_empty()) {
         return None;
     }
-    let full = |s: &StepRecord| pools(s).iter().any(|p| p.full);
     // Busy and size of the pool, summed over the pools of the step.
     let busy = |s: &StepRecord| {
         pools(s)
@@ -24,7 +24,26 @@ pub(super) fn pool(c: &Ctx) -> Option<Candidate> {
             .fold((0.0, 0.0), |(b, n), p| (b + p.busy, n + p.size))
     };
     let queue = |s: &StepRecord| pools(s).iter().map(|p| p.queue).fold(0.0, f64::max);
-    let at = c.first(full);
+    // Each kind of source's pools at their limit (more than one sample: pool_at_limit_from,
+    // on whether a step was full at its busiest sample and for most of it); the earliest.
+    let at = source::KINDS
+        .iter()
+        .filter_map(|k| k.pools)
+        .filter_map(|of_kind| {
+            let full: Vec<(bool, bool)> = c
+                .steps
+                .iter()
+                .map(|s| {
+                    let ps: Vec<source::Pool> = sources(s).flat_map(of_kind).collect();
+                    (
+                        ps.iter().any(|p| p.full_at_peak),
+                        ps.iter().any(|p| p.full_at_peak && p.full_most_of_step),
+                    )
+                })
+                .collect();
+            pool_at_limit_from(&full)
+        })
+        .min();
     let near = c.first(|s| {
         let (b, n) = busy(s);
         n >= 1.0 && b >= 0.8 * n
@@ -32,11 +51,10 @@ pub(super) fn pool(c: &Ctx) -> Option<Candidate> {
     let mut x = c.candidate(Limit::WorkerPool, at, near);
     let k = c.knee();
     let (b, n) = busy(k);
-    let q0 = queue(&c.steps[0]);
-    let q1 = c.steps[at.unwrap_or(0)..]
-        .iter()
-        .map(queue)
-        .fold(0.0, f64::max);
+    // The queue at the first step and its peak from the step the pool filled through the
+    // knee, each named by its step (the findings use the same computation over all steps).
+    let queues: Vec<f64> = c.steps.iter().map(queue).collect();
+    let ((i0, q0), (i1, q1)) = queue_growth(&queues, at.unwrap_or(0)).unwrap_or_default();
     let reached: u64 = c.steps[at.unwrap_or(0)..]
         .iter()
         .flat_map(pools)
@@ -58,7 +76,13 @@ pub(super) fn pool(c: &Ctx) -> Option<Candidate> {
     x.seen = match at {
         Some(i) => {
             let queue = if q1 > 0.0 || q0 > 0.0 {
-                format!(" (queue grew {} → {})", int(q0), int(q1))
+                format!(
+                    " (queue {} at step {} → {} at step {})",
+                    int(q0),
+                    c.steps[i0].step + 1,
+                    int(q1),
+                    c.steps[i1].step + 1
+                )
             } else if scoreboard {
                 " (none idle, no scoreboard slot free)".to_string()
             } else {
@@ -428,10 +452,8 @@ pub fn fmt_bits(b: f64) -> String {
 /// of its own) or its CPU passed 70% of its threads.
 pub(super) fn generator(c: &Ctx) -> Option<Candidate> {
     let bound = |s: &StepRecord| generator_bound(c.mode, s);
-    let own = |s: &StepRecord| {
-        s.generator.cpu_pct >= GENERATOR_CPU
-            || s.summary.unsent as f64 > GENERATOR_UNSENT_SHARE * s.summary.sent.max(1) as f64
-    };
+    let own =
+        |s: &StepRecord| s.generator.cpu_pct >= GENERATOR_CPU || !plan_carried_out(&s.summary);
     let at = c.first(|s| bound(s).is_some() && own(s));
     let near = c.first(|s| bound(s).is_some() || s.generator.cpu_pct >= 70.0);
     let mut x = c.candidate(Limit::Generator, at, near);
