@@ -179,7 +179,11 @@ fn n_ends_the_step_in_progress_and_the_sweep_goes_on() {
     );
     let secs = steps[0]["end_s"].as_f64().unwrap() - steps[0]["start_s"].as_f64().unwrap();
     assert!(secs < 7.0, "step 1 ended early: {secs:.1} s of 8 s");
-    assert!(flags(&steps[1]).contains(&"interrupted".to_string()));
+    assert!(
+        flags(&steps[1]).contains(&"interrupted".to_string()),
+        "{:?}",
+        steps[1]
+    );
 }
 
 /// Two SIGTERMs from outside while the view is up: the second exits at once (130), and the
