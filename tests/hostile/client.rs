@@ -226,7 +226,11 @@ fn certificate_refusals_name_their_reason() {
         // One reason per refused handshake (the connect backoff holds the others back).
         let attempts = m.v["connects"]["attempts"].as_u64().unwrap_or(0);
         assert!(attempts >= 1, "{reason}: {}", m.v);
-        assert_eq!(m.v["tls"]["failures"][reason], attempts, "{reason}: {}", m.v);
+        assert_eq!(
+            m.v["tls"]["failures"][reason], attempts,
+            "{reason}: {}",
+            m.v
+        );
         let warnings = m.v["warnings"].to_string();
         assert!(warnings.contains(reason), "{reason}: {warnings}");
         assert!(
