@@ -157,6 +157,7 @@ pub fn run(a: AuditArgs) -> crate::Result<i32> {
 
 /// `sweep --audit`.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Server observation")]
 pub struct SweepAuditArgs {
     /// Audit the (first) URL before the load (`overload audit URL`, its A/B included) and
     /// keep it as audit.json; the report shows it in an Audit section.

@@ -4,7 +4,7 @@
 //! built from source run it once (README: Install).
 use std::path::PathBuf;
 
-use clap::{Args, CommandFactory, ValueEnum};
+use clap::{Args, ValueEnum};
 use clap_complete::Shell;
 
 use crate::fsutil;
@@ -32,7 +32,7 @@ pub enum Artifact {
 }
 
 pub fn run(a: GenerateArgs) -> crate::Result<i32> {
-    let mut cmd = super::Cli::command();
+    let mut cmd = super::command();
     cmd.build();
     match a.what {
         Artifact::Man => {
