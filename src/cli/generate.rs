@@ -1,7 +1,7 @@
 //! `overload generate`: the manual pages and shell completions, rendered from the same clap
 //! definitions that parse the command line, so they can never drift from `--help`. The
 //! packaging script (scripts/package-deb.sh) installs what this writes; users of a binary
-//! built from source run it once (README: Install).
+//! built from source run it once (docs/guide.md: Install).
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
