@@ -265,7 +265,9 @@ pub enum OnOff {
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Connections")]
 pub struct TlsArgs {
-    /// https: trust the CA certificate(s) of this PEM file instead of the system's roots.
+    /// https: trust the CA certificate(s) of this PEM file.
+    ///
+    /// Instead of the system's roots.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
     /// https: do not verify the server's certificate (the summary says so).
