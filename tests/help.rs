@@ -46,10 +46,7 @@ fn sweep_help_fits_one_screen_and_help_all_lists_every_flag() {
         assert!(short.contains(common), "{common} missing:\n{short}");
     }
     assert!(short.contains("--help-all"), "{short}");
-    // One line each: no option's help wraps onto a second line.
-    for line in short.lines() {
-        assert!(line.chars().count() <= 100, "wider than 100: {line}");
-    }
+    assert_one_line_each(&short);
     let all = help(&["sweep", "--help-all"]);
     for flag in flags("sweep") {
         let shown = all.contains(&format!(" {flag} ")) || all.contains(&format!(" {flag},"));
@@ -59,6 +56,36 @@ fn sweep_help_fits_one_screen_and_help_all_lists_every_flag() {
     assert!(all.lines().count() > lines, "{all}");
     // -h is --help, not a longer or shorter page.
     assert_eq!(help(&["sweep", "-h"]), short);
+}
+
+/// One line each: below the usage, every line is a heading, an option, a blank or the footer;
+/// no option's help wraps onto a second line.
+fn assert_one_line_each(page: &str) {
+    for line in page
+        .lines()
+        .skip_while(|l| !l.starts_with("Usage:"))
+        .skip(1)
+    {
+        assert!(line.chars().count() <= 100, "wider than 100: {line}");
+        let option = ["  -", "      --", "  [", "  <"]
+            .iter()
+            .any(|p| line.starts_with(p));
+        let heading = !line.starts_with(' ') && line.ends_with(':');
+        let footer = line.starts_with("Every option:");
+        assert!(
+            line.is_empty() || option || heading || footer,
+            "a wrapped line: {line:?}\n{page}"
+        );
+    }
+}
+
+#[test]
+fn run_and_capacity_help_one_line_each() {
+    for sub in ["run", "capacity"] {
+        let page = help(&[sub, "--help"]);
+        assert!(page.lines().count() <= 60, "{page}");
+        assert_one_line_each(&page);
+    }
 }
 
 #[test]
