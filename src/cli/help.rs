@@ -213,6 +213,12 @@ fn shape(mut cmd: Command, path: &str) -> Command {
                 .hide_short_help(true),
         );
     }
+    if path.is_empty() {
+        cmd = cmd.after_help(
+            "overload COMMAND --help: its common options; --help-all: every one. A walk-through: \
+             docs/guide.md",
+        );
+    }
     if let Some(common) = common(path) {
         let args: Vec<(clap::Id, Option<String>)> = cmd
             .get_arguments()
