@@ -425,3 +425,29 @@ fn demo_announces_the_time_its_plan_takes() {
         .expect("the demo command");
     assert!(demo_line.contains(&about), "README says: {demo_line}");
 }
+
+/// The demo runs the steps it announces: against a server that answers at most 93% of its
+/// theoretical capacity (what the target gives there: 358 to 372 of 400 req/s), it saturates
+/// at the first step at the capacity and stops 2 steps later, with the rests between.
+#[test]
+fn demo_runs_the_steps_it_announces() {
+    use super::demo::{self, DemoConfig};
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = DemoConfig {
+        out: Some(tmp.path().join("demo")),
+        quiet: true,
+        ..DemoConfig::default()
+    };
+    let capacity = cfg.workers as f64 * 1000.0 / cfg.service_ms as f64;
+    let mut exec = Scripted::new(|_, offered: f64| {
+        let served = offered.min(0.93 * capacity);
+        Shape::ok(served, if served < offered { 800.0 } else { 25.0 })
+    });
+    let mut announced = None;
+    let outcome = demo::run(&cfg, &mut exec, |t| announced = Some(t.time)).unwrap();
+    assert!(outcome.complete);
+    let time = announced.expect("announced");
+    assert_eq!(exec.offered.len(), time.steps, "{:?}", exec.offered);
+    assert_eq!(exec.offered, demo::rates(capacity)[..time.steps].to_vec());
+    assert_eq!(exec.rests, vec![demo::REST; time.steps - 1]);
+}
