@@ -254,6 +254,7 @@ pub fn run(
         replay: None,
         max_sessions: 10_000,
         ok_status: Default::default(),
+        protocol_choice: Default::default(),
     };
     let urls = [format!("GET {url}")];
     let config = serde_json::json!({ "demo": true, "workers": cfg.workers, "service_ms": cfg.service_ms, "capacity": capacity });
