@@ -162,7 +162,7 @@ impl Summary {
             unsent: r.unsent,
             retries: r.retries,
             interrupted_requests: r.interrupted,
-            protocols: ["1.1", "2"]
+            protocols: super::recorder::PROTOCOLS
                 .iter()
                 .zip(r.protocols)
                 .filter(|(_, n)| *n > 0)

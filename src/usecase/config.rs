@@ -7,7 +7,7 @@
 //! experiment validates its TOML keys before it builds these, with errors naming the key.
 use crate::engine::h2::hpack::{encode_request, RequestParts};
 use crate::engine::tls::{TlsClient, TlsClientOptions, TlsVersion};
-use crate::engine::{Arrival, EngineConfig, Http2, Load, Pick, Prepared};
+use crate::engine::{Arrival, EngineConfig, Http2, Load, Pick, Prepared, Protocol};
 use crate::fsutil::{read_capped, MAX_BODY_FILE};
 use crate::plan::access_log::{read_access_log, AccessLog, Keep, LogFormat, LoggedRequest};
 use crate::plan::segment::check_start_at;
@@ -873,12 +873,21 @@ impl Mix {
 const MAX_STREAMS: u32 = 65_536;
 
 impl ConnConfig {
-    /// The engine's HTTP/2 settings, when the connections speak it. `auto` over cleartext is
-    /// HTTP/1.1: h2c is only used when asked for.
-    pub fn http2(&self) -> Option<Http2> {
-        (self.http == HttpVersion::V2).then_some(Http2 {
-            streams: self.streams,
-        })
+    /// The protocol the connections speak over cleartext: `auto` is HTTP/1.1 there, h2c is
+    /// only used when asked for.
+    pub fn protocol(&self) -> Protocol {
+        self.protocol_if(self.http == HttpVersion::V2)
+    }
+
+    /// HTTP/2 with this run's settings when `h2`, else HTTP/1.1.
+    fn protocol_if(&self, h2: bool) -> Protocol {
+        if h2 {
+            Protocol::Http2(Http2 {
+                streams: self.streams,
+            })
+        } else {
+            Protocol::Http1
+        }
     }
 
     pub fn validate(&self) -> crate::Result<()> {
@@ -929,7 +938,7 @@ impl ConnConfig {
 fn tls_and_protocol(
     conn: &ConnConfig,
     servers: &[(SocketAddr, String)],
-) -> crate::Result<(Option<TlsClient>, Option<Http2>)> {
+) -> crate::Result<(Option<TlsClient>, Protocol)> {
     let with_alpn = |alpn: &[&str]| {
         let mut t = conn.tls.clone();
         t.alpn = alpn.iter().map(|p| p.to_string()).collect();
@@ -946,11 +955,9 @@ fn tls_and_protocol(
                     .is_ok_and(|p| p.as_deref() == Some(b"h2".as_slice()))
         }
     };
-    let http2 = h2.then_some(Http2 {
-        streams: conn.streams,
-    });
-    let client = with_alpn(if h2 { &["h2"] } else { &["http/1.1"] })?;
-    Ok((Some(client), http2))
+    let protocol = conn.protocol_if(h2);
+    let client = with_alpn(&[protocol.alpn()])?;
+    Ok((Some(client), protocol))
 }
 
 /// The engine configuration shared by run, sweep and capacity (the load itself aside).
@@ -979,17 +986,17 @@ pub fn base_config_of(
 ) -> crate::Result<(EngineConfig, Vec<String>)> {
     conn.validate()?;
     check_load(&load)?;
-    let (tls, http2) = if mix.tls_servers.is_empty() {
+    let (tls, protocol) = if mix.tls_servers.is_empty() {
         if conn.tls.any_set() {
             return Err(Error::usage(
                 "TLS options (--cacert, --insecure, --client-cert, --tls-*) need https:// URLs",
             ));
         }
-        (None, conn.http2())
+        (None, conn.protocol())
     } else {
         tls_and_protocol(conn, &mix.tls_servers)?
     };
-    let requests = Mix::render(mix.requests, Forms::of(conn, http2.is_some()));
+    let requests = Mix::render(mix.requests, Forms::of(conn, protocol != Protocol::Http1));
     let cfg = EngineConfig {
         addrs: mix.addrs,
         requests: std::sync::Arc::new(requests),
@@ -1007,7 +1014,7 @@ pub fn base_config_of(
         pacing_slack: conn.pacing_slack,
         segment: Segment::WHOLE,
         tls,
-        http2,
+        protocol,
         scenario: mix.scenario,
         names: mix.names,
         weights: std::sync::Arc::new(mix.weights),

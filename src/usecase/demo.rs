@@ -161,7 +161,6 @@ pub fn run(
         pick: RequestConfig::default().pick,
         load: loads[0],
         duration: Some(cfg.step),
-        max_requests: None,
         warmup: WARMUP,
         threads: conn.threads(),
         keep_alive: conn.keep_alive,
@@ -170,15 +169,8 @@ pub fn run(
         connect_timeout: conn.connect_timeout,
         seed: conn.seed,
         pacing_slack: conn.pacing_slack,
-        segment: crate::plan::Segment::WHOLE,
-        tls: None,
-        http2: None,
-        scenario: None,
-        names: Vec::new(),
-        weights: Default::default(),
-        replay: None,
-        max_sessions: 10_000,
-        ok_status: Default::default(),
+        max_sessions: open.max_sessions,
+        ..EngineConfig::default()
     };
     let urls = [format!("GET {url}")];
     let config = serde_json::json!({ "demo": true, "workers": cfg.workers, "service_ms": cfg.service_ms, "capacity": capacity });

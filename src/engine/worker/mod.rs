@@ -3,23 +3,24 @@
 //! [`Transport`], generic so the hot path is statically dispatched. The open loop's dispatch
 //! lives in `open.rs`, the closed loop's users in `closed.rs`.
 //!
-//! HTTP/2's multiplexing (`mux.rs`) puts the same slots on streams of shared connections.
+//! How the slots' requests reach connections is the protocol's business (`W`, a
+//! [`Wire`]: `protocol/http1.rs` a connection per slot, `protocol/http2.rs` the slots on
+//! streams of shared connections); the loop holds no protocol branch.
 //!
 //! The hot path per request is: pop an idle connection (or connect), one `write` of the
 //! pre-rendered request, `read`s into the thread's shared buffer fed to the parser, three
 //! histogram records. Nothing on it allocates.
 mod closed;
-mod mux;
 mod open;
 mod session;
 
 use super::conn::{Conn, Phase, Reuse, Step};
+use super::protocol::Wire;
 use super::pacing::{Schedule, TimerFd};
 use super::transport::{Handshake, Transport};
 use super::{Control, EngineConfig, Load, Pick};
 use crate::metrics::{ErrorKind, Recorder, TlsReason};
-use mio::{Events, Interest, Poll, Token};
-use mux::{Mux, H2_FLAG};
+use mio::{Events, Poll, Token};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::ErrorKind as IoKind;
@@ -30,28 +31,30 @@ use std::time::{Duration, Instant};
 const TIMER: Token = Token(usize::MAX);
 const READ_BUF: usize = 64 * 1024;
 /// Full reads one connection may do per turn of the loop (1 MiB) before yielding to the others.
-const READS_PER_TURN: usize = 16;
+pub(in crate::engine) const READS_PER_TURN: usize = 16;
 
-fn token(idx: usize, gen: u32) -> Token {
+/// The poller's token of a connection: its index (a slot's, or the protocol's own) and its
+/// generation, so an event of a closed connection is told from its successor's.
+pub(in crate::engine) fn token(idx: usize, gen: u32) -> Token {
     Token(idx | ((gen as usize) << 32))
 }
 
-pub(super) struct Worker<'a, T: Transport> {
-    cfg: &'a EngineConfig,
+pub(in crate::engine) struct Worker<'a, T: Transport, W: Wire<T>> {
+    pub(in crate::engine) cfg: &'a EngineConfig,
     /// What the transport needs to open a connection.
-    setup: T::Setup,
-    reuse: Reuse,
+    pub(in crate::engine) setup: T::Setup,
+    pub(in crate::engine) reuse: Reuse,
     ctl: Arc<Control>,
     id: usize,
-    poll: Poll,
-    conns: Vec<Conn<T>>,
+    pub(in crate::engine) poll: Poll,
+    pub(in crate::engine) conns: Vec<Conn<T>>,
     free_slots: Vec<usize>,
     /// Idle kept-alive connections per address, as (slot, gen); stale entries are skipped.
-    idle: Vec<Vec<(usize, u32)>>,
-    open: usize,
-    max_conns: usize,
-    rec: Recorder,
-    buf: Box<[u8]>,
+    pub(in crate::engine) idle: Vec<Vec<(usize, u32)>>,
+    pub(in crate::engine) open: usize,
+    pub(in crate::engine) max_conns: usize,
+    pub(in crate::engine) rec: Recorder,
+    pub(in crate::engine) buf: Box<[u8]>,
     rng: fastrand::Rng,
     timer: TimerFd,
     schedule: Option<Schedule>,
@@ -62,23 +65,23 @@ pub(super) struct Worker<'a, T: Transport> {
     budget: Option<u64>,
     think: BinaryHeap<Reverse<(Instant, usize)>>,
     think_range: (Duration, Duration),
-    warm_end: Instant,
+    pub(in crate::engine) warm_end: Instant,
     /// No request intended at or after this is sent.
     send_end: Option<Instant>,
     scan_every: Duration,
     next_scan: Instant,
-    notes: Vec<String>,
+    pub(in crate::engine) notes: Vec<String>,
     fd_note_done: bool,
     /// When the schedule last sent something (pacing slack counts from there).
     last_dispatch: Instant,
     /// Per request of the mix: may it be retried after a stale keep-alive connection?
-    idempotent: Vec<bool>,
+    pub(in crate::engine) idempotent: Vec<bool>,
     /// Connections with unread data left when they yielded to the others (see `read_response`),
     /// as (slot, gen); `more_next` is the spare list swapped in while they are served.
-    more: Vec<(usize, u32)>,
+    pub(in crate::engine) more: Vec<(usize, u32)>,
     more_next: Vec<(usize, u32)>,
-    /// HTTP/2 (`--http 2`): the multiplexed connections the slots' requests ride on.
-    mux: Option<Mux<T>>,
+    /// The protocol's side: how the slots' requests reach connections.
+    pub(in crate::engine) wire: W,
     /// `--scenario`: its users (closed loop: user `u` on slot `u`; open loop: the sessions',
     /// reused as they end); each slot names its user (`Conn::user`). Empty otherwise.
     users: Vec<session::Visitor>,
@@ -103,7 +106,7 @@ pub(super) fn event_fds() -> crate::Result<(Poll, TimerFd)> {
     Ok((poll, timer))
 }
 
-impl<'a, T: Transport> Worker<'a, T> {
+impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
     pub(super) fn new(
         cfg: &'a EngineConfig,
         id: usize,
@@ -112,7 +115,7 @@ impl<'a, T: Transport> Worker<'a, T> {
         ctl: &Arc<Control>,
         (poll, timer): (Poll, TimerFd),
         setup: T::Setup,
-    ) -> crate::Result<Worker<'a, T>> {
+    ) -> crate::Result<Worker<'a, T, W>> {
         let warm_end = origin + cfg.warmup;
         let send_end = cfg.duration.map(|d| warm_end + d);
         let share = |n: u64| n / threads as u64 + u64::from((id as u64) < n % threads as u64);
@@ -132,10 +135,7 @@ impl<'a, T: Transport> Worker<'a, T> {
             }
             Load::Closed { users, think } => {
                 let n = share(users as u64) as usize;
-                // HTTP/2: each user takes a stream; the thread's users share connections.
-                let conns = cfg
-                    .http2
-                    .map_or(n, |h| n.div_ceil(h.streams.max(1) as usize).max(1));
+                let conns = cfg.protocol.connections_for(n);
                 (n, conns, None, think)
             }
         };
@@ -213,7 +213,7 @@ impl<'a, T: Transport> Worker<'a, T> {
             idempotent: cfg.requests.iter().map(|p| p.idempotent()).collect(),
             more: Vec::with_capacity(slots.max(16)),
             more_next: Vec::with_capacity(slots.max(16)),
-            mux: cfg.http2.map(|h| Mux::<T>::new(h.streams)),
+            wire: W::new(cfg.protocol),
             users,
             free_users: Vec::new(),
             gate,
@@ -278,8 +278,8 @@ impl<'a, T: Transport> Worker<'a, T> {
                 // epoll rounds up to whole milliseconds: wake a little early rather than late.
                 Some((wake - now).saturating_sub(Duration::from_micros(900)))
             };
-            // HTTP/2: the streams opened this turn go out, one write per connection.
-            self.h2_flush();
+            // Output the protocol buffered this turn (HTTP/2: one write per connection).
+            W::flush(self);
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() != IoKind::Interrupted {
                     return Err(crate::Error::runtime(format!("epoll_wait: {e}")));
@@ -292,21 +292,10 @@ impl<'a, T: Transport> Worker<'a, T> {
                 }
                 let idx = ev.token().0 & 0xFFFF_FFFF;
                 let gen = (ev.token().0 >> 32) as u32;
-                if idx & H2_FLAG != 0 {
-                    self.h2_event(
-                        idx & !H2_FLAG,
-                        gen,
-                        ev.is_readable() || ev.is_error(),
-                        ev.is_writable(),
-                        ev.is_read_closed(),
-                    );
-                    continue;
-                }
-                if idx >= self.conns.len() || self.conns[idx].gen != gen {
-                    continue;
-                }
-                self.on_event(
+                W::event(
+                    self,
                     idx,
+                    gen,
                     ev.is_readable() || ev.is_error(),
                     ev.is_writable(),
                     ev.is_read_closed(),
@@ -327,9 +316,7 @@ impl<'a, T: Transport> Worker<'a, T> {
                 self.next_scan = now + self.scan_every;
             }
         }
-        if self.mux.is_some() {
-            self.h2_close_all();
-        }
+        W::close_all(self);
         self.publish();
         self.rec.close_seconds();
         self.rec.cpu = crate::metrics::recorder::thread_cpu_time().saturating_sub(cpu_start);
@@ -349,10 +336,7 @@ impl<'a, T: Transport> Worker<'a, T> {
         if self.gate.is_some() {
             return true;
         }
-        if self.mux.is_some() {
-            return self.h2_room(None);
-        }
-        self.open < self.max_conns || self.idle.iter().any(|v| !v.is_empty())
+        W::can_dispatch(self)
     }
 
     fn publish(&self) {
@@ -413,25 +397,11 @@ impl<'a, T: Transport> Worker<'a, T> {
         if counted {
             self.rec.requests += 1;
         }
-        if self.mux.is_some() {
-            self.h2_start(slot, now);
-            return;
-        }
-        let c = &self.conns[slot];
-        if c.stream.is_some() && c.addr == addr && self.cfg.keep_alive {
-            self.conns[slot].deadline = now + self.cfg.timeout;
-            self.send(slot, now);
-            return;
-        }
-        self.close_socket(slot);
-        self.conns[slot].addr = addr;
-        if let Err(kind) = self.connect(slot, now) {
-            self.connect_failed(slot, kind, now);
-        }
+        W::start(self, slot, addr, now);
     }
 
     /// A connection that could not even be started: no fd, no local port, refused at once.
-    fn connect_failed(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
+    pub(in crate::engine) fn connect_failed(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
         // (Not `self.schedule`: dispatch holds it while it starts requests.) A burst member
         // fails as any request: its burst goes on without it, no retry to recurse into.
         if matches!(self.cfg.load, Load::Open { .. }) || self.is_member_slot(slot) {
@@ -455,30 +425,16 @@ impl<'a, T: Transport> Worker<'a, T> {
         self.think.push(Reverse((now, slot)));
     }
 
-    fn connect(&mut self, slot: usize, now: Instant) -> Result<(), ErrorKind> {
-        let addr = self.cfg.addrs[self.conns[slot].addr];
-        let mut stream = match T::connect(&self.setup, addr) {
-            Ok(s) => s,
-            Err(e) => {
-                let kind = ErrorKind::from_io(&e, true);
-                if kind == ErrorKind::FdUnavail {
-                    self.on_fd_exhausted();
-                }
-                return Err(kind);
+    /// Starts a connection to `addr` (the protocol registers it): an error here means none
+    /// was even attempted (no fd, no local port, refused at once).
+    pub(in crate::engine) fn open_stream(&mut self, addr: std::net::SocketAddr) -> Result<T, ErrorKind> {
+        T::connect(&self.setup, addr).map_err(|e| {
+            let kind = ErrorKind::from_io(&e, true);
+            if kind == ErrorKind::FdUnavail {
+                self.on_fd_exhausted();
             }
-        };
-        let c = &mut self.conns[slot];
-        c.gen = c.gen.wrapping_add(1);
-        if let Err(e) = stream.register(
-            self.poll.registry(),
-            token(slot, c.gen),
-            Interest::READABLE | Interest::WRITABLE,
-        ) {
-            return Err(ErrorKind::from_io(&e, true));
-        }
-        c.attach(stream, now, self.cfg.timeout, self.cfg.connect_timeout);
-        self.open += 1;
-        Ok(())
+            kind
+        })
     }
 
     /// Out of fds: keep going with the connections we have, and say what to raise.
@@ -496,36 +452,15 @@ impl<'a, T: Transport> Worker<'a, T> {
         }
     }
 
-    fn close_socket(&mut self, slot: usize) {
+    pub(in crate::engine) fn close_socket(&mut self, slot: usize) {
         if let Some(mut s) = self.conns[slot].detach() {
             let _ = s.deregister(self.poll.registry());
             self.open -= 1;
         }
     }
 
-    fn on_event(&mut self, slot: usize, readable: bool, writable: bool, read_closed: bool) {
-        let now = Instant::now();
-        let step = self.conns[slot].on_event(
-            readable,
-            writable,
-            read_closed,
-            &self.cfg.requests,
-            self.reuse,
-            &mut self.buf,
-            READS_PER_TURN,
-            now,
-        );
-        self.apply(slot, step, now);
-    }
-
-    /// Writes (the rest of) the slot's request.
-    fn send(&mut self, slot: usize, now: Instant) {
-        let step = self.conns[slot].send_current(&self.cfg.requests, self.reuse, now);
-        self.apply(slot, step, now);
-    }
-
     /// Does what the connection asked for after an event.
-    fn apply(&mut self, slot: usize, step: Step, now: Instant) {
+    pub(in crate::engine) fn apply(&mut self, slot: usize, step: Step, now: Instant) {
         match step {
             Step::Wait => {}
             Step::Connected => {
@@ -536,7 +471,7 @@ impl<'a, T: Transport> Worker<'a, T> {
                 }
                 let c = &mut self.conns[slot];
                 c.deadline = c.started + self.cfg.timeout;
-                self.send(slot, now);
+                W::write(self, slot, now);
             }
             Step::Sent(len) => {
                 let c = &self.conns[slot];
@@ -545,7 +480,7 @@ impl<'a, T: Transport> Worker<'a, T> {
                     // Sent means its bytes reached the socket, once per request.
                     if c.deliveries == 1 {
                         self.rec.sent += 1;
-                        self.rec.protocols[usize::from(self.mux.is_some())] += 1;
+                        self.rec.protocols[W::INDEX] += 1;
                     }
                 }
             }
@@ -582,20 +517,12 @@ impl<'a, T: Transport> Worker<'a, T> {
         while i < self.more_next.len() {
             let (slot, gen) = self.more_next[i];
             i += 1;
-            if slot & H2_FLAG != 0 {
-                self.h2_read_more(slot & !H2_FLAG, gen, now);
-                continue;
-            }
-            let c = &mut self.conns[slot];
-            if c.gen == gen && matches!(c.phase, Phase::Writing | Phase::Reading) {
-                let step = c.receive(&mut self.buf, READS_PER_TURN, self.reuse);
-                self.apply(slot, step, now);
-            }
+            W::read_more(self, slot, gen, now);
         }
         self.more_next.clear();
     }
 
-    fn complete(&mut self, slot: usize, status: u16, reusable: bool, now: Instant) {
+    pub(in crate::engine) fn complete(&mut self, slot: usize, status: u16, reusable: bool, now: Instant) {
         let c = &self.conns[slot];
         if c.counted {
             let forgiven = if self.schedule.is_some() {
@@ -618,16 +545,16 @@ impl<'a, T: Transport> Worker<'a, T> {
         self.after_request(slot, reusable, now);
     }
 
-    fn fail(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
+    pub(in crate::engine) fn fail(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
         let hs = self.conns[slot].stream.as_ref().and_then(T::handshake);
         self.fail_after(slot, kind, hs, now);
     }
 
     /// A failed request, `hs` being the handshake of the connection it was on: the slot's own
     /// (HTTP/1.1), or the HTTP/2 connection its stream rode (the slot holds none).
-    fn fail_after(&mut self, slot: usize, kind: ErrorKind, hs: Option<Handshake>, now: Instant) {
-        self.h2_release(slot);
-        if self.retry_stale(slot, kind, now) {
+    pub(in crate::engine) fn fail_after(&mut self, slot: usize, kind: ErrorKind, hs: Option<Handshake>, now: Instant) {
+        W::release(self, slot);
+        if W::retry(self, slot, kind, now) {
             return;
         }
         if self.conns[slot].counted {
@@ -666,7 +593,7 @@ impl<'a, T: Transport> Worker<'a, T> {
 
     /// A connection is up: its TCP connect and, over TLS, the handshake after it, timed apart
     /// (both protocols' connections).
-    fn record_connected(&mut self, hs: Option<Handshake>, connect_start: Instant, now: Instant) {
+    pub(in crate::engine) fn record_connected(&mut self, hs: Option<Handshake>, connect_start: Instant, now: Instant) {
         self.rec.connections_opened += 1;
         let tcp_at = hs.and_then(|h| h.tcp_connected).unwrap_or(now);
         self.rec
@@ -675,29 +602,6 @@ impl<'a, T: Transport> Worker<'a, T> {
             self.rec
                 .handshake(now.saturating_duration_since(tcp_at), h.resumed);
         }
-    }
-
-    /// The keep-alive race (see [`Conn::stale_race`]): the request goes once more on a fresh
-    /// connection; `retries` counts it. Returns true when the retry is under way.
-    fn retry_stale(&mut self, slot: usize, kind: ErrorKind, now: Instant) -> bool {
-        let c = &self.conns[slot];
-        let idempotent = match &c.own {
-            Some(p) => p.idempotent(),
-            None => self.idempotent[c.req],
-        };
-        if !c.stale_race(kind, idempotent) {
-            return false;
-        }
-        if c.counted {
-            self.rec.retries += 1;
-        }
-        self.close_socket(slot);
-        self.conns[slot].restart();
-        // The deadline stays the request's own (connect keeps it): the retry adds no time.
-        if let Err(kind) = self.connect(slot, now) {
-            self.connect_failed(slot, kind, now);
-        }
-        true
     }
 
     /// After a response or an error: keep or close the socket, then the slot's next move.
@@ -726,7 +630,7 @@ impl<'a, T: Transport> Worker<'a, T> {
     }
 
     fn scan_timeouts(&mut self, now: Instant) {
-        self.h2_scan(now);
+        W::scan(self, now);
         for i in 0..self.conns.len() {
             if let Some(kind) = self.conns[i].expired(now) {
                 self.fail(i, kind, now);
@@ -749,9 +653,7 @@ impl<'a, T: Transport> Worker<'a, T> {
                 self.conns[i].phase = Phase::Free;
             }
         }
-        if self.mux.is_some() {
-            self.h2_close_all();
-        }
+        W::close_all(self);
         self.rec.stopped(in_flight, now);
     }
 }

@@ -1,16 +1,18 @@
-//! HTTP/2's side of a worker (`--http 2`). Exchange slots (the `Conn`s, which keep each
-//! request's intended/started/written times, so recording stays one mechanism for both
-//! protocols) ride on streams of a few multiplexed connections ([`H2Conn`]). A slot is linked
-//! to its connection while its request waits for or holds a stream; the connection answers
-//! with events naming slots.
+//! HTTP/2 (`--http 2`). Exchange slots (the `Conn`s, which keep each request's
+//! intended/started/written times, so recording stays one mechanism for both protocols) ride
+//! on streams of a few multiplexed connections ([`H2Conn`], `h2/`). A slot is linked to its
+//! connection while its request waits for or holds a stream; the connection answers with
+//! events naming slots.
 //!
 //! Open loop: an arrival goes out only when a connection has a free stream (or one more
 //! connection may open), otherwise it stays queued and its wait shows as send lag. Closed
-//! loop: each user takes one stream; a thread's users share ⌈users / streams⌉ connections.
-use super::{token, Worker, READS_PER_TURN};
+//! loop: each user takes one stream; a thread's users share ⌈users / streams⌉ connections
+//! ([`Protocol::connections_for`]).
+use super::{Protocol, Wire};
 use crate::engine::conn::{Phase, Step as ConnStep};
 use crate::engine::h2::conn::{Event, H2Conn, Outcome, State, Step};
 use crate::engine::transport::Transport;
+use crate::engine::worker::{token, Worker, READS_PER_TURN};
 use crate::metrics::ErrorKind;
 use mio::Interest;
 use std::time::Instant;
@@ -21,10 +23,8 @@ use std::time::Instant;
 /// of a run at about the same time, so a retried request can meet the next GOAWAY too.
 const MAX_RETRIES: u8 = 3;
 
-/// Marks a token (and a `more` entry) as an HTTP/2 connection's rather than a slot's.
-pub(super) const H2_FLAG: usize = 1 << 31;
-
-pub(super) struct Mux<T> {
+/// HTTP/2's [`Wire`]: the thread's multiplexed connections.
+pub(in crate::engine) struct H2<T> {
     conns: Vec<Option<H2Conn<T>>>,
     /// Generation per index, so a token outlives no connection.
     gens: Vec<u32>,
@@ -36,9 +36,22 @@ pub(super) struct Mux<T> {
     streams: u32,
 }
 
-impl<T> Mux<T> {
-    pub(super) fn new(streams: u32) -> Mux<T> {
-        Mux {
+impl<T: Transport> H2<T> {
+    /// Connection `ci` if it is still generation `gen`.
+    fn get(&mut self, ci: usize, gen: u32) -> Option<&mut H2Conn<T>> {
+        self.conns.get_mut(ci)?.as_mut().filter(|h| h.gen == gen)
+    }
+}
+
+impl<T: Transport> Wire<T> for H2<T> {
+    const INDEX: usize = 1;
+
+    fn new(protocol: Protocol) -> H2<T> {
+        let streams = match protocol {
+            Protocol::Http2(h) => h.streams,
+            Protocol::Http1 => 1,
+        };
+        H2 {
             conns: Vec::new(),
             gens: Vec::new(),
             free: Vec::new(),
@@ -47,19 +60,64 @@ impl<T> Mux<T> {
             streams,
         }
     }
-}
 
-impl<T: Transport> Mux<T> {
-    /// Connection `ci` if it is still generation `gen`.
-    fn get(&mut self, ci: usize, gen: u32) -> Option<&mut H2Conn<T>> {
-        self.conns.get_mut(ci)?.as_mut().filter(|h| h.gen == gen)
+    fn can_dispatch(w: &Worker<'_, T, Self>) -> bool {
+        w.h2_room(None)
+    }
+
+    /// A slot per request, sent when a stream is free.
+    fn dispatch_slot(w: &mut Worker<'_, T, Self>, addr: usize, now: Instant) -> Option<usize> {
+        w.h2_room(Some(addr)).then(|| w.alloc_slot(now))
+    }
+
+    fn start(w: &mut Worker<'_, T, Self>, slot: usize, _: usize, now: Instant) {
+        w.h2_start(slot, now);
+    }
+
+    // Requests are written by their connection (`H2Conn::submit`, flushed once per turn).
+    fn write(_: &mut Worker<'_, T, Self>, _: usize, _: Instant) {}
+
+    fn event(
+        w: &mut Worker<'_, T, Self>,
+        ci: usize,
+        gen: u32,
+        readable: bool,
+        writable: bool,
+        read_closed: bool,
+    ) {
+        w.h2_event(ci, gen, readable, writable, read_closed);
+    }
+
+    fn read_more(w: &mut Worker<'_, T, Self>, ci: usize, gen: u32, now: Instant) {
+        w.h2_read_more(ci, gen, now);
+    }
+
+    fn flush(w: &mut Worker<'_, T, Self>) {
+        w.h2_flush();
+    }
+
+    fn release(w: &mut Worker<'_, T, Self>, slot: usize) {
+        w.h2_release(slot);
+    }
+
+    // Unprocessed requests are retried as their connection reports them (`h2_apply`).
+    fn retry(_: &mut Worker<'_, T, Self>, _: usize, _: ErrorKind, _: Instant) -> bool {
+        false
+    }
+
+    fn scan(w: &mut Worker<'_, T, Self>, now: Instant) {
+        w.h2_scan(now);
+    }
+
+    fn close_all(w: &mut Worker<'_, T, Self>) {
+        w.h2_close_all();
     }
 }
 
-impl<T: Transport> Worker<'_, T> {
+impl<T: Transport> Worker<'_, T, H2<T>> {
     /// Could a request to `addr` get a stream now, or on a connection still allowed to open?
-    pub(super) fn h2_room(&self, addr: Option<usize>) -> bool {
-        let Some(mux) = &self.mux else { return false };
+    fn h2_room(&self, addr: Option<usize>) -> bool {
+        let mux = &self.wire;
         self.open < self.max_conns
             || mux
                 .conns
@@ -69,10 +127,10 @@ impl<T: Transport> Worker<'_, T> {
     }
 
     /// Puts the slot's request (already begun) on a stream.
-    pub(super) fn h2_start(&mut self, slot: usize, now: Instant) {
+    fn h2_start(&mut self, slot: usize, now: Instant) {
         let addr = self.cfg.requests[self.conns[slot].req].addr;
         self.conns[slot].addr = addr;
-        let Some(mux) = self.mux.as_ref() else { return };
+        let mux = &self.wire;
         let usable =
             |h: &H2Conn<T>| h.addr == addr && matches!(h.state, State::Open | State::Connecting);
         let with_room = mux.conns.iter().enumerate().filter_map(|(i, h)| {
@@ -106,7 +164,7 @@ impl<T: Transport> Worker<'_, T> {
                 Err(kind) => return self.connect_failed(slot, kind, now),
             },
         };
-        let mux = self.mux.as_mut().expect("HTTP/2 mode");
+        let mux = &mut self.wire;
         let h = mux.conns[ci].as_mut().expect("a live connection");
         let c = &mut self.conns[slot];
         c.link = Some((ci, h.gen));
@@ -127,17 +185,8 @@ impl<T: Transport> Worker<'_, T> {
     }
 
     fn h2_connect(&mut self, addr: usize, now: Instant) -> Result<usize, ErrorKind> {
-        let mut stream = match T::connect(&self.setup, self.cfg.addrs[addr]) {
-            Ok(s) => s,
-            Err(e) => {
-                let kind = ErrorKind::from_io(&e, true);
-                if kind == ErrorKind::FdUnavail {
-                    self.on_fd_exhausted();
-                }
-                return Err(kind);
-            }
-        };
-        let mux = self.mux.as_mut().expect("HTTP/2 mode");
+        let mut stream = self.open_stream(self.cfg.addrs[addr])?;
+        let mux = &mut self.wire;
         let i = match mux.free.pop() {
             Some(i) => i,
             None => {
@@ -150,7 +199,7 @@ impl<T: Transport> Worker<'_, T> {
         let gen = mux.gens[i];
         if let Err(e) = stream.register(
             self.poll.registry(),
-            token(i | H2_FLAG, gen),
+            token(i, gen),
             Interest::READABLE | Interest::WRITABLE,
         ) {
             mux.free.push(i);
@@ -171,27 +220,24 @@ impl<T: Transport> Worker<'_, T> {
 
     /// Writes what this turn's requests left in the connections' buffers: one write per
     /// connection per turn, however many streams it opened.
-    pub(super) fn h2_flush(&mut self) {
-        let Some(mux) = self.mux.as_mut() else { return };
-        if mux.dirty.is_empty() {
+    fn h2_flush(&mut self) {
+        if self.wire.dirty.is_empty() {
             return;
         }
         let now = Instant::now();
         let mut i = 0;
-        while let Some(&(ci, gen)) = self.mux.as_ref().and_then(|m| m.dirty.get(i)) {
+        while let Some(&(ci, gen)) = self.wire.dirty.get(i) {
             i += 1;
-            if let Some(h) = self.mux.as_mut().and_then(|m| m.get(ci, gen)) {
+            if let Some(h) = self.wire.get(ci, gen) {
                 h.flush();
                 self.h2_drain(ci, now);
             }
         }
-        if let Some(mux) = self.mux.as_mut() {
-            mux.dirty.clear();
-        }
+        self.wire.dirty.clear();
     }
 
     /// A readiness event for connection `ci`.
-    pub(super) fn h2_event(
+    fn h2_event(
         &mut self,
         ci: usize,
         gen: u32,
@@ -200,7 +246,7 @@ impl<T: Transport> Worker<'_, T> {
         read_closed: bool,
     ) {
         let now = Instant::now();
-        let Some(h) = self.mux.as_mut().and_then(|m| m.get(ci, gen)) else {
+        let Some(h) = self.wire.get(ci, gen) else {
             return;
         };
         let step = h.on_event(
@@ -215,8 +261,8 @@ impl<T: Transport> Worker<'_, T> {
     }
 
     /// Resumes the reads connection `ci` left for this turn.
-    pub(super) fn h2_read_more(&mut self, ci: usize, gen: u32, now: Instant) {
-        let Some(h) = self.mux.as_mut().and_then(|m| m.get(ci, gen)) else {
+    fn h2_read_more(&mut self, ci: usize, gen: u32, now: Instant) {
+        let Some(h) = self.wire.get(ci, gen) else {
             return;
         };
         if h.state == State::Dead {
@@ -231,14 +277,14 @@ impl<T: Transport> Worker<'_, T> {
             Step::Wait => {}
             // Counted as HTTP/1.1 counts them: outside the warm-up.
             Step::Connected if now >= self.warm_end => {
-                let conn = self.mux.as_mut().and_then(|m| m.get(ci, gen));
+                let conn = self.wire.get(ci, gen);
                 match conn.map(|h| (h.stream.as_ref().and_then(T::handshake), h.connect_start)) {
                     Some((hs, start)) => self.record_connected(hs, start, now),
                     None => self.rec.connections_opened += 1,
                 }
             }
             Step::Connected => {}
-            Step::More => self.more.push((ci | H2_FLAG, gen)),
+            Step::More => self.more.push((ci, gen)),
         }
         self.h2_drain(ci, now);
     }
@@ -246,7 +292,7 @@ impl<T: Transport> Worker<'_, T> {
     /// Applies the connection's events, then closes it if it is done.
     fn h2_drain(&mut self, ci: usize, now: Instant) {
         loop {
-            let Some(mux) = self.mux.as_mut() else { return };
+            let mux = &mut self.wire;
             let Some(h) = mux.conns[ci].as_mut() else {
                 return;
             };
@@ -267,9 +313,7 @@ impl<T: Transport> Worker<'_, T> {
             for e in evs.drain(..) {
                 self.h2_apply(ci, gen, e, now);
             }
-            if let Some(mux) = self.mux.as_mut() {
-                mux.spare = evs;
-            }
+            self.wire.spare = evs;
         }
     }
 
@@ -305,9 +349,8 @@ impl<T: Transport> Worker<'_, T> {
             Outcome::Failed(kind) => {
                 c.link = None;
                 let hs = self
-                    .mux
-                    .as_mut()
-                    .and_then(|m| m.get(ci, gen))
+                    .wire
+                    .get(ci, gen)
                     .and_then(|h| h.stream.as_ref().and_then(T::handshake));
                 self.fail_after(slot, kind, hs, now);
             }
@@ -330,11 +373,11 @@ impl<T: Transport> Worker<'_, T> {
     }
 
     /// The slot's request ends without its connection's word (timeout): withdraw it.
-    pub(super) fn h2_release(&mut self, slot: usize) {
+    fn h2_release(&mut self, slot: usize) {
         let Some((ci, gen)) = self.conns[slot].link.take() else {
             return;
         };
-        if let Some(h) = self.mux.as_mut().and_then(|m| m.get(ci, gen)) {
+        if let Some(h) = self.wire.get(ci, gen) {
             h.cancel(slot, &self.cfg.requests);
             // Waiting requests it let through, or a write that failed.
             self.h2_drain(ci, Instant::now());
@@ -342,7 +385,7 @@ impl<T: Transport> Worker<'_, T> {
     }
 
     fn h2_close(&mut self, ci: usize) {
-        let Some(mux) = self.mux.as_mut() else { return };
+        let mux = &mut self.wire;
         if let Some(mut h) = mux.conns[ci].take() {
             if let Some(mut s) = h.stream.take() {
                 let _ = s.deregister(self.poll.registry());
@@ -353,10 +396,10 @@ impl<T: Transport> Worker<'_, T> {
     }
 
     /// Connections that did not connect in time fail their waiting requests.
-    pub(super) fn h2_scan(&mut self, now: Instant) {
-        let n = self.mux.as_ref().map_or(0, |m| m.conns.len());
+    fn h2_scan(&mut self, now: Instant) {
+        let n = self.wire.conns.len();
         for ci in 0..n {
-            let Some(h) = self.mux.as_mut().and_then(|m| m.conns[ci].as_mut()) else {
+            let Some(h) = self.wire.conns[ci].as_mut() else {
                 continue;
             };
             if h.connect_expired(now) {
@@ -367,10 +410,10 @@ impl<T: Transport> Worker<'_, T> {
     }
 
     /// The end of the run: every connection says GOAWAY and closes.
-    pub(super) fn h2_close_all(&mut self) {
-        let n = self.mux.as_ref().map_or(0, |m| m.conns.len());
+    fn h2_close_all(&mut self) {
+        let n = self.wire.conns.len();
         for ci in 0..n {
-            if let Some(h) = self.mux.as_mut().and_then(|m| m.conns[ci].as_mut()) {
+            if let Some(h) = self.wire.conns[ci].as_mut() {
                 h.goodbye();
                 self.h2_close(ci);
             }
