@@ -420,9 +420,7 @@ pub fn run(
                     fds,
                 };
                 let r = match (&cfg.tls, cfg.protocol) {
-                    (None, Protocol::Http1) => {
-                        spawn.run::<transport::Tcp, protocol::http1::H1>(())
-                    }
+                    (None, Protocol::Http1) => spawn.run::<transport::Tcp, protocol::http1::H1>(()),
                     (None, Protocol::Http2(_)) => {
                         spawn.run::<transport::Tcp, protocol::http2::H2<_>>(())
                     }

@@ -5,7 +5,7 @@
 use super::executor::Executor;
 use super::step::{offered_of, RunClock, StepResult};
 use crate::analysis::Slo;
-use crate::engine::{Control, EngineConfig, Load, Pick};
+use crate::engine::{Control, EngineConfig, Load};
 use crate::metrics::LatencyStats;
 use crate::metrics::Summary;
 use crate::store::{GeneratorStats, RunInfo, StepRecord, Writer};

@@ -133,7 +133,11 @@ impl<T: Transport> Wire<T> for H1 {
 }
 
 /// Opens the slot's own connection to its server.
-fn connect<T: Transport>(w: &mut Worker<'_, T, H1>, slot: usize, now: Instant) -> Result<(), ErrorKind> {
+fn connect<T: Transport>(
+    w: &mut Worker<'_, T, H1>,
+    slot: usize,
+    now: Instant,
+) -> Result<(), ErrorKind> {
     let addr = w.cfg.addrs[w.conns[slot].addr];
     let mut stream = w.open_stream(addr)?;
     let c = &mut w.conns[slot];

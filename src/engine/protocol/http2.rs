@@ -237,14 +237,7 @@ impl<T: Transport> Worker<'_, T, H2<T>> {
     }
 
     /// A readiness event for connection `ci`.
-    fn h2_event(
-        &mut self,
-        ci: usize,
-        gen: u32,
-        readable: bool,
-        writable: bool,
-        read_closed: bool,
-    ) {
+    fn h2_event(&mut self, ci: usize, gen: u32, readable: bool, writable: bool, read_closed: bool) {
         let now = Instant::now();
         let Some(h) = self.wire.get(ci, gen) else {
             return;

@@ -34,7 +34,7 @@ impl<T: Transport, W: Wire<T>> Worker<'_, T, W> {
         self.think.push(Reverse((now + think, u)));
     }
 
-    pub(super) fn user_send(&mut self, u: usize, intended: Instant, now: Instant) {
+    pub(in crate::engine) fn user_send(&mut self, u: usize, intended: Instant, now: Instant) {
         let counted = intended >= self.warm_end;
         if !self.take_budget(counted) {
             self.end_user(u);

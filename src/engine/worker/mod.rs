@@ -15,8 +15,8 @@ mod open;
 mod session;
 
 use super::conn::{Conn, Phase, Reuse, Step};
-use super::protocol::Wire;
 use super::pacing::{Schedule, TimerFd};
+use super::protocol::Wire;
 use super::transport::{Handshake, Transport};
 use super::{Control, EngineConfig, Load, Pick};
 use crate::metrics::{ErrorKind, Recorder, TlsReason};
@@ -99,7 +99,7 @@ pub(in crate::engine) struct Worker<'a, T: Transport, W: Wire<T>> {
 /// The fds a worker needs besides its connections: its epoll and its timer. The engine opens
 /// them for every thread before any thread connects: otherwise, short of fds, the first
 /// threads' connections could leave none for a later thread's epoll, failing the whole run.
-pub(super) fn event_fds() -> crate::Result<(Poll, TimerFd)> {
+pub(in crate::engine) fn event_fds() -> crate::Result<(Poll, TimerFd)> {
     let poll = Poll::new().map_err(|e| crate::Error::runtime(format!("epoll: {e}")))?;
     let timer = TimerFd::new(poll.registry(), TIMER)
         .map_err(|e| crate::Error::runtime(format!("timerfd: {e}")))?;
@@ -107,7 +107,7 @@ pub(super) fn event_fds() -> crate::Result<(Poll, TimerFd)> {
 }
 
 impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
-    pub(super) fn new(
+    pub(in crate::engine) fn new(
         cfg: &'a EngineConfig,
         id: usize,
         threads: usize,
@@ -224,7 +224,7 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
     }
 
     /// Runs the loop to the end; returns the measurements and notes.
-    pub(super) fn run(&mut self) -> crate::Result<(Recorder, Vec<String>)> {
+    pub(in crate::engine) fn run(&mut self) -> crate::Result<(Recorder, Vec<String>)> {
         let mut events = Events::with_capacity(1024);
         let cpu_start = crate::metrics::recorder::thread_cpu_time();
         let now = Instant::now();
@@ -427,7 +427,10 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
 
     /// Starts a connection to `addr` (the protocol registers it): an error here means none
     /// was even attempted (no fd, no local port, refused at once).
-    pub(in crate::engine) fn open_stream(&mut self, addr: std::net::SocketAddr) -> Result<T, ErrorKind> {
+    pub(in crate::engine) fn open_stream(
+        &mut self,
+        addr: std::net::SocketAddr,
+    ) -> Result<T, ErrorKind> {
         T::connect(&self.setup, addr).map_err(|e| {
             let kind = ErrorKind::from_io(&e, true);
             if kind == ErrorKind::FdUnavail {
@@ -522,7 +525,13 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
         self.more_next.clear();
     }
 
-    pub(in crate::engine) fn complete(&mut self, slot: usize, status: u16, reusable: bool, now: Instant) {
+    pub(in crate::engine) fn complete(
+        &mut self,
+        slot: usize,
+        status: u16,
+        reusable: bool,
+        now: Instant,
+    ) {
         let c = &self.conns[slot];
         if c.counted {
             let forgiven = if self.schedule.is_some() {
@@ -552,7 +561,13 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
 
     /// A failed request, `hs` being the handshake of the connection it was on: the slot's own
     /// (HTTP/1.1), or the HTTP/2 connection its stream rode (the slot holds none).
-    pub(in crate::engine) fn fail_after(&mut self, slot: usize, kind: ErrorKind, hs: Option<Handshake>, now: Instant) {
+    pub(in crate::engine) fn fail_after(
+        &mut self,
+        slot: usize,
+        kind: ErrorKind,
+        hs: Option<Handshake>,
+        now: Instant,
+    ) {
         W::release(self, slot);
         if W::retry(self, slot, kind, now) {
             return;
@@ -593,7 +608,12 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
 
     /// A connection is up: its TCP connect and, over TLS, the handshake after it, timed apart
     /// (both protocols' connections).
-    pub(in crate::engine) fn record_connected(&mut self, hs: Option<Handshake>, connect_start: Instant, now: Instant) {
+    pub(in crate::engine) fn record_connected(
+        &mut self,
+        hs: Option<Handshake>,
+        connect_start: Instant,
+        now: Instant,
+    ) {
         self.rec.connections_opened += 1;
         let tcp_at = hs.and_then(|h| h.tcp_connected).unwrap_or(now);
         self.rec
