@@ -3,6 +3,7 @@
 //! answers with a [`Step`] (wait, connected, sent, response done, failed, read more later).
 //! Pools, timers, retries' reconnects and metrics stay in the loop (`worker`).
 use super::http::ResponseParser;
+use super::protocol::Reuse;
 use super::transport::Transport;
 use super::Prepared;
 use crate::metrics::ErrorKind;
@@ -20,14 +21,6 @@ pub(super) enum Phase {
     Idle,
     /// Closed loop: waiting out the think time.
     Thinking,
-}
-
-/// What the run allows a connection to carry: the choices that decide when it closes.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Reuse {
-    pub keep_alive: bool,
-    /// Close a kept-alive connection after this many requests.
-    pub calls_per_connection: Option<u32>,
 }
 
 /// What the loop must do after the connection handled an event.

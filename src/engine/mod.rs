@@ -20,7 +20,7 @@ mod worker;
 
 pub use crate::plan::segment::Segment;
 pub use pacing::{Arrival, Replay};
-pub use protocol::{Http2, Protocol};
+pub use protocol::{Http2, Protocol, Reuse};
 
 use crate::metrics::{Recorder, SecondLog, SecondSlot};
 use std::net::SocketAddr;
@@ -28,11 +28,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// A request ready to send: pre-rendered bytes for a kept-alive and a closing connection.
+/// A request ready to send, rendered once before the run by its protocol's preparation
+/// ([`Protocol::prepare`]): each protocol fills the forms its `Wire` writes.
 #[derive(Debug, Clone, Default)]
 pub struct Prepared {
     /// Index into [`EngineConfig::addrs`].
     pub addr: usize,
+    /// HTTP/1.1: the bytes for a kept-alive connection, and for one's last call.
     pub keep_alive: Vec<u8>,
     pub close: Vec<u8>,
     /// HEAD: the response has no body whatever its headers say.
@@ -219,6 +221,14 @@ impl EngineConfig {
             load,
             max_requests: self.max_requests.map(|n| seg.share(n)),
             ..self.clone()
+        }
+    }
+
+    /// What the run allows a connection to carry.
+    pub fn reuse(&self) -> Reuse {
+        Reuse {
+            keep_alive: self.keep_alive,
+            calls_per_connection: self.calls_per_connection,
         }
     }
 

@@ -5,9 +5,8 @@
 //!
 //! Errors name the command-line flag, since that is how users meet these options; the
 //! experiment validates its TOML keys before it builds these, with errors naming the key.
-use crate::engine::h2::hpack::{encode_request, RequestParts};
 use crate::engine::tls::{TlsClient, TlsClientOptions, TlsVersion};
-use crate::engine::{Arrival, EngineConfig, Http2, Load, Pick, Prepared, Protocol};
+use crate::engine::{Arrival, EngineConfig, Http2, Load, Pick, Prepared, Protocol, Reuse};
 use crate::fsutil::{read_capped, MAX_BODY_FILE};
 use crate::plan::access_log::{read_access_log, AccessLog, Keep, LogFormat, LoggedRequest};
 use crate::plan::segment::check_start_at;
@@ -491,54 +490,6 @@ enum Unrendered {
     None,
 }
 
-/// Which renderings of each request a run sends.
-#[derive(Debug, Clone, Copy)]
-struct Forms {
-    keep_alive: bool,
-    close: bool,
-    h2: bool,
-}
-
-impl Forms {
-    fn of(conn: &ConnConfig, http2: bool) -> Forms {
-        let keeps = conn.keep_alive && conn.calls_per_connection != Some(1);
-        Forms {
-            // HTTP/2 sends neither; the kept-alive form still tells whether a request may be
-            // retried (`Prepared::idempotent`).
-            keep_alive: keeps,
-            close: !http2 && (!keeps || conn.calls_per_connection.is_some()),
-            h2: http2,
-        }
-    }
-
-    fn prepare(self, s: &RequestSpec, addr: usize, name: u16) -> Prepared {
-        // Rendered into a guess of a buffer: trimmed, a mix holds many.
-        let exact = |mut v: Vec<u8>| {
-            v.shrink_to_fit();
-            v
-        };
-        let if_ = |on: bool, f: &dyn Fn() -> Vec<u8>| if on { exact(f()) } else { Vec::new() };
-        Prepared {
-            addr,
-            keep_alive: if_(self.keep_alive, &|| s.render(false)),
-            close: if_(self.close, &|| s.render(true)),
-            head_only: s.method == "HEAD",
-            h2_block: if_(self.h2, &|| {
-                encode_request(&RequestParts {
-                    method: &s.method,
-                    scheme: s.url.scheme.as_str(),
-                    authority: &s.url.authority,
-                    path: &s.url.target,
-                    headers: &s.headers,
-                    body_len: s.body.as_ref().map(Vec::len),
-                })
-            }),
-            body: s.body.clone().unwrap_or_default(),
-            name,
-        }
-    }
-}
-
 impl RequestConfig {
     pub fn specs(&self) -> crate::Result<Vec<RequestSpec>> {
         let method = parse_method(&self.method).map_err(|e| Error::usage(format!("-X: {e}")))?;
@@ -843,11 +794,11 @@ impl Mix {
     }
 
     /// The engine's requests, in the forms the run sends; each spec is dropped once rendered.
-    fn render(requests: Unrendered, forms: Forms) -> Vec<Prepared> {
+    fn render(requests: Unrendered, protocol: Protocol, reuse: Reuse) -> Vec<Prepared> {
         match requests {
             Unrendered::Specs(specs) => specs
                 .into_iter()
-                .map(|(s, addr, name)| forms.prepare(&s, addr, name))
+                .map(|(s, addr, name)| protocol.prepare(&s, reuse, addr, name))
                 .collect(),
             Unrendered::Log {
                 mut base,
@@ -860,7 +811,7 @@ impl Mix {
                         base.method = r.method.to_string();
                     }
                     base.url.target = r.target.into();
-                    out.push(forms.prepare(&base, 0, name));
+                    out.push(protocol.prepare(&base, reuse, 0, name));
                 }
                 out
             }
@@ -996,7 +947,11 @@ pub fn base_config_of(
     } else {
         tls_and_protocol(conn, &mix.tls_servers)?
     };
-    let requests = Mix::render(mix.requests, Forms::of(conn, protocol != Protocol::Http1));
+    let reuse = Reuse {
+        keep_alive: conn.keep_alive && conn.calls_per_connection != Some(1),
+        calls_per_connection: conn.calls_per_connection,
+    };
+    let requests = Mix::render(mix.requests, protocol, reuse);
     let cfg = EngineConfig {
         addrs: mix.addrs,
         requests: std::sync::Arc::new(requests),
@@ -1006,8 +961,8 @@ pub fn base_config_of(
         max_requests,
         warmup,
         threads: conn.threads(),
-        keep_alive: conn.keep_alive && conn.calls_per_connection != Some(1),
-        calls_per_connection: conn.calls_per_connection,
+        keep_alive: reuse.keep_alive,
+        calls_per_connection: reuse.calls_per_connection,
         timeout: conn.timeout,
         connect_timeout: conn.connect_timeout,
         seed: conn.seed,

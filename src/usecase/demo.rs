@@ -4,7 +4,7 @@
 use super::config::{ConnConfig, OpenLoopConfig, RequestConfig};
 use super::results;
 use crate::analysis::{self, Analysis};
-use crate::engine::{EngineConfig, Load, Prepared};
+use crate::engine::{EngineConfig, Load, Protocol, Reuse};
 use crate::plan::{RequestSpec, Url};
 use crate::report::progress::SweepProgress;
 use crate::runner::{sweep::SweepPlan, Executor, Stepper};
@@ -149,15 +149,15 @@ pub fn run(
     let conn = ConnConfig::default();
     let base = EngineConfig {
         addrs: vec![handle.addr],
-        requests: std::sync::Arc::new(vec![Prepared {
-            addr: 0,
-            keep_alive: spec.render(false),
-            close: spec.render(true),
-            head_only: false,
-            h2_block: Vec::new(),
-            body: Vec::new(),
-            name: 0,
-        }]),
+        requests: std::sync::Arc::new(vec![Protocol::Http1.prepare(
+            &spec,
+            Reuse {
+                keep_alive: conn.keep_alive,
+                calls_per_connection: conn.calls_per_connection,
+            },
+            0,
+            0,
+        )]),
         pick: RequestConfig::default().pick,
         load: loads[0],
         duration: Some(cfg.step),

@@ -2,13 +2,32 @@
 //! exchange's state machine is the slot's `Conn` (`conn.rs`, pre-rendered request bytes, the
 //! response parser of `http.rs`). Kept-alive connections wait in the worker's idle pool per
 //! server; a request that meets the keep-alive race is sent once more on a fresh connection.
-use super::{Protocol, Wire};
+use super::{Protocol, Reuse, Wire};
 use crate::engine::conn::Phase;
 use crate::engine::transport::Transport;
 use crate::engine::worker::{token, Worker, READS_PER_TURN};
+use crate::engine::Prepared;
 use crate::metrics::ErrorKind;
+use crate::plan::RequestSpec;
 use mio::Interest;
 use std::time::Instant;
+
+/// Rendered into a guess of a buffer: trimmed, a mix holds many.
+pub(super) fn exact(mut v: Vec<u8>) -> Vec<u8> {
+    v.shrink_to_fit();
+    v
+}
+
+/// HTTP/1.1's forms of the request: kept-alive when connections are kept, `Connection:
+/// close` for the last call of one (every call without keep-alive).
+pub(super) fn prepare(p: &mut Prepared, spec: &RequestSpec, reuse: Reuse) {
+    if reuse.keep_alive {
+        p.keep_alive = exact(spec.render(false));
+    }
+    if !reuse.keep_alive || reuse.calls_per_connection.is_some() {
+        p.close = exact(spec.render(true));
+    }
+}
 
 /// HTTP/1.1's [`Wire`]: its state is the slots' own (`Conn`), so it holds none.
 pub(in crate::engine) struct H1;

@@ -8,12 +8,15 @@
 //! connection may open), otherwise it stays queued and its wait shows as send lag. Closed
 //! loop: each user takes one stream; a thread's users share ⌈users / streams⌉ connections
 //! ([`Protocol::connections_for`]).
-use super::{Protocol, Wire};
+use super::{Protocol, Reuse, Wire};
 use crate::engine::conn::{Phase, Step as ConnStep};
 use crate::engine::h2::conn::{Event, H2Conn, Outcome, State, Step};
+use crate::engine::h2::hpack::{encode_request, RequestParts};
 use crate::engine::transport::Transport;
 use crate::engine::worker::{token, Worker, READS_PER_TURN};
+use crate::engine::Prepared;
 use crate::metrics::ErrorKind;
+use crate::plan::RequestSpec;
 use mio::Interest;
 use std::time::Instant;
 
@@ -22,6 +25,24 @@ use std::time::Instant;
 /// one: servers close connections after a number of requests (nginx: 1000), all connections
 /// of a run at about the same time, so a retried request can meet the next GOAWAY too.
 const MAX_RETRIES: u8 = 3;
+
+/// HTTP/2's form of the request: its header block (HPACK, encoded once) and body, sent in
+/// DATA frames. The kept-alive HTTP/1.1 form stays beside them: it tells whether the request
+/// may be sent again (`Prepared::idempotent`).
+pub(super) fn prepare(p: &mut Prepared, spec: &RequestSpec, reuse: Reuse) {
+    p.h2_block = super::http1::exact(encode_request(&RequestParts {
+        method: &spec.method,
+        scheme: spec.url.scheme.as_str(),
+        authority: &spec.url.authority,
+        path: &spec.url.target,
+        headers: &spec.headers,
+        body_len: spec.body.as_ref().map(Vec::len),
+    }));
+    p.body = spec.body.clone().unwrap_or_default();
+    if reuse.keep_alive {
+        p.keep_alive = super::http1::exact(spec.render(false));
+    }
+}
 
 /// HTTP/2's [`Wire`]: the thread's multiplexed connections.
 pub(in crate::engine) struct H2<T> {

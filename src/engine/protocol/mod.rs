@@ -16,7 +16,18 @@ pub(super) mod http2;
 
 use super::transport::Transport;
 use super::worker::Worker;
+use super::Prepared;
+use crate::plan::RequestSpec;
 use std::time::Instant;
+
+/// What the run allows a connection to carry: the choices that decide when it closes, and
+/// so which forms of each request HTTP/1.1 renders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reuse {
+    pub keep_alive: bool,
+    /// Close a kept-alive connection after this many requests.
+    pub calls_per_connection: Option<u32>,
+}
 
 /// HTTP/2's settings (`--http 2`): the connections multiplex requests on streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +71,23 @@ impl Protocol {
             // Each user takes a stream; the thread's users share connections.
             Protocol::Http2(h) => users.div_ceil(h.streams.max(1) as usize).max(1),
         }
+    }
+
+    /// A request of the mix made ready to send, once before the run: what this protocol's
+    /// `Wire` writes (HTTP/1.1's bytes in the forms `reuse` will send; HTTP/2's header
+    /// block and body), to server `addr`, counted under `name`.
+    pub fn prepare(self, spec: &RequestSpec, reuse: Reuse, addr: usize, name: u16) -> Prepared {
+        let mut p = Prepared {
+            addr,
+            name,
+            head_only: spec.method == "HEAD",
+            ..Prepared::default()
+        };
+        match self {
+            Protocol::Http1 => http1::prepare(&mut p, spec, reuse),
+            Protocol::Http2(_) => http2::prepare(&mut p, spec, reuse),
+        }
+        p
     }
 
     /// Whether scenario users (cookies, bursts on their own connections) can speak it.

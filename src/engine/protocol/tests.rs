@@ -305,3 +305,51 @@ fn each_protocol_counts_under_its_label() {
     assert_eq!(h2.connections_for(17), 3);
     assert_eq!(Protocol::Http1.connections_for(17), 17);
 }
+
+/// Each protocol prepares the forms its `Wire` writes, and only those: HTTP/1.1 the
+/// kept-alive bytes, the closing ones when a connection's last call sends them; HTTP/2 the
+/// header block and the body beside the bytes that say the method may be retried.
+#[test]
+fn each_protocol_prepares_what_it_sends() {
+    let spec = crate::plan::RequestSpec {
+        method: "POST".into(),
+        url: crate::url::Url::parse("http://t:8080/p?q=1").unwrap(),
+        headers: vec![("x-a".into(), "b".into())],
+        body: Some(b"data".to_vec()),
+    };
+    let kept = Reuse {
+        keep_alive: true,
+        calls_per_connection: None,
+    };
+    let p = Protocol::Http1.prepare(&spec, kept, 2, 7);
+    assert_eq!((p.addr, p.name, p.head_only), (2, 7, false));
+    assert!(p.keep_alive.starts_with(b"POST /p?q=1 HTTP/1.1\r\n"));
+    assert!(p.keep_alive.ends_with(b"\r\n\r\ndata"));
+    assert!(p.close.is_empty() && p.h2_block.is_empty() && p.body.is_empty());
+    let every_10th = Reuse {
+        calls_per_connection: Some(10),
+        ..kept
+    };
+    let p = Protocol::Http1.prepare(&spec, every_10th, 0, 0);
+    assert!(!p.keep_alive.is_empty());
+    assert!(p.close.windows(17).any(|w| w == b"Connection: close"));
+    let never = Reuse {
+        keep_alive: false,
+        calls_per_connection: None,
+    };
+    let p = Protocol::Http1.prepare(&spec, never, 0, 0);
+    assert!(p.keep_alive.is_empty() && !p.close.is_empty());
+
+    let p = Protocol::Http2(Http2 { streams: 4 }).prepare(&spec, kept, 0, 0);
+    assert!(p.close.is_empty());
+    assert_eq!(p.body, b"data");
+    assert!(!p.h2_block.is_empty());
+    assert!(!p.idempotent(), "POST may not be sent twice");
+    let head = crate::plan::RequestSpec {
+        method: "HEAD".into(),
+        body: None,
+        ..spec
+    };
+    let p = Protocol::Http2(Http2 { streams: 4 }).prepare(&head, kept, 0, 0);
+    assert!(p.head_only && p.idempotent() && p.body.is_empty());
+}

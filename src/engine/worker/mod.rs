@@ -14,9 +14,9 @@ mod closed;
 mod open;
 mod session;
 
-use super::conn::{Conn, Phase, Reuse, Step};
+use super::conn::{Conn, Phase, Step};
 use super::pacing::{Schedule, TimerFd};
-use super::protocol::Wire;
+use super::protocol::{Reuse, Wire};
 use super::transport::{Handshake, Transport};
 use super::{Control, EngineConfig, Load, Pick};
 use crate::metrics::{ErrorKind, Recorder, TlsReason};
@@ -173,10 +173,7 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
         Ok(Worker {
             cfg,
             setup,
-            reuse: Reuse {
-                keep_alive: cfg.keep_alive,
-                calls_per_connection: cfg.calls_per_connection,
-            },
+            reuse: cfg.reuse(),
             ctl: Arc::clone(ctl),
             id,
             poll,
