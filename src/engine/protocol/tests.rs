@@ -127,7 +127,8 @@ struct Rig<'a, W: Wire<Fake>> {
 impl<'a, W: Wire<Fake>> Rig<'a, W> {
     fn new(cfg: &'a EngineConfig) -> Rig<'a, W> {
         let pipes = Pipes::default();
-        let origin = Instant::now() - Duration::from_millis(1);
+        // Well in the past: an open loop's schedule has arrivals due at once.
+        let origin = Instant::now() - Duration::from_millis(100);
         let ctl = Control::new(1);
         let w = Worker::new(cfg, 0, 1, origin, &ctl, event_fds().unwrap(), pipes.clone()).unwrap();
         Rig { w, pipes }
@@ -352,4 +353,54 @@ fn each_protocol_prepares_what_it_sends() {
     };
     let p = Protocol::Http2(Http2 { streams: 4 }).prepare(&head, kept, 0, 0);
     assert!(p.head_only && p.idempotent() && p.body.is_empty());
+}
+
+/// Open loop at 1000/s, due arrivals held back by one allowed connection, under both
+/// protocols: the seam says when an arrival may go (HTTP/1.1: the connection is free again;
+/// HTTP/2: a stream of it is), the rest wait as pool waits, and answers free the way.
+#[test]
+fn the_open_loop_waits_for_room_on_either_protocol() {
+    fn open(protocol: Protocol) -> EngineConfig {
+        EngineConfig {
+            load: Load::Open {
+                rate: 1000.0,
+                arrival: crate::engine::Arrival::Constant,
+                max_connections: 1,
+            },
+            max_requests: Some(1000),
+            ..config(protocol, 1, 1000)
+        }
+    }
+    // A hundred arrivals and more are due: far more than one connection takes.
+    let cfg = open(Protocol::Http1);
+    let mut r = Rig::<H1>::new(&cfg);
+    let now = Instant::now() + Duration::from_millis(50);
+    r.w.dispatch(now);
+    assert_eq!(r.pipes.borrow().len(), 1);
+    assert_eq!(r.w.rec.requests, 1);
+    assert_eq!(r.w.rec.pool_waits, 1, "the second arrival waits");
+    r.ready(0);
+    r.server(0, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    r.ready(0);
+    // The answer freed the connection: the next arrival went out on it at once.
+    assert_eq!((r.w.rec.responses, r.w.rec.requests), (1, 2));
+    assert_eq!(r.out(0), [GET, GET].concat());
+    assert_eq!(r.pipes.borrow().len(), 1);
+
+    let cfg = open(Protocol::Http2(Http2 { streams: 2 }));
+    let mut r = Rig::<H2<Fake>>::new(&cfg);
+    r.w.dispatch(now);
+    // Two streams on the one connection, the third arrival waits.
+    assert_eq!(r.pipes.borrow().len(), 1);
+    assert_eq!((r.w.rec.requests, r.w.rec.pool_waits), (2, 1));
+    r.ready(0);
+    assert_eq!(h2_streams_opened(&r.out(0)), [1, 3]);
+    let mut s = Vec::new();
+    frame::put_settings(&mut s, &[]);
+    h2_headers(&mut s, 1, "200", true);
+    r.server(0, &s);
+    r.ready(0);
+    assert_eq!((r.w.rec.responses, r.w.rec.requests), (1, 3));
+    assert_eq!(h2_streams_opened(&r.out(0)), [1, 3, 5]);
+    assert_eq!(r.pipes.borrow().len(), 1);
 }

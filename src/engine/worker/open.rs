@@ -9,7 +9,7 @@ use std::time::Instant;
 impl<T: Transport, W: Wire<T>> Worker<'_, T, W> {
     /// Sends every arrival that is due, as long as connections allow; the rest stay queued
     /// (implicitly: the schedule does not advance) and their wait shows as send lag.
-    pub(super) fn dispatch(&mut self, now: Instant) {
+    pub(in crate::engine) fn dispatch(&mut self, now: Instant) {
         let Some(mut sched) = self.schedule.take() else {
             return;
         };
