@@ -67,10 +67,12 @@ pub(super) struct Conn<T> {
     pub retried: bool,
     /// Response bytes of the current request.
     pub bytes: u64,
-    /// HTTP/2: the connection (mux index, generation) the request waits on or is streamed on.
+    /// A protocol whose connections the slots share (HTTP/2): the connection (its index,
+    /// generation) the request waits on or is streamed on.
     pub link: Option<(usize, u32)>,
-    /// HTTP/2: times the current request was sent again after the server left it unprocessed.
-    pub h2_retries: u8,
+    /// Times the current request was sent again after the server left it unprocessed
+    /// (HTTP/2's GOAWAY and REFUSED_STREAM).
+    pub resends: u8,
     /// Request bytes written so far.
     sent: usize,
     /// Times the current request was written in full (a stale-race retry writes it twice):
@@ -113,7 +115,7 @@ impl<T: Transport> Conn<T> {
             retried: false,
             bytes: 0,
             link: None,
-            h2_retries: 0,
+            resends: 0,
             sent: 0,
             deliveries: 0,
             closing: false,
@@ -142,7 +144,7 @@ impl<T: Transport> Conn<T> {
         self.deliveries = 0;
         self.bytes = 0;
         self.retried = false;
-        self.h2_retries = 0;
+        self.resends = 0;
     }
 
     /// A freshly connected (and registered) socket for the current request. The deadline is

@@ -429,17 +429,9 @@ pub fn run(
                     ctl: &ctl,
                     fds,
                 };
-                let r = match (&cfg.tls, cfg.protocol) {
-                    (None, Protocol::Http1) => spawn.run::<transport::Tcp, protocol::http1::H1>(()),
-                    (None, Protocol::Http2(_)) => {
-                        spawn.run::<transport::Tcp, protocol::http2::H2<_>>(())
-                    }
-                    (Some(tls), Protocol::Http1) => {
-                        spawn.run::<tls::Tls, protocol::http1::H1>(tls.for_thread())
-                    }
-                    (Some(tls), Protocol::Http2(_)) => {
-                        spawn.run::<tls::Tls, protocol::http2::H2<_>>(tls.for_thread())
-                    }
+                let r = match &cfg.tls {
+                    None => cfg.protocol.work::<transport::Tcp>(spawn, ()),
+                    Some(tls) => cfg.protocol.work::<tls::Tls>(spawn, tls.for_thread()),
                 };
                 let _ = tx.send(());
                 r

@@ -159,7 +159,7 @@ impl<T: Transport> Worker<'_, T, H2<T>> {
                 .filter(|h| usable(h) && h.has_room())
                 .map(|h| (i, h))
         });
-        let mut found = if self.conns[slot].h2_retries > 0 {
+        let mut found = if self.conns[slot].resends > 0 {
             // A retry after a GOAWAY goes to the youngest connection: the others of the run
             // may be as close to the server's per-connection limit as the one that went away.
             with_room.min_by_key(|(_, h)| h.opened()).map(|(i, _)| i)
@@ -373,8 +373,8 @@ impl<T: Transport> Worker<'_, T, H2<T>> {
                 if c.deliveries == 0 {
                     // Never sent: it simply goes to another connection.
                     self.h2_start(slot, now);
-                } else if self.idempotent[c.req] && c.h2_retries < MAX_RETRIES {
-                    c.h2_retries += 1;
+                } else if self.idempotent[c.req] && c.resends < MAX_RETRIES {
+                    c.resends += 1;
                     if c.counted {
                         self.rec.retries += 1;
                     }

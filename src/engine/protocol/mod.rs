@@ -90,6 +90,19 @@ impl Protocol {
         p
     }
 
+    /// Runs one worker thread speaking this protocol over the transport `T`: the pair is
+    /// picked here, once per thread, and the loop is compiled for each.
+    pub(super) fn work<T: Transport>(
+        self,
+        spawn: super::Spawn<'_>,
+        setup: T::Setup,
+    ) -> crate::Result<(crate::metrics::Recorder, Vec<String>)> {
+        match self {
+            Protocol::Http1 => spawn.run::<T, http1::H1>(setup),
+            Protocol::Http2(_) => spawn.run::<T, http2::H2<T>>(setup),
+        }
+    }
+
     /// Whether scenario users (cookies, bursts on their own connections) can speak it.
     pub fn carries_scenarios(self) -> bool {
         matches!(self, Protocol::Http1)
