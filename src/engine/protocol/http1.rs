@@ -1,12 +1,12 @@
 //! HTTP/1.1: each slot holds its own connection and one request at a time on it; the
 //! exchange's state machine is the slot's `Conn` (`conn.rs`, pre-rendered request bytes, the
-//! response parser of `http.rs`). Kept-alive connections wait in the worker's idle pool per
-//! server; a request that meets the keep-alive race is sent once more on a fresh connection.
-use super::{Protocol, Reuse, Wire};
+//! response parser of `http.rs`). Kept-alive connections of the open loop wait in its idle
+//! pool per server; a request that meets the keep-alive race is sent once more on a fresh connection.
+use super::{Reuse, Wire};
 use crate::engine::conn::Phase;
 use crate::engine::transport::Transport;
 use crate::engine::worker::{token, Worker, READS_PER_TURN};
-use crate::engine::Prepared;
+use crate::engine::{EngineConfig, Prepared};
 use crate::metrics::ErrorKind;
 use crate::plan::RequestSpec;
 use mio::Interest;
@@ -29,18 +29,37 @@ pub(super) fn prepare(p: &mut Prepared, spec: &RequestSpec, reuse: Reuse) {
     }
 }
 
-/// HTTP/1.1's [`Wire`]: its state is the slots' own (`Conn`), so it holds none.
-pub(in crate::engine) struct H1;
+/// HTTP/1.1's [`Wire`]: the connections are the slots' own (`Conn`); it keeps the idle
+/// ones of the open loop.
+pub(in crate::engine) struct H1 {
+    /// Idle kept-alive connections per address, as (slot, gen); stale entries are skipped.
+    idle: Vec<Vec<(usize, u32)>>,
+}
+
+impl<T: Transport> Worker<'_, T, H1> {
+    /// An idle kept-alive connection to `addr`.
+    fn pop_idle(&mut self, addr: usize) -> Option<usize> {
+        while let Some((slot, gen)) = self.wire.idle[addr].pop() {
+            let c = &self.conns[slot];
+            if c.gen == gen && c.phase == Phase::Idle {
+                return Some(slot);
+            }
+        }
+        None
+    }
+}
 
 impl<T: Transport> Wire<T> for H1 {
     const INDEX: usize = 0;
 
-    fn new(_: Protocol) -> H1 {
-        H1
+    fn new(cfg: &EngineConfig) -> H1 {
+        H1 {
+            idle: vec![Vec::new(); cfg.addrs.len()],
+        }
     }
 
     fn can_dispatch(w: &Worker<'_, T, H1>) -> bool {
-        w.open < w.max_conns || w.idle.iter().any(|v| !v.is_empty())
+        w.open < w.max_conns || w.wire.idle.iter().any(|v| !v.is_empty())
     }
 
     /// An idle kept-alive connection to `addr`, or a slot for a new one while the pool allows.
@@ -55,7 +74,7 @@ impl<T: Transport> Wire<T> for H1 {
             None if w.open < w.max_conns => Some(w.alloc_slot(now)),
             None => {
                 // Pool full: an idle connection to another address makes room.
-                if let Some(other) = (0..w.idle.len()).find_map(|a| w.pop_idle(a)) {
+                if let Some(other) = (0..w.wire.idle.len()).find_map(|a| w.pop_idle(a)) {
                     w.close_socket(other);
                     w.free_slot(other);
                     Some(w.alloc_slot(now))
@@ -64,6 +83,11 @@ impl<T: Transport> Wire<T> for H1 {
                 }
             }
         }
+    }
+
+    fn pool(w: &mut Worker<'_, T, H1>, slot: usize) {
+        let c = &w.conns[slot];
+        w.wire.idle[c.addr].push((slot, c.gen));
     }
 
     fn start(w: &mut Worker<'_, T, H1>, slot: usize, addr: usize, now: Instant) {

@@ -14,7 +14,7 @@ use crate::engine::h2::conn::{Event, H2Conn, Outcome, State, Step};
 use crate::engine::h2::hpack::{encode_request, RequestParts};
 use crate::engine::transport::Transport;
 use crate::engine::worker::{token, Worker, READS_PER_TURN};
-use crate::engine::Prepared;
+use crate::engine::{EngineConfig, Prepared};
 use crate::metrics::ErrorKind;
 use crate::plan::RequestSpec;
 use mio::Interest;
@@ -67,8 +67,8 @@ impl<T: Transport> H2<T> {
 impl<T: Transport> Wire<T> for H2<T> {
     const INDEX: usize = 1;
 
-    fn new(protocol: Protocol) -> H2<T> {
-        let streams = match protocol {
+    fn new(cfg: &EngineConfig) -> H2<T> {
+        let streams = match cfg.protocol {
             Protocol::Http2(h) => h.streams,
             Protocol::Http1 => 1,
         };
@@ -90,6 +90,9 @@ impl<T: Transport> Wire<T> for H2<T> {
     fn dispatch_slot(w: &mut Worker<'_, T, Self>, addr: usize, now: Instant) -> Option<usize> {
         w.h2_room(Some(addr)).then(|| w.alloc_slot(now))
     }
+
+    // Its answers never leave a slot holding a connection: the slots' requests share them.
+    fn pool(_: &mut Worker<'_, T, Self>, _: usize) {}
 
     fn start(w: &mut Worker<'_, T, Self>, slot: usize, _: usize, now: Instant) {
         w.h2_start(slot, now);

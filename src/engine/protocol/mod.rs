@@ -120,7 +120,8 @@ pub(super) trait Wire<T: Transport>: Sized {
     /// Its place in the counts by protocol ([`Protocol::index`]).
     const INDEX: usize;
 
-    fn new(protocol: Protocol) -> Self;
+    /// Its state for a worker of the run `cfg` (its `protocol` names this one).
+    fn new(cfg: &super::EngineConfig) -> Self;
 
     /// Open loop: may an arrival go out now (a connection with room, or one more allowed)?
     fn can_dispatch(w: &Worker<'_, T, Self>) -> bool;
@@ -128,6 +129,10 @@ pub(super) trait Wire<T: Transport>: Sized {
     /// Open loop: the slot for the next arrival to server `addr`, or None while every
     /// connection that may carry it is busy (the arrival waits: send lag).
     fn dispatch_slot(w: &mut Worker<'_, T, Self>, addr: usize, now: Instant) -> Option<usize>;
+
+    /// Open loop: the slot's answer left its connection able to carry another request (the
+    /// slot is idle): it waits for the next arrival to its server.
+    fn pool(w: &mut Worker<'_, T, Self>, slot: usize);
 
     /// The slot's request (begun) to server `addr`: on a connection that can take it, or
     /// one opened for it.

@@ -39,6 +39,8 @@ pub(in crate::engine) fn token(idx: usize, gen: u32) -> Token {
     Token(idx | ((gen as usize) << 32))
 }
 
+/// The fields and methods the protocols drive are visible to the engine (`pub(in
+/// crate::engine)`); the rest is the loop's own.
 pub(in crate::engine) struct Worker<'a, T: Transport, W: Wire<T>> {
     pub(in crate::engine) cfg: &'a EngineConfig,
     /// What the transport needs to open a connection.
@@ -49,8 +51,6 @@ pub(in crate::engine) struct Worker<'a, T: Transport, W: Wire<T>> {
     pub(in crate::engine) poll: Poll,
     pub(in crate::engine) conns: Vec<Conn<T>>,
     free_slots: Vec<usize>,
-    /// Idle kept-alive connections per address, as (slot, gen); stale entries are skipped.
-    pub(in crate::engine) idle: Vec<Vec<(usize, u32)>>,
     pub(in crate::engine) open: usize,
     pub(in crate::engine) max_conns: usize,
     pub(in crate::engine) rec: Recorder,
@@ -187,7 +187,6 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
                 })
                 .collect(),
             free_slots: Vec::new(),
-            idle: vec![Vec::new(); cfg.addrs.len()],
             open: 0,
             max_conns,
             rec,
@@ -210,7 +209,7 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             idempotent: cfg.requests.iter().map(|p| p.idempotent()).collect(),
             more: Vec::with_capacity(slots.max(16)),
             more_next: Vec::with_capacity(slots.max(16)),
-            wire: W::new(cfg.protocol),
+            wire: W::new(cfg),
             users,
             free_users: Vec::new(),
             gate,
@@ -628,11 +627,8 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
         }
         if matches!(self.cfg.load, Load::Open { .. }) {
             if keep {
-                let c = &mut self.conns[slot];
-                c.phase = Phase::Idle;
-                let entry = (slot, c.gen);
-                let addr = c.addr;
-                self.idle[addr].push(entry);
+                self.conns[slot].phase = Phase::Idle;
+                W::pool(self, slot);
             } else {
                 self.free_slot(slot);
             }

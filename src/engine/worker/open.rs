@@ -56,16 +56,6 @@ impl<T: Transport, W: Wire<T>> Worker<'_, T, W> {
         self.schedule = Some(sched);
     }
 
-    pub(in crate::engine) fn pop_idle(&mut self, addr: usize) -> Option<usize> {
-        while let Some((slot, gen)) = self.idle[addr].pop() {
-            let c = &self.conns[slot];
-            if c.gen == gen && c.phase == Phase::Idle {
-                return Some(slot);
-            }
-        }
-        None
-    }
-
     pub(in crate::engine) fn alloc_slot(&mut self, now: Instant) -> usize {
         match self.free_slots.pop() {
             Some(s) => s,
