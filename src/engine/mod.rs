@@ -7,7 +7,9 @@
 //! `transport.rs` the byte-stream seam it runs over (plain TCP), `tls.rs` TLS over it,
 //! `protocol/` the protocol seam (a [`Protocol`] value; HTTP/1.1 and HTTP/2 each a
 //! `protocol::Wire`), `http.rs` the HTTP/1.1 response parser, `h2/` HTTP/2 (frames, HPACK,
-//! one connection's streams), `pacing.rs` the arrival schedule and timer.
+//! one connection's streams), `pacing.rs` the arrival schedule and timer, `backoff.rs` the
+//! connect backoff.
+mod backoff;
 mod conn;
 pub mod h2;
 pub mod http;
@@ -147,6 +149,9 @@ pub struct EngineConfig {
     pub max_sessions: usize,
     /// Which answers count as success (`--ok-status`).
     pub ok_status: crate::metrics::OkStatus,
+    /// The HTTP version spoken (`protocol` is it) and how it was chosen, for the plan line
+    /// and the summary.
+    pub protocol_choice: crate::metrics::ProtocolChoice,
 }
 
 /// A configuration that sends nothing until given addresses, requests and a duration or a
@@ -181,6 +186,7 @@ impl Default for EngineConfig {
             replay: None,
             max_sessions: 10_000,
             ok_status: crate::metrics::OkStatus::default(),
+            protocol_choice: crate::metrics::ProtocolChoice::default(),
         }
     }
 }

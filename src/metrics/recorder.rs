@@ -37,8 +37,19 @@ pub struct Recorder {
     /// Handshakes that did the full key exchange, and those that resumed a session.
     pub handshakes_full: u64,
     pub handshakes_resumed: u64,
-    /// Why TLS handshakes failed, by [`TlsReason::index`].
+    /// Why TLS handshakes failed, by [`TlsReason::index`]: one per failed handshake (an
+    /// HTTP/2 connection's failure counts once, however many requests waited on it).
     pub tls_failures: [u64; TlsReason::COUNT],
+    /// TLS handshakes begun (their TCP connect completed), whatever became of them.
+    pub handshakes_started: u64,
+    /// Connection attempts (a socket connect started), apart from the requests they carried.
+    pub connect_attempts: u64,
+    /// Attempts that failed before the connection came up, by [`ErrorKind::index`]: TCP's
+    /// failures (refused, timed out, unreachable, …); TLS's are in `tls_failures`.
+    pub connect_failures: [u64; ErrorKind::COUNT],
+    /// Requests that needed a new connection while the connect backoff held (every attempt
+    /// of the last second had failed): failed at once as the last attempt did, no attempt.
+    pub connects_held: u64,
     pub errors: [u64; ErrorKind::COUNT],
     pub statuses: Vec<u64>,
     /// Requests started and counted (outside warm-up), whatever their outcome.
@@ -111,6 +122,10 @@ impl Recorder {
             handshakes_full: 0,
             handshakes_resumed: 0,
             tls_failures: [0; TlsReason::COUNT],
+            handshakes_started: 0,
+            connect_attempts: 0,
+            connect_failures: [0; ErrorKind::COUNT],
+            connects_held: 0,
             errors: [0; ErrorKind::COUNT],
             statuses: vec![0; STATUS_SLOTS],
             requests: 0,
@@ -311,10 +326,15 @@ impl Recorder {
         }
     }
 
-    /// A counted request whose TLS handshake failed: the error and its reason.
-    pub fn tls_failure(&mut self, reason: TlsReason, at: Instant) {
+    /// A counted connection attempt's TLS handshake failed, for `reason` (the requests it
+    /// carried count their errors apart, with [`Recorder::error`]).
+    pub fn tls_failure(&mut self, reason: TlsReason) {
         self.tls_failures[reason.index()] += 1;
-        self.error(reason.kind(), at);
+    }
+
+    /// A counted connection attempt failed before it came up, TCP's part (`kind`).
+    pub fn connect_failure(&mut self, kind: ErrorKind) {
+        self.connect_failures[kind.index()] += 1;
     }
 
     pub fn error_count(&self) -> u64 {
@@ -333,6 +353,16 @@ impl Recorder {
         self.handshakes_full += o.handshakes_full;
         self.handshakes_resumed += o.handshakes_resumed;
         for (a, b) in self.tls_failures.iter_mut().zip(o.tls_failures.iter()) {
+            *a += b;
+        }
+        self.handshakes_started += o.handshakes_started;
+        self.connect_attempts += o.connect_attempts;
+        self.connects_held += o.connects_held;
+        for (a, b) in self
+            .connect_failures
+            .iter_mut()
+            .zip(o.connect_failures.iter())
+        {
             *a += b;
         }
         for (a, b) in self.errors.iter_mut().zip(o.errors.iter()) {
@@ -472,7 +502,13 @@ mod tests {
         b.error(ErrorKind::Reset, t0 + ms(1600));
         b.handshake(ms(3), false);
         b.handshake(ms(1), true);
-        b.tls_failure(TlsReason::Expired, t0 + ms(1600));
+        b.tls_failure(TlsReason::Expired);
+        b.error(TlsReason::Expired.kind(), t0 + ms(1600));
+        b.connect_attempts = 3;
+        b.connect_failure(ErrorKind::ConnectRefused);
+        b.connects_held = 7;
+        a.connect_attempts = 2;
+        a.connect_failure(ErrorKind::ConnectRefused);
         assert!(a.seconds.is_empty(), "seconds go to the slot");
         a.collect_own_seconds();
         b.collect_own_seconds();
@@ -481,6 +517,8 @@ mod tests {
         assert_eq!((a.handshakes_full, a.handshakes_resumed), (1, 1));
         assert_eq!(a.tls_handshake.len(), 2);
         assert_eq!(a.tls_failures[TlsReason::Expired.index()], 1);
+        assert_eq!((a.connect_attempts, a.connects_held), (5, 7));
+        assert_eq!(a.connect_failures[ErrorKind::ConnectRefused.index()], 2);
         assert_eq!(a.errors[ErrorKind::TlsCertificate.index()], 1);
         assert_eq!(a.responses, 2);
         assert_eq!(a.ok, 1);

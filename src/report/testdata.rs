@@ -90,6 +90,8 @@ pub fn step(
         unsent: 0,
         duration_s: 10.0,
         connections_opened: 10,
+        connects: None,
+        protocol: None,
         errors: errs,
         error_count: errors,
         error_ratio: errors as f64 / (responses + errors).max(1) as f64,

@@ -184,6 +184,8 @@ pub fn record(index: usize, load: &Load, s: Shape, secs: f64) -> StepRecord {
             protocols: Default::default(),
             duration_s: secs,
             connections_opened: 1,
+            connects: None,
+            protocol: None,
             errors,
             error_count,
             error_ratio: if requests > 0 {

@@ -99,8 +99,9 @@ pub fn record_of(
 ) -> StepResult {
     let load = cfg.load;
     let (rate, users) = cfg.offered();
-    let summary =
+    let mut summary =
         Summary::from_recorder(&outcome.recorder, rate, users, outcome.planned_window(cfg));
+    summary.protocol = Some(cfg.protocol_choice.clone());
     // This generator's share of the level (the whole level unless the plan is split).
     let offered = rate.unwrap_or(users.unwrap_or(0) as f64);
     let rec = &outcome.recorder;

@@ -8,6 +8,7 @@
 use crate::engine::tls::{TlsClient, TlsClientOptions, TlsVersion};
 use crate::engine::{Arrival, EngineConfig, Http2, Load, Pick, Prepared, Protocol, Reuse};
 use crate::fsutil::{read_capped, MAX_BODY_FILE};
+use crate::metrics::ProtocolChoice;
 use crate::plan::access_log::{read_access_log, AccessLog, Keep, LogFormat, LoggedRequest};
 use crate::plan::segment::check_start_at;
 use crate::plan::{
@@ -824,15 +825,9 @@ impl Mix {
 const MAX_STREAMS: u32 = 65_536;
 
 impl ConnConfig {
-    /// The protocol the connections speak over cleartext: `auto` is HTTP/1.1 there, h2c is
-    /// only used when asked for.
-    pub fn protocol(&self) -> Protocol {
-        self.protocol_if(self.http == HttpVersion::V2)
-    }
-
-    /// HTTP/2 with this run's settings when `h2`, else HTTP/1.1.
-    fn protocol_if(&self, h2: bool) -> Protocol {
-        if h2 {
+    /// The protocol the run speaks as `choice` chose it, with this run's HTTP/2 settings.
+    fn protocol_of(&self, choice: &ProtocolChoice) -> Protocol {
+        if choice.version == "2" {
             Protocol::Http2(Http2 {
                 streams: self.streams,
             })
@@ -882,33 +877,38 @@ impl ConnConfig {
     }
 }
 
-/// https: the TLS client, offering by ALPN the protocol the run will speak, and the HTTP/2
-/// settings when it is h2. `--http auto` asks the first server once which it picks from
-/// both (the engine speaks one protocol per run); a server that cannot be asked gets HTTP/1.1
-/// and the run's errors say why.
+/// https: the TLS client, offering by ALPN the protocol the run will speak, the HTTP/2
+/// settings when it is h2, and how it was chosen. `--http auto` asks the first server once
+/// which it picks from both (the engine speaks one protocol per run); a server that cannot be
+/// asked gets HTTP/1.1, the choice saying why, and the run's errors too.
 fn tls_and_protocol(
     conn: &ConnConfig,
     servers: &[(SocketAddr, String)],
-) -> crate::Result<(Option<TlsClient>, Protocol)> {
+) -> crate::Result<(Option<TlsClient>, Protocol, ProtocolChoice)> {
     let with_alpn = |alpn: &[&str]| {
         let mut t = conn.tls.clone();
         t.alpn = alpn.iter().map(|p| p.to_string()).collect();
         t.client(servers)
     };
-    let h2 = match conn.http {
-        HttpVersion::V2 => true,
-        HttpVersion::V1 => false,
+    let choice = match conn.http {
+        HttpVersion::V2 => ProtocolChoice::new("2", "http-flag"),
+        HttpVersion::V1 => ProtocolChoice::new("1.1", "http-flag"),
+        HttpVersion::Auto if !conn.keep_alive => ProtocolChoice::new("1.1", "no-keep-alive"),
         HttpVersion::Auto => {
             let probe = with_alpn(&["h2", "http/1.1"])?;
-            conn.keep_alive
-                && probe
-                    .negotiate(servers[0].0, conn.connect_timeout)
-                    .is_ok_and(|p| p.as_deref() == Some(b"h2".as_slice()))
+            match probe.negotiate(servers[0].0, conn.connect_timeout) {
+                Ok(p) if p.as_deref() == Some(b"h2".as_slice()) => ProtocolChoice::new("2", "alpn"),
+                Ok(_) => ProtocolChoice::new("1.1", "alpn"),
+                Err(e) => ProtocolChoice {
+                    fallback: Some(e),
+                    ..ProtocolChoice::new("1.1", "alpn-probe-failed")
+                },
+            }
         }
     };
-    let protocol = conn.protocol_if(h2);
+    let protocol = conn.protocol_of(&choice);
     let client = with_alpn(&[protocol.alpn()])?;
-    Ok((Some(client), protocol))
+    Ok((Some(client), protocol, choice))
 }
 
 /// The engine configuration shared by run, sweep and capacity (the load itself aside).
@@ -937,13 +937,18 @@ pub fn base_config_of(
 ) -> crate::Result<(EngineConfig, Vec<String>)> {
     conn.validate()?;
     check_load(&load)?;
-    let (tls, protocol) = if mix.tls_servers.is_empty() {
+    let (tls, protocol, choice) = if mix.tls_servers.is_empty() {
         if conn.tls.any_set() {
             return Err(Error::usage(
                 "TLS options (--cacert, --insecure, --client-cert, --tls-*) need https:// URLs",
             ));
         }
-        (None, conn.protocol())
+        let choice = match conn.http {
+            HttpVersion::V2 => ProtocolChoice::new("2", "http-flag"),
+            HttpVersion::V1 => ProtocolChoice::new("1.1", "http-flag"),
+            HttpVersion::Auto => ProtocolChoice::new("1.1", "cleartext"),
+        };
+        (None, conn.protocol_of(&choice), choice)
     } else {
         tls_and_protocol(conn, &mix.tls_servers)?
     };
@@ -976,6 +981,7 @@ pub fn base_config_of(
         replay: mix.replay,
         max_sessions: OpenLoopConfig::default().max_sessions,
         ok_status: mix.ok_status,
+        protocol_choice: choice,
     };
     Ok((cfg, mix.urls))
 }

@@ -335,8 +335,9 @@ fn execute_shown(
     progress.finish();
     let outcome = outcome?;
     let (rate, users) = cfg.offered();
-    let summary =
+    let mut summary =
         Summary::from_recorder(&outcome.recorder, rate, users, outcome.planned_window(cfg));
+    summary.protocol = Some(cfg.protocol_choice.clone());
     Ok((summary, outcome))
 }
 

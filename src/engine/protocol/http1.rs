@@ -181,8 +181,8 @@ fn connect<T: Transport>(
     slot: usize,
     now: Instant,
 ) -> Result<(), ErrorKind> {
-    let addr = w.cfg.addrs[w.conns[slot].addr];
-    let mut stream = w.open_stream(addr)?;
+    let counted = w.conns[slot].counted;
+    let mut stream = w.open_socket(w.conns[slot].addr, counted, now)?;
     let c = &mut w.conns[slot];
     c.gen = c.gen.wrapping_add(1);
     if let Err(e) = stream.register(

@@ -14,6 +14,7 @@ mod closed;
 mod open;
 mod session;
 
+use super::backoff::Backoff;
 use super::conn::{Conn, Phase, Step};
 use super::pacing::{Schedule, TimerFd};
 use super::protocol::{Reuse, Wire};
@@ -94,6 +95,8 @@ pub(in crate::engine) struct Worker<'a, T: Transport, W: Wire<T>> {
     threads: usize,
     /// Scratch list of a user's slots, for the choice of a burst member's connection.
     held: Vec<(usize, Option<usize>, bool)>,
+    /// Spaces connect attempts out while every one of the last second failed.
+    backoff: Backoff,
 }
 
 /// The fds a worker needs besides its connections: its epoll and its timer. The engine opens
@@ -216,6 +219,7 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             sessions_begun: 0,
             threads,
             held: Vec::new(),
+            backoff: Backoff::default(),
         })
     }
 
@@ -416,24 +420,93 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             self.end_user(slot);
             return;
         }
-        // Otherwise the user tries again on the next turn of the event loop.
+        // Otherwise the user tries again: a run bounded by --requests on the next turn of the
+        // loop (a request the backoff holds costs no attempt, and the run must not take the
+        // backoff's seconds per request to end); one bounded by time when the backoff allows
+        // the next attempt, or 10 ms later if sooner (not a spin counting held requests).
         self.conns[slot].phase = Phase::Thinking;
-        self.think.push(Reverse((now, slot)));
+        let at = match self.budget {
+            Some(_) => now,
+            None => self
+                .backoff
+                .next_attempt(now)
+                .min(now + super::backoff::FIRST),
+        };
+        self.think.push(Reverse((at, slot)));
     }
 
-    /// Starts a connection to `addr` (the protocol registers it): an error here means none
-    /// was even attempted (no fd, no local port, refused at once).
-    pub(in crate::engine) fn open_stream(
+    /// Starts a connect to address `addr` (both protocols' connections), unless the backoff
+    /// holds attempts back: then the request fails as the last attempt did, with no attempt.
+    /// `counted`: the attempt is in the measured window.
+    pub(in crate::engine) fn open_socket(
         &mut self,
-        addr: std::net::SocketAddr,
+        addr: usize,
+        counted: bool,
+        now: Instant,
     ) -> Result<T, ErrorKind> {
-        T::connect(&self.setup, addr).map_err(|e| {
+        if let Some(kind) = self.backoff.holds(now) {
+            if counted {
+                self.rec.connects_held += 1;
+            }
+            return Err(kind);
+        }
+        self.backoff.attempt(now);
+        if counted {
+            self.rec.connect_attempts += 1;
+        }
+        T::connect(&self.setup, self.cfg.addrs[addr]).map_err(|e| {
             let kind = ErrorKind::from_io(&e, true);
             if kind == ErrorKind::FdUnavail {
+                // Our own limit, not the host's answer: its own rule (see below), no backoff.
                 self.on_fd_exhausted();
+                if counted {
+                    self.rec.connect_failure(kind);
+                }
+            } else {
+                self.connect_lost(kind, None, counted, now);
             }
             kind
         })
+    }
+
+    /// A connect attempt ended before its connection came up: refused, unreachable, timed
+    /// out, or its TLS handshake failed (`hs`: the TLS transport's account of it).
+    pub(in crate::engine) fn connect_lost(
+        &mut self,
+        kind: ErrorKind,
+        hs: Option<Handshake>,
+        counted: bool,
+        now: Instant,
+    ) {
+        let reason = hs.and_then(|h| tls_reason(h, kind));
+        // Held requests fail as this one's request counts (a stalled handshake is a
+        // `tls-handshake` error, not the connect timeout that caught it).
+        self.backoff
+            .failed(reason.map_or(kind, TlsReason::kind), now);
+        if !counted {
+            return;
+        }
+        if hs.is_some_and(|h| h.tcp_connected.is_some()) {
+            self.rec.handshakes_started += 1;
+        }
+        match reason {
+            Some(reason) => self.rec.tls_failure(reason),
+            None => self.rec.connect_failure(kind),
+        }
+    }
+
+    /// A connection came up (TCP connected and, over TLS, its handshake done): the backoff
+    /// ends.
+    pub(in crate::engine) fn connection_up(
+        &mut self,
+        hs: Option<Handshake>,
+        counted: bool,
+        now: Instant,
+    ) {
+        self.backoff.up(now);
+        if counted && hs.is_some() {
+            self.rec.handshakes_started += 1;
+        }
     }
 
     /// Out of fds: keep going with the connections we have, and say what to raise.
@@ -464,8 +537,10 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             Step::Wait => {}
             Step::Connected => {
                 let c = &self.conns[slot];
-                if c.counted {
-                    let (hs, start) = (c.stream.as_ref().and_then(T::handshake), c.connect_start);
+                let (hs, start) = (c.stream.as_ref().and_then(T::handshake), c.connect_start);
+                let counted = c.counted;
+                self.connection_up(hs, counted, now);
+                if counted {
                     self.record_connected(hs, start, now);
                 }
                 let c = &mut self.conns[slot];
@@ -551,7 +626,15 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
     }
 
     pub(in crate::engine) fn fail(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
-        let hs = self.conns[slot].stream.as_ref().and_then(T::handshake);
+        let c = &self.conns[slot];
+        let hs = c.stream.as_ref().and_then(T::handshake);
+        // The slot's own connection (HTTP/1.1's) failed while it connected. A connection the
+        // slots share is counted per connection by its protocol; a connect that failed at
+        // once, in `open_socket`.
+        if c.phase == Phase::Connecting && c.stream.is_some() && c.link.is_none() {
+            let counted = c.counted;
+            self.connect_lost(kind, hs, counted, now);
+        }
         self.fail_after(slot, kind, hs, now);
     }
 
@@ -569,14 +652,12 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             return;
         }
         if self.conns[slot].counted {
-            match hs.and_then(|hs| tls_reason(hs, kind)) {
-                Some(reason) => {
-                    self.rec.tls_failure(reason, now);
-                    let name = self.name_of(slot);
-                    self.rec.name_error(name, reason.kind());
-                }
-                None => self.count_error(slot, kind, now),
-            }
+            // A refused handshake counts as its reason's kind (its reason is counted per
+            // handshake, in `connect_lost`).
+            let kind = hs
+                .and_then(|hs| tls_reason(hs, kind))
+                .map_or(kind, TlsReason::kind);
+            self.count_error(slot, kind, now);
         }
         if self.cfg.scenario.is_some() {
             self.scenario_failed(slot, now);
