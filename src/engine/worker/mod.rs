@@ -629,9 +629,9 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
         let c = &self.conns[slot];
         let hs = c.stream.as_ref().and_then(T::handshake);
         // The slot's own connection (HTTP/1.1's) failed while it connected. A connection the
-        // slots share is counted per connection by its protocol; a connect that failed at
-        // once, in `open_socket`.
-        if c.phase == Phase::Connecting && c.stream.is_some() && c.link.is_none() {
+        // slots share (they hold none) is counted per connection by its protocol; a connect
+        // that failed at once, in `open_socket`.
+        if c.phase == Phase::Connecting && c.stream.is_some() {
             let counted = c.counted;
             self.connect_lost(kind, hs, counted, now);
         }
