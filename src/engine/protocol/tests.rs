@@ -404,3 +404,31 @@ fn the_open_loop_waits_for_room_on_either_protocol() {
     assert_eq!(h2_streams_opened(&r.out(0)), [1, 3, 5]);
     assert_eq!(r.pipes.borrow().len(), 1);
 }
+
+/// HTTP/1.1's retry through its `Wire`: the server closed the kept-alive connection as the
+/// second request went out (EOF before a byte of answer): the request goes once more on a
+/// fresh connection, counted as a retry and not as an error, and its answer counts.
+#[test]
+fn http1_the_keep_alive_race_is_retried_on_a_fresh_connection() {
+    let cfg = config(Protocol::Http1, 1, 2);
+    let mut r = Rig::<H1>::new(&cfg);
+    let now = Instant::now();
+    r.w.user_send(0, now, now);
+    r.ready(0);
+    r.server(0, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    r.ready(0);
+    assert_eq!((r.w.rec.responses, r.w.rec.sent), (1, 2));
+    r.pipe(0).borrow_mut().eof = true;
+    r.ready(0);
+    assert_eq!(r.w.rec.retries, 1);
+    assert_eq!(r.w.rec.error_count(), 0);
+    assert_eq!(r.pipes.borrow().len(), 2, "retried on a new connection");
+    r.ready(1);
+    assert_eq!(r.out(1), GET);
+    r.server(1, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    r.ready(1);
+    assert_eq!(
+        (r.w.rec.responses, r.w.rec.sent, r.w.rec.requests),
+        (2, 2, 2)
+    );
+}
