@@ -16,6 +16,7 @@ pub mod http;
 pub mod pacing;
 pub mod protocol;
 pub mod sys;
+pub mod think;
 pub mod tls;
 pub mod transport;
 mod worker;
@@ -23,6 +24,7 @@ mod worker;
 pub use crate::plan::segment::Segment;
 pub use pacing::{Arrival, Replay};
 pub use protocol::{Http2, Protocol, Reuse};
+pub use think::Think;
 
 use crate::metrics::{Recorder, SecondLog, SecondSlot};
 use std::net::SocketAddr;

@@ -710,6 +710,15 @@ fn merge_series(
                     .sum::<f64>()
                     / responses as f64
             };
+            let answered: Vec<&SeriesPoint> = ps
+                .iter()
+                .filter(|(_, p)| p.responses > 0)
+                .map(|(_, p)| *p)
+                .collect();
+            let alone = |f: fn(&SeriesPoint) -> Option<f64>| match answered[..] {
+                [p] => f(p),
+                _ => None,
+            };
             Ok(SeriesPoint {
                 t: ps.iter().map(|(_, p)| p.t).fold(f64::INFINITY, f64::min),
                 step: k,
@@ -725,6 +734,10 @@ fn merge_series(
                     .iter()
                     .map(|(_, p)| p.response_time_max_ms)
                     .fold(0.0, f64::max),
+                // Percentiles do not add: kept only when one part answered in that second.
+                response_time_p50_ms: alone(|p| p.response_time_p50_ms),
+                response_time_p95_ms: alone(|p| p.response_time_p95_ms),
+                response_time_p99_ms: alone(|p| p.response_time_p99_ms),
                 server: ps.iter().find_map(|(_, p)| p.server),
             })
         })

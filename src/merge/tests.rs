@@ -57,6 +57,9 @@ fn segment(index: u32, count: u32, values: &[Vec<u64>; 2]) -> RunData {
                 response_time_mean_ms: 1.0 + f64::from(index),
                 response_time_max_ms: 3.0 * f64::from(index + 1),
                 send_lag_mean_ms: 0.5 * f64::from(index),
+                response_time_p50_ms: None,
+                response_time_p95_ms: None,
+                response_time_p99_ms: None,
                 server: None,
             })
         })

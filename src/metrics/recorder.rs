@@ -285,6 +285,47 @@ impl Recorder {
         rt
     }
 
+    /// A response to a request of the warm-up, answered within it: in its second of the
+    /// per-second series only (the timelines show what the warm-up sent and got, its seconds
+    /// stored as warm-up), never in the run's figures. One answered after the warm-up ended
+    /// is left out, so every second past it holds counted requests only.
+    #[inline]
+    pub fn warmup_response(
+        &mut self,
+        status: u16,
+        intended: Instant,
+        forgiven: Duration,
+        started: Instant,
+        done: Instant,
+        bytes: u64,
+    ) {
+        if done >= self.window_start {
+            return;
+        }
+        // Timed as a counted response is (see [`Recorder::response`]).
+        let from = started.min(intended + forgiven).max(intended);
+        let rt = us(done.saturating_duration_since(from));
+        let lag = us(started.saturating_duration_since(intended));
+        let ok = self.ok_status.contains(status);
+        let b = self.bucket(done);
+        b.responses += 1;
+        b.ok += ok as u64;
+        b.bytes_in += bytes;
+        b.response_time_sum_us += rt;
+        b.response_time_max_us = b.response_time_max_us.max(rt);
+        b.send_lag_sum_us += lag;
+        let _ = self.second_hist.record(rt.max(1));
+    }
+
+    /// A request of the warm-up that failed within it: in its second only (see
+    /// [`Recorder::warmup_response`]).
+    #[inline]
+    pub fn warmup_error(&mut self, at: Instant) {
+        if at < self.window_start {
+            self.bucket(at).errors += 1;
+        }
+    }
+
     /// A counted request that ended in a transport error.
     #[inline]
     pub fn error(&mut self, kind: ErrorKind, at: Instant) {
@@ -549,6 +590,31 @@ mod tests {
         assert_eq!(a.service_time.min() / 1000, 8);
         assert!((a.window_secs(None) - 1.6).abs() < 0.01);
         assert_eq!(a.window_secs(Some(Duration::from_secs(5))), 5.0);
+    }
+
+    #[test]
+    fn warm_up_answers_fill_their_seconds_only() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut r = Recorder::new(t0, t0 + ms(2000), 4);
+        r.warmup_response(200, t0, ms(0), t0, t0 + ms(10), 100);
+        r.warmup_response(503, t0 + ms(1000), ms(0), t0 + ms(1001), t0 + ms(1020), 50);
+        r.warmup_error(t0 + ms(1500));
+        // Answered after the warm-up ended: in no second (those hold counted requests only).
+        r.warmup_response(200, t0 + ms(1990), ms(0), t0 + ms(1990), t0 + ms(2050), 10);
+        r.warmup_error(t0 + ms(2100));
+        r.collect_own_seconds();
+        assert_eq!(r.seconds.len(), 2, "{:?}", r.seconds);
+        assert_eq!((r.seconds[0].responses, r.seconds[0].ok), (1, 1));
+        assert_eq!(r.seconds[0].bytes_in, 100);
+        assert_eq!(r.seconds[0].response_time_max_us / 1000, 10);
+        assert_eq!((r.seconds[1].responses, r.seconds[1].ok), (1, 0));
+        assert_eq!(r.seconds[1].errors, 1);
+        assert_eq!(r.seconds[1].send_lag_sum_us / 1000, 1);
+        // The run's own figures know nothing of them.
+        assert_eq!((r.responses, r.ok, r.bytes_in), (0, 0, 0));
+        assert_eq!(r.errors.iter().sum::<u64>(), 0);
+        assert!(r.response_time.is_empty() && r.first_event.is_none());
     }
 
     /// Names are kept per thread and added at the merge; a name out of the table is dropped

@@ -115,7 +115,7 @@ pub fn page_end(footer: &str) -> String {
     )
 }
 
-fn card(o: &mut String, class: &str, k: &str, v: &str, d: &str) {
+pub(super) fn card(o: &mut String, class: &str, k: &str, v: &str, d: &str) {
     let _ = writeln!(
         o,
         "<div class=\"card {class}\"><div class=\"k\">{}</div><div class=\"v\">{}</div><div class=\"d\">{}</div></div>",
@@ -193,6 +193,10 @@ pub fn drawn(r: &RunReport) -> std::borrow::Cow<'_, RunReport> {
 }
 
 pub fn render(r: &RunReport) -> String {
+    // One step has no load axis: its page is made for one run (html_run.rs).
+    if r.steps.len() == 1 {
+        return super::html_run::render(r);
+    }
     let d = drawn(r);
     let info = &r.data.info;
     let a = &r.analysis;
@@ -258,9 +262,10 @@ pub fn render(r: &RunReport) -> String {
             "Saturation point",
             &r.load_text(s.offered),
             &format!(
-                "offered load of step {} (peak sustained throughput {} responses/s): {}",
+                "offered load of step {} (peak sustained throughput {} responses/s at step {}): {}",
                 s.step + 1,
                 fmt_num(s.peak_throughput),
+                s.peak_step + 1,
                 s.reasons.first().cloned().unwrap_or_default()
             ),
         ),
@@ -311,7 +316,11 @@ pub fn render(r: &RunReport) -> String {
         "Peak throughput",
         &format!("{} /s", fmt_num(a.peak_throughput)),
         &format!(
-            "responses per second; goodput peak {} /s",
+            "responses per second{}; goodput peak {} /s",
+            // Named by its step: past the saturation point it may differ from the sustained
+            // peak the headline gives.
+            a.peak_step
+                .map_or(String::new(), |i| format!(", at step {}", i + 1)),
             fmt_num(peak_good)
         ),
     );
@@ -386,7 +395,7 @@ pub fn render(r: &RunReport) -> String {
 }
 
 /// A duration for people: 45 s, 12 min, 3.5 h, 2 days.
-fn fmt_span(s: f64) -> String {
+pub(super) fn fmt_span(s: f64) -> String {
     if s < 120.0 {
         format!("{s:.0} s")
     } else if s < 7200.0 {
@@ -398,7 +407,7 @@ fn fmt_span(s: f64) -> String {
     }
 }
 
-fn notes_list(o: &mut String, notes: &[String]) {
+pub(super) fn notes_list(o: &mut String, notes: &[String]) {
     if notes.is_empty() {
         return;
     }
@@ -518,7 +527,12 @@ fn steps_table(o: &mut String, r: &RunReport) {
             lat(m.response_time_ms.p95),
             lat(m.response_time_ms.p99),
             lat(m.response_time_ms.max),
-            fmt_ms(m.send_lag_ms.p99),
+            // A closed loop has no schedule to lag behind: no figure, not "0µs".
+            if r.is_open() {
+                fmt_ms(m.send_lag_ms.p99)
+            } else {
+                "–".to_string()
+            },
             if s.generator.cpu_pct.is_finite() {
                 format!("{:.0}%", s.generator.cpu_pct)
             } else {
@@ -550,7 +564,7 @@ fn server_cells(s: &crate::store::StepRecord) -> String {
     format!("<td class=\"grp\">{cpu}</td><td>{tw}</td><td{class}>{ovf}</td>")
 }
 
-fn run_info(o: &mut String, r: &RunReport) {
+pub(super) fn run_info(o: &mut String, r: &RunReport) {
     let i = &r.data.info;
     let h = &i.host;
     o.push_str("<dl class=\"info\">\n");
@@ -640,7 +654,7 @@ impl Exporter for HtmlExporter {
 }
 
 /// "saturation at …" as a sentence.
-fn capitalized(s: &str) -> String {
+pub(super) fn capitalized(s: &str) -> String {
     let mut c = s.chars();
     c.next()
         .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
@@ -663,6 +677,28 @@ mod tests {
             series,
             skipped: vec!["steps.jsonl:6: skipped truncated last line".into()],
         })
+    }
+
+    /// A closed loop's step table shows no send lag ("–"), not a "0µs" for a schedule that
+    /// does not exist.
+    #[test]
+    fn a_closed_loops_step_table_shows_no_send_lag() {
+        let mut steps = testdata::closed_sweep();
+        for s in &mut steps {
+            s.summary.send_lag_ms.p99 = 0.0;
+        }
+        let mut r = report(steps, true);
+        r.data.info.mode = "closed".into();
+        let mut o = String::new();
+        steps_table(&mut o, &r);
+        assert!(!o.contains("<td>0µs</td>"), "{o}");
+        let mut open = report(testdata::open_sweep(), true);
+        for s in &mut open.steps {
+            s.summary.send_lag_ms.p99 = 0.0;
+        }
+        let mut o = String::new();
+        steps_table(&mut o, &open);
+        assert!(o.contains("<td>0µs</td>"), "{o}");
     }
 
     #[test]

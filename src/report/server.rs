@@ -35,6 +35,47 @@ pub fn server_charts(r: &RunReport) -> Vec<Chart> {
     .collect()
 }
 
+/// The server charts of a one-step run: its seconds, not a load axis with one point. The
+/// host's CPU second by second first, then the timelines a sweep's page has too.
+pub fn run_server_charts(r: &RunReport) -> Vec<Chart> {
+    [
+        cpu_timeline(r),
+        processes_timeline(r),
+        tcp_timeline(r),
+        listen_queue_timeline(r),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The server host's CPU busy and overload's own CPU, second by second.
+pub fn cpu_timeline(r: &RunReport) -> Option<Chart> {
+    let s = &r.data.series;
+    let busy = per_second(s, |o| o.cpu_busy_pct);
+    if !any_point(&busy) {
+        return None;
+    }
+    let label = source_label(r).unwrap_or_else(|| "server host".to_string());
+    let mut c = timeline(
+        r,
+        format!("Timeline: server CPU ({label})"),
+        "CPU, % of all cores",
+    );
+    c.y.max = Some(100.0);
+    c.add(timeline_series("busy", PALETTE[0], busy));
+    // overload's CPU is kept as % of one core: here, of all its host's cores, as busy is.
+    let cores = r.data.info.host.cores.max(1) as f64;
+    let gen = per_second(s, |o| o.generator_cpu_pct.map(|p| p / cores));
+    if any_point(&gen) {
+        c.add(
+            timeline_series("overload itself (% of its host's cores)", PALETTE[1], gen)
+                .line(Line::Dashed),
+        );
+    }
+    Some(c)
+}
+
 /// Names the server source for titles. A local server shares its host with overload, which
 /// the reader must keep in mind when reading host-wide CPU.
 fn source_label(r: &RunReport) -> Option<String> {
@@ -307,7 +348,27 @@ fn timeline_series(name: impl Into<String>, color: &str, pts: Vec<(f64, f64)>) -
     }
 }
 
-/// Chart 3: processes of the watched groups and busy FPM workers, second by second (S5:
+/// What the line of busy pool workers is called: the pools' own kind (the embedded target's
+/// pool speaks FPM's status format but is not PHP-FPM), from the steps' observations.
+fn busy_workers_label(r: &RunReport) -> String {
+    let mut kinds: Vec<&str> = Vec::new();
+    for f in r
+        .steps
+        .iter()
+        .flat_map(|s| s.server.iter().flat_map(|o| o.sources.iter()))
+        .flat_map(|o| o.fpm.iter())
+    {
+        if !kinds.contains(&f.workers_label()) {
+            kinds.push(f.workers_label());
+        }
+    }
+    match kinds.as_slice() {
+        [one] => format!("busy {one}"),
+        _ => "busy pool workers".to_string(),
+    }
+}
+
+/// Chart 3: processes of the watched groups and busy pool workers, second by second (S5:
 /// workers spawned as load rises, and still there after it).
 pub fn processes_timeline(r: &RunReport) -> Option<Chart> {
     let s = &r.data.series;
@@ -341,7 +402,7 @@ pub fn processes_timeline(r: &RunReport) -> Option<Chart> {
         ));
     }
     if any_point(&fpm) {
-        c.add(timeline_series("busy FPM workers", PALETTE[2], fpm));
+        c.add(timeline_series(busy_workers_label(r), PALETTE[2], fpm));
     }
     whole_counts(&mut c);
     Some(c)
@@ -482,6 +543,38 @@ mod tests {
             let svg = ch.to_svg(&format!("s{i}"));
             assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
         }
+    }
+
+    /// The busy workers' line is named after the pool's kind: the embedded target's pool is
+    /// not PHP-FPM's.
+    #[test]
+    fn busy_workers_are_labelled_as_their_pools_kind() {
+        let names = |r: &RunReport| -> Vec<String> {
+            processes_timeline(r)
+                .unwrap()
+                .series
+                .iter()
+                .map(|s| s.name.clone())
+                .collect()
+        };
+        let r = report(testdata::server_sweep());
+        assert!(
+            names(&r).contains(&"busy FPM workers".to_string()),
+            "{:?}",
+            names(&r)
+        );
+        let mut st = testdata::server_sweep();
+        for s in &mut st {
+            for src in &mut s.server.as_mut().unwrap().sources {
+                for f in &mut src.fpm {
+                    f.pool = crate::observe::summary::TARGET_POOL.to_string();
+                }
+            }
+        }
+        let r = report(st);
+        let n = names(&r);
+        assert!(n.contains(&"busy target workers".to_string()), "{n:?}");
+        assert!(!n.iter().any(|n| n.contains("FPM")), "{n:?}");
     }
 
     #[test]

@@ -604,12 +604,12 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
         now: Instant,
     ) {
         let c = &self.conns[slot];
+        let forgiven = if self.schedule.is_some() {
+            self.cfg.pacing_slack
+        } else {
+            Duration::ZERO
+        };
         if c.counted {
-            let forgiven = if self.schedule.is_some() {
-                self.cfg.pacing_slack
-            } else {
-                Duration::ZERO
-            };
             let rt = self.rec.response(
                 status, c.intended, forgiven, c.started, c.written, now, c.bytes,
             );
@@ -617,6 +617,10 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             self.rec.name_response(name, status, rt);
             self.rec
                 .first_byte(c.first_byte.saturating_duration_since(c.written));
+        } else {
+            // The warm-up's answers show in their seconds, not in the figures.
+            self.rec
+                .warmup_response(status, c.intended, forgiven, c.started, now, c.bytes);
         }
         if self.cfg.scenario.is_some() {
             self.scenario_complete(slot, status, reusable, now);
@@ -658,6 +662,8 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
                 .and_then(|hs| tls_reason(hs, kind))
                 .map_or(kind, TlsReason::kind);
             self.count_error(slot, kind, now);
+        } else {
+            self.rec.warmup_error(now);
         }
         if self.cfg.scenario.is_some() {
             self.scenario_failed(slot, now);
