@@ -4,7 +4,7 @@
 use super::config::{ConnConfig, OpenLoopConfig, RequestConfig};
 use super::results;
 use crate::analysis::{self, Analysis};
-use crate::engine::{EngineConfig, Load, Prepared};
+use crate::engine::{EngineConfig, Load, Protocol, Reuse};
 use crate::plan::{RequestSpec, Url};
 use crate::report::progress::SweepProgress;
 use crate::runner::{sweep::SweepPlan, Executor, Stepper};
@@ -224,19 +224,18 @@ pub fn run(
     let conn = ConnConfig::default();
     let base = EngineConfig {
         addrs: vec![handle.addr],
-        requests: std::sync::Arc::new(vec![Prepared {
-            addr: 0,
-            keep_alive: spec.render(false),
-            close: spec.render(true),
-            head_only: false,
-            h2_block: Vec::new(),
-            body: Vec::new(),
-            name: 0,
-        }]),
+        requests: std::sync::Arc::new(vec![Protocol::Http1.prepare(
+            &spec,
+            Reuse {
+                keep_alive: conn.keep_alive,
+                calls_per_connection: conn.calls_per_connection,
+            },
+            0,
+            0,
+        )]),
         pick: RequestConfig::default().pick,
         load: loads[0],
         duration: Some(cfg.step),
-        max_requests: None,
         warmup: WARMUP,
         threads: conn.threads(),
         keep_alive: conn.keep_alive,
@@ -245,16 +244,8 @@ pub fn run(
         connect_timeout: conn.connect_timeout,
         seed: conn.seed,
         pacing_slack: conn.pacing_slack,
-        segment: crate::plan::Segment::WHOLE,
-        tls: None,
-        http2: None,
-        scenario: None,
-        names: Vec::new(),
-        weights: Default::default(),
-        replay: None,
-        max_sessions: 10_000,
-        ok_status: Default::default(),
-        protocol_choice: Default::default(),
+        max_sessions: open.max_sessions,
+        ..EngineConfig::default()
     };
     let urls = [format!("GET {url}")];
     let config = serde_json::json!({ "demo": true, "workers": cfg.workers, "service_ms": cfg.service_ms, "capacity": capacity });
