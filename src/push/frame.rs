@@ -32,7 +32,7 @@ const fn m(name: &'static str, kind: Kind, unit: &'static str, help: &'static st
 }
 
 /// Every metric of the load the pushers send (the observed server's go by their own names,
-/// `observe::prom`'s, the agent's `/metrics`).
+/// `observe::prom_export`'s, the agent's `/metrics`).
 pub const METRICS: &[Metric] = &[
     m(
         "overload_requests_total",
@@ -195,7 +195,7 @@ impl Frame {
 
     /// The observed server's newest samples (the agent's `/metrics` families).
     pub fn add_server(&mut self, samples: &[crate::observe::Sample]) {
-        for f in crate::observe::prom::families(samples) {
+        for f in crate::observe::prom_export::families(samples) {
             for (labels, value) in f.rows {
                 self.points.push(Point {
                     metric: f.name,
@@ -520,7 +520,7 @@ mod tests {
         };
         let mut f = Frame::default();
         f.add_server(std::slice::from_ref(&sample));
-        let families = crate::observe::prom::families(&[sample]);
+        let families = crate::observe::prom_export::families(&[sample]);
         let rows: usize = families.iter().map(|f| f.rows.len()).sum();
         assert_eq!(f.points.len(), rows);
         assert!(f.points.len() > 2);

@@ -5,9 +5,8 @@
 //!
 //! Errors name the command-line flag, since that is how users meet these options; the
 //! experiment validates its TOML keys before it builds these, with errors naming the key.
-use crate::engine::h2::hpack::{encode_request, RequestParts};
 use crate::engine::tls::{TlsClient, TlsClientOptions, TlsVersion};
-use crate::engine::{Arrival, EngineConfig, Http2, Load, Pick, Prepared};
+use crate::engine::{Arrival, EngineConfig, Http2, Load, Pick, Prepared, Protocol, Reuse};
 use crate::fsutil::{read_capped, MAX_BODY_FILE};
 use crate::metrics::ProtocolChoice;
 use crate::plan::access_log::{read_access_log, AccessLog, Keep, LogFormat, LoggedRequest};
@@ -492,54 +491,6 @@ enum Unrendered {
     None,
 }
 
-/// Which renderings of each request a run sends.
-#[derive(Debug, Clone, Copy)]
-struct Forms {
-    keep_alive: bool,
-    close: bool,
-    h2: bool,
-}
-
-impl Forms {
-    fn of(conn: &ConnConfig, http2: bool) -> Forms {
-        let keeps = conn.keep_alive && conn.calls_per_connection != Some(1);
-        Forms {
-            // HTTP/2 sends neither; the kept-alive form still tells whether a request may be
-            // retried (`Prepared::idempotent`).
-            keep_alive: keeps,
-            close: !http2 && (!keeps || conn.calls_per_connection.is_some()),
-            h2: http2,
-        }
-    }
-
-    fn prepare(self, s: &RequestSpec, addr: usize, name: u16) -> Prepared {
-        // Rendered into a guess of a buffer: trimmed, a mix holds many.
-        let exact = |mut v: Vec<u8>| {
-            v.shrink_to_fit();
-            v
-        };
-        let if_ = |on: bool, f: &dyn Fn() -> Vec<u8>| if on { exact(f()) } else { Vec::new() };
-        Prepared {
-            addr,
-            keep_alive: if_(self.keep_alive, &|| s.render(false)),
-            close: if_(self.close, &|| s.render(true)),
-            head_only: s.method == "HEAD",
-            h2_block: if_(self.h2, &|| {
-                encode_request(&RequestParts {
-                    method: &s.method,
-                    scheme: s.url.scheme.as_str(),
-                    authority: &s.url.authority,
-                    path: &s.url.target,
-                    headers: &s.headers,
-                    body_len: s.body.as_ref().map(Vec::len),
-                })
-            }),
-            body: s.body.clone().unwrap_or_default(),
-            name,
-        }
-    }
-}
-
 impl RequestConfig {
     pub fn specs(&self) -> crate::Result<Vec<RequestSpec>> {
         let method = parse_method(&self.method).map_err(|e| Error::usage(format!("-X: {e}")))?;
@@ -844,11 +795,11 @@ impl Mix {
     }
 
     /// The engine's requests, in the forms the run sends; each spec is dropped once rendered.
-    fn render(requests: Unrendered, forms: Forms) -> Vec<Prepared> {
+    fn render(requests: Unrendered, protocol: Protocol, reuse: Reuse) -> Vec<Prepared> {
         match requests {
             Unrendered::Specs(specs) => specs
                 .into_iter()
-                .map(|(s, addr, name)| forms.prepare(&s, addr, name))
+                .map(|(s, addr, name)| protocol.prepare(&s, reuse, addr, name))
                 .collect(),
             Unrendered::Log {
                 mut base,
@@ -861,7 +812,7 @@ impl Mix {
                         base.method = r.method.to_string();
                     }
                     base.url.target = r.target.into();
-                    out.push(forms.prepare(&base, 0, name));
+                    out.push(protocol.prepare(&base, reuse, 0, name));
                 }
                 out
             }
@@ -874,12 +825,15 @@ impl Mix {
 const MAX_STREAMS: u32 = 65_536;
 
 impl ConnConfig {
-    /// The engine's HTTP/2 settings, when the connections speak it. `auto` over cleartext is
-    /// HTTP/1.1: h2c is only used when asked for.
-    pub fn http2(&self) -> Option<Http2> {
-        (self.http == HttpVersion::V2).then_some(Http2 {
-            streams: self.streams,
-        })
+    /// The protocol the run speaks as `choice` chose it, with this run's HTTP/2 settings.
+    fn protocol_of(&self, choice: &ProtocolChoice) -> Protocol {
+        if choice.version == "2" {
+            Protocol::Http2(Http2 {
+                streams: self.streams,
+            })
+        } else {
+            Protocol::Http1
+        }
     }
 
     pub fn validate(&self) -> crate::Result<()> {
@@ -930,7 +884,7 @@ impl ConnConfig {
 fn tls_and_protocol(
     conn: &ConnConfig,
     servers: &[(SocketAddr, String)],
-) -> crate::Result<(Option<TlsClient>, Option<Http2>, ProtocolChoice)> {
+) -> crate::Result<(Option<TlsClient>, Protocol, ProtocolChoice)> {
     let with_alpn = |alpn: &[&str]| {
         let mut t = conn.tls.clone();
         t.alpn = alpn.iter().map(|p| p.to_string()).collect();
@@ -952,12 +906,9 @@ fn tls_and_protocol(
             }
         }
     };
-    let h2 = choice.version == "2";
-    let http2 = h2.then_some(Http2 {
-        streams: conn.streams,
-    });
-    let client = with_alpn(if h2 { &["h2"] } else { &["http/1.1"] })?;
-    Ok((Some(client), http2, choice))
+    let protocol = conn.protocol_of(&choice);
+    let client = with_alpn(&[protocol.alpn()])?;
+    Ok((Some(client), protocol, choice))
 }
 
 /// The engine configuration shared by run, sweep and capacity (the load itself aside).
@@ -986,7 +937,7 @@ pub fn base_config_of(
 ) -> crate::Result<(EngineConfig, Vec<String>)> {
     conn.validate()?;
     check_load(&load)?;
-    let (tls, http2, protocol) = if mix.tls_servers.is_empty() {
+    let (tls, protocol, choice) = if mix.tls_servers.is_empty() {
         if conn.tls.any_set() {
             return Err(Error::usage(
                 "TLS options (--cacert, --insecure, --client-cert, --tls-*) need https:// URLs",
@@ -997,11 +948,15 @@ pub fn base_config_of(
             HttpVersion::V1 => ProtocolChoice::new("1.1", "http-flag"),
             HttpVersion::Auto => ProtocolChoice::new("1.1", "cleartext"),
         };
-        (None, conn.http2(), choice)
+        (None, conn.protocol_of(&choice), choice)
     } else {
         tls_and_protocol(conn, &mix.tls_servers)?
     };
-    let requests = Mix::render(mix.requests, Forms::of(conn, http2.is_some()));
+    let reuse = Reuse {
+        keep_alive: conn.keep_alive && conn.calls_per_connection != Some(1),
+        calls_per_connection: conn.calls_per_connection,
+    };
+    let requests = Mix::render(mix.requests, protocol, reuse);
     let cfg = EngineConfig {
         addrs: mix.addrs,
         requests: std::sync::Arc::new(requests),
@@ -1011,22 +966,22 @@ pub fn base_config_of(
         max_requests,
         warmup,
         threads: conn.threads(),
-        keep_alive: conn.keep_alive && conn.calls_per_connection != Some(1),
-        calls_per_connection: conn.calls_per_connection,
+        keep_alive: reuse.keep_alive,
+        calls_per_connection: reuse.calls_per_connection,
         timeout: conn.timeout,
         connect_timeout: conn.connect_timeout,
         seed: conn.seed,
         pacing_slack: conn.pacing_slack,
         segment: Segment::WHOLE,
         tls,
-        http2,
+        protocol,
         scenario: mix.scenario,
         names: mix.names,
         weights: std::sync::Arc::new(mix.weights),
         replay: mix.replay,
         max_sessions: OpenLoopConfig::default().max_sessions,
         ok_status: mix.ok_status,
-        protocol_choice: protocol,
+        protocol_choice: choice,
     };
     Ok((cfg, mix.urls))
 }

@@ -4,7 +4,7 @@
 use super::config::{ConnConfig, OpenLoopConfig, RequestConfig};
 use super::results;
 use crate::analysis::{self, Analysis};
-use crate::engine::{EngineConfig, Load, Prepared};
+use crate::engine::{EngineConfig, Load, Protocol, Reuse};
 use crate::plan::{RequestSpec, Url};
 use crate::report::progress::SweepProgress;
 use crate::runner::{sweep::SweepPlan, Executor, Stepper};
@@ -41,8 +41,77 @@ impl Default for DemoConfig {
 /// The sweep's shape: 40% to 160% of the capacity in steps of 10%, short warm-ups and
 /// rests, stopping 2 steps past saturation (the sweep's own default).
 const TENTHS: std::ops::RangeInclusive<u32> = 4..=16;
-const WARMUP: Duration = Duration::from_secs(1);
-const REST: Duration = Duration::from_millis(500);
+pub const WARMUP: Duration = Duration::from_secs(1);
+pub const REST: Duration = Duration::from_millis(500);
+
+/// The rates the demo steps through, req/s: 40% to 160% of the capacity in steps of 10%.
+pub fn rates(capacity: f64) -> Vec<f64> {
+    TENTHS
+        .map(|tenth| capacity * f64::from(tenth) / 10.0)
+        .collect()
+}
+
+/// How long the demo takes, from its plan.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DemoTime {
+    /// Steps run when the target saturates where it should: at its capacity.
+    pub steps: usize,
+    /// Their time: each a warm-up and a measured step, the rests between, and for each step
+    /// past the capacity the time the queue it left at the target takes to drain once its
+    /// time is up ((offered / capacity − 1) × (warm-up + step)).
+    pub typical: Duration,
+    /// The same when no step saturates and every step runs.
+    pub longest: Duration,
+}
+
+pub fn expected_time(cfg: &DemoConfig) -> DemoTime {
+    let capacity = cfg.workers as f64 * 1000.0 / cfg.service_ms as f64;
+    let rates = rates(capacity);
+    let past = super::sweep::SweepConfig::default().past_saturation;
+    let knee = rates
+        .iter()
+        .position(|&r| r >= capacity * (1.0 - 1e-9))
+        .unwrap_or(rates.len() - 1);
+    let steps = (knee + 1 + past).min(rates.len());
+    let per_step = (WARMUP + cfg.step).as_secs_f64();
+    let time = |rates: &[f64]| {
+        let drain: f64 = rates
+            .iter()
+            .map(|r| (r / capacity - 1.0).max(0.0) * per_step)
+            .sum();
+        let n = rates.len() as f64;
+        Duration::from_secs_f64(n * per_step + (n - 1.0) * REST.as_secs_f64() + drain)
+    };
+    DemoTime {
+        steps,
+        typical: time(&rates[..steps]),
+        longest: time(&rates),
+    }
+}
+
+/// A time as the demo announces it: rounded up to 5 s ("about 45 s"), the start and the
+/// report on top of the plan's time.
+pub fn about(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    let rounded = ((s / 5.0).ceil() * 5.0).max(5.0);
+    format!("about {rounded:.0} s")
+}
+
+/// The line `demo --help` ends with: what the defaults take.
+pub fn help_note() -> String {
+    let cfg = DemoConfig::default();
+    let t = expected_time(&cfg);
+    format!(
+        "With the defaults it takes {} ({} steps of {} warm-up + {}, {} apart; {} if no step \
+         saturated); --step changes it.",
+        about(t.typical),
+        t.steps,
+        crate::units::fmt_duration(WARMUP),
+        crate::units::fmt_duration(cfg.step),
+        crate::units::fmt_duration(REST),
+        about(t.longest),
+    )
+}
 
 /// The target as started, before the sweep.
 pub struct DemoTarget {
@@ -51,6 +120,8 @@ pub struct DemoTarget {
     pub service_ms: u64,
     /// Theoretical capacity, req/s.
     pub capacity: f64,
+    /// How long the sweep should take.
+    pub time: DemoTime,
 }
 
 /// What is printed before the sweep starts.
@@ -61,7 +132,12 @@ impl fmt::Display for DemoTarget {
             "overload demo: the embedded target at {} has {} workers x {} ms per request: capacity {:.0} req/s.",
             self.url, self.workers, self.service_ms, self.capacity
         )?;
-        writeln!(f, "Sweeping the request rate from 40% to 160% of that, in steps of 10%, until 2 steps past saturation.\n")
+        writeln!(
+            f,
+            "Sweeping the request rate from 40% to 160% of that, in steps of 10%, until 2 steps past saturation: {} ({} steps).\n",
+            about(self.time.typical),
+            self.time.steps
+        )
     }
 }
 
@@ -135,6 +211,7 @@ pub fn run(
         workers: cfg.workers,
         service_ms: cfg.service_ms,
         capacity,
+        time: expected_time(cfg),
     });
     let spec = RequestSpec {
         method: "GET".into(),
@@ -143,25 +220,22 @@ pub fn run(
         body: None,
     };
     let open = OpenLoopConfig::default();
-    let loads: Vec<Load> = TENTHS
-        .map(|tenth| open.load(capacity * f64::from(tenth) / 10.0))
-        .collect();
+    let loads: Vec<Load> = rates(capacity).into_iter().map(|r| open.load(r)).collect();
     let conn = ConnConfig::default();
     let base = EngineConfig {
         addrs: vec![handle.addr],
-        requests: std::sync::Arc::new(vec![Prepared {
-            addr: 0,
-            keep_alive: spec.render(false),
-            close: spec.render(true),
-            head_only: false,
-            h2_block: Vec::new(),
-            body: Vec::new(),
-            name: 0,
-        }]),
+        requests: std::sync::Arc::new(vec![Protocol::Http1.prepare(
+            &spec,
+            Reuse {
+                keep_alive: conn.keep_alive,
+                calls_per_connection: conn.calls_per_connection,
+            },
+            0,
+            0,
+        )]),
         pick: RequestConfig::default().pick,
         load: loads[0],
         duration: Some(cfg.step),
-        max_requests: None,
         warmup: WARMUP,
         threads: conn.threads(),
         keep_alive: conn.keep_alive,
@@ -170,16 +244,8 @@ pub fn run(
         connect_timeout: conn.connect_timeout,
         seed: conn.seed,
         pacing_slack: conn.pacing_slack,
-        segment: crate::plan::Segment::WHOLE,
-        tls: None,
-        http2: None,
-        scenario: None,
-        names: Vec::new(),
-        weights: Default::default(),
-        replay: None,
-        max_sessions: 10_000,
-        ok_status: Default::default(),
-        protocol_choice: Default::default(),
+        max_sessions: open.max_sessions,
+        ..EngineConfig::default()
     };
     let urls = [format!("GET {url}")];
     let config = serde_json::json!({ "demo": true, "workers": cfg.workers, "service_ms": cfg.service_ms, "capacity": capacity });
