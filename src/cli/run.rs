@@ -119,14 +119,16 @@ impl RunArgs {
             warmup: self.warmup.0,
             slo: self.slo,
             json: self.json,
-            quiet: self.quiet,
-            out: self.out,
+            output: crate::usecase::Output {
+                quiet: self.quiet,
+                out: self.out,
+                name: self.name,
+                live_view: false,
+                hdr_log: self.view.hdr_log,
+                live_port: self.live.live_port,
+                live_listen: self.live.listen.live_listen,
+            },
             report: self.report,
-            name: self.name,
-            live_view: false,
-            hdr_log: self.view.hdr_log,
-            live_port: self.live.live_port,
-            live_listen: self.live.listen.live_listen,
             request: crate::usecase::config::RequestConfig {
                 access_log,
                 ..self.request.config()?
@@ -141,10 +143,8 @@ impl RunArgs {
 pub fn run(args: RunArgs) -> crate::Result<i32> {
     let latency = args.latency;
     let live_view = args.view.live_view();
-    let config = RunConfig {
-        live_view,
-        ..args.config()?
-    };
+    let mut config = args.config()?;
+    config.output.live_view = live_view;
     let outcome = run::run(&config)?;
     let mut text = outcome.to_string();
     let h = &outcome.outcome.recorder.response_time;

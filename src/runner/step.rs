@@ -47,6 +47,9 @@ pub struct StepResult {
     pub series: Vec<SeriesPoint>,
     pub interrupted: bool,
     pub notes: Vec<String>,
+    /// The engine's own account of the step (its recorder, fd limit, notes), when a local
+    /// engine ran it.
+    pub engine: Option<engine::Outcome>,
 }
 
 /// The load level of a step as one number: requests/s or users.
@@ -76,14 +79,16 @@ pub fn run_step(
     let ctl2: Arc<Control> = Arc::clone(&ctl);
     let outcome = engine::run(&cfg, &ctl, |elapsed| on_tick(&ctl2, elapsed))?;
     let end_unix_ms = unix_ms();
-    Ok(record_of(
+    let mut result = record_of(
         &cfg,
         &outcome,
         index,
         clock,
         slo,
         (start_unix_ms, end_unix_ms),
-    ))
+    );
+    result.engine = Some(outcome);
+    Ok(result)
 }
 
 /// The stored form of a finished engine run: its [`StepRecord`] (summary, generator effort,
@@ -163,6 +168,7 @@ pub fn record_of(
         series,
         interrupted: outcome.interrupted,
         notes: outcome.notes.clone(),
+        engine: None,
     }
 }
 

@@ -364,6 +364,7 @@ impl<C: Channel> Executor for Controller<C> {
             series,
             interrupted,
             notes,
+            engine: None,
         })
     }
 

@@ -3,12 +3,12 @@
 use super::command::{self, Argv};
 use super::config::{base_config, parse_slo, ConnConfig, OpenLoopConfig, Output};
 use super::config::{RequestConfig, SegmentConfig, StepTiming};
+use super::lifecycle::{Lifecycle, Pace};
 use super::results;
 use crate::analysis::{self, Analysis, Slo};
 use crate::observe::ObserveArgs;
 use crate::plan::capacity::CapacitySearch;
-use crate::report::progress::SweepProgress;
-use crate::runner::{Executor, Stepper};
+use crate::runner::Executor;
 use crate::store::StepRecord;
 use crate::Error;
 use std::fmt;
@@ -200,97 +200,59 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
         "connections": cfg.open.connections, "segment": cfg.segment.record(),
     });
     let observe_cfg = cfg.observe.to_config(base.addrs[0].port())?;
-    let link_bps = observe_cfg.link_bps;
     let mut config = config;
-    if let Some(l) = link_bps {
+    if let Some(l) = observe_cfg.link_bps {
         // Kept for the verdict of `overload report` (the network against the link).
         config["link_speed_bps"] = l.into();
     }
-    let out = &cfg.output;
-    super::results::check_hdr_log(out.hdr_log.as_deref())?;
-    let mut writer = results::open(
-        out.out.as_deref(),
-        out.name.as_deref(),
-        "capacity",
-        "open",
-        &urls,
+    let started = Instant::now();
+    let search = CapacitySearch::new(cfg.start, cfg.max, cfg.precision);
+    let ended = Lifecycle {
+        kind: "capacity",
+        mode: "open",
+        base: &base,
+        urls: &urls,
         config,
-        Some(&slo),
-    )?;
-    crate::signals::install();
-    let dir = writer.dir().to_path_buf();
-    // Named, not `_`: the page lives until the function returns, after the last report.
-    let live = super::results::live_page(out, &dir)?;
-    if !out.quiet {
-        crate::eoutln!(
-            "overload capacity: SLO '{}', from {:.0} req/s, precision {:.0}%; results in {}",
+        slo: Some(&slo),
+        output: &cfg.output,
+        folder: true,
+        observe: Some(observe_cfg),
+        segment: cfg.segment,
+        banner: Some(format!(
+            "overload capacity: SLO '{}', from {:.0} req/s, precision {:.0}%",
             slo.text,
             cfg.start,
             cfg.precision * 100.0,
-            crate::fsutil::shown(&dir)
-        );
+        )),
+        pace: Pace::Stepped {
+            planned: None,
+            timing: *t,
+        },
+        before_load: None,
     }
-    let started = Instant::now();
-    let progress = SweepProgress::new(None, t.warmup, t.step, t.rest, "req/s", out.quiet);
-    if !cfg.segment.wait_for_start(out.quiet) {
-        writer.finish(false, "interrupted while waiting for --start-at")?;
-        return Err(Error::runtime("interrupted while waiting for --start-at"));
-    }
-    let setup = crate::tui::Setup {
-        command: "capacity",
-        target: urls.first().cloned().unwrap_or_default(),
-        unit: "req/s",
-        planned: None,
-        step_len: Some(t.warmup + t.step),
-        per_step: t.warmup + t.step + t.rest,
-        end_step_key: true,
-    };
-    let progress = results::stepped_progress(out, progress, setup)?;
-    let mut stepper = Stepper::new(&base, "open", Some(&slo), &mut writer, progress, exec);
-    if let Some(at) = cfg.segment.start_at_ms {
-        stepper.clock = crate::runner::step::RunClock::at(at);
-        stepper.grid = Some(t.warmup + t.step + t.rest);
-    }
-    stepper.observer = Some(crate::observe::Observer::start(observe_cfg)?);
-    stepper.page = live.as_ref();
-    let search = CapacitySearch::new(cfg.start, cfg.max, cfg.precision);
-    let result = crate::runner::capacity::search(
-        &mut stepper,
-        search,
-        cfg.open.arrival,
-        cfg.open.connections,
-        t.rest,
-        cfg.repeat,
-    );
-    let done = stepper.finish(&result, |(_, r)| r.clone())?;
-    let (search, _) = result?;
-    let elapsed = started.elapsed();
-    let cx = analysis::bottleneck::Context { link_bps };
-    let analysis = analysis::analyze_with("open", &by_load(&done.steps), Some(&slo), cx);
-    let report = results::write_report(&dir)?;
-    if let Some(p) = &out.hdr_log {
-        results::write_hdr_log(&dir, p)?;
-    }
+    .run(
+        exec,
+        |s| {
+            let (arrival, connections) = (cfg.open.arrival, cfg.open.connections);
+            crate::runner::capacity::search(s, search, arrival, connections, t.rest, cfg.repeat)
+        },
+        |(_, r)| r.clone(),
+    )?;
+    let stored = ended.stored.expect("a capacity search writes its folder");
+    let done = ended.finished;
     Ok(CapacityOutcome {
-        dir,
-        report,
+        dir: stored.dir,
+        report: stored.report,
         steps: done.steps,
         notes: done.notes,
         complete: done.complete,
         reason: done.reason,
-        search,
+        search: ended.driven.0,
         slo,
         start: cfg.start,
         max: cfg.max,
         precision: cfg.precision,
-        elapsed,
-        analysis,
+        elapsed: started.elapsed(),
+        analysis: stored.analysis,
     })
-}
-
-/// The probes in order of load (they were run in search order), as the analysis reads them.
-fn by_load(steps: &[StepRecord]) -> Vec<StepRecord> {
-    let mut v = steps.to_vec();
-    v.sort_by(|a, b| a.offered.total_cmp(&b.offered));
-    v
 }

@@ -1,13 +1,13 @@
 //! Demo: the tool in one call, with nothing to install. It starts the embedded target
 //! in-process with a known capacity (workers × service time), sweeps the rate past
 //! saturation, stores the results and writes the report.
-use super::config::{ConnConfig, OpenLoopConfig, RequestConfig};
+use super::config::{ConnConfig, OpenLoopConfig, Output, RequestConfig, StepTiming};
+use super::lifecycle::{Lifecycle, Pace};
 use super::results;
-use crate::analysis::{self, Analysis};
+use crate::analysis::Analysis;
 use crate::engine::{EngineConfig, Load, Prepared};
 use crate::plan::{RequestSpec, Url};
-use crate::report::progress::SweepProgress;
-use crate::runner::{sweep::SweepPlan, Executor, Stepper};
+use crate::runner::{sweep::SweepPlan, Executor};
 use crate::target::{self, TargetConfig};
 use std::fmt;
 use std::path::PathBuf;
@@ -182,25 +182,6 @@ pub fn run(
     };
     let urls = [format!("GET {url}")];
     let config = serde_json::json!({ "demo": true, "workers": cfg.workers, "service_ms": cfg.service_ms, "capacity": capacity });
-    let mut writer = results::open(
-        cfg.out.as_deref(),
-        Some("demo"),
-        "sweep",
-        "open",
-        &urls,
-        config,
-        None,
-    )?;
-    let dir = writer.dir().to_path_buf();
-    crate::signals::install();
-    let progress = SweepProgress::new(
-        Some(loads.len()),
-        WARMUP,
-        cfg.step,
-        REST,
-        "req/s",
-        cfg.quiet,
-    );
     let sweep_defaults = super::sweep::SweepConfig::default();
     let plan = SweepPlan {
         loads,
@@ -209,7 +190,6 @@ pub fn run(
         max_p99_ms: None,
         rest: REST,
     };
-    let mut stepper = Stepper::new(&base, "open", None, &mut writer, progress, exec);
     // Watch the target's port, this process (the target runs in it) and the target's own
     // worker pool (its FPM-style status page) beside the load: the findings then name the
     // busy workers and their queue, the limit this demo is built around.
@@ -225,28 +205,48 @@ pub fn run(
         .map_err(crate::Error::runtime)?],
         ..crate::observe::ObserveConfig::default()
     };
-    stepper.observer = Some(crate::observe::Observer::start(observe_cfg)?);
-    let result = crate::runner::sweep::sweep(&mut stepper, &plan);
+    let output = Output {
+        out: cfg.out.clone(),
+        name: Some("demo".into()),
+        quiet: cfg.quiet,
+        ..Output::default()
+    };
+    let ended = Lifecycle {
+        kind: "sweep",
+        mode: "open",
+        base: &base,
+        urls: &urls,
+        config,
+        slo: None,
+        output: &output,
+        folder: true,
+        observe: Some(observe_cfg),
+        segment: Default::default(),
+        banner: None,
+        pace: Pace::Stepped {
+            planned: Some(plan.loads.len()),
+            timing: StepTiming {
+                warmup: WARMUP,
+                step: cfg.step,
+                rest: REST,
+            },
+        },
+        before_load: None,
+    }
+    .run(
+        exec,
+        |s| crate::runner::sweep::sweep(s, &plan),
+        String::clone,
+    );
     handle.stop();
-    let done = stepper.finish(&result, String::clone)?;
-    result?;
-    let mut analysis = analysis::analyze("open", &done.steps, None);
-    // What the target's side showed (its pool, the host), as the report says it.
-    let observed: Vec<(f64, &crate::observe::StepObservation)> = done
-        .steps
-        .iter()
-        .filter_map(|s| s.server.as_ref().map(|o| (s.offered, o)))
-        .collect();
-    analysis
-        .findings
-        .extend(crate::observe::findings(&observed, "open"));
-    let report = results::write_report(&dir)?;
+    let ended = ended?;
+    let stored = ended.stored.expect("the demo writes its folder");
     Ok(DemoOutcome {
         capacity,
-        dir,
-        report,
-        notes: done.notes,
-        complete: done.complete,
-        analysis,
+        dir: stored.dir,
+        report: stored.report,
+        notes: ended.finished.notes,
+        complete: ended.finished.complete,
+        analysis: stored.analysis,
     })
 }

@@ -9,6 +9,7 @@ pub mod capacity;
 pub mod command;
 pub mod config;
 pub mod demo;
+pub mod lifecycle;
 pub mod results;
 pub mod run;
 pub mod sweep;

@@ -1,14 +1,13 @@
 //! Run once: one load level held for a duration (or a request count), then a summary.
 use super::command::{self, Argv};
-use super::config::SegmentConfig;
 use super::config::{base_config, parse_slo, ConnConfig, OpenLoopConfig, RequestConfig};
-use super::results;
+use super::config::{Output, SegmentConfig};
+use super::lifecycle::{Lifecycle, Pace};
 use crate::analysis::Slo;
-use crate::engine::{self, Control, EngineConfig, Load, Outcome};
+use crate::engine::{EngineConfig, Load, Outcome};
 use crate::metrics::Summary;
 use crate::observe::{ObserveArgs, StepObservation};
-use crate::report::{json, progress::Progress, terminal};
-use crate::runner::step::{live_series, RunClock};
+use crate::report::{json, terminal};
 use crate::Error;
 use std::fmt;
 use std::path::PathBuf;
@@ -44,23 +43,12 @@ pub struct RunConfig {
     pub slo: Option<String>,
     /// Write the summary as one JSON object here.
     pub json: Option<PathBuf>,
-    pub quiet: bool,
-    /// Results folder (the sweep's layout, one step); with `report` and no folder:
-    /// `runs/<UTC time>-<name>`.
-    pub out: Option<PathBuf>,
-    /// Write a results folder and its report.html even without `out`.
+    /// The results folder (the sweep's layout, one step) and how the run is shown. A folder
+    /// is written when `--out`, `--report`, `--hdr-log` or the live page asks for one; with
+    /// no `--out`: `runs/<UTC time>-<name>`.
+    pub output: Output,
+    /// Write a results folder and its report.html even without `--out`.
     pub report: bool,
-    /// Name of the run in its results folder [default: from the URL].
-    pub name: Option<String>,
-    /// Show the live view on the terminal (`tui`) instead of the progress line.
-    pub live_view: bool,
-    /// Write HdrHistogram's interval log here when the run ends (a results folder is then
-    /// written too, as with `report`).
-    pub hdr_log: Option<PathBuf>,
-    /// Serve the report page while the run goes on, its per-second series as they come:
-    /// `--live-port` (loopback) or `--live-listen` (a results folder is then written too).
-    pub live_port: Option<u16>,
-    pub live_listen: Option<std::net::SocketAddr>,
 }
 
 /// Users of the closed loop when neither a rate nor users are given.
@@ -85,14 +73,8 @@ impl Default for RunConfig {
             observe: ObserveArgs::default(),
             slo: None,
             json: None,
-            quiet: false,
-            out: None,
+            output: Output::default(),
             report: false,
-            name: None,
-            live_view: false,
-            hdr_log: None,
-            live_port: None,
-            live_listen: None,
         }
     }
 }
@@ -213,20 +195,9 @@ impl fmt::Display for RunConfig {
         if let Some(j) = &self.json {
             a.opt("--json", j.display().to_string());
         }
-        if self.quiet {
-            a.arg("-q");
-        }
-        if let Some(o) = &self.out {
-            a.opt("--out", o.display().to_string());
-        }
+        command::output(&mut a, &self.output);
         if self.report {
             a.arg("--report");
-        }
-        if let Some(n) = &self.name {
-            a.opt("--name", n.clone());
-        }
-        if let Some(p) = &self.hdr_log {
-            a.opt("--hdr-log", p.display().to_string());
         }
         a.fmt(f)
     }
@@ -298,49 +269,8 @@ impl fmt::Display for RunOutcome {
     }
 }
 
-/// Runs the load and returns the summary (shared by `run` and the experiment's warm-up).
-pub fn execute(
-    cfg: &EngineConfig,
-    urls: &[String],
-    quiet: bool,
-) -> crate::Result<(Summary, Outcome)> {
-    execute_shown(cfg, urls, quiet, None, None, None)
-}
-
-/// [`execute`], shown in the live view when `view` is given (with the server's side from
-/// `observer`), else on the progress line.
-fn execute_shown(
-    cfg: &EngineConfig,
-    urls: &[String],
-    quiet: bool,
-    view: Option<crate::tui::Setup>,
-    observer: Option<&crate::observe::ObserverHandle>,
-    page: Option<(&crate::live::LivePage, &RunClock)>,
-) -> crate::Result<(Summary, Outcome)> {
-    crate::signals::install();
-    let ctl = Control::new(cfg.threads);
-    if !quiet {
-        crate::eoutln!("{}", terminal::plan_line(cfg, urls));
-    }
-    let mut progress = Progress::new(cfg, quiet);
-    if let Some(setup) = view.filter(|_| !quiet) {
-        progress = progress.with_view(Box::new(crate::tui::LiveScreen::start(setup)?));
-    }
-    let outcome = engine::run(cfg, &ctl, |elapsed| {
-        progress.tick(&ctl, elapsed, observer);
-        if let Some((page, clock)) = page {
-            page.show_series(live_series(cfg, &ctl, elapsed, 0, clock));
-        }
-    });
-    progress.finish();
-    let outcome = outcome?;
-    let (rate, users) = cfg.offered();
-    let summary =
-        Summary::from_recorder(&outcome.recorder, rate, users, outcome.planned_window(cfg));
-    Ok((summary, outcome))
-}
-
-/// Runs once: validates, observes the server when asked, sends the load, writes `--json`.
+/// Runs once, as a one-step sweep through the run lifecycle: validates, observes the server
+/// when asked, sends the load, stores it when a folder is asked for, writes `--json`.
 pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
     let (cfg, urls) = rc.engine_config()?;
     let slo = parse_slo(rc.slo.as_deref())?;
@@ -350,107 +280,11 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
     if let Some(p) = &rc.json {
         json::check_writable(p)?;
     }
-    results::check_hdr_log(rc.hdr_log.as_deref())?;
     // Server-side sampling only when asked for: a plain run stays a pure load generator.
-    let observer = if rc.observing() {
-        let oc = rc.observe.to_config(cfg.addrs[0].port())?;
-        Some(crate::observe::Observer::start(oc)?)
-    } else {
-        None
+    let observe = match rc.observing() {
+        true => Some(rc.observe.to_config(cfg.addrs[0].port())?),
+        false => None,
     };
-    crate::signals::install();
-    if !rc.segment.wait_for_start(rc.quiet) {
-        return Err(Error::runtime("interrupted while waiting for --start-at"));
-    }
-    let live_out = super::config::Output {
-        live_port: rc.live_port,
-        live_listen: rc.live_listen,
-        ..Default::default()
-    };
-    let wants_folder = rc.out.is_some() || rc.report || rc.hdr_log.is_some();
-    let mut writer = if wants_folder || live_out.live_addr().is_some() {
-        Some(open_results(rc, &cfg, &urls, slo.as_ref())?)
-    } else {
-        None
-    };
-    // Kept until the report is written, so the page's last reload shows the stored run.
-    let live = match &writer {
-        Some(w) => results::live_page(&live_out, w.dir())?,
-        None => None,
-    };
-    let clock = RunClock::now();
-    let from = crate::clock::unix_ms();
-    let view = rc.live_view.then(|| crate::tui::Setup {
-        command: "run",
-        target: urls.first().cloned().unwrap_or_default(),
-        unit: if matches!(rc.load, RunLoad::Rate(_)) {
-            "req/s"
-        } else {
-            "users"
-        },
-        planned: None,
-        step_len: cfg.duration.map(|d| d + cfg.warmup),
-        per_step: Duration::ZERO,
-        end_step_key: false,
-    });
-    let page = live.as_ref().map(|p| (p, &clock));
-    let (summary, outcome) = execute_shown(&cfg, &urls, rc.quiet, view, observer.as_ref(), page)?;
-    let to = crate::clock::unix_ms();
-    let stored = match writer.as_mut() {
-        Some(w) => Some(store_run(
-            w,
-            &cfg,
-            &outcome,
-            &clock,
-            slo.as_ref(),
-            (from, to),
-            observer.as_ref(),
-        )?),
-        None => None,
-    };
-    if let (Some(p), Some((dir, _))) = (&rc.hdr_log, &stored) {
-        results::write_hdr_log(dir, p)?;
-    }
-    let server = observer.map(|h| {
-        let samples = h.samples_between(from, to);
-        let warnings = h.stop();
-        (crate::observe::summarize(&samples), warnings)
-    });
-    if let Some(p) = &rc.json {
-        json::write_run(
-            p,
-            &summary,
-            &outcome,
-            &cfg,
-            &urls,
-            server.as_ref().map(|s| &s.0),
-        )?;
-    }
-    Ok(RunOutcome {
-        cfg,
-        summary,
-        outcome,
-        server,
-        slo,
-        stored,
-    })
-}
-
-/// `open` or `closed`, as the results folder says it.
-fn mode_of(cfg: &EngineConfig) -> &'static str {
-    match cfg.load {
-        Load::Open { .. } => "open",
-        Load::Closed { .. } => "closed",
-    }
-}
-
-/// Opens the run's results folder (before the load, so a bad `--out` costs no run).
-fn open_results(
-    rc: &RunConfig,
-    cfg: &EngineConfig,
-    urls: &[String],
-    slo: Option<&Slo>,
-) -> crate::Result<crate::store::Writer> {
     let think = match rc.load {
         RunLoad::Users { think, .. } => think,
         RunLoad::Rate(_) => None,
@@ -466,46 +300,65 @@ fn open_results(
         "think_s": think.map(|t| [t.0.as_secs_f64(), t.1.as_secs_f64()]),
         "connections": rc.open.connections,
     });
-    let w = results::open(
-        rc.out.as_deref(),
-        rc.name.as_deref(),
-        "run",
-        mode_of(cfg),
-        urls,
+    let ended = Lifecycle {
+        kind: "run",
+        mode: match cfg.load {
+            Load::Open { .. } => "open",
+            Load::Closed { .. } => "closed",
+        },
+        base: &cfg,
+        urls: &urls,
         config,
-        slo,
+        slo: slo.as_ref(),
+        output: &rc.output,
+        folder: rc.output.out.is_some() || rc.report,
+        observe,
+        segment: rc.segment,
+        banner: None,
+        pace: Pace::Single,
+        before_load: None,
+    }
+    .run(
+        &mut crate::runner::Engine,
+        |s| {
+            if !rc.output.quiet {
+                crate::eoutln!("{}", terminal::plan_line(&cfg, &urls));
+            }
+            s.step(cfg.load)?;
+            Ok(if s.interrupted {
+                "interrupted"
+            } else {
+                "run ended"
+            })
+        },
+        |r| r.to_string(),
     )?;
-    if !rc.quiet {
-        crate::eoutln!("overload: results in {}", w.dir().display());
+    let mut done = ended.finished;
+    let outcome = done
+        .last_engine
+        .take()
+        .ok_or_else(|| Error::runtime("the run's engine gave no account of it"))?;
+    let rec = done.steps.pop().expect("a run is one step");
+    let server = rc.observing().then(|| {
+        let obs = rec.server.unwrap_or_else(|| crate::observe::summarize(&[]));
+        (obs, done.observer_notes)
+    });
+    if let Some(p) = &rc.json {
+        json::write_run(
+            p,
+            &rec.summary,
+            &outcome,
+            &cfg,
+            &urls,
+            server.as_ref().map(|s| &s.0),
+        )?;
     }
-    Ok(w)
-}
-
-/// Stores the run as the one step of its results folder (the sweep's record and series,
-/// server side included), marks it finished and writes report.html beside it.
-fn store_run(
-    w: &mut crate::store::Writer,
-    cfg: &EngineConfig,
-    outcome: &Outcome,
-    clock: &RunClock,
-    slo: Option<&Slo>,
-    window: (u64, u64),
-    observer: Option<&crate::observe::ObserverHandle>,
-) -> crate::Result<(PathBuf, PathBuf)> {
-    let mut result = crate::runner::step::record_of(cfg, outcome, 0, clock, slo, window);
-    if let Some(obs) = observer {
-        crate::runner::attach_server(obs, clock, &mut result);
-    }
-    let mut steps = vec![result.record];
-    crate::runner::step::flag_last(mode_of(cfg), &mut steps, slo);
-    w.append_step(&steps[0], &result.series)?;
-    let reason = if outcome.interrupted {
-        "interrupted"
-    } else {
-        "run ended"
-    };
-    w.finish(!outcome.interrupted, reason)?;
-    let dir = w.dir().to_path_buf();
-    let report = results::write_report(&dir)?;
-    Ok((dir, report))
+    Ok(RunOutcome {
+        cfg,
+        summary: rec.summary,
+        outcome,
+        server,
+        slo,
+        stored: ended.stored.map(|s| (s.dir, s.report)),
+    })
 }

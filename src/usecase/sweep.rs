@@ -3,12 +3,12 @@
 use super::command::{self, Argv};
 use super::config::{base_config, parse_slo, ConnConfig, OpenLoopConfig, Output};
 use super::config::{RequestConfig, SegmentConfig, StepTiming};
+use super::lifecycle::{Lifecycle, Pace};
 use super::results;
-use crate::analysis::{self, Analysis};
+use crate::analysis::Analysis;
 use crate::engine::Load;
 use crate::observe::ObserveArgs;
-use crate::report::progress::SweepProgress;
-use crate::runner::{sweep::SweepPlan, Executor, Stepper};
+use crate::runner::{sweep::SweepPlan, Executor};
 use crate::store::StepRecord;
 use crate::Error;
 use std::fmt;
@@ -172,13 +172,9 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
     cfg.timing.validate()?;
     let slo = parse_slo(cfg.slo.as_deref())?;
     let mode = cfg.mode();
-    let unit = match cfg.levels {
-        Levels::Rates(_) => {
-            cfg.open.validate()?;
-            "req/s"
-        }
-        Levels::Users { .. } => "users",
-    };
+    if let Levels::Rates(_) = cfg.levels {
+        cfg.open.validate()?;
+    }
     let loads = cfg.loads();
     for l in &loads {
         crate::usecase::config::check_load(l)?;
@@ -214,43 +210,11 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
         "segment": cfg.segment.record(),
     });
     let observe_cfg = cfg.observe.to_config(base.addrs[0].port())?;
-    let link_bps = observe_cfg.link_bps;
     let mut config = config;
-    if let Some(l) = link_bps {
+    if let Some(l) = observe_cfg.link_bps {
         // Kept for the verdict of `overload report` (the network against the link).
         config["link_speed_bps"] = l.into();
     }
-    let out = &cfg.output;
-    results::check_hdr_log(out.hdr_log.as_deref())?;
-    let mut writer = results::open(
-        out.out.as_deref(),
-        out.name.as_deref(),
-        "sweep",
-        mode,
-        &urls,
-        config,
-        slo.as_ref(),
-    )?;
-    crate::signals::install();
-    let dir = writer.dir().to_path_buf();
-    // Named, not `_`: the page lives until the function returns, after the last report.
-    let live = results::live_page(out, &dir)?;
-    if !out.quiet {
-        crate::eoutln!(
-            "overload sweep: {} steps of {} (+{} warm-up, {} rest), {mode} loop; results in {}",
-            loads.len(),
-            crate::units::fmt_duration(t.step),
-            crate::units::fmt_duration(t.warmup),
-            crate::units::fmt_duration(t.rest),
-            crate::fsutil::shown(&dir)
-        );
-    }
-    if cfg.audit {
-        // The plan's first URL (shown as `METHOD URL`).
-        let first = urls[0].split_whitespace().find(|w| w.contains("://"));
-        super::audit::before_load(first.unwrap_or(&urls[0]), &cfg.conn.tls, &dir, out.quiet);
-    }
-    let progress = SweepProgress::new(Some(loads.len()), t.warmup, t.step, t.rest, unit, out.quiet);
     let plan = SweepPlan {
         loads,
         past_saturation: cfg.past_saturation,
@@ -258,44 +222,51 @@ pub fn run(cfg: &SweepConfig, exec: &mut dyn Executor) -> crate::Result<SweepOut
         max_p99_ms: cfg.max_p99.map(|d| d.as_secs_f64() * 1e3),
         rest: t.rest,
     };
-    if !cfg.segment.wait_for_start(out.quiet) {
-        writer.finish(false, "interrupted while waiting for --start-at")?;
-        return Err(Error::runtime("interrupted while waiting for --start-at"));
-    }
-    let setup = crate::tui::Setup {
-        command: "sweep",
-        target: urls.first().cloned().unwrap_or_default(),
-        unit,
-        planned: Some(plan.loads.len()),
-        step_len: Some(t.warmup + t.step),
-        per_step: t.warmup + t.step + t.rest,
-        end_step_key: true,
+    // The plan's first URL (shown as `METHOD URL`).
+    let audit_url = urls[0].split_whitespace().find(|w| w.contains("://"));
+    let audit = |dir: &std::path::Path| {
+        let url = audit_url.unwrap_or(&urls[0]);
+        super::audit::before_load(url, &cfg.conn.tls, dir, cfg.output.quiet)
     };
-    let progress = results::stepped_progress(out, progress, setup)?;
-    let mut stepper = Stepper::new(&base, mode, slo.as_ref(), &mut writer, progress, exec);
-    if let Some(at) = cfg.segment.start_at_ms {
-        stepper.clock = crate::runner::step::RunClock::at(at);
-        stepper.grid = Some(t.warmup + t.step + t.rest);
+    let ended = Lifecycle {
+        kind: "sweep",
+        mode,
+        base: &base,
+        urls: &urls,
+        config,
+        slo: slo.as_ref(),
+        output: &cfg.output,
+        folder: true,
+        observe: Some(observe_cfg),
+        segment: cfg.segment,
+        banner: Some(format!(
+            "overload sweep: {} steps of {} (+{} warm-up, {} rest), {mode} loop",
+            plan.loads.len(),
+            crate::units::fmt_duration(t.step),
+            crate::units::fmt_duration(t.warmup),
+            crate::units::fmt_duration(t.rest),
+        )),
+        pace: Pace::Stepped {
+            planned: Some(plan.loads.len()),
+            timing: *t,
+        },
+        before_load: cfg.audit.then_some(&audit as &dyn Fn(&std::path::Path)),
     }
-    stepper.observer = Some(crate::observe::Observer::start(observe_cfg)?);
-    stepper.page = live.as_ref();
-    let result = crate::runner::sweep::sweep(&mut stepper, &plan);
-    let done = stepper.finish(&result, String::clone)?;
-    result?;
-    let cx = analysis::bottleneck::Context { link_bps };
-    let analysis = analysis::analyze_with(mode, &done.steps, slo.as_ref(), cx);
-    let report = results::write_report(&dir)?;
-    if let Some(p) = &out.hdr_log {
-        results::write_hdr_log(&dir, p)?;
-    }
+    .run(
+        exec,
+        |s| crate::runner::sweep::sweep(s, &plan),
+        String::clone,
+    )?;
+    let stored = ended.stored.expect("a sweep writes its folder");
+    let done = ended.finished;
     Ok(SweepOutcome {
-        dir,
-        report,
+        dir: stored.dir,
+        report: stored.report,
         steps: done.steps,
         notes: done.notes,
         complete: done.complete,
         reason: done.reason,
-        analysis,
+        analysis: stored.analysis,
         has_slo: slo.is_some(),
     })
 }

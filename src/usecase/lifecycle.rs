@@ -1,0 +1,287 @@
+//! The one run lifecycle of every run kind (run, sweep, capacity, demo): everything around
+//! the steps. It opens the results folder with its run.json, serves the live page, prints
+//! the banner, waits for `--start-at`, shows the run (progress line or bar, terminal view,
+//! live page: one [`Sink`]), starts the observer and builds the [`Stepper`]. The use case
+//! supplies its configuration and its driver (which step next). At the end the lifecycle
+//! marks the folder finished, reads it back once, and writes the report and the hdr-log
+//! from that one reading, whose analysis the use case prints.
+use super::config::{Output, SegmentConfig, StepTiming};
+use super::results;
+use crate::analysis::{Analysis, Slo};
+use crate::engine::EngineConfig;
+use crate::live::LivePage;
+use crate::observe::ObserveConfig;
+use crate::report::progress::{Progress, SweepProgress};
+use crate::report::{export, Format, RunReport};
+use crate::runner::{Executor, Finished, Sink, StepTick, Stepper};
+use crate::Error;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How the run is paced, for its progress and terminal view.
+#[derive(Debug, Clone, Copy)]
+pub enum Pace {
+    /// One load level for the run's duration (or request count): the progress line.
+    Single,
+    /// Steps of warm-up + step + rest (`planned`: None when the count is not known ahead).
+    Stepped {
+        planned: Option<usize>,
+        timing: StepTiming,
+    },
+}
+
+/// What a use case hands the lifecycle, besides its driver.
+pub struct Lifecycle<'a> {
+    /// run.json's `kind` (`run`, `sweep`, `capacity`), and the command the view names.
+    pub kind: &'static str,
+    /// `open` or `closed`.
+    pub mode: &'static str,
+    pub base: &'a EngineConfig,
+    /// The request mix as shown (`METHOD URL`).
+    pub urls: &'a [String],
+    /// run.json's `config`: the plan and options, for the record.
+    pub config: serde_json::Value,
+    pub slo: Option<&'a Slo>,
+    pub output: &'a Output,
+    /// Write a results folder even without `--live-port`/`--hdr-log` asking for one (a
+    /// single run writes none unless asked: it stays a pure load generator).
+    pub folder: bool,
+    /// Server-side sampling beside the load, when any.
+    pub observe: Option<ObserveConfig>,
+    /// `--start-at`: when the steps start (and their grid).
+    pub segment: SegmentConfig,
+    /// The first line printed (unless quiet), before `; results in DIR`; without one, a
+    /// folder is announced as `overload: results in DIR`.
+    pub banner: Option<String>,
+    pub pace: Pace,
+    /// Called once the folder exists, before the wait and the load (the sweep's `--audit`).
+    pub before_load: Option<&'a dyn Fn(&Path)>,
+}
+
+/// The results folder of an ended run, as read back once.
+pub struct Stored {
+    pub dir: PathBuf,
+    pub report: PathBuf,
+    /// The analysis of what the folder holds (the report's own).
+    pub analysis: Analysis,
+}
+
+/// A run, ended: its folder (when written), its steps, and what the driver returned.
+pub struct Ended<T> {
+    pub stored: Option<Stored>,
+    pub finished: Finished,
+    pub driven: T,
+}
+
+impl Lifecycle<'_> {
+    /// Runs the lifecycle around `drive`, which runs the steps on the stepper; `reason` says
+    /// why the run stopped, for run.json. A driver's error is recorded in run.json, then
+    /// returned.
+    pub fn run<T>(
+        mut self,
+        exec: &mut dyn Executor,
+        drive: impl FnOnce(&mut Stepper) -> crate::Result<T>,
+        reason: impl Fn(&T) -> String,
+    ) -> crate::Result<Ended<T>> {
+        let out = self.output;
+        results::check_hdr_log(out.hdr_log.as_deref())?;
+        let wants_folder = self.folder || out.live_addr().is_some() || out.hdr_log.is_some();
+        let mut writer = match wants_folder {
+            true => Some(results::open(
+                out.out.as_deref(),
+                out.name.as_deref(),
+                self.kind,
+                self.mode,
+                self.urls,
+                std::mem::take(&mut self.config),
+                self.slo,
+            )?),
+            false => None,
+        };
+        crate::signals::install();
+        let dir = writer.as_ref().map(|w| w.dir().to_path_buf());
+        // Before the banner: a port in use ends the run before anything is announced.
+        let page = match &dir {
+            Some(d) => live_page(out, d)?,
+            None => None,
+        };
+        if !out.quiet {
+            match (&self.banner, &dir) {
+                (Some(b), Some(d)) => crate::eoutln!("{b}; results in {}", crate::fsutil::shown(d)),
+                (Some(b), None) => crate::eoutln!("{b}"),
+                (None, Some(d)) => crate::eoutln!("overload: results in {}", d.display()),
+                (None, None) => {}
+            }
+        }
+        if let (Some(f), Some(d)) = (self.before_load, &dir) {
+            f(d);
+        }
+        if !self.segment.wait_for_start(out.quiet) {
+            let why = "interrupted while waiting for --start-at";
+            if let Some(w) = writer.as_mut() {
+                w.finish(false, why)?;
+            }
+            return Err(Error::runtime(why));
+        }
+        let mut sink = Shown {
+            show: self.show()?,
+            page,
+        };
+        let mut stepper = Stepper::new(
+            self.base,
+            self.mode,
+            self.slo,
+            writer.as_mut(),
+            &mut sink,
+            exec,
+        );
+        if let Some(at) = self.segment.start_at_ms {
+            stepper.clock = crate::runner::step::RunClock::at(at);
+            if let Pace::Stepped { timing: t, .. } = self.pace {
+                stepper.grid = Some(t.warmup + t.step + t.rest);
+            }
+        }
+        if let Some(oc) = self.observe {
+            stepper.observer = Some(crate::observe::Observer::start(oc)?);
+        }
+        let driven = drive(&mut stepper);
+        let finished = stepper.finish(&driven, reason)?;
+        let driven = driven?;
+        let stored = match dir {
+            Some(dir) => Some(store(dir, out.hdr_log.as_deref())?),
+            None => None,
+        };
+        // The page is dropped here, after the report: its last reload shows the stored run.
+        drop(sink);
+        Ok(Ended {
+            stored,
+            finished,
+            driven,
+        })
+    }
+
+    /// The progress (line or bar), or the terminal view when asked for and not quiet.
+    fn show(&self) -> crate::Result<Show> {
+        let out = self.output;
+        let unit = if self.mode == "open" {
+            "req/s"
+        } else {
+            "users"
+        };
+        let (planned, step_len, per_step) = match self.pace {
+            Pace::Single => (None, self.base.duration.map(|d| d + self.base.warmup), None),
+            Pace::Stepped { planned, timing: t } => (
+                planned,
+                Some(t.warmup + t.step),
+                Some(t.warmup + t.step + t.rest),
+            ),
+        };
+        let view = match out.live_view && !out.quiet {
+            true => Some(crate::tui::LiveScreen::start(crate::tui::Setup {
+                command: self.kind,
+                target: self.urls.first().cloned().unwrap_or_default(),
+                unit,
+                planned,
+                step_len,
+                per_step: per_step.unwrap_or(Duration::ZERO),
+                end_step_key: per_step.is_some(),
+            })?),
+            false => None,
+        };
+        Ok(match self.pace {
+            Pace::Single => {
+                let p = Progress::new(self.base, out.quiet);
+                Show::Line(match view {
+                    Some(v) => p.with_view(Box::new(v)),
+                    None => p,
+                })
+            }
+            Pace::Stepped { planned, timing: t } => {
+                let p = SweepProgress::new(planned, t.warmup, t.step, t.rest, unit, out.quiet);
+                Show::Bar(match view {
+                    Some(v) => p.with_view(Box::new(v)),
+                    None => p,
+                })
+            }
+        })
+    }
+}
+
+/// Reads the finished folder back once and writes report.html (and `--hdr-log`) from it.
+fn store(dir: PathBuf, hdr_log: Option<&Path>) -> crate::Result<Stored> {
+    let r = RunReport::load(&dir)?;
+    let report = export::write(&r, Format::Html, None)?
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| dir.join("report.html"));
+    if let Some(p) = hdr_log {
+        export::write(&r, Format::HdrLog, Some(p))?;
+    }
+    Ok(Stored {
+        dir,
+        report,
+        analysis: r.analysis,
+    })
+}
+
+/// `--live-port`/`--live-listen`: serves `dir`'s report while the run goes on and says where.
+/// The page stops when the returned value is dropped.
+fn live_page(out: &Output, dir: &Path) -> crate::Result<Option<LivePage>> {
+    let Some(addr) = out.live_addr() else {
+        return Ok(None);
+    };
+    let flag = if out.live_listen.is_some() {
+        format!("--live-listen {addr}")
+    } else {
+        format!("--live-port {}", addr.port())
+    };
+    let page = LivePage::start(addr, &flag, dir)?;
+    crate::eoutln!("overload: live report at {}", page.url());
+    Ok(Some(page))
+}
+
+enum Show {
+    /// A single run: the progress line.
+    Line(Progress),
+    /// Steps: the bar and a line per step.
+    Bar(SweepProgress),
+}
+
+/// The one sink of a run: its progress (or terminal view) and its live page.
+struct Shown {
+    show: Show,
+    page: Option<LivePage>,
+}
+
+impl Sink for Shown {
+    fn tick(&mut self, t: &StepTick) {
+        match &mut self.show {
+            Show::Line(p) => p.tick(t.ctl, t.elapsed, t.observer),
+            Show::Bar(p) => p.tick(t.index, t.offered(), t.ctl, t.elapsed, t.observer),
+        }
+        if let Some(page) = &self.page {
+            page.show_series(t.series());
+        }
+    }
+
+    fn step_done(&mut self, rec: &crate::store::StepRecord, mode: &str) {
+        // A single run prints its summary instead, when it ends.
+        if let Show::Bar(p) = &mut self.show {
+            p.step_done(rec, mode);
+        }
+    }
+
+    fn take_ended_early(&mut self, index: usize) -> bool {
+        match &mut self.show {
+            Show::Bar(p) => p.take_ended_early(index),
+            Show::Line(_) => false,
+        }
+    }
+
+    fn close(&mut self) {
+        match &mut self.show {
+            Show::Line(p) => p.finish(),
+            Show::Bar(p) => p.close_view(),
+        }
+    }
+}
