@@ -306,3 +306,40 @@ fn a_step_ended_from_the_live_view_is_kept_and_the_sweep_goes_on() {
         .iter()
         .any(|n| n == "step 2: ended early from the live view"));
 }
+
+/// The sink is fed every tick of every step (with its index and level), every stored step
+/// in order, and is closed once when the run ends.
+#[test]
+fn the_sink_gets_each_tick_and_each_step() {
+    #[derive(Default)]
+    struct Record {
+        ticks: Vec<(usize, f64)>,
+        done: Vec<usize>,
+        closed: usize,
+    }
+    impl super::Sink for Record {
+        fn tick(&mut self, t: &super::StepTick) {
+            self.ticks.push((t.index, t.offered()));
+        }
+        fn step_done(&mut self, rec: &crate::store::StepRecord, mode: &str) {
+            assert_eq!(mode, "open");
+            self.done.push(rec.step);
+        }
+        fn close(&mut self) {
+            self.closed += 1;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = plan(rates(&LEVELS[..3]));
+    let mut exec = Scripted::new(fake::server(1e9));
+    let base = fake::base(p.loads[0]);
+    let mut writer = fake::writer(dir.path(), "open");
+    let mut sink = Record::default();
+    let mut stepper = Stepper::new(&base, "open", None, Some(&mut writer), &mut sink, &mut exec);
+    let result = sweep(&mut stepper, &p);
+    stepper.finish(&result, String::clone).unwrap();
+    // The scripted engine ticks once per step.
+    assert_eq!(sink.ticks, [(0, LEVELS[0]), (1, LEVELS[1]), (2, LEVELS[2])]);
+    assert_eq!(sink.done, [0, 1, 2]);
+    assert_eq!(sink.closed, 1);
+}

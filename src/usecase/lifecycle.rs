@@ -285,3 +285,158 @@ impl Sink for Shown {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Arrival, Load};
+    use crate::runner::fake::{self, Scripted};
+
+    fn rate(rate: f64) -> Load {
+        Load::Open {
+            rate,
+            arrival: Arrival::Constant,
+            max_connections: 100,
+        }
+    }
+
+    fn lifecycle<'a>(base: &'a EngineConfig, urls: &'a [String], out: &'a Output) -> Lifecycle<'a> {
+        Lifecycle {
+            kind: "sweep",
+            mode: "open",
+            base,
+            urls,
+            config: serde_json::json!({ "levels": [100, 200, 300] }),
+            slo: None,
+            output: out,
+            folder: true,
+            observe: None,
+            segment: SegmentConfig::default(),
+            banner: Some("test".into()),
+            pace: Pace::Stepped {
+                planned: Some(3),
+                timing: StepTiming::default(),
+            },
+            before_load: None,
+        }
+    }
+
+    /// A scripted driver runs its steps in order on the stepper; the lifecycle opens the
+    /// folder before the first step, stores every step, marks the folder finished with the
+    /// driver's reason, and writes the report and the hdr-log from one reading of it, whose
+    /// analysis it hands back.
+    #[test]
+    fn the_driver_runs_the_steps_and_the_lifecycle_stores_them_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        let out = Output {
+            out: Some(dir.clone()),
+            quiet: true,
+            hdr_log: Some(tmp.path().join("run.hlog")),
+            ..Output::default()
+        };
+        let base = fake::base(rate(100.0));
+        let urls = ["GET http://127.0.0.1:9/".to_string()];
+        let mut exec = Scripted::new(fake::server(250.0));
+        let seen = std::cell::RefCell::new(Vec::new());
+        let ended = lifecycle(&base, &urls, &out)
+            .run(
+                &mut exec,
+                |s| {
+                    assert!(dir.join("run.json").exists(), "the folder exists first");
+                    for r in [100.0, 200.0, 300.0] {
+                        let rec = s.step(rate(r))?;
+                        seen.borrow_mut().push((rec.step, rec.offered));
+                    }
+                    Ok(3)
+                },
+                |n| format!("{n} steps done"),
+            )
+            .unwrap();
+        assert_eq!(exec.offered, [100.0, 200.0, 300.0]);
+        assert_eq!(*seen.borrow(), [(0, 100.0), (1, 200.0), (2, 300.0)]);
+        assert_eq!(ended.driven, 3);
+        assert_eq!(ended.finished.steps.len(), 3);
+        assert!(ended.finished.complete);
+        let stored = ended.stored.expect("a folder was asked for");
+        assert_eq!(stored.dir, dir);
+        assert_eq!(stored.report, dir.join("report.html"));
+        assert!(stored.report.exists());
+        let steps = std::fs::read_to_string(dir.join("steps.jsonl")).unwrap();
+        assert_eq!(steps.lines().count(), 3, "each step stored once");
+        let info: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+        assert_eq!(info["complete"], true);
+        assert_eq!(info["stop_reason"], "3 steps done");
+        assert_eq!(info["kind"], "sweep");
+        let hlog = std::fs::read_to_string(tmp.path().join("run.hlog")).unwrap();
+        assert!(hlog.contains("#[StartTime"), "{hlog}");
+        // The analysis is the report's: 300 req/s on a 250 req/s server saturates.
+        assert_eq!(stored.analysis.saturation.map(|s| s.step), Some(2));
+    }
+
+    /// A single run that asks for no folder writes nothing, and still runs its step.
+    #[test]
+    fn a_run_without_a_folder_writes_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = Output {
+            quiet: true,
+            ..Output::default()
+        };
+        let base = fake::base(rate(100.0));
+        let urls = ["GET http://127.0.0.1:9/".to_string()];
+        let mut exec = Scripted::new(fake::server(1e9));
+        let cwd_before = std::fs::read_dir(tmp.path()).unwrap().count();
+        let lc = Lifecycle {
+            kind: "run",
+            folder: false,
+            pace: Pace::Single,
+            ..lifecycle(&base, &urls, &out)
+        };
+        let ended = lc
+            .run(
+                &mut exec,
+                |s| s.step(rate(100.0)).map(|_| ()),
+                |_| "run ended".into(),
+            )
+            .unwrap();
+        assert!(ended.stored.is_none());
+        assert_eq!(ended.finished.steps.len(), 1);
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), cwd_before);
+    }
+
+    /// A driver's error is recorded in run.json as why the run stopped, then returned; no
+    /// report is written for a failed run.
+    #[test]
+    fn a_drivers_error_is_recorded_then_returned() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        let out = Output {
+            out: Some(dir.clone()),
+            quiet: true,
+            ..Output::default()
+        };
+        let base = fake::base(rate(100.0));
+        let urls = ["GET http://127.0.0.1:9/".to_string()];
+        let mut exec = Scripted::new(fake::server(1e9));
+        exec.fail_at = Some(1);
+        let e = lifecycle(&base, &urls, &out)
+            .run(
+                &mut exec,
+                |s| {
+                    s.step(rate(100.0))?;
+                    s.step(rate(200.0))?;
+                    Ok(())
+                },
+                |_| "done".into(),
+            )
+            .err()
+            .expect("the second step fails");
+        assert!(e.to_string().contains("scripted failure"), "{e}");
+        let info: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+        assert_eq!(info["complete"], false);
+        assert_eq!(info["stop_reason"], "failed: scripted failure at step 1");
+        assert!(!dir.join("report.html").exists());
+    }
+}
