@@ -1,7 +1,8 @@
 //! Capacity: the highest rate that meets an SLO, by geometric growth then bisection
 //! (plan::capacity), each probe a full step.
 use super::command::{self, Argv};
-use super::config::{base_config, parse_slo, ConnConfig, OpenLoopConfig, Output};
+use super::engine_config::base_config;
+use super::config::{parse_slo, ConnConfig, OpenLoopConfig, Output};
 use super::config::{RequestConfig, SegmentConfig, StepTiming};
 use super::lifecycle::{Lifecycle, Pace};
 use super::results;

@@ -116,7 +116,7 @@ impl Lifecycle<'_> {
         if let (Some(f), Some(d)) = (self.before_load, &dir) {
             f(d);
         }
-        if !self.segment.wait_for_start(out.quiet) {
+        if !wait_for_start(self.segment.start_at_ms, out.quiet) {
             let why = "interrupted while waiting for --start-at";
             if let Some(w) = writer.as_mut() {
                 w.finish(false, why)?;
@@ -205,6 +205,29 @@ impl Lifecycle<'_> {
             }
         })
     }
+}
+
+/// Waits for `--start-at` (cut short by SIGINT); false when interrupted.
+fn wait_for_start(start_at_ms: Option<u64>, quiet: bool) -> bool {
+    let Some(at) = start_at_ms else {
+        return true;
+    };
+    let now = crate::clock::unix_ms();
+    if at > now && !quiet {
+        crate::eoutln!(
+            "waiting {:.1} s for --start-at {}",
+            (at - now) as f64 / 1e3,
+            crate::units::fmt_unix_ms(at)
+        );
+    }
+    while crate::clock::unix_ms() < at {
+        if crate::signals::interrupted() {
+            return false;
+        }
+        let left = at.saturating_sub(crate::clock::unix_ms());
+        std::thread::sleep(Duration::from_millis(left.min(50)));
+    }
+    true
 }
 
 /// Reads the finished folder back once and writes report.html (and `--hdr-log`) from it.

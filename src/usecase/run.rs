@@ -1,6 +1,7 @@
 //! Run once: one load level held for a duration (or a request count), then a summary.
 use super::command::{self, Argv};
-use super::config::{base_config, parse_slo, ConnConfig, OpenLoopConfig, RequestConfig};
+use super::engine_config::base_config;
+use super::config::{parse_slo, ConnConfig, OpenLoopConfig, RequestConfig};
 use super::config::{Output, SegmentConfig};
 use super::lifecycle::{Lifecycle, Pace};
 use crate::analysis::Slo;

@@ -1,7 +1,8 @@
 //! Sweep: load levels one after another (S1's stepped rates, S2/S5's concurrency sweeps),
 //! each stored when it ends; then the saturation point, capacity and findings.
 use super::command::{self, Argv};
-use super::config::{base_config, parse_slo, ConnConfig, OpenLoopConfig, Output};
+use super::engine_config::base_config;
+use super::config::{parse_slo, ConnConfig, OpenLoopConfig, Output};
 use super::config::{RequestConfig, SegmentConfig, StepTiming};
 use super::lifecycle::{Lifecycle, Pace};
 use super::results;
