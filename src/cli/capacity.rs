@@ -3,7 +3,7 @@ use super::load_args::{parse_share_arg, ConnArgs, OpenLoopArgs, RequestArgs, Sha
 use super::observe_args::ObserveFlags;
 use super::segment_args::SegmentArgs;
 use crate::units::parse_rate;
-use crate::usecase::capacity::{self, CapacityConfig};
+use crate::usecase::{capacity, CapacityConfig};
 use clap::Args;
 
 #[derive(Args, Debug, Clone)]

@@ -1,6 +1,6 @@
 //! `overload demo`: arguments into a `DemoConfig`, then `usecase::demo`.
 use super::load_args::{parse_dur, Dur};
-use crate::usecase::demo::{self, DemoConfig};
+use crate::usecase::{demo, DemoConfig};
 use clap::Args;
 use std::path::PathBuf;
 

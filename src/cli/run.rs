@@ -4,7 +4,7 @@ use super::load_args::{parse_dur, parse_think, parse_usize_count, ConnArgs, Dur,
 use super::observe_args::ObserveFlags;
 use super::segment_args::SegmentArgs;
 use crate::units::{parse_count, parse_duration, parse_rate};
-use crate::usecase::run::{self, RunConfig, RunLoad, DEFAULT_DURATION, DEFAULT_USERS};
+use crate::usecase::{run, RunConfig, RunLoad, DEFAULT_DURATION, DEFAULT_USERS};
 use crate::Error;
 use clap::Args;
 use std::path::PathBuf;

@@ -5,7 +5,7 @@ use super::observe_args::ObserveFlags;
 use super::segment_args::SegmentArgs;
 use crate::plan::steps::{parse_levels, parse_users};
 use crate::units::parse_duration;
-use crate::usecase::sweep::{self, Levels, SweepConfig};
+use crate::usecase::{sweep, Levels, SweepConfig};
 use crate::Error;
 use clap::Args;
 use std::time::Duration;

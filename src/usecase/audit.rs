@@ -5,7 +5,7 @@
 //! https also shows TLS resumption; the ALPN answer), and runs the rules of `audit::*`.
 //! With `lab`, the stack's URL, probe page, FPM status and pool size come from its state.
 use super::config::{ConnConfig, HttpVersion, RequestConfig, TlsConfig};
-use super::run::{RunConfig, RunLoad};
+use super::run_config::{RunConfig, RunLoad};
 use crate::audit::db::{self, DbEvidence};
 use crate::audit::http::{Arm, ACCEPT_ENCODING};
 use crate::audit::php::{PhpEvidence, PhpIni};

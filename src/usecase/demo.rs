@@ -2,113 +2,20 @@
 //! in-process with a known capacity (workers × service time), sweeps the rate past
 //! saturation, stores the results and writes the report.
 use super::config::{ConnConfig, OpenLoopConfig, Output, RequestConfig, StepTiming};
+use super::demo_config::DemoConfig;
 use super::lifecycle::{Lifecycle, Pace};
-use super::results;
-use crate::analysis::Analysis;
+use super::outcome::{DemoOutcome, DemoTarget};
 use crate::engine::{EngineConfig, Load, Prepared};
 use crate::plan::{RequestSpec, Url};
 use crate::runner::{sweep::SweepPlan, Executor};
 use crate::target::{self, TargetConfig};
-use std::fmt;
-use std::path::PathBuf;
 use std::time::Duration;
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct DemoConfig {
-    /// Target workers (each request holds one for its whole service time).
-    pub workers: usize,
-    /// Service time of each request, in ms (the target's /sleep?ms=).
-    pub service_ms: u64,
-    /// Measured length of each step.
-    pub step: Duration,
-    /// Results folder; `None`: runs/<UTC time>-demo.
-    pub out: Option<PathBuf>,
-    pub quiet: bool,
-}
-
-impl Default for DemoConfig {
-    fn default() -> Self {
-        DemoConfig {
-            workers: 8,
-            service_ms: 20,
-            step: Duration::from_secs(3),
-            out: None,
-            quiet: false,
-        }
-    }
-}
 
 /// The sweep's shape: 40% to 160% of the capacity in steps of 10%, short warm-ups and
 /// rests, stopping 2 steps past saturation (the sweep's own default).
 const TENTHS: std::ops::RangeInclusive<u32> = 4..=16;
 const WARMUP: Duration = Duration::from_secs(1);
 const REST: Duration = Duration::from_millis(500);
-
-/// The target as started, before the sweep.
-pub struct DemoTarget {
-    pub url: String,
-    pub workers: usize,
-    pub service_ms: u64,
-    /// Theoretical capacity, req/s.
-    pub capacity: f64,
-}
-
-/// What is printed before the sweep starts.
-impl fmt::Display for DemoTarget {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "overload demo: the embedded target at {} has {} workers x {} ms per request: capacity {:.0} req/s.",
-            self.url, self.workers, self.service_ms, self.capacity
-        )?;
-        writeln!(f, "Sweeping the request rate from 40% to 160% of that, in steps of 10%, until 2 steps past saturation.\n")
-    }
-}
-
-pub struct DemoOutcome {
-    pub capacity: f64,
-    pub dir: PathBuf,
-    pub report: PathBuf,
-    pub notes: Vec<String>,
-    pub complete: bool,
-    pub analysis: Analysis,
-}
-
-impl DemoOutcome {
-    pub fn exit_code(&self) -> i32 {
-        if self.complete {
-            0
-        } else {
-            130
-        }
-    }
-}
-
-impl fmt::Display for DemoOutcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let capacity = self.capacity;
-        match &self.analysis.saturation {
-            Some(s) => writeln!(
-                f,
-                "\n{} (the target's theoretical capacity: {capacity:.0} req/s)",
-                s.describe("req/s")
-            )?,
-            None => writeln!(
-                f,
-                "\nno saturation found up to {:.0} req/s (the target's theoretical capacity: {capacity:.0})",
-                self.analysis.peak_throughput
-            )?,
-        }
-        f.write_str(&results::analysis_text(&self.analysis, &self.notes))?;
-        writeln!(f, "report:  {}", crate::fsutil::shown(&self.report))?;
-        writeln!(
-            f,
-            "\nresults: {}  (overload report {} regenerates the report)",
-            crate::fsutil::shown(&self.dir),
-            crate::fsutil::shown(&self.dir)
-        )
-    }
-}
 
 /// Starts the target, calls `on_ready` with it, sweeps it on `exec`, stops it.
 pub fn run(
@@ -182,7 +89,7 @@ pub fn run(
     };
     let urls = [format!("GET {url}")];
     let config = serde_json::json!({ "demo": true, "workers": cfg.workers, "service_ms": cfg.service_ms, "capacity": capacity });
-    let sweep_defaults = super::sweep::SweepConfig::default();
+    let sweep_defaults = super::SweepConfig::default();
     let plan = SweepPlan {
         loads,
         past_saturation: sweep_defaults.past_saturation,

@@ -6,22 +6,28 @@
 //! configuration is the equivalent `overload …` command line.
 pub mod audit;
 pub mod capacity;
+pub mod capacity_config;
 pub mod command;
 pub mod config;
 pub mod demo;
+pub mod demo_config;
 pub mod engine_config;
 pub mod lifecycle;
 pub mod mix;
+pub mod outcome;
 pub mod probe;
 pub mod results;
 pub mod run;
+pub mod run_config;
 pub mod sweep;
+pub mod sweep_config;
 
-pub use capacity::CapacityConfig;
+pub use capacity_config::CapacityConfig;
 pub use config::{ConnConfig, OpenLoopConfig, Output, RequestConfig, SegmentConfig, StepTiming};
-pub use demo::DemoConfig;
-pub use run::{RunConfig, RunLoad};
-pub use sweep::{Levels, SweepConfig};
+pub use demo_config::DemoConfig;
+pub use outcome::{CapacityOutcome, DemoOutcome, DemoTarget, RunOutcome, SweepOutcome};
+pub use run_config::{RunConfig, RunLoad, DEFAULT_DURATION, DEFAULT_USERS};
+pub use sweep_config::{Levels, SweepConfig};
 
 #[cfg(test)]
 mod tests;

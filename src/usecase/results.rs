@@ -1,9 +1,8 @@
 //! The results folder of a run: where it goes, what run.json says, and the analysis text
 //! shown when the run ends (the lifecycle writes the report beside it).
-use crate::analysis::{Analysis, Slo};
+use crate::analysis::Slo;
 use crate::report::export;
 use crate::store::{self, RunInfo, Writer};
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 /// `runs/<UTC time>-<name>`.
@@ -117,22 +116,6 @@ pub fn check_hdr_log(path: Option<&Path>) -> crate::Result<()> {
             .map_err(|e| crate::Error::usage(e.to_string().replacen("--out", "--hdr-log", 1))),
         None => Ok(()),
     }
-}
-
-/// The analysis after a sweep or search: a blank line, the bottleneck verdict, the findings,
-/// the notes.
-pub fn analysis_text(a: &Analysis, notes: &[String]) -> String {
-    let mut o = String::from("\n");
-    if let Some(b) = &a.bottleneck {
-        o.push_str(&crate::report::bottleneck::text(b));
-    }
-    for f in &a.findings {
-        let _ = writeln!(o, "  • {f}");
-    }
-    for n in notes {
-        let _ = writeln!(o, "  ! {n}");
-    }
-    o
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The use cases end to end on the scripted executor: configuration in, results folder and
 //! printed outcome out, with no socket opened and no sleep.
-use super::capacity::{self, CapacityConfig};
-use super::sweep::{self, Levels, SweepConfig};
+use super::{capacity, CapacityConfig};
+use super::{sweep, Levels, SweepConfig};
 use super::{Output, RequestConfig, StepTiming};
 use crate::runner::fake::{self, Scripted, Shape};
 use std::path::Path;
@@ -236,7 +236,7 @@ fn demo_names_saturation_as_the_analysis_does() {
         .collect();
     let analysis = crate::analysis::analyze("open", &steps, None);
     let words = analysis.saturation.as_ref().unwrap().describe("req/s");
-    let outcome = super::demo::DemoOutcome {
+    let outcome = super::DemoOutcome {
         capacity: 400.0,
         dir: "runs/x".into(),
         report: "runs/x/report.html".into(),
