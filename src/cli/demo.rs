@@ -28,8 +28,11 @@ pub fn run(a: DemoArgs) -> crate::Result<i32> {
         workers: a.workers,
         service_ms: a.service_ms,
         step: a.step.0,
-        out: a.out,
-        quiet: a.quiet,
+        output: crate::usecase::Output {
+            out: a.out,
+            quiet: a.quiet,
+            ..Default::default()
+        },
     };
     let outcome = demo::run(&cfg, &mut crate::runner::Engine, |t| crate::out!("{t}"))?;
     crate::out!("{outcome}");

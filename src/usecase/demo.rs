@@ -3,10 +3,10 @@
 //! saturation, stores the results and writes the report.
 use super::config::{ConnConfig, OpenLoopConfig, Output, RequestConfig, StepTiming};
 use super::demo_config::DemoConfig;
+use super::engine_config::base_config;
 use super::lifecycle::{Lifecycle, Pace};
 use super::outcome::{DemoOutcome, DemoTarget};
-use crate::engine::{EngineConfig, Load, Prepared};
-use crate::plan::{RequestSpec, Url};
+use crate::engine::Load;
 use crate::runner::{sweep::SweepPlan, Executor};
 use crate::target::{self, TargetConfig};
 use std::time::Duration;
@@ -23,14 +23,7 @@ pub fn run(
     exec: &mut dyn Executor,
     on_ready: impl FnOnce(&DemoTarget),
 ) -> crate::Result<DemoOutcome> {
-    if cfg.workers == 0 || cfg.workers > 10_000 || cfg.service_ms == 0 || cfg.service_ms > 10_000 {
-        return Err(crate::Error::usage(
-            "demo: --workers must be 1..10000 and --service-ms 1..10000",
-        ));
-    }
-    if cfg.step.is_zero() {
-        return Err(crate::Error::usage("demo: --step must be above zero"));
-    }
+    cfg.validate()?;
     let handle = target::start(TargetConfig {
         workers: Some(cfg.workers),
         ..TargetConfig::default()
@@ -43,57 +36,22 @@ pub fn run(
         service_ms: cfg.service_ms,
         capacity,
     });
-    let spec = RequestSpec {
-        method: "GET".into(),
-        url: Url::parse(&url).map_err(crate::Error::runtime)?,
-        headers: Vec::new(),
-        body: None,
-    };
     let open = OpenLoopConfig::default();
     let loads: Vec<Load> = TENTHS
         .map(|tenth| open.load(capacity * f64::from(tenth) / 10.0))
         .collect();
-    let conn = ConnConfig::default();
-    let base = EngineConfig {
-        addrs: vec![handle.addr],
-        requests: std::sync::Arc::new(vec![Prepared {
-            addr: 0,
-            keep_alive: spec.render(false),
-            close: spec.render(true),
-            head_only: false,
-            h2_block: Vec::new(),
-            body: Vec::new(),
-            name: 0,
-        }]),
-        pick: RequestConfig::default().pick,
-        load: loads[0],
-        duration: Some(cfg.step),
-        max_requests: None,
-        warmup: WARMUP,
-        threads: conn.threads(),
-        keep_alive: conn.keep_alive,
-        calls_per_connection: conn.calls_per_connection,
-        timeout: conn.timeout,
-        connect_timeout: conn.connect_timeout,
-        seed: conn.seed,
-        pacing_slack: conn.pacing_slack,
-        segment: crate::plan::Segment::WHOLE,
-        tls: None,
-        http2: None,
-        scenario: None,
-        names: Vec::new(),
-        weights: Default::default(),
-        replay: None,
-        max_sessions: 10_000,
-        ok_status: Default::default(),
+    let request = RequestConfig {
+        urls: vec![url],
+        ..RequestConfig::default()
     };
-    let urls = [format!("GET {url}")];
+    let conn = ConnConfig::default();
+    let (base, urls) = base_config(&request, &conn, loads[0], Some(cfg.step), None, WARMUP)?;
     let config = serde_json::json!({ "demo": true, "workers": cfg.workers, "service_ms": cfg.service_ms, "capacity": capacity });
-    let sweep_defaults = super::SweepConfig::default();
+    let sweep = super::SweepConfig::default();
     let plan = SweepPlan {
         loads,
-        past_saturation: sweep_defaults.past_saturation,
-        max_errors: Some(sweep_defaults.max_errors),
+        past_saturation: sweep.past_saturation,
+        max_errors: Some(sweep.max_errors),
         max_p99_ms: None,
         rest: REST,
     };
@@ -113,10 +71,8 @@ pub fn run(
         ..crate::observe::ObserveConfig::default()
     };
     let output = Output {
-        out: cfg.out.clone(),
-        name: Some("demo".into()),
-        quiet: cfg.quiet,
-        ..Output::default()
+        name: cfg.output.name.clone().or(Some("demo".into())),
+        ..cfg.output.clone()
     };
     let ended = Lifecycle {
         kind: "sweep",
