@@ -21,6 +21,8 @@ pub struct DemoArgs {
     /// No progress bar and no per-step lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    #[command(flatten)]
+    pub view: super::view_args::ViewArgs,
 }
 
 pub fn run(a: DemoArgs) -> crate::Result<i32> {
@@ -31,7 +33,8 @@ pub fn run(a: DemoArgs) -> crate::Result<i32> {
         output: crate::usecase::Output {
             out: a.out,
             quiet: a.quiet,
-            ..Default::default()
+            live_view: a.view.live_view(),
+            ..a.view.output()
         },
     };
     let outcome = demo::run(&cfg, &mut crate::runner::Engine, |t| crate::out!("{t}"))?;

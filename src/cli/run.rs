@@ -124,9 +124,9 @@ impl RunArgs {
                 out: self.out,
                 name: self.name,
                 live_view: false,
-                hdr_log: self.view.hdr_log,
                 live_port: self.live.live_port,
                 live_listen: self.live.listen.live_listen,
+                ..self.view.output()
             },
             report: self.report,
             request: crate::usecase::config::RequestConfig {

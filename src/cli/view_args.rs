@@ -1,6 +1,8 @@
-//! How a run is shown while it goes, and what it writes beside its results folder: the live
+//! How a run is shown while it goes, and what it writes beside its results folder (options
+//! of every run kind: run, sweep, capacity, demo): the live
 //! view on the terminal (`--no-tui`), the live report page on any address (`--live-listen`),
 //! HdrHistogram's interval log (`--hdr-log`).
+use crate::usecase::Output;
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -19,6 +21,15 @@ pub struct ViewArgs {
 }
 
 impl ViewArgs {
+    /// The run's output options these flags set (every run kind flattens them); the rest
+    /// (`--out`, `--name`, `-q`, the live page) is filled by the command.
+    pub fn output(&self) -> Output {
+        Output {
+            hdr_log: self.hdr_log.clone(),
+            ..Output::default()
+        }
+    }
+
     /// Whether to show the live view: asked for, and a terminal to show it on.
     pub fn live_view(&self) -> bool {
         !self.no_tui && crate::tui::available()
