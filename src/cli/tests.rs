@@ -193,6 +193,9 @@ fn run_configs_parse_back_from_their_display() {
                 quiet: true,
                 out: Some(PathBuf::from("/tmp/run-dir")),
                 name: Some("ab".into()),
+                title: Some("A/B, keep-alive on".into()),
+                live_port: Some(8099),
+                hdr_log: Some(PathBuf::from("/tmp/run.hlog")),
                 ..Default::default()
             },
             report: true,

@@ -18,6 +18,10 @@ pub struct ViewArgs {
     /// as `overload report --format hdr-log` does; `run` then writes its results folder too.
     #[arg(long, value_name = "FILE")]
     pub hdr_log: Option<PathBuf>,
+    /// A title for the run, in free words (at most 200 bytes, no control characters): the
+    /// banner, the terminal view's header, run.json and the report's title say it.
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
 }
 
 impl ViewArgs {
@@ -26,6 +30,7 @@ impl ViewArgs {
     pub fn output(&self) -> Output {
         Output {
             hdr_log: self.hdr_log.clone(),
+            title: self.title.clone(),
             ..Output::default()
         }
     }

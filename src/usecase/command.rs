@@ -248,6 +248,9 @@ pub fn output(a: &mut Argv, o: &Output) {
     if let Some(p) = &o.hdr_log {
         a.opt("--hdr-log", p.display().to_string());
     }
+    if let Some(t) = &o.title {
+        a.opt("--title", t.clone());
+    }
     if o.quiet {
         a.arg("-q");
     }

@@ -354,6 +354,8 @@ pub struct Output {
     pub live_listen: Option<std::net::SocketAddr>,
     /// Write HdrHistogram's interval log here when the run ends (`--hdr-log`).
     pub hdr_log: Option<PathBuf>,
+    /// The run's title, in free words (`--title`).
+    pub title: Option<String>,
 }
 
 impl Output {

@@ -85,6 +85,11 @@ impl Lifecycle<'_> {
     ) -> crate::Result<Ended<T>> {
         let out = self.output;
         results::check_hdr_log(out.hdr_log.as_deref())?;
+        if let Some(t) = &out.title {
+            check_title(t)?;
+            // Kept for the report's title (and the record).
+            self.config["title"] = t.as_str().into();
+        }
         let wants_folder = self.folder || out.live_addr().is_some() || out.hdr_log.is_some();
         let mut writer = match wants_folder {
             true => Some(results::open(
@@ -106,7 +111,12 @@ impl Lifecycle<'_> {
             None => None,
         };
         if !out.quiet {
-            match (&self.banner, &dir) {
+            let banner = match (&out.title, &self.banner) {
+                (Some(t), Some(b)) => Some(format!("{b} · {t}")),
+                (Some(t), None) => Some(format!("overload: {t}")),
+                (None, b) => b.clone(),
+            };
+            match (&banner, &dir) {
                 (Some(b), Some(d)) => crate::eoutln!("{b}; results in {}", crate::fsutil::shown(d)),
                 (Some(b), None) => crate::eoutln!("{b}"),
                 (None, Some(d)) => crate::eoutln!("overload: results in {}", d.display()),
@@ -179,7 +189,10 @@ impl Lifecycle<'_> {
         let view = match out.live_view && !out.quiet {
             true => Some(crate::tui::LiveScreen::start(crate::tui::Setup {
                 command: self.kind,
-                target: self.urls.first().cloned().unwrap_or_default(),
+                target: match &out.title {
+                    Some(t) => format!("{t} · {}", self.urls.first().map_or("", |u| u.as_str())),
+                    None => self.urls.first().cloned().unwrap_or_default(),
+                },
                 unit,
                 planned,
                 step_len,
@@ -205,6 +218,28 @@ impl Lifecycle<'_> {
             }
         })
     }
+}
+
+/// Longest `--title`, in bytes: it heads a terminal view and a report page.
+const MAX_TITLE: usize = 200;
+
+/// `--title` is printed on the terminal and in every report: no control characters (an
+/// escape sequence would reach each of them), and short enough for a header.
+fn check_title(t: &str) -> crate::Result<()> {
+    let why = if t.chars().any(char::is_control) {
+        "control characters are not allowed"
+    } else if t.trim().is_empty() {
+        "must not be empty"
+    } else if t.len() > MAX_TITLE {
+        "longer than 200 bytes"
+    } else {
+        return Ok(());
+    };
+    let shown: String = t.chars().take(MAX_TITLE).collect();
+    Err(Error::usage(format!(
+        "--title '{}': {why}",
+        crate::units::escape_controls(&shown)
+    )))
 }
 
 /// Waits for `--start-at` (cut short by SIGINT); false when interrupted.
