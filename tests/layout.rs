@@ -1,5 +1,5 @@
 //! The HTML reports read at a laptop's width and at a phone's: scripts/check-report-layout.sh
-//! renders a sweep's report and an experiment's in headless Chromium at 1300 and 400 px and
+//! renders a sweep's report, a single run's and an experiment's in headless Chromium at 1300 and 400 px and
 //! fails on sideways overflow. Ignored, with the reason, where Chromium is missing.
 mod common;
 use common::harness::{self, Need};
@@ -34,6 +34,16 @@ fn sweep_and_experiment_reports_fit_1300_and_400_px() {
         Duration::from_secs(60),
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // A single run's page (its own layout: timelines, histogram, percentile distribution).
+    let run = d.path().join("run");
+    let o = output_within(
+        bin()
+            .args(["run", &format!("{}/sleep?ms=10", t.url)])
+            .args(["--rate", "100", "-d", "2s", "--warmup", "1s", "-q", "--out"])
+            .arg(&run),
+        Duration::from_secs(60),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     drop(t);
     let experiment = experiment_report(d.path());
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check-report-layout.sh");
@@ -41,6 +51,7 @@ fn sweep_and_experiment_reports_fit_1300_and_400_px() {
         std::process::Command::new("bash")
             .arg(script)
             .arg(sweep.join("report.html"))
+            .arg(run.join("report.html"))
             .arg(&experiment),
         Duration::from_secs(120),
     );
@@ -52,8 +63,8 @@ fn sweep_and_experiment_reports_fit_1300_and_400_px() {
     );
     assert_eq!(
         out.matches("ok ").count(),
-        4,
-        "two pages at two widths: {out}"
+        6,
+        "three pages at two widths: {out}"
     );
 }
 

@@ -474,3 +474,43 @@ fn control_characters_from_a_results_folder_are_escaped() {
     let page = std::fs::read(&page).unwrap();
     assert_eq!(raw_controls(&page), b"");
 }
+
+/// A one-step folder (what `run --out` writes) gets a page made for one run: its seconds,
+/// histogram and percentile distribution, none of a sweep's charts against load.
+#[test]
+fn html_report_of_one_step_is_a_page_for_one_run() {
+    let (_dir_tmp, dir) = scratch("one-step");
+    let mut steps = testdata::open_sweep();
+    steps.truncate(1);
+    write_run(&dir, "one", "open", &steps, true);
+    ok(&run(&["report", dir.to_str().unwrap()]));
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let (svgs, tables) = check_html(&html);
+    assert_eq!(svgs, 3, "three timelines: rate, response time, send lag");
+    assert_eq!(tables, 1, "the response times table");
+    for section in [
+        "Timeline: responses per second",
+        "Timeline: response time",
+        "Timeline: send lag",
+        "<h2>Response times</h2>",
+        "Response-time histogram",
+        "Percentile distribution",
+    ] {
+        assert!(html.contains(section), "{section} missing");
+    }
+    for word in [
+        "vs offered",
+        "vs load",
+        "kept up with every step",
+        "aturation",
+        "<h2>Steps</h2>",
+    ] {
+        assert!(!html.contains(word), "sweep-only '{word}' on a run's page");
+    }
+    // Two steps: the sweep's page, as before.
+    let (_tmp2, dir2) = scratch("two-steps");
+    write_run(&dir2, "two", "open", &testdata::open_sweep()[..2], true);
+    ok(&run(&["report", dir2.to_str().unwrap()]));
+    let html = std::fs::read_to_string(dir2.join("report.html")).unwrap();
+    assert!(html.contains("Throughput vs offered load"));
+}

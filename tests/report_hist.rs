@@ -112,6 +112,11 @@ fn run_out() {
         html.contains("Percentile distribution"),
         "the percentile distribution"
     );
+    // A page made for one run: its seconds, none of a sweep's words.
+    assert!(html.contains("Timeline: send lag"), "send lag per second");
+    for word in ["vs offered", "kept up with every step", "aturation"] {
+        assert!(!html.contains(word), "sweep-only '{word}' on a run's page");
+    }
 
     // vegeta's buckets: every response falls into one of them.
     let responses = summary["responses"].as_u64().unwrap();

@@ -446,3 +446,63 @@ fn ok_status_keeps_a_meant_404_from_marking_saturation() {
         assert_eq!(s.summary.ok_count(), s.summary.responses);
     }
 }
+
+/// Warm-up seconds show what was sent and answered (the engine answers them as in any
+/// second), marked as warm-up, and stay out of the step's figures; the page shades them.
+#[test]
+fn warm_up_seconds_show_their_answers_shaded_and_uncounted() {
+    let _serial = serial();
+    let t = Target::start(&["--workers", "8"]);
+    let url = format!("{}/", t.url);
+    let scratch = scratch();
+    let dir = scratch.path().join("out");
+    let out = output_within(
+        bin()
+            .args(["sweep", &url, "--rates", "50,100"])
+            .args([
+                "--warmup", "2s", "--step", "1s", "--rest", "0s", "-q", "--out",
+            ])
+            .arg(&dir),
+        SWEEP_LIMIT,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let data = overload::store::load(&dir).unwrap();
+    assert_eq!(data.steps.len(), 2);
+    for s in &data.steps {
+        let warm: Vec<_> = data
+            .series
+            .iter()
+            .filter(|p| p.step == s.step && p.warmup)
+            .collect();
+        assert!(
+            !warm.is_empty(),
+            "step {}: no warm-up second stored",
+            s.step
+        );
+        let answered: u64 = warm.iter().map(|p| p.responses).sum();
+        // 2 s at the step's rate, with a wide margin for a loaded machine.
+        assert!(
+            answered as f64 >= s.offered * 0.5,
+            "step {}: {answered} answers in its warm-up at {}/s: {warm:?}",
+            s.step,
+            s.offered
+        );
+        // The step's own figures leave the warm-up out: about 1 s of requests, not 3 s.
+        assert!(
+            (s.summary.requests as f64) < s.offered * 2.0,
+            "step {}: {} requests counted at {}/s",
+            s.step,
+            s.summary.requests,
+            s.offered
+        );
+    }
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("warm-up"),
+        "the timeline names its warm-up shading"
+    );
+}

@@ -72,7 +72,11 @@ fn an_unknown_ca_is_a_tls_certificate_error_and_insecure_passes_it_saying_so() {
     );
     assert!(!m.stderr.contains("panicked"), "{}", m.stderr);
     assert_eq!(m.errors("tls-certificate"), 20, "{}", m.v);
-    assert_eq!(u(&m.v, "tls.failures.unknown-issuer"), 20, "{}", m.v);
+    // One failure per handshake, not per request: the connect backoff failed the rest at
+    // once, without an attempt (tests/connect.rs).
+    let attempts = u(&m.v, "connects.attempts");
+    assert!((1..=20).contains(&attempts), "{}", m.v);
+    assert_eq!(u(&m.v, "tls.failures.unknown-issuer"), attempts, "{}", m.v);
     assert_eq!(u(&m.v, "responses"), 0, "{}", m.v);
     assert!(m.stderr.contains("tls-certificate"), "{}", m.stderr);
 
@@ -162,9 +166,18 @@ fn every_tls_fault_is_a_counted_error_within_the_bound() {
         assert!(!m.stderr.contains("panicked"), "{fault}: {}", m.stderr);
         assert!(m.errors(kind) > 0, "{fault}: {}", m.v);
         assert_eq!(u(&m.v, "error_count"), m.errors(kind), "{fault}: {}", m.v);
+        // One reason per failed handshake; the requests the connect backoff held failed at
+        // once as the same kind, without a handshake.
+        let attempts = u(&m.v, "connects.attempts");
+        assert_eq!(
+            attempts + u(&m.v, "connects.held_by_backoff"),
+            m.errors(kind),
+            "{fault}: {}",
+            m.v
+        );
         assert_eq!(
             u(&m.v, &format!("tls.failures.{reason}")),
-            m.errors(kind),
+            attempts,
             "{fault}: {}",
             m.v
         );
@@ -280,5 +293,66 @@ fn https_negotiates_h2_by_alpn_and_counts_handshakes_and_reasons_under_both() {
         QUICK,
     );
     assert_eq!(m.errors("tls-certificate"), 10, "{}", m.v);
-    assert_eq!(u(&m.v, "tls.failures.unknown-issuer"), 10, "{}", m.v);
+    // Per handshake: an HTTP/2 connection's failure counts once for the requests it carried.
+    let attempts = u(&m.v, "connects.attempts");
+    assert!((1..=10).contains(&attempts), "{}", m.v);
+    assert_eq!(u(&m.v, "tls.failures.unknown-issuer"), attempts, "{}", m.v);
+}
+
+/// Item 8 of issue 27: an https:// run says which protocol ALPN chose and how to compare with
+/// http://, in the plan line, the terminal summary and the JSON; `--http 1.1` says it was
+/// asked for.
+#[test]
+fn the_plan_line_summary_and_json_name_the_protocol_and_how_it_was_chosen() {
+    let t = tls_target(&[]);
+    let url = format!("{}/", t.target.url);
+    let ca = t.ca.to_str().unwrap();
+    let dir = scratch();
+    let json = dir.path().join("run.json");
+    for (http, version, by, says) in [
+        (
+            "auto",
+            "2",
+            "alpn",
+            "HTTP/2, negotiated by ALPN; --http 1.1 to compare with http://",
+        ),
+        ("1.1", "1.1", "http-flag", "HTTP/1.1, asked with --http 1.1"),
+    ] {
+        let m = common::run_measured(
+            None,
+            &[
+                "run",
+                &url,
+                "--users",
+                "2",
+                "--requests",
+                "20",
+                "--cacert",
+                ca,
+                "--http",
+                http,
+                "--json",
+                json.to_str().unwrap(),
+            ],
+            false,
+            QUICK,
+        );
+        m.assert_clean_exit(0, http);
+        let plan = m
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("overload: "))
+            .unwrap_or("");
+        assert!(plan.contains(says), "--http {http}: {}", m.stderr);
+        assert!(
+            m.stdout
+                .contains(&format!("  protocol       {says} (sent {version}: 20)")),
+            "--http {http}: {}",
+            m.stdout
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(v["protocol"]["version"], version, "{v}");
+        assert_eq!(v["protocol"]["chosen_by"], by, "{v}");
+    }
 }

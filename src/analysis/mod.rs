@@ -549,6 +549,8 @@ pub(crate) mod tests {
             protocols: Default::default(),
             duration_s: 10.0,
             connections_opened: 1,
+            connects: None,
+            protocol: None,
             errors: errs,
             error_count: errors,
             error_ratio: errors as f64 / (responses + errors).max(1) as f64,

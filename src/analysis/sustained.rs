@@ -81,6 +81,9 @@ mod tests {
             .enumerate()
             .map(|(i, &ms)| SeriesPoint {
                 send_lag_mean_ms: 0.5,
+                response_time_p50_ms: None,
+                response_time_p95_ms: None,
+                response_time_p99_ms: None,
                 t: i as f64,
                 step,
                 offered: 200.0,

@@ -6,7 +6,7 @@
 use super::db::{DbEvidence, MYISAM_QUERY};
 use super::host::{HostEvidence, Listener};
 use super::http::{
-    is_text_type, Answer, CompressionCost, HttpEvidence, Idle, ACCEPT_ENCODING, COST_PAIRS,
+    is_text_type, sniff, Answer, CompressionCost, HttpEvidence, Idle, ACCEPT_ENCODING, COST_PAIRS,
 };
 use super::php::PhpIni;
 pub use super::reads::{HostReads, Proc};
@@ -33,14 +33,12 @@ fn answer(r: &Response) -> Answer {
     } else {
         r.body.len() as u64
     };
-    let text = match r.header("content-type") {
-        Some(t) => is_text_type(t),
+    let (text, sniffed) = match r.header("content-type") {
+        Some(t) => (is_text_type(t), None),
         // No Content-Type: judge by the bytes, as a browser sniffs.
         None => {
-            let head = &r.body[..r.body.len().min(1024)];
-            !head.is_empty()
-                && !head.contains(&0)
-                && (std::str::from_utf8(head).is_ok() || head.len() == 1024)
+            let (text, what) = sniff(&r.body);
+            (text, Some(what.to_string()))
         }
     };
     Answer {
@@ -48,6 +46,7 @@ fn answer(r: &Response) -> Answer {
         headers: r.headers.clone(),
         body_bytes,
         text,
+        sniffed,
     }
 }
 
@@ -806,6 +805,13 @@ pub(crate) mod tests {
         assert!(r(None, b"plain words").text);
         assert!(!r(None, b"\x00\x01binary").text);
         assert!(!r(None, b"").text);
+        // Bytes that are UTF-8 but hold control characters, or are not UTF-8 at all, are not
+        // taken for text; the answer keeps what the sniff found, for the evidence.
+        let blob = r(None, b"\x01\x02\x03 ascii after control bytes");
+        assert!(!blob.text);
+        assert_eq!(blob.sniffed.as_deref(), Some("binary (control bytes)"));
+        assert!(!r(None, &[0x80; 2000]).text);
+        assert_eq!(r(Some("text/css"), b"p{}").sniffed, None);
     }
 
     #[test]

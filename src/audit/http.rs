@@ -13,6 +13,9 @@ pub struct Answer {
     pub body_bytes: u64,
     /// Text by its Content-Type, or (none given) by its bytes: what compression is for.
     pub text: bool,
+    /// No Content-Type was sent: what its bytes look like ([`sniff`]'s words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sniffed: Option<String>,
 }
 
 impl Answer {
@@ -24,13 +27,60 @@ impl Answer {
             .map(|(_, v)| v.as_str())
     }
 
-    /// The Content-Type for evidence lines (`text (no Content-Type)` when absent).
+    /// The Content-Type for evidence lines; when absent, what the bytes looked like
+    /// (`no Content-Type (by its bytes: UTF-8 text)`).
     pub fn content_type(&self) -> String {
-        match self.header("content-type") {
-            Some(t) => t.to_string(),
-            None if self.text => "text (no Content-Type)".into(),
-            None => "no Content-Type".into(),
+        match (self.header("content-type"), &self.sniffed) {
+            (Some(t), _) => t.to_string(),
+            (None, Some(s)) => format!("no Content-Type (by its bytes: {s})"),
+            // Evidence recorded before the sniff was kept.
+            (None, None) if self.text => "no Content-Type (text by its bytes)".into(),
+            (None, None) => "no Content-Type".into(),
         }
+    }
+}
+
+/// How many leading bytes [`sniff`] reads, as a browser's MIME sniffing does.
+pub const SNIFF_BYTES: usize = 1024;
+
+/// What a body sent without Content-Type is, by its first bytes (WHATWG MIME Sniffing, in
+/// short): text only when they are UTF-8 without a control byte; a known signature, or any
+/// control byte, is binary; other bytes (a legacy 8-bit charset, or binary) are unknown, and
+/// unknown is not text. Returns whether it is text, and the words the evidence says.
+pub fn sniff(body: &[u8]) -> (bool, &'static str) {
+    const SIGNATURES: [(&[u8], &str); 12] = [
+        (b"\x1f\x8b", "a gzip stream"),
+        (b"\x28\xb5\x2f\xfd", "a zstd frame"),
+        (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+        (b"\xff\xd8\xff", "a JPEG image"),
+        (b"GIF87a", "a GIF image"),
+        (b"GIF89a", "a GIF image"),
+        (b"%PDF-", "a PDF document"),
+        (b"PK\x03\x04", "a zip archive"),
+        (b"wOFF", "a WOFF font"),
+        (b"wOF2", "a WOFF2 font"),
+        (b"\x00asm", "a WebAssembly module"),
+        (b"OggS\x00", "an Ogg stream"),
+    ];
+    let head = &body[..body.len().min(SNIFF_BYTES)];
+    if head.is_empty() {
+        return (false, "empty");
+    }
+    if let Some((_, what)) = SIGNATURES.iter().find(|(sig, _)| head.starts_with(sig)) {
+        return (false, what);
+    }
+    // WHATWG's binary data bytes: C0 controls other than tab, LF, FF, CR and ESC.
+    let control = |b: &u8| matches!(b, 0x00..=0x08 | 0x0b | 0x0e..=0x1a | 0x1c..=0x1f);
+    if head.iter().any(control) {
+        return (false, "binary (control bytes)");
+    }
+    match std::str::from_utf8(head) {
+        Ok(_) => (true, "UTF-8 text"),
+        // Cut inside a character where the sniffed bytes end: text up to there.
+        Err(e) if e.error_len().is_none() && e.valid_up_to() + 4 > head.len() => {
+            (true, "UTF-8 text")
+        }
+        Err(_) => (false, "unknown (not UTF-8)"),
     }
 }
 
@@ -432,9 +482,20 @@ pub fn compression(e: &HttpEvidence) -> Check {
                     a.content_type(),
                     ab(saved)
                 ),
-                "compress text responses (nginx: gzip on; gzip_types text/css application/json \
-                 application/javascript; Apache: mod_deflate, AddOutputFilterByType DEFLATE \
-                 text/html text/css application/json)",
+                format!(
+                    "{}compress text responses (nginx: gzip on; gzip_types text/css \
+                     application/json application/javascript; Apache: mod_deflate, \
+                     AddOutputFilterByType DEFLATE text/html text/css application/json)",
+                    // Servers choose what to compress by the type: without one, gzip_types
+                    // and AddOutputFilterByType never match.
+                    if a.header("content-type").is_none() {
+                        "send a Content-Type for it (servers pick what to compress by its \
+                         type: without one, gzip_types and AddOutputFilterByType never match), \
+                         then "
+                    } else {
+                        ""
+                    }
+                ),
                 S2,
             )
         }

@@ -212,7 +212,9 @@ pub struct ConnArgs {
     /// Time allowed for one request, from its start to the end of its response.
     #[arg(long, default_value_t = Dur(ConnConfig::default().timeout), value_parser = parse_dur)]
     pub timeout: Dur,
-    /// Time allowed to establish a TCP connection.
+    /// Time allowed to establish a TCP connection. When every connect attempt of the last
+    /// second failed, each thread spaces its attempts (10 ms, doubling to 1 s) until one
+    /// connects; requests meanwhile fail at once (docs/security.md).
     #[arg(long, default_value_t = Dur(ConnConfig::default().connect_timeout), value_parser = parse_dur)]
     pub connect_timeout: Dur,
     /// Worker threads, each with its own event loop (default: number of cores) (wrk: -t).

@@ -32,7 +32,8 @@ pub struct ReportArgs {
     /// For gnuplot: the .dat file (the .gp goes beside it).
     #[arg(long, value_name = "PATH")]
     pub out: Option<PathBuf>,
-    /// Bucket bounds for --format hist, e.g. '[0,1ms,10ms,100ms]' [default: 1-2-5 per decade].
+    /// Bucket bounds for --format hist, e.g. '[0,1ms,10ms,100ms]' [default: 30 log-spaced
+    /// bounds from each step's p0.1 to its p99.9].
     #[arg(long, value_parser = parse_buckets)]
     pub buckets: Option<Buckets>,
     /// Write HdrHistogram's interval log to FILE (same as --format hdr-log --out FILE).

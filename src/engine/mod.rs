@@ -7,6 +7,7 @@
 //! `transport.rs` the byte-stream seam it runs over (plain TCP), `tls.rs` TLS over it,
 //! `http.rs` the response parser, `h2/` HTTP/2 (frames, HPACK, one connection's streams),
 //! `pacing.rs` the arrival schedule and timer.
+mod backoff;
 mod conn;
 pub mod h2;
 pub mod http;
@@ -149,6 +150,9 @@ pub struct EngineConfig {
     pub max_sessions: usize,
     /// Which answers count as success (`--ok-status`).
     pub ok_status: crate::metrics::OkStatus,
+    /// The HTTP version spoken (`http2` decides it) and how it was chosen, for the plan line
+    /// and the summary.
+    pub protocol_choice: crate::metrics::ProtocolChoice,
 }
 
 impl EngineConfig {
@@ -452,6 +456,7 @@ mod tests {
             replay: None,
             max_sessions: 10_000,
             ok_status: Default::default(),
+            protocol_choice: Default::default(),
         }
     }
 

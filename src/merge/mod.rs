@@ -454,6 +454,25 @@ fn merge_names(
     Ok((names, hists))
 }
 
+/// The parts' connection attempts added up; unknown (None) when a part was written before
+/// attempts were counted, rather than a sum that leaves its attempts out.
+fn merge_connects(
+    k: usize,
+    parts: &[(String, &StepRecord)],
+) -> Result<Option<crate::metrics::ConnectSummary>, String> {
+    if parts.iter().any(|(_, s)| s.summary.connects.is_none()) {
+        return Ok(None);
+    }
+    let c = |s: &StepRecord| s.summary.connects.clone().unwrap_or_default();
+    Ok(Some(crate::metrics::ConnectSummary {
+        attempts: total(k, parts, "connect attempts", |s| c(s).attempts)?,
+        failed: sum_maps(k, parts, "connect failures", |s| c(s).failed)?,
+        held_by_backoff: total(k, parts, "connects held by the backoff", |s| {
+            c(s).held_by_backoff
+        })?,
+    }))
+}
+
 /// Step `k` of every segment, added into one step (flags and SLO verdict left to the caller).
 fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, String> {
     fn hists(s: &StepRecord) -> Option<&StepHists> {
@@ -488,6 +507,9 @@ fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, S
             let t = |s: &StepRecord| s.summary.tls.clone().unwrap_or_default();
             Some((
                 TlsSummary {
+                    handshakes_started: total(k, parts, "TLS handshakes started", |s| {
+                        t(s).handshakes_started
+                    })?,
                     handshakes_full: total(k, parts, "TLS handshakes", |s| t(s).handshakes_full)?,
                     handshakes_resumed: total(k, parts, "TLS resumptions", |s| {
                         t(s).handshakes_resumed
@@ -546,6 +568,7 @@ fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, S
         interrupted_requests: sum("interrupted requests", &|s| s.interrupted_requests)?,
         duration_s,
         connections_opened: sum("connections opened", &|s| s.connections_opened)?,
+        connects: merge_connects(k, parts)?,
         errors,
         error_count,
         error_ratio: if requests > 0 {
@@ -565,6 +588,8 @@ fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, S
         connect_time_ms: LatencyStats::from_hist(&connect),
         first_byte_ms: LatencyStats::from_hist(&first_byte),
         protocols: sum_maps(k, parts, "protocols", |s| s.summary.protocols.clone())?,
+        // The parts ran one plan, each asking its first server the same question.
+        protocol: s0.summary.protocol.clone(),
         tls: tls.as_ref().map(|(t, _)| t.clone()),
         names: Vec::new(),
         // Generators' sessions add up as their requests do.
@@ -685,6 +710,15 @@ fn merge_series(
                     .sum::<f64>()
                     / responses as f64
             };
+            let answered: Vec<&SeriesPoint> = ps
+                .iter()
+                .filter(|(_, p)| p.responses > 0)
+                .map(|(_, p)| *p)
+                .collect();
+            let alone = |f: fn(&SeriesPoint) -> Option<f64>| match answered[..] {
+                [p] => f(p),
+                _ => None,
+            };
             Ok(SeriesPoint {
                 t: ps.iter().map(|(_, p)| p.t).fold(f64::INFINITY, f64::min),
                 step: k,
@@ -700,6 +734,10 @@ fn merge_series(
                     .iter()
                     .map(|(_, p)| p.response_time_max_ms)
                     .fold(0.0, f64::max),
+                // Percentiles do not add: kept only when one part answered in that second.
+                response_time_p50_ms: alone(|p| p.response_time_p50_ms),
+                response_time_p95_ms: alone(|p| p.response_time_p95_ms),
+                response_time_p99_ms: alone(|p| p.response_time_p99_ms),
                 server: ps.iter().find_map(|(_, p)| p.server),
             })
         })

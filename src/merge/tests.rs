@@ -57,6 +57,9 @@ fn segment(index: u32, count: u32, values: &[Vec<u64>; 2]) -> RunData {
                 response_time_mean_ms: 1.0 + f64::from(index),
                 response_time_max_ms: 3.0 * f64::from(index + 1),
                 send_lag_mean_ms: 0.5 * f64::from(index),
+                response_time_p50_ms: None,
+                response_time_p95_ms: None,
+                response_time_p99_ms: None,
                 server: None,
             })
         })
@@ -266,4 +269,36 @@ fn a_segment_of_no_step_is_refused() {
     b.steps.clear();
     let e = merge(&[a, b]).err().unwrap();
     assert_eq!(e, "'seg1/steps.jsonl' holds no step to merge");
+}
+
+/// Connection attempts add up across parts; a part written before they were counted leaves
+/// the merged figure unknown (absent), never a sum that silently leaves its attempts out.
+#[test]
+fn connect_attempts_add_up_and_older_parts_leave_them_unknown() {
+    let parts: Vec<[Vec<u64>; 2]> = (0..2).map(|i| [values(i, 10), values(i, 10)]).collect();
+    let mut runs: Vec<RunData> = (0..2u32)
+        .map(|i| segment(i, 2, &parts[i as usize]))
+        .collect();
+    for (i, r) in runs.iter_mut().enumerate() {
+        for s in &mut r.steps {
+            s.summary.connects = Some(crate::metrics::ConnectSummary {
+                attempts: 10 + i as u64,
+                failed: [("connect-refused".to_string(), 3 + i as u64)].into(),
+                held_by_backoff: 100,
+            });
+        }
+    }
+    let m = merge(&runs).unwrap();
+    let c = m.steps[0].0.summary.connects.clone().unwrap();
+    assert_eq!(c.attempts, 21);
+    assert_eq!(c.failed["connect-refused"], 7);
+    assert_eq!(c.held_by_backoff, 200);
+    // An older part (no `connects` in its JSON) still reads and merges.
+    let mut old = serde_json::to_value(&runs[1].steps[0].summary).unwrap();
+    old.as_object_mut().unwrap().remove("connects");
+    runs[1].steps[0].summary = serde_json::from_value(old).unwrap();
+    assert!(runs[1].steps[0].summary.connects.is_none());
+    let m = merge(&runs).unwrap();
+    assert!(m.steps[0].0.summary.connects.is_none());
+    assert!(m.steps[1].0.summary.connects.is_some());
 }

@@ -33,8 +33,19 @@ pub struct Recorder {
     /// Handshakes that did the full key exchange, and those that resumed a session.
     pub handshakes_full: u64,
     pub handshakes_resumed: u64,
-    /// Why TLS handshakes failed, by [`TlsReason::index`].
+    /// Why TLS handshakes failed, by [`TlsReason::index`]: one per failed handshake (an
+    /// HTTP/2 connection's failure counts once, however many requests waited on it).
     pub tls_failures: [u64; TlsReason::COUNT],
+    /// TLS handshakes begun (their TCP connect completed), whatever became of them.
+    pub handshakes_started: u64,
+    /// Connection attempts (a socket connect started), apart from the requests they carried.
+    pub connect_attempts: u64,
+    /// Attempts that failed before the connection came up, by [`ErrorKind::index`]: TCP's
+    /// failures (refused, timed out, unreachable, …); TLS's are in `tls_failures`.
+    pub connect_failures: [u64; ErrorKind::COUNT],
+    /// Requests that needed a new connection while the connect backoff held (every attempt
+    /// of the last second had failed): failed at once as the last attempt did, no attempt.
+    pub connects_held: u64,
     pub errors: [u64; ErrorKind::COUNT],
     pub statuses: Vec<u64>,
     /// Requests started and counted (outside warm-up), whatever their outcome.
@@ -106,6 +117,10 @@ impl Recorder {
             handshakes_full: 0,
             handshakes_resumed: 0,
             tls_failures: [0; TlsReason::COUNT],
+            handshakes_started: 0,
+            connect_attempts: 0,
+            connect_failures: [0; ErrorKind::COUNT],
+            connects_held: 0,
             errors: [0; ErrorKind::COUNT],
             statuses: vec![0; STATUS_SLOTS],
             requests: 0,
@@ -265,6 +280,47 @@ impl Recorder {
         rt
     }
 
+    /// A response to a request of the warm-up, answered within it: in its second of the
+    /// per-second series only (the timelines show what the warm-up sent and got, its seconds
+    /// stored as warm-up), never in the run's figures. One answered after the warm-up ended
+    /// is left out, so every second past it holds counted requests only.
+    #[inline]
+    pub fn warmup_response(
+        &mut self,
+        status: u16,
+        intended: Instant,
+        forgiven: Duration,
+        started: Instant,
+        done: Instant,
+        bytes: u64,
+    ) {
+        if done >= self.window_start {
+            return;
+        }
+        // Timed as a counted response is (see [`Recorder::response`]).
+        let from = started.min(intended + forgiven).max(intended);
+        let rt = us(done.saturating_duration_since(from));
+        let lag = us(started.saturating_duration_since(intended));
+        let ok = self.ok_status.contains(status);
+        let b = self.bucket(done);
+        b.responses += 1;
+        b.ok += ok as u64;
+        b.bytes_in += bytes;
+        b.response_time_sum_us += rt;
+        b.response_time_max_us = b.response_time_max_us.max(rt);
+        b.send_lag_sum_us += lag;
+        let _ = self.second_hist.record(rt.max(1));
+    }
+
+    /// A request of the warm-up that failed within it: in its second only (see
+    /// [`Recorder::warmup_response`]).
+    #[inline]
+    pub fn warmup_error(&mut self, at: Instant) {
+        if at < self.window_start {
+            self.bucket(at).errors += 1;
+        }
+    }
+
     /// A counted request that ended in a transport error.
     #[inline]
     pub fn error(&mut self, kind: ErrorKind, at: Instant) {
@@ -306,10 +362,15 @@ impl Recorder {
         }
     }
 
-    /// A counted request whose TLS handshake failed: the error and its reason.
-    pub fn tls_failure(&mut self, reason: TlsReason, at: Instant) {
+    /// A counted connection attempt's TLS handshake failed, for `reason` (the requests it
+    /// carried count their errors apart, with [`Recorder::error`]).
+    pub fn tls_failure(&mut self, reason: TlsReason) {
         self.tls_failures[reason.index()] += 1;
-        self.error(reason.kind(), at);
+    }
+
+    /// A counted connection attempt failed before it came up, TCP's part (`kind`).
+    pub fn connect_failure(&mut self, kind: ErrorKind) {
+        self.connect_failures[kind.index()] += 1;
     }
 
     pub fn error_count(&self) -> u64 {
@@ -328,6 +389,16 @@ impl Recorder {
         self.handshakes_full += o.handshakes_full;
         self.handshakes_resumed += o.handshakes_resumed;
         for (a, b) in self.tls_failures.iter_mut().zip(o.tls_failures.iter()) {
+            *a += b;
+        }
+        self.handshakes_started += o.handshakes_started;
+        self.connect_attempts += o.connect_attempts;
+        self.connects_held += o.connects_held;
+        for (a, b) in self
+            .connect_failures
+            .iter_mut()
+            .zip(o.connect_failures.iter())
+        {
             *a += b;
         }
         for (a, b) in self.errors.iter_mut().zip(o.errors.iter()) {
@@ -466,7 +537,13 @@ mod tests {
         b.error(ErrorKind::Reset, t0 + ms(1600));
         b.handshake(ms(3), false);
         b.handshake(ms(1), true);
-        b.tls_failure(TlsReason::Expired, t0 + ms(1600));
+        b.tls_failure(TlsReason::Expired);
+        b.error(TlsReason::Expired.kind(), t0 + ms(1600));
+        b.connect_attempts = 3;
+        b.connect_failure(ErrorKind::ConnectRefused);
+        b.connects_held = 7;
+        a.connect_attempts = 2;
+        a.connect_failure(ErrorKind::ConnectRefused);
         assert!(a.seconds.is_empty(), "seconds go to the slot");
         a.collect_own_seconds();
         b.collect_own_seconds();
@@ -475,6 +552,8 @@ mod tests {
         assert_eq!((a.handshakes_full, a.handshakes_resumed), (1, 1));
         assert_eq!(a.tls_handshake.len(), 2);
         assert_eq!(a.tls_failures[TlsReason::Expired.index()], 1);
+        assert_eq!((a.connect_attempts, a.connects_held), (5, 7));
+        assert_eq!(a.connect_failures[ErrorKind::ConnectRefused.index()], 2);
         assert_eq!(a.errors[ErrorKind::TlsCertificate.index()], 1);
         assert_eq!(a.responses, 2);
         assert_eq!(a.ok, 1);
@@ -505,6 +584,31 @@ mod tests {
         assert_eq!(a.service_time.min() / 1000, 8);
         assert!((a.window_secs(None) - 1.6).abs() < 0.01);
         assert_eq!(a.window_secs(Some(Duration::from_secs(5))), 5.0);
+    }
+
+    #[test]
+    fn warm_up_answers_fill_their_seconds_only() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut r = Recorder::new(t0, t0 + ms(2000), 4);
+        r.warmup_response(200, t0, ms(0), t0, t0 + ms(10), 100);
+        r.warmup_response(503, t0 + ms(1000), ms(0), t0 + ms(1001), t0 + ms(1020), 50);
+        r.warmup_error(t0 + ms(1500));
+        // Answered after the warm-up ended: in no second (those hold counted requests only).
+        r.warmup_response(200, t0 + ms(1990), ms(0), t0 + ms(1990), t0 + ms(2050), 10);
+        r.warmup_error(t0 + ms(2100));
+        r.collect_own_seconds();
+        assert_eq!(r.seconds.len(), 2, "{:?}", r.seconds);
+        assert_eq!((r.seconds[0].responses, r.seconds[0].ok), (1, 1));
+        assert_eq!(r.seconds[0].bytes_in, 100);
+        assert_eq!(r.seconds[0].response_time_max_us / 1000, 10);
+        assert_eq!((r.seconds[1].responses, r.seconds[1].ok), (1, 0));
+        assert_eq!(r.seconds[1].errors, 1);
+        assert_eq!(r.seconds[1].send_lag_sum_us / 1000, 1);
+        // The run's own figures know nothing of them.
+        assert_eq!((r.responses, r.ok, r.bytes_in), (0, 0, 0));
+        assert_eq!(r.errors.iter().sum::<u64>(), 0);
+        assert!(r.response_time.is_empty() && r.first_event.is_none());
     }
 
     /// Names are kept per thread and added at the merge; a name out of the table is dropped

@@ -38,9 +38,16 @@ pub struct Summary {
     /// Requests sent by HTTP version (`"1.1"`, `"2"`); versions not used are left out.
     #[serde(default)]
     pub protocols: BTreeMap<String, u64>,
+    /// The HTTP version the run spoke and how it was chosen (absent from older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<ProtocolChoice>,
     /// Length of the measured window in seconds.
     pub duration_s: f64,
     pub connections_opened: u64,
+    /// Connection attempts and how they failed, apart from the requests (absent from results
+    /// written before attempts were counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connects: Option<ConnectSummary>,
     pub errors: BTreeMap<String, u64>,
     pub error_count: u64,
     /// errors / requests.
@@ -90,21 +97,119 @@ pub struct SessionSummary {
     pub dropped: u64,
 }
 
+/// The HTTP version a run speaks and how it was chosen: an https:// run with `--http auto`
+/// speaks what ALPN negotiated with the first server (often HTTP/2, where http:// speaks
+/// HTTP/1.1: not the same protocol to compare).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProtocolChoice {
+    /// `"1.1"` or `"2"`.
+    pub version: String,
+    /// `alpn` (https://, `--http auto`: the first server's pick), `http-flag` (asked with
+    /// `--http`), `cleartext` (http:// speaks HTTP/1.1 unless `--http 2`), `no-keep-alive`
+    /// (HTTP/2 needs kept connections), `alpn-probe-failed` (the question could not be
+    /// asked: HTTP/1.1, `fallback` says why).
+    pub chosen_by: String,
+    /// `alpn-probe-failed`: why the probe failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+}
+
+impl Default for ProtocolChoice {
+    fn default() -> Self {
+        ProtocolChoice::new("1.1", "cleartext")
+    }
+}
+
+impl ProtocolChoice {
+    pub fn new(version: &str, chosen_by: &str) -> ProtocolChoice {
+        ProtocolChoice {
+            version: version.to_string(),
+            chosen_by: chosen_by.to_string(),
+            fallback: None,
+        }
+    }
+
+    /// `HTTP/2, negotiated by ALPN; --http 1.1 to compare with http://`: the version, how it
+    /// was chosen, and the flag that changes it.
+    pub fn describe(&self) -> String {
+        let v = format!("HTTP/{}", self.version);
+        match (self.chosen_by.as_str(), self.version.as_str()) {
+            ("alpn", "2") => format!("{v}, negotiated by ALPN; --http 1.1 to compare with http://"),
+            ("alpn", _) => format!("{v}, negotiated by ALPN (the server did not pick h2)"),
+            ("http-flag", ver) => format!("{v}, asked with --http {ver}"),
+            ("no-keep-alive", _) => {
+                format!("{v}, --no-keep-alive (HTTP/2 needs kept connections)")
+            }
+            ("alpn-probe-failed", _) => format!(
+                "{v}, as the ALPN probe failed ({}); --http 2 to insist",
+                self.fallback.as_deref().unwrap_or("no reason given")
+            ),
+            _ => format!("{v}, cleartext (http://; --http 2 for h2c)"),
+        }
+    }
+}
+
+/// Connection attempts, counted as what they are: one per socket connect started, whatever
+/// number of requests waited on it (HTTP/2 puts many on one).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectSummary {
+    /// Socket connects started in the measured window.
+    pub attempts: u64,
+    /// Attempts that failed before TCP connected, by error kind (`connect-refused`,
+    /// `connect-timeout`, `other` for unreachable, …); TLS handshake failures are in
+    /// `tls.failures`.
+    pub failed: BTreeMap<String, u64>,
+    /// Requests that needed a new connection while the connect backoff held (every attempt
+    /// of the last second had failed): failed at once as the last attempt did, no attempt.
+    pub held_by_backoff: u64,
+}
+
+impl ConnectSummary {
+    fn from_recorder(r: &Recorder) -> ConnectSummary {
+        ConnectSummary {
+            attempts: r.connect_attempts,
+            failed: ErrorKind::ALL
+                .iter()
+                .filter(|k| r.connect_failures[k.index()] > 0)
+                .map(|k| (k.name().to_string(), r.connect_failures[k.index()]))
+                .collect(),
+            held_by_backoff: r.connects_held,
+        }
+    }
+
+    /// Attempts that failed before TCP connected.
+    pub fn failed_count(&self) -> u64 {
+        self.failed.values().sum()
+    }
+}
+
 /// What TLS cost and how it went: handshakes apart from the requests they carried.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TlsSummary {
+    /// Handshakes begun (their TCP connect completed): completed (full + resumed) plus
+    /// failed, and any the end of the run cut off (0 in results written before it was kept).
+    #[serde(default)]
+    pub handshakes_started: u64,
     /// Handshakes with the full key exchange, and those that resumed a session.
     pub handshakes_full: u64,
     pub handshakes_resumed: u64,
     /// Handshake time of new connections, after the TCP connect.
     pub handshake_time_ms: LatencyStats,
-    /// Why handshakes failed (`tls-handshake` and `tls-certificate` errors), by reason.
+    /// Why handshakes failed, by reason: one per failed handshake (the requests it carried
+    /// are `tls-handshake` and `tls-certificate` errors).
     pub failures: BTreeMap<String, u64>,
+}
+
+impl TlsSummary {
+    pub fn failed_count(&self) -> u64 {
+        self.failures.values().sum()
+    }
 }
 
 impl TlsSummary {
     fn from_recorder(r: &Recorder) -> Option<TlsSummary> {
         r.tls.then(|| TlsSummary {
+            handshakes_started: r.handshakes_started,
             handshakes_full: r.handshakes_full,
             handshakes_resumed: r.handshakes_resumed,
             handshake_time_ms: LatencyStats::from_hist(&r.tls_handshake),
@@ -162,6 +267,7 @@ impl Summary {
             unsent: r.unsent,
             retries: r.retries,
             interrupted_requests: r.interrupted,
+            protocol: None,
             protocols: ["1.1", "2"]
                 .iter()
                 .zip(r.protocols)
@@ -170,6 +276,7 @@ impl Summary {
                 .collect(),
             duration_s: secs,
             connections_opened: r.connections_opened,
+            connects: Some(ConnectSummary::from_recorder(r)),
             errors,
             error_count,
             error_ratio: if r.requests > 0 {
@@ -393,6 +500,46 @@ mod tests {
         r.error(ErrorKind::Reset, t0);
         let s = Summary::from_recorder(&r, None, Some(1), None);
         assert!(s.nothing_answered("h:1").unwrap().contains(" 1 reset "));
+    }
+
+    /// Each way a protocol is chosen reads as the version, how, and the flag that changes it;
+    /// a probe that failed says why the run fell back; older results without it still read.
+    #[test]
+    fn the_protocol_choice_says_how_and_older_results_read_without_it() {
+        let d = |v: &str, by: &str| ProtocolChoice::new(v, by).describe();
+        assert_eq!(
+            d("2", "alpn"),
+            "HTTP/2, negotiated by ALPN; --http 1.1 to compare with http://"
+        );
+        assert_eq!(
+            d("1.1", "alpn"),
+            "HTTP/1.1, negotiated by ALPN (the server did not pick h2)"
+        );
+        assert_eq!(d("2", "http-flag"), "HTTP/2, asked with --http 2");
+        assert_eq!(
+            d("1.1", "cleartext"),
+            "HTTP/1.1, cleartext (http://; --http 2 for h2c)"
+        );
+        let failed = ProtocolChoice {
+            fallback: Some("127.0.0.1:1: TLS handshake not done within 300 ms".into()),
+            ..ProtocolChoice::new("1.1", "alpn-probe-failed")
+        };
+        assert_eq!(
+            failed.describe(),
+            "HTTP/1.1, as the ALPN probe failed (127.0.0.1:1: TLS handshake not done within \
+             300 ms); --http 2 to insist"
+        );
+        let t0 = Instant::now();
+        let mut s = Summary::from_recorder(&Recorder::new(t0, t0, 1), None, Some(1), None);
+        s.protocol = Some(failed.clone());
+        let mut v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["protocol"]["chosen_by"], "alpn-probe-failed");
+        assert_eq!(v["connects"]["attempts"], 0);
+        let o = v.as_object_mut().unwrap();
+        o.remove("protocol");
+        o.remove("connects");
+        let old: Summary = serde_json::from_value(v).unwrap();
+        assert_eq!((old.protocol, old.connects), (None, None));
     }
 
     /// Closed loop: 4 users, 20 ms per answer, no think time, for 4 s: 200/s, and

@@ -18,6 +18,22 @@ pub const SATURATION_COLOR: &str = "#dc2626";
 pub const CAPACITY_COLOR: &str = "#16a34a";
 pub const IDEAL_COLOR: &str = "#9ca3af";
 pub const WARN_COLOR: &str = "#f59e0b";
+/// The shade of a step's warm-up seconds on the timelines.
+pub const WARMUP_FILL: &str = "#fdf3d3";
+
+/// The legend key of the warm-up shading, when any second of `r` is a warm-up one: what it
+/// shows was sent and answered, and is not in the step's figures.
+pub fn warmup_key(r: &RunReport) -> Option<Series> {
+    r.data.series.iter().any(|p| p.warmup).then(|| {
+        Series::new(
+            "warm-up (not in the step's figures)",
+            WARMUP_FILL,
+            Vec::new(),
+        )
+        .line(Line::None)
+        .marker(Marker::Swatch)
+    })
+}
 
 /// All charts of a sweep, in reading order.
 pub fn sweep_charts(r: &RunReport) -> Vec<Chart> {
@@ -375,7 +391,7 @@ pub fn step_bands(r: &RunReport) -> Vec<Band> {
                 x0: a,
                 x1: b + 1.0,
                 label: None,
-                fill: "#fdf3d3".to_string(),
+                fill: WARMUP_FILL.to_string(),
             });
         }
     }
@@ -422,6 +438,10 @@ pub fn timeline_charts(r: &RunReport) -> Vec<Chart> {
         a.band(band.clone());
         b.band(band.clone());
     }
+    if let Some(key) = warmup_key(r) {
+        a.add(key.clone());
+        b.add(key);
+    }
     if r.is_open() {
         a.add(
             Series::new("offered", IDEAL_COLOR, with_gaps(&|p| p.offered))
@@ -466,6 +486,137 @@ pub fn timeline_charts(r: &RunReport) -> Vec<Chart> {
         .width(1.5),
     );
     vec![a, b]
+}
+
+/// The timelines of a one-step run (a page made for one run, not a sweep's): responses per
+/// second against the offered rate, response-time percentiles per second, and send lag per
+/// second; the warm-up seconds shaded.
+pub fn run_charts(r: &RunReport) -> Vec<Chart> {
+    let s = &r.data.series;
+    let mut rate = Chart::new(
+        "Timeline: responses per second",
+        Axis::fitted("time since start (s)").with_unit("s"),
+        Axis::linear("responses/s").with_unit("/s"),
+    );
+    let mut rt = Chart::new(
+        "Timeline: response time",
+        Axis::fitted("time since start (s)").with_unit("s"),
+        Axis::log("response time (ms, log scale)").with_unit("ms"),
+    );
+    let mut lag = Chart::new(
+        "Timeline: send lag",
+        Axis::fitted("time since start (s)").with_unit("s"),
+        Axis::linear("mean send lag (ms)").with_unit("ms"),
+    );
+    for c in [&mut rate, &mut rt, &mut lag] {
+        c.width = 1280.0;
+        c.height = 300.0;
+        c.empty_note = "no per-second data (series.jsonl is empty)".to_string();
+    }
+    if s.is_empty() {
+        return vec![rate, rt, lag];
+    }
+    // Only the warm-up is shaded: one step needs no band naming its load.
+    let warm: Vec<Band> = step_bands(r)
+        .into_iter()
+        .filter(|b| b.label.is_none())
+        .collect();
+    for c in [&mut rate, &mut rt, &mut lag] {
+        for b in &warm {
+            c.band(b.clone());
+        }
+    }
+    // A pause in the seconds (none in a run, but a merged folder may have one) is a gap.
+    let line = |f: &dyn Fn(&SeriesPoint) -> f64| {
+        let mut pts = Vec::with_capacity(s.len());
+        for (i, p) in s.iter().enumerate() {
+            if i > 0 && p.t - s[i - 1].t > 1.5 {
+                pts.push((f64::NAN, f64::NAN));
+            }
+            pts.push((p.t + 0.5, f(p)));
+        }
+        pts
+    };
+    // Dots show isolated seconds of a short run; a long one reads better as lines.
+    let dots = if s.len() <= 60 {
+        Marker::Dot
+    } else {
+        Marker::None
+    };
+    if r.is_open() {
+        rate.add(
+            Series::new("offered", IDEAL_COLOR, line(&|p| p.offered))
+                .line(Line::Dashed)
+                .marker(Marker::None)
+                .width(1.5),
+        );
+    }
+    rate.add(Series::new("responses/s", PALETTE[0], line(&|p| p.responses as f64)).marker(dots));
+    if s.iter().any(|p| p.ok != p.responses) {
+        rate.add(
+            Series::new("goodput/s", PALETTE[2], line(&|p| p.ok as f64))
+                .line(Line::Dashed)
+                .marker(Marker::None),
+        );
+    }
+    if s.iter().any(|p| p.errors > 0) {
+        rate.add(
+            Series::new("errors/s", PALETTE[1], line(&|p| p.errors as f64))
+                .marker(Marker::None)
+                .width(1.5),
+        );
+    }
+    // A second without answers has no response time: a gap, not a zero.
+    let answered =
+        |v: Option<f64>, p: &SeriesPoint| v.filter(|_| p.responses > 0).unwrap_or(f64::NAN);
+    type Pick = fn(&SeriesPoint) -> Option<f64>;
+    let pcts: [(&str, &str, Line, Pick); 3] = [
+        ("p50", PALETTE[2], Line::Solid, |p| p.response_time_p50_ms),
+        ("p95", PALETTE[0], Line::Dashed, |p| p.response_time_p95_ms),
+        ("p99", PALETTE[1], Line::Solid, |p| p.response_time_p99_ms),
+    ];
+    for (name, color, style, f) in pcts {
+        if s.iter().any(|p| f(p).is_some()) {
+            rt.add(
+                Series::new(name, color, line(&|p| answered(f(p), p)))
+                    .line(style)
+                    .marker(Marker::None),
+            );
+        }
+    }
+    rt.add(
+        Series::new(
+            "mean",
+            PALETTE[3],
+            line(&|p| answered(Some(p.response_time_mean_ms), p)),
+        )
+        .line(Line::Dotted)
+        .marker(Marker::None),
+    );
+    rt.add(
+        Series::new(
+            "max",
+            "#6b7280",
+            line(&|p| answered(Some(p.response_time_max_ms), p)),
+        )
+        .line(Line::Dotted)
+        .marker(Marker::None)
+        .width(1.5),
+    );
+    lag.add(
+        Series::new(
+            "send lag (mean)",
+            WARN_COLOR,
+            line(&|p| answered(Some(p.send_lag_mean_ms), p)),
+        )
+        .marker(dots),
+    );
+    if let Some(key) = warmup_key(r) {
+        for c in [&mut rate, &mut rt, &mut lag] {
+            c.add(key.clone());
+        }
+    }
+    vec![rate, rt, lag]
 }
 
 /// Charts in a responsive grid; `prefix` keeps the SVG ids unique on the page. A chart with

@@ -39,27 +39,45 @@ pub fn parse_buckets(s: &str) -> Result<Vec<u64>, String> {
     Ok(out)
 }
 
-/// Buckets for a histogram when none are given: 0, then 1-2-5 steps per decade up to its
-/// maximum, so every response falls into a bucket a reader can name.
+/// How many buckets the default histogram spreads over a step's responses.
+pub const DEFAULT_BUCKETS: u32 = 30;
+
+/// Buckets for a histogram when none are given, chosen from its data: 0, then
+/// [`DEFAULT_BUCKETS`] log-spaced bounds from its p0.1 to its p99.9 (so the fastest and the
+/// slowest 0.1% are the first and the open last bucket), each rounded to three significant
+/// digits so a reader can name it. Fixed 1-2-5 bounds gave a step whose responses lie within
+/// a factor of two of each other two or three buckets, which showed nothing of its shape.
 pub fn default_buckets(h: &Histogram<u64>) -> Vec<u64> {
+    if h.is_empty() {
+        return vec![0];
+    }
+    let lo = h.lowest_equivalent(h.value_at_quantile(0.001)).max(1) as f64;
+    let hi = h.highest_equivalent(h.value_at_quantile(0.999)) as f64;
+    // Responses all alike: a span of ±10% around them, not bounds finer than the histogram
+    // tells values apart.
+    let (lo, hi) = if hi < lo * 1.2 {
+        ((lo / 1.1).max(1.0), hi * 1.1)
+    } else {
+        (lo, hi)
+    };
+    let ratio = (hi / lo).powf(1.0 / f64::from(DEFAULT_BUCKETS));
     let mut out = vec![0];
-    let max = h.max().max(1);
-    let mut decade = 1u64;
-    'outer: loop {
-        for m in [1, 2, 5] {
-            let b = decade * m;
-            if b > max {
-                break 'outer;
-            }
-            // A lowest bucket above the fastest response would leave [0, b) nearly empty:
-            // start where the responses start.
-            if b * 2 > h.min() || out.len() > 1 {
-                out.push(b);
-            }
+    for k in 0..=DEFAULT_BUCKETS {
+        let b = three_digits(lo * ratio.powi(k as i32));
+        if out.last().is_some_and(|&last| b > last) {
+            out.push(b);
         }
-        decade = decade.saturating_mul(10);
     }
     out
+}
+
+/// `v` (µs) rounded to three significant digits: 1234 → 1230, 87 → 87.
+fn three_digits(v: f64) -> u64 {
+    if v < 1000.0 {
+        return v.round().max(1.0) as u64;
+    }
+    let unit = 10f64.powi(v.log10().floor() as i32 - 2);
+    ((v / unit).round() * unit) as u64
 }
 
 /// Counts per bucket `[bounds[i], bounds[i+1])`, the last one open (`+Inf`).
@@ -110,11 +128,13 @@ pub fn buckets_text(h: &Histogram<u64>, bounds: &[u64]) -> String {
 }
 
 /// The percentile distribution as HdrHistogram prints it (wrk2 `--latency`): value (ms),
-/// percentile, count up to it, and 1/(1-percentile), five lines per halving of the tail.
+/// percentile (a fraction: 0.99 is p99), responses up to it, and 1/(1-percentile), five
+/// lines per halving of the tail. Units are named in the heading and the summary lines, as
+/// HdrHistogram's own output leaves the reader to guess them.
 pub fn distribution_text(h: &Histogram<u64>) -> String {
     let mut o = format!(
         "{:>12} {:>14} {:>10} {:>14}\n\n",
-        "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
+        "Value(ms)", "Percentile", "TotalCount", "1/(1-Percentile)"
     );
     let mut total = 0u64;
     for v in h.iter_quantiles(5) {
@@ -133,13 +153,13 @@ pub fn distribution_text(h: &Histogram<u64>) -> String {
     }
     let _ = writeln!(
         o,
-        "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]",
+        "#[Mean    = {:>12.3} ms, StdDeviation   = {:>12.3} ms]",
         h.mean() / 1000.0,
         h.stdev() / 1000.0
     );
     let _ = writeln!(
         o,
-        "#[Max     = {:>12.3}, Total count    = {:>12}]",
+        "#[Max     = {:>12.3} ms, Total count    = {:>12} responses]",
         h.max() as f64 / 1000.0,
         h.len()
     );
@@ -380,12 +400,67 @@ mod tests {
         assert_eq!(lines[1].matches('#').count(), 31, "{text}");
     }
 
+    /// The bucket counts of `h` under `b`, with the share of the fullest bucket.
+    fn spread(h: &Histogram<u64>, b: &[u64]) -> (Vec<u64>, f64) {
+        let counts = bucket_counts(h, b);
+        let top = counts.iter().copied().max().unwrap_or(0) as f64 / h.len() as f64;
+        (counts, top)
+    }
+
     #[test]
-    fn default_buckets_are_1_2_5_and_cover_every_response() {
-        let h = hist(&[(150, 1), (800, 1), (42_000, 1)]);
+    fn default_buckets_spread_a_steps_distribution() {
+        // One step's responses between 4 and 9 ms: 1-2-5 buckets put them all into [5, 10) ms
+        // and [2, 5) ms, which shows nothing of the shape.
+        let values: Vec<(u64, u64)> = (0..500).map(|i| (4000 + i * 10, 2)).collect();
+        let h = hist(&values);
         let b = default_buckets(&h);
-        assert_eq!(b, vec![0, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000]);
-        assert_eq!(bucket_counts(&h, &b).iter().sum::<u64>(), 3);
+        assert_eq!(b[0], 0, "{b:?}");
+        assert!(b.windows(2).all(|w| w[0] < w[1]), "{b:?}");
+        let (counts, top) = spread(&h, &b);
+        assert_eq!(
+            counts.iter().sum::<u64>(),
+            h.len(),
+            "every response in a bucket"
+        );
+        let used = counts.iter().filter(|&&n| n > 0).count();
+        assert!(
+            (20..=42).contains(&used),
+            "{used} buckets hold responses: {b:?}"
+        );
+        assert!(
+            top <= 0.10,
+            "the fullest bucket holds {top}: {b:?} {counts:?}"
+        );
+        // Log-spaced: each bound about the same ratio above the one before.
+        let ratios: Vec<f64> = b[2..b.len() - 1]
+            .windows(2)
+            .map(|w| w[1] as f64 / w[0] as f64)
+            .collect();
+        let (lo, hi) = ratios
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(l, h), &r| (l.min(r), h.max(r)));
+        assert!(hi / lo < 1.2, "{ratios:?}");
+    }
+
+    #[test]
+    fn default_buckets_cover_a_long_tail_and_identical_values() {
+        let mut values: Vec<(u64, u64)> = (0..1000).map(|i| (100 + i, 10)).collect();
+        values.push((42_000, 1));
+        let h = hist(&values);
+        let b = default_buckets(&h);
+        let (counts, _) = spread(&h, &b);
+        assert_eq!(counts.iter().sum::<u64>(), h.len());
+        assert!(b.len() <= 42, "{b:?}");
+        assert_eq!(
+            *counts.last().unwrap(),
+            1,
+            "the slowest 0.1% in the open bucket: {b:?}"
+        );
+        // Every response alike: still increasing bounds, every response counted.
+        let h = hist(&[(1000, 500)]);
+        let b = default_buckets(&h);
+        assert!(b.windows(2).all(|w| w[0] < w[1]), "{b:?}");
+        assert_eq!(spread(&h, &b).0.iter().sum::<u64>(), 500);
     }
 
     #[test]
@@ -393,9 +468,12 @@ mod tests {
         let h = hist(&[(1000, 90), (5000, 9), (20_000, 1)]);
         let text = distribution_text(&h);
         assert!(
-            text.starts_with("       Value     Percentile TotalCount 1/(1-Percentile)"),
+            text.starts_with("   Value(ms)     Percentile TotalCount 1/(1-Percentile)"),
             "{text}"
         );
+        // Every figure with its unit: values in ms, counts in responses.
+        assert!(text.contains("#[Mean    =        1.550 ms"), "{text}");
+        assert!(text.contains("#[Max     =       20.015 ms"), "{text}");
         let last = text
             .lines()
             .rfind(|l| !l.starts_with('#') && !l.is_empty())
@@ -413,6 +491,9 @@ mod tests {
                 .any(|l| l.contains(" 0.900000 ") && l.ends_with("10.00")),
             "{text}"
         );
-        assert!(text.contains("Total count    =          100]"), "{text}");
+        assert!(
+            text.contains("Total count    =          100 responses]"),
+            "{text}"
+        );
     }
 }

@@ -115,7 +115,7 @@ pub fn page_end(footer: &str) -> String {
     )
 }
 
-fn card(o: &mut String, class: &str, k: &str, v: &str, d: &str) {
+pub(super) fn card(o: &mut String, class: &str, k: &str, v: &str, d: &str) {
     let _ = writeln!(
         o,
         "<div class=\"card {class}\"><div class=\"k\">{}</div><div class=\"v\">{}</div><div class=\"d\">{}</div></div>",
@@ -193,6 +193,10 @@ pub fn drawn(r: &RunReport) -> std::borrow::Cow<'_, RunReport> {
 }
 
 pub fn render(r: &RunReport) -> String {
+    // One step has no load axis: its page is made for one run (html_run.rs).
+    if r.steps.len() == 1 {
+        return super::html_run::render(r);
+    }
     let d = drawn(r);
     let info = &r.data.info;
     let a = &r.analysis;
@@ -386,7 +390,7 @@ pub fn render(r: &RunReport) -> String {
 }
 
 /// A duration for people: 45 s, 12 min, 3.5 h, 2 days.
-fn fmt_span(s: f64) -> String {
+pub(super) fn fmt_span(s: f64) -> String {
     if s < 120.0 {
         format!("{s:.0} s")
     } else if s < 7200.0 {
@@ -398,7 +402,7 @@ fn fmt_span(s: f64) -> String {
     }
 }
 
-fn notes_list(o: &mut String, notes: &[String]) {
+pub(super) fn notes_list(o: &mut String, notes: &[String]) {
     if notes.is_empty() {
         return;
     }
@@ -550,7 +554,7 @@ fn server_cells(s: &crate::store::StepRecord) -> String {
     format!("<td class=\"grp\">{cpu}</td><td>{tw}</td><td{class}>{ovf}</td>")
 }
 
-fn run_info(o: &mut String, r: &RunReport) {
+pub(super) fn run_info(o: &mut String, r: &RunReport) {
     let i = &r.data.info;
     let h = &i.host;
     o.push_str("<dl class=\"info\">\n");
@@ -640,7 +644,7 @@ impl Exporter for HtmlExporter {
 }
 
 /// "saturation at …" as a sentence.
-fn capitalized(s: &str) -> String {
+pub(super) fn capitalized(s: &str) -> String {
     let mut c = s.chars();
     c.next()
         .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())

@@ -2,7 +2,7 @@
 //! reports of a results folder and comparisons. A results folder's reports are the model
 //! (`model.rs`, with the `Exporter` trait) and one writer per format, picked and written by
 //! `export`: the bottleneck verdict's rendering (`bottleneck.rs`), HTML with SVG charts
-//! (`html.rs`, `charts.rs`, `server.rs`, `svg/`), CSV, JSON
+//! (`html.rs`; a one-step folder's page in `html_run.rs`; `charts.rs`, `server.rs`, `svg/`), CSV, JSON
 //! (`jsonfmt.rs`) and gnuplot. `names.rs` is the table of statistics per request name.
 pub mod audit;
 pub mod bottleneck;
@@ -14,6 +14,7 @@ pub mod gnuplot;
 pub mod hist;
 pub mod html;
 pub mod html_names;
+pub mod html_run;
 pub mod html_sessions;
 pub mod json;
 pub mod jsonfmt;

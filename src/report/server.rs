@@ -35,6 +35,47 @@ pub fn server_charts(r: &RunReport) -> Vec<Chart> {
     .collect()
 }
 
+/// The server charts of a one-step run: its seconds, not a load axis with one point. The
+/// host's CPU second by second first, then the timelines a sweep's page has too.
+pub fn run_server_charts(r: &RunReport) -> Vec<Chart> {
+    [
+        cpu_timeline(r),
+        processes_timeline(r),
+        tcp_timeline(r),
+        listen_queue_timeline(r),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The server host's CPU busy and overload's own CPU, second by second.
+pub fn cpu_timeline(r: &RunReport) -> Option<Chart> {
+    let s = &r.data.series;
+    let busy = per_second(s, |o| o.cpu_busy_pct);
+    if !any_point(&busy) {
+        return None;
+    }
+    let label = source_label(r).unwrap_or_else(|| "server host".to_string());
+    let mut c = timeline(
+        r,
+        format!("Timeline: server CPU ({label})"),
+        "CPU, % of all cores",
+    );
+    c.y.max = Some(100.0);
+    c.add(timeline_series("busy", PALETTE[0], busy));
+    // overload's CPU is kept as % of one core: here, of all its host's cores, as busy is.
+    let cores = r.data.info.host.cores.max(1) as f64;
+    let gen = per_second(s, |o| o.generator_cpu_pct.map(|p| p / cores));
+    if any_point(&gen) {
+        c.add(
+            timeline_series("overload itself (% of its host's cores)", PALETTE[1], gen)
+                .line(Line::Dashed),
+        );
+    }
+    Some(c)
+}
+
 /// Names the server source for titles. A local server shares its host with overload, which
 /// the reader must keep in mind when reading host-wide CPU.
 fn source_label(r: &RunReport) -> Option<String> {

@@ -60,9 +60,10 @@ pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
         many => format!("{} URLs", many.len()),
     };
     format!(
-        "overload: {load}; {}{warm}; {} threads, {conn}; {target}",
+        "overload: {load}; {}{warm}; {} threads, {conn}; {}; {target}",
         bound.join(" or "),
-        cfg.threads
+        cfg.threads,
+        cfg.protocol_choice.describe()
     )
 }
 
@@ -139,6 +140,7 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
         fmt_bytes(s.bytes_out as f64),
         s.connections_opened
     );
+    o.push_str(&connects_line(s));
     let _ = writeln!(
         o,
         "\n  {:<15}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}",
@@ -171,13 +173,19 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
             statuses.join(", ")
         }
     );
-    if !s.protocols.is_empty() {
+    if !s.protocols.is_empty() || s.protocol.is_some() {
         let p: Vec<String> = s
             .protocols
             .iter()
             .map(|(k, v)| format!("{k}: {v}"))
             .collect();
-        let _ = writeln!(o, "  protocol       {}", p.join(", "));
+        // The version and how it was chosen, then the requests sent by version.
+        let line = match (&s.protocol, p.is_empty()) {
+            (Some(c), true) => c.describe(),
+            (Some(c), false) => format!("{} (sent {})", c.describe(), p.join(", ")),
+            (None, _) => p.join(", "),
+        };
+        let _ = writeln!(o, "  protocol       {line}");
     }
     o.push_str(&errors_lines(s));
     o.push_str(&super::names::table(s));
@@ -194,15 +202,52 @@ pub fn tls_line(t: &crate::metrics::TlsSummary) -> String {
         .iter()
         .map(|(k, v)| format!("{k}: {v}"))
         .collect();
+    let started = if t.handshakes_started > 0 {
+        format!("{} handshakes started: ", t.handshakes_started)
+    } else {
+        String::new()
+    };
     format!(
-        "\n  TLS            {} full handshakes, {} resumed{}\n",
+        "\n  TLS            {started}{} full, {} resumed{}\n",
         t.handshakes_full,
         t.handshakes_resumed,
         if failures.is_empty() {
             String::new()
         } else {
-            format!("; failed: {}", failures.join(", "))
+            format!(", {} failed ({})", t.failed_count(), failures.join(", "))
         }
+    )
+}
+
+/// Connection attempts, when some did not come up: how many were made and how they failed,
+/// and the requests the connect backoff failed without an attempt. Empty when every attempt
+/// connected (the transfer line's "connections opened" says it all).
+pub fn connects_line(s: &Summary) -> String {
+    let Some(c) = &s.connects else {
+        return String::new();
+    };
+    let tls_failed = s.tls.as_ref().map_or(0, |t| t.failed_count());
+    if c.failed_count() + tls_failed + c.held_by_backoff == 0 {
+        return String::new();
+    }
+    let mut parts: Vec<String> = c.failed.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    if tls_failed > 0 {
+        parts.push(format!("TLS handshake: {tls_failed}"));
+    }
+    let held = if c.held_by_backoff > 0 {
+        format!(
+            "; {} requests failed at once, the connect backoff holding (every attempt of the \
+             last second had failed)",
+            c.held_by_backoff
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "  connects       {} attempts, {} failed ({}){held}\n",
+        c.attempts,
+        c.failed_count() + tls_failed,
+        parts.join(", ")
     )
 }
 

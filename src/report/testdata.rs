@@ -90,6 +90,8 @@ pub fn step(
         unsent: 0,
         duration_s: 10.0,
         connections_opened: 10,
+        connects: None,
+        protocol: None,
         errors: errs,
         error_count: errors,
         error_ratio: errors as f64 / (responses + errors).max(1) as f64,
@@ -154,6 +156,9 @@ pub fn series(s: &StepRecord) -> Vec<SeriesPoint> {
                 response_time_mean_ms: s.summary.response_time_ms.mean,
                 response_time_max_ms: s.summary.response_time_ms.max,
                 send_lag_mean_ms: 0.0,
+                response_time_p50_ms: Some(s.summary.response_time_ms.p50),
+                response_time_p95_ms: Some(s.summary.response_time_ms.p95),
+                response_time_p99_ms: Some(s.summary.response_time_ms.p99),
                 server: s.server.as_ref().and_then(|o| second_of(o, k)),
             }
         })

@@ -107,12 +107,16 @@ const HEAD: [&str; 8] = [
 /// The HTML report's section, one row per step; nothing for a plain HTTP/1.1 run.
 pub fn section(r: &RunReport) -> String {
     let mut o = String::new();
-    if !has_any(r) {
+    // How the version was chosen: an https:// run's ALPN pick is not http://'s HTTP/1.1.
+    let choice = r.steps.iter().find_map(|s| s.summary.protocol.as_ref());
+    if !has_any(r) && choice.is_none_or(|c| c.chosen_by == "cleartext") {
         return o;
     }
-    o.push_str(
-        "<h2>Protocols and TLS</h2>\n<div class=\"tablewrap\"><table>\n<thead><tr><th>#</th>",
-    );
+    o.push_str("<h2>Protocols and TLS</h2>\n");
+    if let Some(c) = choice {
+        let _ = writeln!(o, "<p>{}</p>", esc(&c.describe()));
+    }
+    o.push_str("<div class=\"tablewrap\"><table>\n<thead><tr><th>#</th>");
     for (i, h) in HEAD.iter().enumerate() {
         let class = if i == 0 || i == HEAD.len() - 1 {
             " class=\"l\""
@@ -224,6 +228,7 @@ mod tests {
         let mut steps = testdata::open_sweep();
         if tls {
             steps[1].summary.tls = Some(TlsSummary {
+                handshakes_started: 0,
                 handshakes_full: 3,
                 handshakes_resumed: 1200,
                 handshake_time_ms: LatencyStats {
@@ -236,6 +241,7 @@ mod tests {
             });
             steps[1].summary.protocols = [("1.1".to_string(), 5000)].into_iter().collect();
             steps[2].summary.tls = Some(TlsSummary {
+                handshakes_started: 0,
                 handshakes_full: 2,
                 handshakes_resumed: 10,
                 handshake_time_ms: LatencyStats {
@@ -291,6 +297,35 @@ mod tests {
         assert!(
             h2.contains("<td class=\"l\">2: 1000</td><td>–</td>"),
             "{h2}"
+        );
+    }
+
+    /// The report says which protocol the run spoke and how it was chosen: an https:// run
+    /// that ALPN took to HTTP/2 has the sentence (and the section, even without TLS rows);
+    /// plain http:// at HTTP/1.1 has neither.
+    #[test]
+    fn the_section_names_the_protocol_and_how_it_was_chosen() {
+        let mut r = report(true);
+        for s in &mut r.steps {
+            s.summary.protocol = Some(crate::metrics::ProtocolChoice::new("2", "alpn"));
+        }
+        let html = section(&r);
+        assert!(
+            html.contains("<p>HTTP/2, negotiated by ALPN; --http 1.1 to compare with http://</p>"),
+            "{html}"
+        );
+        let mut plain = report(false);
+        for s in &mut plain.steps {
+            s.summary.protocol = Some(crate::metrics::ProtocolChoice::default());
+        }
+        assert_eq!(section(&plain), "");
+        let mut asked = report(false);
+        asked.steps[0].summary.protocol =
+            Some(crate::metrics::ProtocolChoice::new("1.1", "http-flag"));
+        assert!(
+            section(&asked).contains("<p>HTTP/1.1, asked with --http 1.1</p>"),
+            "{}",
+            section(&asked)
         );
     }
 

@@ -185,6 +185,8 @@ pub fn record(index: usize, load: &Load, s: Shape, secs: f64) -> StepRecord {
             protocols: Default::default(),
             duration_s: secs,
             connections_opened: 1,
+            connects: None,
+            protocol: None,
             errors,
             error_count,
             error_ratio: if requests > 0 {
@@ -246,6 +248,7 @@ pub fn base(load: Load) -> EngineConfig {
         replay: None,
         max_sessions: 10_000,
         ok_status: Default::default(),
+        protocol_choice: Default::default(),
     }
 }
 

@@ -104,8 +104,9 @@ pub fn record_of(
 ) -> StepResult {
     let load = cfg.load;
     let (rate, users) = cfg.offered();
-    let summary =
+    let mut summary =
         Summary::from_recorder(&outcome.recorder, rate, users, outcome.planned_window(cfg));
+    summary.protocol = Some(cfg.protocol_choice.clone());
     // This generator's share of the level (the whole level unless the plan is split).
     let offered = rate.unwrap_or(users.unwrap_or(0) as f64);
     let rec = &outcome.recorder;
@@ -191,6 +192,7 @@ pub fn series_of(
             0.0
         }
     };
+    let pct = |us: u64, n: u64| (n > 0).then_some(us as f64 / 1e3);
     seconds
         .iter()
         .enumerate()
@@ -206,6 +208,9 @@ pub fn series_of(
             response_time_mean_ms: mean(b.response_time_sum_us, b.responses),
             response_time_max_ms: b.response_time_max_us as f64 / 1e3,
             send_lag_mean_ms: mean(b.send_lag_sum_us, b.responses),
+            response_time_p50_ms: pct(b.p50_us, b.responses),
+            response_time_p95_ms: pct(b.p95_us, b.responses),
+            response_time_p99_ms: pct(b.p99_us, b.responses),
             server: None,
         })
         .collect()

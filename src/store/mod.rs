@@ -145,6 +145,15 @@ pub struct SeriesPoint {
     /// Mean send lag of the responses of that second (0 in results from before it was kept).
     #[serde(default)]
     pub send_lag_mean_ms: f64,
+    /// Response-time percentiles of that second's responses (absent in results from before
+    /// they were kept, in seconds without responses, and in seconds merged from several
+    /// parts, whose percentiles do not add).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_time_p50_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_time_p95_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_time_p99_ms: Option<f64>,
     /// The server's state in that second (sampled beside the load, same clock).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::observe::SecondObservation>,

@@ -204,6 +204,9 @@ mod tests {
                         response_time_mean_ms: 5.0,
                         response_time_max_ms: 9.0,
                         send_lag_mean_ms: 0.1,
+                        response_time_p50_ms: None,
+                        response_time_p95_ms: None,
+                        response_time_p99_ms: None,
                         server: None,
                     })
                     .collect();

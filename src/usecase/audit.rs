@@ -437,6 +437,8 @@ fn execute(
     let outcome = crate::engine::run(cfg, &ctl, |_| {})?;
     let (rate, users) = cfg.offered();
     let window = outcome.planned_window(cfg);
-    let summary = crate::metrics::Summary::from_recorder(&outcome.recorder, rate, users, window);
+    let mut summary =
+        crate::metrics::Summary::from_recorder(&outcome.recorder, rate, users, window);
+    summary.protocol = Some(cfg.protocol_choice.clone());
     Ok((summary, outcome))
 }

@@ -1,9 +1,10 @@
 //! The engine configuration of a run, built from its use case's configuration: the request
 //! mix rendered in the forms the run sends, TLS and the protocol, connections, timing.
-use super::config::{check_load, ConnConfig, OpenLoopConfig, RequestConfig};
+use super::config::{check_load, ConnConfig, HttpVersion, OpenLoopConfig, RequestConfig};
 use super::mix::{Forms, Mix};
 use super::probe::tls_and_protocol;
 use crate::engine::{EngineConfig, Load};
+use crate::metrics::ProtocolChoice;
 use crate::plan::Segment;
 use crate::Error;
 use std::time::Duration;
@@ -34,13 +35,18 @@ pub fn base_config_of(
 ) -> crate::Result<(EngineConfig, Vec<String>)> {
     conn.validate()?;
     check_load(&load)?;
-    let (tls, http2) = if mix.tls_servers.is_empty() {
+    let (tls, http2, protocol) = if mix.tls_servers.is_empty() {
         if conn.tls.any_set() {
             return Err(Error::usage(
                 "TLS options (--cacert, --insecure, --client-cert, --tls-*) need https:// URLs",
             ));
         }
-        (None, conn.http2())
+        let choice = match conn.http {
+            HttpVersion::V2 => ProtocolChoice::new("2", "http-flag"),
+            HttpVersion::V1 => ProtocolChoice::new("1.1", "http-flag"),
+            HttpVersion::Auto => ProtocolChoice::new("1.1", "cleartext"),
+        };
+        (None, conn.http2(), choice)
     } else {
         tls_and_protocol(conn, &mix.tls_servers)?
     };
@@ -69,6 +75,7 @@ pub fn base_config_of(
         replay: mix.replay,
         max_sessions: OpenLoopConfig::default().max_sessions,
         ok_status: mix.ok_status,
+        protocol_choice: protocol,
     };
     Ok((cfg, mix.urls))
 }

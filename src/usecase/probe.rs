@@ -2,35 +2,42 @@
 use super::config::{ConnConfig, HttpVersion};
 use crate::engine::tls::TlsClient;
 use crate::engine::Http2;
+use crate::metrics::ProtocolChoice;
 use std::net::SocketAddr;
 
-/// https: the TLS client, offering by ALPN the protocol the run will speak, and the HTTP/2
-/// settings when it is h2. `--http auto` asks the first server once which it picks from
-/// both (the engine speaks one protocol per run); a server that cannot be asked gets HTTP/1.1
-/// and the run's errors say why.
+/// https: the TLS client, offering by ALPN the protocol the run will speak, the HTTP/2
+/// settings when it is h2, and how it was chosen. `--http auto` asks the first server once
+/// which it picks from both (the engine speaks one protocol per run); a server that cannot be
+/// asked gets HTTP/1.1, the choice saying why, and the run's errors too.
 pub fn tls_and_protocol(
     conn: &ConnConfig,
     servers: &[(SocketAddr, String)],
-) -> crate::Result<(Option<TlsClient>, Option<Http2>)> {
+) -> crate::Result<(Option<TlsClient>, Option<Http2>, ProtocolChoice)> {
     let with_alpn = |alpn: &[&str]| {
         let mut t = conn.tls.clone();
         t.alpn = alpn.iter().map(|p| p.to_string()).collect();
         t.client(servers)
     };
-    let h2 = match conn.http {
-        HttpVersion::V2 => true,
-        HttpVersion::V1 => false,
+    let choice = match conn.http {
+        HttpVersion::V2 => ProtocolChoice::new("2", "http-flag"),
+        HttpVersion::V1 => ProtocolChoice::new("1.1", "http-flag"),
+        HttpVersion::Auto if !conn.keep_alive => ProtocolChoice::new("1.1", "no-keep-alive"),
         HttpVersion::Auto => {
             let probe = with_alpn(&["h2", "http/1.1"])?;
-            conn.keep_alive
-                && probe
-                    .negotiate(servers[0].0, conn.connect_timeout)
-                    .is_ok_and(|p| p.as_deref() == Some(b"h2".as_slice()))
+            match probe.negotiate(servers[0].0, conn.connect_timeout) {
+                Ok(p) if p.as_deref() == Some(b"h2".as_slice()) => ProtocolChoice::new("2", "alpn"),
+                Ok(_) => ProtocolChoice::new("1.1", "alpn"),
+                Err(e) => ProtocolChoice {
+                    fallback: Some(e),
+                    ..ProtocolChoice::new("1.1", "alpn-probe-failed")
+                },
+            }
         }
     };
+    let h2 = choice.version == "2";
     let http2 = h2.then_some(Http2 {
         streams: conn.streams,
     });
     let client = with_alpn(if h2 { &["h2"] } else { &["http/1.1"] })?;
-    Ok((Some(client), http2))
+    Ok((Some(client), http2, choice))
 }

@@ -13,7 +13,8 @@ fn answer(headers: &[(&str, &str)], body_bytes: u64) -> Answer {
         text: headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
-            .is_none_or(|(_, v)| is_text_type(v)),
+            .is_some_and(|(_, v)| is_text_type(v)),
+        sniffed: None,
     }
 }
 
@@ -227,6 +228,65 @@ fn compressed_small_or_binary_answers_pass() {
     let c = compression(&e);
     assert_eq!(c.level, Level::Skipped);
     assert!(c.evidence.contains("answered 404"), "{c:?}");
+}
+
+#[test]
+fn a_body_without_content_type_is_sniffed_never_taken_for_text() {
+    assert_eq!(sniff(b"<!doctype html><p>hello</p>"), (true, "UTF-8 text"));
+    assert!(sniff("caf\u{e9} ".repeat(300).as_bytes()).0);
+    // Cut inside a character at the sniffed length: still text.
+    let cut = "é".repeat(600);
+    assert!(sniff(&cut.as_bytes()[..1023]).0);
+    // Known signatures, control bytes and other bytes are not text.
+    assert_eq!(sniff(b"\x1f\x8b\x08\x00abc"), (false, "a gzip stream"));
+    assert_eq!(sniff(b"\x89PNG\r\n\x1a\n...."), (false, "a PNG image"));
+    assert_eq!(sniff(b"%PDF-1.7 text-like"), (false, "a PDF document"));
+    assert_eq!(
+        sniff(b"\x01\x02\x03 ascii after control bytes"),
+        (false, "binary (control bytes)")
+    );
+    assert_eq!(sniff(&[0x80; 2000]), (false, "unknown (not UTF-8)"));
+    assert_eq!(sniff(b""), (false, "empty"));
+}
+
+#[test]
+fn compression_says_what_a_body_without_content_type_is() {
+    // Text by its bytes: the finding names the missing type and asks for it first, as
+    // servers pick what to compress by the type.
+    let mut e = nginx_static();
+    for a in [e.plain.as_mut(), e.encoded.as_mut()].into_iter().flatten() {
+        a.headers.retain(|(k, _)| k != "Content-Type");
+        a.text = true;
+        a.sniffed = Some("UTF-8 text".into());
+    }
+    let c = compression(&e);
+    assert_eq!(level(&c), Level::Medium);
+    assert!(
+        c.evidence
+            .contains("no Content-Type (by its bytes: UTF-8 text)"),
+        "{c:?}"
+    );
+    assert!(
+        c.change
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("send a Content-Type"),
+        "{c:?}"
+    );
+    // Binary by its bytes: nothing to compress, and the evidence says why.
+    let mut e = nginx_static();
+    e.plain = Ok(Answer {
+        sniffed: Some("a gzip stream".into()),
+        ..answer(&[], 30_000)
+    });
+    let c = compression(&e);
+    assert_eq!(level(&c), Level::Ok);
+    assert_eq!(c.title, "not text");
+    assert!(
+        c.evidence
+            .contains("no Content-Type (by its bytes: a gzip stream)"),
+        "{c:?}"
+    );
 }
 
 #[test]

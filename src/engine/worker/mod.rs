@@ -13,6 +13,7 @@ mod mux;
 mod open;
 mod session;
 
+use super::backoff::Backoff;
 use super::conn::{Conn, Phase, Reuse, Step};
 use super::pacing::{Schedule, TimerFd};
 use super::transport::{Handshake, Transport};
@@ -91,6 +92,8 @@ pub(super) struct Worker<'a, T: Transport> {
     threads: usize,
     /// Scratch list of a user's slots, for the choice of a burst member's connection.
     held: Vec<(usize, Option<usize>, bool)>,
+    /// Spaces connect attempts out while every one of the last second failed.
+    backoff: Backoff,
 }
 
 /// The fds a worker needs besides its connections: its epoll and its timer. The engine opens
@@ -220,6 +223,7 @@ impl<'a, T: Transport> Worker<'a, T> {
             sessions_begun: 0,
             threads,
             held: Vec::new(),
+            backoff: Backoff::default(),
         })
     }
 
@@ -450,23 +454,24 @@ impl<'a, T: Transport> Worker<'a, T> {
             self.end_user(slot);
             return;
         }
-        // Otherwise the user tries again on the next turn of the event loop.
+        // Otherwise the user tries again: a run bounded by --requests on the next turn of the
+        // loop (a request the backoff holds costs no attempt, and the run must not take the
+        // backoff's seconds per request to end); one bounded by time when the backoff allows
+        // the next attempt, or 10 ms later if sooner (not a spin counting held requests).
         self.conns[slot].phase = Phase::Thinking;
-        self.think.push(Reverse((now, slot)));
+        let at = match self.budget {
+            Some(_) => now,
+            None => self
+                .backoff
+                .next_attempt(now)
+                .min(now + super::backoff::FIRST),
+        };
+        self.think.push(Reverse((at, slot)));
     }
 
     fn connect(&mut self, slot: usize, now: Instant) -> Result<(), ErrorKind> {
-        let addr = self.cfg.addrs[self.conns[slot].addr];
-        let mut stream = match T::connect(&self.setup, addr) {
-            Ok(s) => s,
-            Err(e) => {
-                let kind = ErrorKind::from_io(&e, true);
-                if kind == ErrorKind::FdUnavail {
-                    self.on_fd_exhausted();
-                }
-                return Err(kind);
-            }
-        };
+        let counted = self.conns[slot].counted;
+        let mut stream = self.open_socket(self.conns[slot].addr, counted, now)?;
         let c = &mut self.conns[slot];
         c.gen = c.gen.wrapping_add(1);
         if let Err(e) = stream.register(
@@ -479,6 +484,70 @@ impl<'a, T: Transport> Worker<'a, T> {
         c.attach(stream, now, self.cfg.timeout, self.cfg.connect_timeout);
         self.open += 1;
         Ok(())
+    }
+
+    /// Starts a connect to address `addr` (both protocols' connections), unless the backoff
+    /// holds attempts back: then the request fails as the last attempt did, with no attempt.
+    /// `counted`: the attempt is in the measured window.
+    fn open_socket(&mut self, addr: usize, counted: bool, now: Instant) -> Result<T, ErrorKind> {
+        if let Some(kind) = self.backoff.holds(now) {
+            if counted {
+                self.rec.connects_held += 1;
+            }
+            return Err(kind);
+        }
+        self.backoff.attempt(now);
+        if counted {
+            self.rec.connect_attempts += 1;
+        }
+        T::connect(&self.setup, self.cfg.addrs[addr]).map_err(|e| {
+            let kind = ErrorKind::from_io(&e, true);
+            if kind == ErrorKind::FdUnavail {
+                // Our own limit, not the host's answer: its own rule (see below), no backoff.
+                self.on_fd_exhausted();
+                if counted {
+                    self.rec.connect_failure(kind);
+                }
+            } else {
+                self.connect_lost(kind, None, counted, now);
+            }
+            kind
+        })
+    }
+
+    /// A connect attempt ended before its connection came up: refused, unreachable, timed
+    /// out, or its TLS handshake failed (`hs`: the TLS transport's account of it).
+    fn connect_lost(
+        &mut self,
+        kind: ErrorKind,
+        hs: Option<Handshake>,
+        counted: bool,
+        now: Instant,
+    ) {
+        let reason = hs.and_then(|h| tls_reason(h, kind));
+        // Held requests fail as this one's request counts (a stalled handshake is a
+        // `tls-handshake` error, not the connect timeout that caught it).
+        self.backoff
+            .failed(reason.map_or(kind, TlsReason::kind), now);
+        if !counted {
+            return;
+        }
+        if hs.is_some_and(|h| h.tcp_connected.is_some()) {
+            self.rec.handshakes_started += 1;
+        }
+        match reason {
+            Some(reason) => self.rec.tls_failure(reason),
+            None => self.rec.connect_failure(kind),
+        }
+    }
+
+    /// A connection came up (TCP connected and, over TLS, its handshake done): the backoff
+    /// ends.
+    fn connection_up(&mut self, hs: Option<Handshake>, counted: bool, now: Instant) {
+        self.backoff.up(now);
+        if counted && hs.is_some() {
+            self.rec.handshakes_started += 1;
+        }
     }
 
     /// Out of fds: keep going with the connections we have, and say what to raise.
@@ -530,8 +599,10 @@ impl<'a, T: Transport> Worker<'a, T> {
             Step::Wait => {}
             Step::Connected => {
                 let c = &self.conns[slot];
-                if c.counted {
-                    let (hs, start) = (c.stream.as_ref().and_then(T::handshake), c.connect_start);
+                let (hs, start) = (c.stream.as_ref().and_then(T::handshake), c.connect_start);
+                let counted = c.counted;
+                self.connection_up(hs, counted, now);
+                if counted {
                     self.record_connected(hs, start, now);
                 }
                 let c = &mut self.conns[slot];
@@ -597,12 +668,12 @@ impl<'a, T: Transport> Worker<'a, T> {
 
     fn complete(&mut self, slot: usize, status: u16, reusable: bool, now: Instant) {
         let c = &self.conns[slot];
+        let forgiven = if self.schedule.is_some() {
+            self.cfg.pacing_slack
+        } else {
+            Duration::ZERO
+        };
         if c.counted {
-            let forgiven = if self.schedule.is_some() {
-                self.cfg.pacing_slack
-            } else {
-                Duration::ZERO
-            };
             let rt = self.rec.response(
                 status, c.intended, forgiven, c.started, c.written, now, c.bytes,
             );
@@ -610,6 +681,10 @@ impl<'a, T: Transport> Worker<'a, T> {
             self.rec.name_response(name, status, rt);
             self.rec
                 .first_byte(c.first_byte.saturating_duration_since(c.written));
+        } else {
+            // The warm-up's answers show in their seconds, not in the figures.
+            self.rec
+                .warmup_response(status, c.intended, forgiven, c.started, now, c.bytes);
         }
         if self.cfg.scenario.is_some() {
             self.scenario_complete(slot, status, reusable, now);
@@ -619,7 +694,14 @@ impl<'a, T: Transport> Worker<'a, T> {
     }
 
     fn fail(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
-        let hs = self.conns[slot].stream.as_ref().and_then(T::handshake);
+        let c = &self.conns[slot];
+        let hs = c.stream.as_ref().and_then(T::handshake);
+        // HTTP/1.1's own connection failed while it connected (HTTP/2's are counted per
+        // connection in mux.rs; a connect that failed at once, in `open_socket`).
+        if c.phase == Phase::Connecting && c.stream.is_some() && c.link.is_none() {
+            let counted = c.counted;
+            self.connect_lost(kind, hs, counted, now);
+        }
         self.fail_after(slot, kind, hs, now);
     }
 
@@ -631,14 +713,14 @@ impl<'a, T: Transport> Worker<'a, T> {
             return;
         }
         if self.conns[slot].counted {
-            match hs.and_then(|hs| tls_reason(hs, kind)) {
-                Some(reason) => {
-                    self.rec.tls_failure(reason, now);
-                    let name = self.name_of(slot);
-                    self.rec.name_error(name, reason.kind());
-                }
-                None => self.count_error(slot, kind, now),
-            }
+            // A refused handshake counts as its reason's kind (its reason is counted per
+            // handshake, in `connect_lost`).
+            let kind = hs
+                .and_then(|hs| tls_reason(hs, kind))
+                .map_or(kind, TlsReason::kind);
+            self.count_error(slot, kind, now);
+        } else {
+            self.rec.warmup_error(now);
         }
         if self.cfg.scenario.is_some() {
             self.scenario_failed(slot, now);

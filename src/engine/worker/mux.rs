@@ -127,16 +127,7 @@ impl<T: Transport> Worker<'_, T> {
     }
 
     fn h2_connect(&mut self, addr: usize, now: Instant) -> Result<usize, ErrorKind> {
-        let mut stream = match T::connect(&self.setup, self.cfg.addrs[addr]) {
-            Ok(s) => s,
-            Err(e) => {
-                let kind = ErrorKind::from_io(&e, true);
-                if kind == ErrorKind::FdUnavail {
-                    self.on_fd_exhausted();
-                }
-                return Err(kind);
-            }
-        };
+        let mut stream = self.open_socket(addr, now >= self.warm_end, now)?;
         let mux = self.mux.as_mut().expect("HTTP/2 mode");
         let i = match mux.free.pop() {
             Some(i) => i,
@@ -203,6 +194,7 @@ impl<T: Transport> Worker<'_, T> {
         let Some(h) = self.mux.as_mut().and_then(|m| m.get(ci, gen)) else {
             return;
         };
+        let connecting = h.state == State::Connecting;
         let step = h.on_event(
             readable,
             writable,
@@ -211,6 +203,9 @@ impl<T: Transport> Worker<'_, T> {
             &mut self.buf,
             READS_PER_TURN,
         );
+        if connecting && h.state == State::Dead {
+            self.h2_connect_lost(ci, now);
+        }
         self.h2_step(ci, gen, step, now);
     }
 
@@ -230,14 +225,20 @@ impl<T: Transport> Worker<'_, T> {
         match step {
             Step::Wait => {}
             // Counted as HTTP/1.1 counts them: outside the warm-up.
-            Step::Connected if now >= self.warm_end => {
+            Step::Connected => {
+                let counted = now >= self.warm_end;
                 let conn = self.mux.as_mut().and_then(|m| m.get(ci, gen));
                 match conn.map(|h| (h.stream.as_ref().and_then(T::handshake), h.connect_start)) {
-                    Some((hs, start)) => self.record_connected(hs, start, now),
-                    None => self.rec.connections_opened += 1,
+                    Some((hs, start)) => {
+                        self.connection_up(hs, counted, now);
+                        if counted {
+                            self.record_connected(hs, start, now);
+                        }
+                    }
+                    None if counted => self.rec.connections_opened += 1,
+                    None => {}
                 }
             }
-            Step::Connected => {}
             Step::More => self.more.push((ci | H2_FLAG, gen)),
         }
         self.h2_drain(ci, now);
@@ -361,9 +362,28 @@ impl<T: Transport> Worker<'_, T> {
             };
             if h.connect_expired(now) {
                 h.fail_all(ErrorKind::ConnectTimeout);
+                self.h2_connect_lost(ci, now);
                 self.h2_drain(ci, now);
             }
         }
+    }
+
+    /// Connection `ci` died while it connected: one failed attempt, whatever number of
+    /// requests waited on it (their errors are counted as their events are applied).
+    fn h2_connect_lost(&mut self, ci: usize, now: Instant) {
+        let Some(h) = self.mux.as_ref().and_then(|m| m.conns[ci].as_ref()) else {
+            return;
+        };
+        let kind = h
+            .events
+            .iter()
+            .find_map(|e| match e.outcome {
+                Outcome::Failed(k) => Some(k),
+                _ => None,
+            })
+            .unwrap_or(ErrorKind::Other);
+        let hs = h.stream.as_ref().and_then(T::handshake);
+        self.connect_lost(kind, hs, now >= self.warm_end, now);
     }
 
     /// The end of the run: every connection says GOAWAY and closes.

@@ -44,6 +44,8 @@ pub enum Marker {
     Dot,
     /// A hollow circle, drawn larger: highlights points (e.g. generator-bound steps).
     Ring,
+    /// A filled rectangle: the legend key of a shaded band (a series without points).
+    Swatch,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -500,6 +502,11 @@ fn marker_svg(m: Marker, color: &str, x: f64, y: f64) -> String {
         ),
         Marker::Ring => format!(
             "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"6.5\" fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"/>"
+        ),
+        Marker::Swatch => format!(
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"18\" height=\"11\" fill=\"{c}\" stroke=\"#d1d5db\"/>",
+            x - 9.0,
+            y - 5.5
         ),
         Marker::None => String::new(),
     }
