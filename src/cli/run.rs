@@ -156,7 +156,7 @@ pub fn run(args: RunArgs) -> crate::Result<i32> {
     if config
         .json
         .as_deref()
-        .is_some_and(crate::report::json::is_stdout)
+        .is_some_and(crate::report::export::is_stdout)
     {
         crate::eout!("{text}");
     } else {

@@ -2,10 +2,10 @@
 //! (`exit_code`): a single run's summary, a sweep's and a search's analysis, the demo's verdict.
 use crate::analysis::{self, Analysis, Slo};
 use crate::engine::{EngineConfig, Outcome};
+use crate::liverun::summary as terminal;
 use crate::metrics::Summary;
 use crate::observe::StepObservation;
 use crate::plan::capacity::CapacitySearch;
-use crate::report::terminal;
 use crate::store::StepRecord;
 use std::fmt;
 use std::fmt::Write;

@@ -4,7 +4,7 @@ use super::lifecycle::{Lifecycle, Pace};
 use super::outcome::RunOutcome;
 use super::run_config::{RunConfig, RunLoad};
 use crate::engine::Load;
-use crate::report::{json, terminal};
+use crate::liverun::{json, summary as terminal};
 use crate::Error;
 
 /// Runs once, as a one-step sweep through the run lifecycle: validates, observes the server

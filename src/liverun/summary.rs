@@ -1,7 +1,7 @@
 //! The terminal summary of a run.
-use super::style;
 use crate::engine::{EngineConfig, Load, Outcome};
 use crate::metrics::{ErrorKind, LatencyStats, Summary, TlsReason};
+use crate::report::style;
 use crate::units::{fmt_duration, fmt_ms, fmt_num};
 use std::fmt::Write;
 
@@ -188,7 +188,7 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
         let _ = writeln!(o, "  protocol       {line}");
     }
     o.push_str(&errors_lines(s));
-    o.push_str(&super::names::table(s));
+    o.push_str(&crate::report::names::table(s));
     for w in warnings(s, outcome, cfg) {
         let _ = writeln!(o, "  {} {w}", style::yellow("!"));
     }
