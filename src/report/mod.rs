@@ -24,7 +24,7 @@ pub mod style;
 pub mod svg;
 pub mod table;
 #[cfg(test)]
-mod testdata;
+pub(crate) mod testdata;
 pub mod tls;
 
 pub use export::Format;
