@@ -64,7 +64,7 @@ pub fn run(args: CapacityArgs) -> crate::Result<i32> {
     cfg.output.live_view = live_view;
     let outcome = match generators.controller(&cfg.request, &cfg.conn, &cfg.segment)? {
         Some(mut c) => capacity::run(&cfg, &mut c)?,
-        None => capacity::run(&cfg, &mut crate::runner::Engine)?,
+        None => capacity::run(&cfg, &mut crate::runner::LocalEngine)?,
     };
     crate::out!("{outcome}");
     Ok(outcome.exit_code())

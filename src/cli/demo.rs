@@ -37,7 +37,9 @@ pub fn run(a: DemoArgs) -> crate::Result<i32> {
             ..a.view.output()
         },
     };
-    let outcome = demo::run(&cfg, &mut crate::runner::Engine, |t| crate::out!("{t}"))?;
+    let outcome = demo::run(&cfg, &mut crate::runner::LocalEngine, |t| {
+        crate::out!("{t}")
+    })?;
     crate::out!("{outcome}");
     Ok(outcome.exit_code())
 }

@@ -95,7 +95,7 @@ pub fn run(args: SweepArgs) -> crate::Result<i32> {
     cfg.output.live_view = live_view;
     let outcome = match generators.controller(&cfg.request, &cfg.conn, &cfg.segment)? {
         Some(mut c) => sweep::run(&cfg, &mut c)?,
-        None => sweep::run(&cfg, &mut crate::runner::Engine)?,
+        None => sweep::run(&cfg, &mut crate::runner::LocalEngine)?,
     };
     crate::out!("{outcome}");
     Ok(outcome.exit_code())

@@ -1,10 +1,10 @@
 //! Runs made of steps: sweeps over load levels and capacity searches. A [`Stepper`] runs one
 //! step after another on the same clock, stores each as soon as it ends, and prints it.
 //! Steps run on an [`Executor`]: the real engine, or a scripted one in the unit tests.
-pub mod capacity;
 pub mod executor;
 #[cfg(test)]
 pub mod fake;
+pub mod probes;
 pub mod sink;
 pub mod step;
 pub mod sweep;
@@ -12,7 +12,7 @@ pub mod sweep;
 use crate::analysis::Slo;
 use crate::engine::{EngineConfig, Load};
 use crate::store::{StepRecord, Writer};
-pub use executor::{Engine, Executor};
+pub use executor::{Executor, LocalEngine};
 pub use sink::{Silent, Sink, StepTick};
 use std::time::Duration;
 use step::{flag_last, RunClock};

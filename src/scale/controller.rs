@@ -369,7 +369,7 @@ impl<C: Channel> Executor for Controller<C> {
     }
 
     fn rest(&mut self, d: Duration) {
-        crate::runner::Engine.rest(d);
+        crate::runner::LocalEngine.rest(d);
     }
 
     fn interrupted(&self) -> bool {

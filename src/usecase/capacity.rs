@@ -1,11 +1,11 @@
 //! Capacity: the highest rate that meets an SLO, by geometric growth then bisection
-//! (plan::capacity), each probe a full step.
+//! (plan::bracket), each probe a full step (runner::probes).
 use super::capacity_config::CapacityConfig;
 use super::config::parse_slo;
 use super::engine_config::base_config;
 use super::lifecycle::{Lifecycle, Pace};
 use super::outcome::CapacityOutcome;
-use crate::plan::capacity::CapacitySearch;
+use crate::plan::bracket::CapacitySearch;
 use crate::runner::Executor;
 use crate::Error;
 use std::time::Instant;
@@ -74,7 +74,7 @@ pub fn run(cfg: &CapacityConfig, exec: &mut dyn Executor) -> crate::Result<Capac
         exec,
         |s| {
             let (arrival, connections) = (cfg.open.arrival, cfg.open.connections);
-            crate::runner::capacity::search(s, search, arrival, connections, t.rest, cfg.repeat)
+            crate::runner::probes::search(s, search, arrival, connections, t.rest, cfg.repeat)
         },
         |(_, r)| r.clone(),
     )?;

@@ -5,7 +5,7 @@ use crate::engine::{EngineConfig, Outcome};
 use crate::liverun::summary as terminal;
 use crate::metrics::Summary;
 use crate::observe::StepObservation;
-use crate::plan::capacity::CapacitySearch;
+use crate::plan::bracket::CapacitySearch;
 use crate::store::StepRecord;
 use std::fmt;
 use std::fmt::Write;

@@ -57,7 +57,7 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
         before_load: None,
     }
     .run(
-        &mut crate::runner::Engine,
+        &mut crate::runner::LocalEngine,
         |s| {
             if !rc.output.quiet {
                 crate::eoutln!("{}", terminal::plan_line(&cfg, &urls));

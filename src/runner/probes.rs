@@ -3,7 +3,7 @@
 use super::Stepper;
 use crate::analysis::Slo;
 use crate::engine::{Arrival, Load};
-use crate::plan::capacity::CapacitySearch;
+use crate::plan::bracket::CapacitySearch;
 use crate::store::StepRecord;
 
 /// Runs the search; returns it (bracket and probes) and why it stopped.
