@@ -4,6 +4,13 @@
 //! `Display` is what the command line prints. `cli` builds these configurations from
 //! arguments; `experiment` builds the same ones from its TOML file. The `Display` of each
 //! configuration is the equivalent `overload …` command line.
+//!
+//! The run kinds (run, sweep, capacity, demo) share one lifecycle (`lifecycle.rs`: results
+//! folder, live page, banner, `--start-at`, progress or terminal view, observer, then report,
+//! hdr-log and analysis); each kind's file holds only its validation and its driver (which
+//! step next), its configuration is in `<kind>_config.rs` and its outcome in `outcome.rs`.
+//! `config.rs` holds the option types they share, `mix.rs` the request mix, `probe.rs` the
+//! ALPN probe and `engine_config.rs` the engine configuration built from them.
 pub mod audit;
 pub mod capacity;
 pub mod capacity_config;
