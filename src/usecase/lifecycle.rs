@@ -91,8 +91,8 @@ impl Lifecycle<'_> {
             self.config["title"] = t.as_str().into();
         }
         let wants_folder = self.folder || out.live_addr().is_some() || out.hdr_log.is_some();
-        let mut writer = match wants_folder {
-            true => Some(results::open(
+        let mut writer = if wants_folder {
+            Some(results::open(
                 out.out.as_deref(),
                 out.name.as_deref(),
                 self.kind,
@@ -100,8 +100,9 @@ impl Lifecycle<'_> {
                 self.urls,
                 std::mem::take(&mut self.config),
                 self.slo,
-            )?),
-            false => None,
+            )?)
+        } else {
+            None
         };
         crate::signals::install();
         let dir = writer.as_ref().map(|w| w.dir().to_path_buf());
@@ -119,7 +120,9 @@ impl Lifecycle<'_> {
             match (&banner, &dir) {
                 (Some(b), Some(d)) => crate::eoutln!("{b}; results in {}", crate::fsutil::shown(d)),
                 (Some(b), None) => crate::eoutln!("{b}"),
-                (None, Some(d)) => crate::eoutln!("overload: results in {}", d.display()),
+                (None, Some(d)) => {
+                    crate::eoutln!("overload: results in {}", crate::fsutil::shown(d))
+                }
                 (None, None) => {}
             }
         }
@@ -186,8 +189,8 @@ impl Lifecycle<'_> {
                 Some(t.warmup + t.step + t.rest),
             ),
         };
-        let view = match out.live_view && !out.quiet {
-            true => Some(crate::tui::LiveScreen::start(crate::tui::Setup {
+        let view = if out.live_view && !out.quiet {
+            Some(crate::tui::LiveScreen::start(crate::tui::Setup {
                 command: self.kind,
                 target: match &out.title {
                     Some(t) => format!("{t} · {}", self.urls.first().map_or("", |u| u.as_str())),
@@ -198,8 +201,9 @@ impl Lifecycle<'_> {
                 step_len,
                 per_step: per_step.unwrap_or(Duration::ZERO),
                 end_step_key: per_step.is_some(),
-            })?),
-            false => None,
+            })?)
+        } else {
+            None
         };
         Ok(match self.pace {
             Pace::Single => {
