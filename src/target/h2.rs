@@ -94,6 +94,7 @@ async fn answer(
     mut respond: SendResponse<Bytes>,
     shared: Arc<Shared>,
 ) {
+    shared.stats.received.fetch_add(1, Ordering::Relaxed);
     // The pool's status page answers while every worker is busy: it takes no permit.
     let _permit = if route == Route::PoolStatus {
         None
