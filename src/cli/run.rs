@@ -14,33 +14,81 @@ use std::time::Duration;
 pub struct RunArgs {
     #[command(flatten)]
     pub request: RequestArgs,
-    /// Open loop: requests per second on one global schedule (e.g. 2000, 1.5k) (wrk2: -R);
-    /// with a scenario, sessions started per second (httperf: --wsess).
-    #[arg(long, short = 'R', value_parser = parse_rate, conflicts_with = "users")]
+    /// Open loop: requests per second, e.g. 2000, 1.5k (wrk2: -R).
+    ///
+    /// On one global schedule; with a scenario, sessions started per second (httperf:
+    /// --wsess).
+    #[arg(long, short = 'R', value_parser = parse_rate, conflicts_with = "users", help_heading = "Load")]
     pub rate: Option<f64>,
     #[command(flatten)]
     pub open: OpenLoopArgs,
-    /// Closed loop: users, each holding one connection and waiting for its answer [default: 10].
-    #[arg(long, value_parser = parse_usize_count)]
+    /// Closed loop: users, each waiting for its answer [default: 10].
+    ///
+    /// Each user holds one connection.
+    #[arg(long, value_name = "N", value_parser = parse_usize_count, help_heading = "Load")]
     pub users: Option<usize>,
+    /// Users, as ab, hey and wrk mean -c; with --rate, connections.
+    ///
     /// Concurrency as ab, hey and wrk mean it: the users of the closed loop; with --rate, the
     /// most connections (wrk2's -c).
-    #[arg(short = 'c', long, value_parser = parse_usize_count, conflicts_with_all = ["users", "connections"])]
+    #[arg(short = 'c', long, value_name = "N", value_parser = parse_usize_count, conflicts_with_all = ["users", "connections"], help_heading = "Load")]
     pub concurrency: Option<usize>,
-    /// Closed loop: think time between a user's answer and its next request, `D` or `LO..HI`.
-    #[arg(long, value_parser = parse_think, value_name = "DURATION[..DURATION]")]
+    /// Closed loop: think time after each answer, D or LO..HI.
+    ///
+    /// Between a user's answer and its next request; a range is drawn uniformly.
+    #[arg(long, value_parser = parse_think, value_name = "D[..D]", help_heading = "Load")]
     pub think: Option<(Duration, Duration)>,
-    /// Length of the measured run (after warm-up) [default: 10s unless --requests is given]
-    /// (wrk: -d, hey: -z).
-    #[arg(long, short = 'd', short_alias = 'z', value_parser = parse_duration)]
+    /// Length of the measured run [default: 10s] (wrk: -d).
+    ///
+    /// After the warm-up; 10 s unless --requests is given (hey: -z).
+    #[arg(long, short = 'd', short_alias = 'z', value_name = "DURATION", value_parser = parse_duration, help_heading = "Load")]
     pub duration: Option<Duration>,
-    /// Stop after this many counted requests, e.g. 1000 or 10k (whichever of
-    /// --duration/--requests ends first) (ab, hey: -n).
-    #[arg(long, short = 'n', value_parser = parse_count)]
+    /// Stop after this many requests, e.g. 10k (ab: -n).
+    ///
+    /// Counted requests; whichever of --duration/--requests ends first (hey: -n).
+    #[arg(long, short = 'n', value_name = "N", value_parser = parse_count, help_heading = "Load")]
     pub requests: Option<u64>,
     /// Load sent before measuring starts (not counted).
-    #[arg(long, default_value_t = Dur(RunConfig::default().warmup), value_parser = parse_dur)]
+    #[arg(long, value_name = "DURATION", default_value_t = Dur(RunConfig::default().warmup), value_parser = parse_dur, help_heading = "Load")]
     pub warmup: Dur,
+    /// SLO, e.g. 'p99<500ms,errors<1%'; exit code 3 when it fails.
+    ///
+    /// Service-level objective: conditions on mean/p50/p90/p99/p999/max, errors and goodput,
+    /// comma-separated; a request's name before a colon limits one to that request.
+    #[arg(long, help_heading = "Output")]
+    pub slo: Option<String>,
+    /// Write the summary as JSON to FILE (`-`: standard output).
+    ///
+    /// One JSON object (format: docs/results.md); with `-` the summary goes to standard
+    /// error.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub json: Option<PathBuf>,
+    /// No progress line while running.
+    #[arg(long, short = 'q', help_heading = "Output")]
+    pub quiet: bool,
+    /// Store the run as a results folder, with report.html.
+    ///
+    /// As sweep writes it (one step, per-second series), so `overload report DIR` can chart
+    /// the run.
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    pub out: Option<PathBuf>,
+    /// Write a results folder and its report.html in runs/.
+    ///
+    /// The folder: runs/<UTC time>-<name>.
+    #[arg(long, help_heading = "Output")]
+    pub report: bool,
+    /// Name of the run in its results folder [default: from the URL].
+    #[arg(long, help_heading = "Output")]
+    pub name: Option<String>,
+    /// Print the percentile distribution too (wrk --latency).
+    ///
+    /// Of the response times, after the summary.
+    #[arg(long, help_heading = "Output")]
+    pub latency: bool,
+    #[command(flatten)]
+    pub view: super::view_args::ViewArgs,
+    #[command(flatten)]
+    pub live: super::live_args::RunLiveArgs,
     #[command(flatten)]
     pub conn: ConnArgs,
     #[command(flatten)]
@@ -49,33 +97,6 @@ pub struct RunArgs {
     pub segment: SegmentArgs,
     #[command(flatten)]
     pub access_log: super::access_log_args::AccessLogArgs,
-    /// Service-level objective, e.g. 'p99<500ms,errors<1%'; exit code 3 when it fails.
-    #[arg(long)]
-    pub slo: Option<String>,
-    /// Write the summary as one JSON object (format: docs/results.md); `-` for standard
-    /// output (the summary then goes to standard error).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// No progress line while running.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    /// Results folder, as sweep writes it (one step, per-second series) with report.html, so
-    /// `overload report DIR` can chart the run.
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// Write a results folder and its report.html [default folder: runs/<UTC time>-<name>].
-    #[arg(long)]
-    pub report: bool,
-    /// Name of the run in its results folder [default: from the URL].
-    #[arg(long)]
-    pub name: Option<String>,
-    /// Print the response times' percentile distribution after the summary (wrk --latency).
-    #[arg(long)]
-    pub latency: bool,
-    #[command(flatten)]
-    pub view: super::view_args::ViewArgs,
-    #[command(flatten)]
-    pub live: super::live_args::RunLiveArgs,
 }
 
 impl RunArgs {

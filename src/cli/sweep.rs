@@ -14,25 +14,38 @@ use std::time::Duration;
 pub struct SweepArgs {
     #[command(flatten)]
     pub request: RequestArgs,
-    /// Open loop: rates to step through, start:stop:step or a list (e.g. 100:3000:100).
-    #[arg(long, conflicts_with = "users", required_unless_present = "users")]
+    /// Open loop: rates to step through, e.g. 100:3000:100.
+    ///
+    /// start:stop:step or a list (100,200,400); rates take k and M (1k:10k:1k).
+    #[arg(
+        long,
+        conflicts_with = "users",
+        required_unless_present = "users",
+        help_heading = "Load"
+    )]
     pub rates: Option<String>,
-    /// Closed loop: user counts to step through, start:stop:step or a list (e.g. 1:200:10).
-    #[arg(long)]
+    /// Closed loop: users to step through, e.g. 1:200:10.
+    ///
+    /// start:stop:step or a list (1,10,50).
+    #[arg(long, help_heading = "Load")]
     pub users: Option<String>,
     #[command(flatten)]
     pub open: OpenLoopArgs,
-    /// Closed loop: think time between a user's answer and its next request, `D` or `LO..HI`.
-    #[arg(long, value_parser = parse_think, value_name = "DURATION[..DURATION]")]
+    /// Closed loop: think time after each answer, D or LO..HI.
+    ///
+    /// Between a user's answer and its next request; a range is drawn uniformly.
+    #[arg(long, value_parser = parse_think, value_name = "D[..D]", help_heading = "Load")]
     pub think: Option<(Duration, Duration)>,
     /// Steps to run after the saturation point.
-    #[arg(long, default_value_t = SweepConfig::default().past_saturation)]
+    #[arg(long, value_name = "K", default_value_t = SweepConfig::default().past_saturation, help_heading = "Steps")]
     pub past_saturation: usize,
-    /// Stop when a step fails more than this share of requests (e.g. 20%).
-    #[arg(long, default_value_t = Share(SweepConfig::default().max_errors), value_parser = parse_share_arg)]
+    /// Stop when a step fails more than this share.
+    ///
+    /// Of its requests, e.g. 20% or 0.2.
+    #[arg(long, value_name = "SHARE", default_value_t = Share(SweepConfig::default().max_errors), value_parser = parse_share_arg, help_heading = "Steps")]
     pub max_errors: Share,
     /// Stop when a step's response-time p99 exceeds this.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Steps")]
     pub max_p99: Option<Duration>,
     #[command(flatten)]
     pub steps: StepArgs,

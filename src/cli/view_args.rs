@@ -8,9 +8,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 #[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Output")]
 pub struct ViewArgs {
-    /// Plain progress lines instead of the live view. The live view shows when standard output
-    /// and error are terminals (not with --quiet); its keys: q quits as Ctrl-C does (what ran
+    /// Plain progress lines instead of the live view.
+    ///
+    /// The live view shows when standard output and error are terminals (not with --quiet); its keys: q quits as Ctrl-C does (what ran
     /// is recorded, the report written), n ends the step in progress and goes on to the next.
     #[arg(long)]
     pub no_tui: bool,
@@ -42,6 +44,7 @@ impl ViewArgs {
 }
 
 #[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Output")]
 pub struct LiveListenArgs {
     /// Serve the live report page on ADDR (e.g. 127.0.0.1:8089, [::1]:0, 0.0.0.0:8089 to
     /// let other hosts in), at a secret path printed on the terminal; --live-port binds

@@ -428,12 +428,15 @@ pub fn parse_slo(text: Option<&str>) -> crate::Result<Option<crate::analysis::Sl
 const MAX_STREAMS: u32 = 65_536;
 
 impl ConnConfig {
-    /// The engine's HTTP/2 settings, when the connections speak it. `auto` over cleartext is
-    /// HTTP/1.1: h2c is only used when asked for.
-    pub fn http2(&self) -> Option<Http2> {
-        (self.http == HttpVersion::V2).then_some(Http2 {
-            streams: self.streams,
-        })
+    /// The protocol the run speaks as `choice` chose it, with this run's HTTP/2 settings.
+    pub fn protocol_of(&self, choice: &crate::metrics::ProtocolChoice) -> crate::engine::Protocol {
+        if choice.version == "2" {
+            crate::engine::Protocol::Http2(Http2 {
+                streams: self.streams,
+            })
+        } else {
+            crate::engine::Protocol::Http1
+        }
     }
 
     pub fn validate(&self) -> crate::Result<()> {

@@ -2,20 +2,13 @@
 //! in-process with a known capacity (workers × service time), sweeps the rate past
 //! saturation, stores the results and writes the report.
 use super::config::{ConnConfig, OpenLoopConfig, Output, RequestConfig, StepTiming};
-use super::demo_config::DemoConfig;
+use super::demo_config::{expected_time, rates, DemoConfig, REST, WARMUP};
 use super::engine_config::base_config;
 use super::lifecycle::{Lifecycle, Pace};
 use super::outcome::{DemoOutcome, DemoTarget};
 use crate::engine::Load;
 use crate::runner::{sweep::SweepPlan, Executor};
 use crate::target::{self, TargetConfig};
-use std::time::Duration;
-
-/// The sweep's shape: 40% to 160% of the capacity in steps of 10%, short warm-ups and
-/// rests, stopping 2 steps past saturation (the sweep's own default).
-const TENTHS: std::ops::RangeInclusive<u32> = 4..=16;
-const WARMUP: Duration = Duration::from_secs(1);
-const REST: Duration = Duration::from_millis(500);
 
 /// Starts the target, calls `on_ready` with it, sweeps it on `exec`, stops it.
 pub fn run(
@@ -35,11 +28,10 @@ pub fn run(
         workers: cfg.workers,
         service_ms: cfg.service_ms,
         capacity,
+        time: expected_time(cfg),
     });
     let open = OpenLoopConfig::default();
-    let loads: Vec<Load> = TENTHS
-        .map(|tenth| open.load(capacity * f64::from(tenth) / 10.0))
-        .collect();
+    let loads: Vec<Load> = rates(capacity).into_iter().map(|r| open.load(r)).collect();
     let request = RequestConfig {
         urls: vec![url],
         ..RequestConfig::default()

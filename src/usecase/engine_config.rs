@@ -1,9 +1,9 @@
 //! The engine configuration of a run, built from its use case's configuration: the request
 //! mix rendered in the forms the run sends, TLS and the protocol, connections, timing.
 use super::config::{check_load, ConnConfig, HttpVersion, OpenLoopConfig, RequestConfig};
-use super::mix::{Forms, Mix};
+use super::mix::Mix;
 use super::probe::tls_and_protocol;
-use crate::engine::{EngineConfig, Load};
+use crate::engine::{EngineConfig, Load, Reuse};
 use crate::metrics::ProtocolChoice;
 use crate::plan::Segment;
 use crate::Error;
@@ -35,7 +35,7 @@ pub fn base_config_of(
 ) -> crate::Result<(EngineConfig, Vec<String>)> {
     conn.validate()?;
     check_load(&load)?;
-    let (tls, http2, protocol) = if mix.tls_servers.is_empty() {
+    let (tls, protocol, choice) = if mix.tls_servers.is_empty() {
         if conn.tls.any_set() {
             return Err(Error::usage(
                 "TLS options (--cacert, --insecure, --client-cert, --tls-*) need https:// URLs",
@@ -46,11 +46,15 @@ pub fn base_config_of(
             HttpVersion::V1 => ProtocolChoice::new("1.1", "http-flag"),
             HttpVersion::Auto => ProtocolChoice::new("1.1", "cleartext"),
         };
-        (None, conn.http2(), choice)
+        (None, conn.protocol_of(&choice), choice)
     } else {
         tls_and_protocol(conn, &mix.tls_servers)?
     };
-    let requests = Mix::render(mix.requests, Forms::of(conn, http2.is_some()));
+    let reuse = Reuse {
+        keep_alive: conn.keep_alive && conn.calls_per_connection != Some(1),
+        calls_per_connection: conn.calls_per_connection,
+    };
+    let requests = Mix::render(mix.requests, protocol, reuse);
     let cfg = EngineConfig {
         addrs: mix.addrs,
         requests: std::sync::Arc::new(requests),
@@ -60,22 +64,22 @@ pub fn base_config_of(
         max_requests,
         warmup,
         threads: conn.threads(),
-        keep_alive: conn.keep_alive && conn.calls_per_connection != Some(1),
-        calls_per_connection: conn.calls_per_connection,
+        keep_alive: reuse.keep_alive,
+        calls_per_connection: reuse.calls_per_connection,
         timeout: conn.timeout,
         connect_timeout: conn.connect_timeout,
         seed: conn.seed,
         pacing_slack: conn.pacing_slack,
         segment: Segment::WHOLE,
         tls,
-        http2,
+        protocol,
         scenario: mix.scenario,
         names: mix.names,
         weights: std::sync::Arc::new(mix.weights),
         replay: mix.replay,
         max_sessions: OpenLoopConfig::default().max_sessions,
         ok_status: mix.ok_status,
-        protocol_choice: protocol,
+        protocol_choice: choice,
     };
     Ok((cfg, mix.urls))
 }

@@ -1,9 +1,8 @@
 //! The request mix, resolved from the configuration (URL arguments, `--urls`, an access log,
 //! a scenario; the files are parsed by `plan/`) and rendered into the engine's requests once
 //! the run's protocol and connection reuse are known (`engine_config.rs`).
-use super::config::{AccessLogConfig, ConnConfig, RequestConfig, ScenarioSource};
-use crate::engine::h2::hpack::{encode_request, RequestParts};
-use crate::engine::{Pick, Prepared};
+use super::config::{AccessLogConfig, RequestConfig, ScenarioSource};
+use crate::engine::{Pick, Prepared, Protocol, Reuse};
 use crate::fsutil::{read_capped, MAX_BODY_FILE};
 use crate::plan::access_log::{read_access_log, AccessLog, Keep, LoggedRequest};
 use crate::plan::{check_headers, parse_headers, parse_method, read_urls_file, RequestSpec, Url};
@@ -50,54 +49,6 @@ pub(super) enum Unrendered {
     },
     /// A scenario: its users render their own requests.
     None,
-}
-
-/// Which renderings of each request a run sends.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Forms {
-    keep_alive: bool,
-    close: bool,
-    h2: bool,
-}
-
-impl Forms {
-    pub(super) fn of(conn: &ConnConfig, http2: bool) -> Forms {
-        let keeps = conn.keep_alive && conn.calls_per_connection != Some(1);
-        Forms {
-            // HTTP/2 sends neither; the kept-alive form still tells whether a request may be
-            // retried (`Prepared::idempotent`).
-            keep_alive: keeps,
-            close: !http2 && (!keeps || conn.calls_per_connection.is_some()),
-            h2: http2,
-        }
-    }
-
-    fn prepare(self, s: &RequestSpec, addr: usize, name: u16) -> Prepared {
-        // Rendered into a guess of a buffer: trimmed, a mix holds many.
-        let exact = |mut v: Vec<u8>| {
-            v.shrink_to_fit();
-            v
-        };
-        let if_ = |on: bool, f: &dyn Fn() -> Vec<u8>| if on { exact(f()) } else { Vec::new() };
-        Prepared {
-            addr,
-            keep_alive: if_(self.keep_alive, &|| s.render(false)),
-            close: if_(self.close, &|| s.render(true)),
-            head_only: s.method == "HEAD",
-            h2_block: if_(self.h2, &|| {
-                encode_request(&RequestParts {
-                    method: &s.method,
-                    scheme: s.url.scheme.as_str(),
-                    authority: &s.url.authority,
-                    path: &s.url.target,
-                    headers: &s.headers,
-                    body_len: s.body.as_ref().map(Vec::len),
-                })
-            }),
-            body: s.body.clone().unwrap_or_default(),
-            name,
-        }
-    }
 }
 
 impl RequestConfig {
@@ -404,11 +355,11 @@ impl Mix {
     }
 
     /// The engine's requests, in the forms the run sends; each spec is dropped once rendered.
-    pub(super) fn render(requests: Unrendered, forms: Forms) -> Vec<Prepared> {
+    pub(super) fn render(requests: Unrendered, protocol: Protocol, reuse: Reuse) -> Vec<Prepared> {
         match requests {
             Unrendered::Specs(specs) => specs
                 .into_iter()
-                .map(|(s, addr, name)| forms.prepare(&s, addr, name))
+                .map(|(s, addr, name)| protocol.prepare(&s, reuse, addr, name))
                 .collect(),
             Unrendered::Log {
                 mut base,
@@ -421,7 +372,7 @@ impl Mix {
                         base.method = r.method.to_string();
                     }
                     base.url.target = r.target.into();
-                    out.push(forms.prepare(&base, 0, name));
+                    out.push(protocol.prepare(&base, reuse, 0, name));
                 }
                 out
             }

@@ -234,6 +234,8 @@ pub struct DemoTarget {
     pub service_ms: u64,
     /// Theoretical capacity, req/s.
     pub capacity: f64,
+    /// How long the sweep should take.
+    pub time: super::demo_config::DemoTime,
 }
 
 /// What is printed before the sweep starts.
@@ -244,7 +246,12 @@ impl fmt::Display for DemoTarget {
             "overload demo: the embedded target at {} has {} workers x {} ms per request: capacity {:.0} req/s.",
             self.url, self.workers, self.service_ms, self.capacity
         )?;
-        writeln!(f, "Sweeping the request rate from 40% to 160% of that, in steps of 10%, until 2 steps past saturation.\n")
+        writeln!(
+            f,
+            "Sweeping the request rate from 40% to 160% of that, in steps of 10%, until 2 steps past saturation: {} ({} steps).\n",
+            super::demo_config::about(self.time.typical),
+            self.time.steps
+        )
     }
 }
 

@@ -1,7 +1,7 @@
 //! The network probe before a run: which protocol an https:// server picks by ALPN.
 use super::config::{ConnConfig, HttpVersion};
 use crate::engine::tls::TlsClient;
-use crate::engine::Http2;
+use crate::engine::Protocol;
 use crate::metrics::ProtocolChoice;
 use std::net::SocketAddr;
 
@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 pub fn tls_and_protocol(
     conn: &ConnConfig,
     servers: &[(SocketAddr, String)],
-) -> crate::Result<(Option<TlsClient>, Option<Http2>, ProtocolChoice)> {
+) -> crate::Result<(Option<TlsClient>, Protocol, ProtocolChoice)> {
     let with_alpn = |alpn: &[&str]| {
         let mut t = conn.tls.clone();
         t.alpn = alpn.iter().map(|p| p.to_string()).collect();
@@ -34,10 +34,7 @@ pub fn tls_and_protocol(
             }
         }
     };
-    let h2 = choice.version == "2";
-    let http2 = h2.then_some(Http2 {
-        streams: conn.streams,
-    });
-    let client = with_alpn(if h2 { &["h2"] } else { &["http/1.1"] })?;
-    Ok((Some(client), http2, choice))
+    let protocol = conn.protocol_of(&choice);
+    let client = with_alpn(&[protocol.alpn()])?;
+    Ok((Some(client), protocol, choice))
 }

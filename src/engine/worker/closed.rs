@@ -2,11 +2,12 @@
 //! thinks, and sends again.
 use super::Worker;
 use crate::engine::conn::{Phase, NO_USER};
+use crate::engine::protocol::Wire;
 use crate::engine::transport::Transport;
 use std::cmp::Reverse;
 use std::time::Instant;
 
-impl<T: Transport> Worker<'_, T> {
+impl<T: Transport, W: Wire<T>> Worker<'_, T, W> {
     /// A user decides what to do next: think, send, or stop. `first`: the user's first
     /// request goes out at once; think time comes after each answer.
     pub(super) fn user_next(&mut self, u: usize, now: Instant, first: bool) {
@@ -33,7 +34,7 @@ impl<T: Transport> Worker<'_, T> {
         self.think.push(Reverse((now + think, u)));
     }
 
-    pub(super) fn user_send(&mut self, u: usize, intended: Instant, now: Instant) {
+    pub(in crate::engine) fn user_send(&mut self, u: usize, intended: Instant, now: Instant) {
         let counted = intended >= self.warm_end;
         if !self.take_budget(counted) {
             self.end_user(u);
