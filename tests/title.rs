@@ -82,11 +82,11 @@ fn a_title_with_control_characters_is_a_usage_error() {
     assert!(!dir.exists(), "nothing written");
 }
 
-/// Every run kind takes it (`--help` of each lists it).
+/// Every run kind takes it (`--help-all` of each, the list of every option, names it).
 #[test]
 fn every_run_kind_takes_a_title() {
     for kind in ["run", "sweep", "capacity", "demo"] {
-        let out = output_within(bin().args([kind, "--help"]), LOAD);
-        assert!(text(&out.stdout).contains("--title"), "{kind} --help");
+        let out = output_within(bin().args([kind, "--help-all"]), LOAD);
+        assert!(text(&out.stdout).contains("--title"), "{kind} --help-all");
     }
 }
