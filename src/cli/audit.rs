@@ -1,7 +1,7 @@
 //! `overload audit`: arguments into an `AuditConfig`, then `usecase::audit`.
 use super::load_args::{parse_dur, Dur, TlsArgs};
 use crate::lab::{LabOptions, Stack};
-use crate::report::json;
+use crate::liverun::json;
 use crate::usecase::audit::{self, AuditConfig};
 use crate::Error;
 use clap::Args;
@@ -159,7 +159,7 @@ pub fn run(a: AuditArgs) -> crate::Result<i32> {
         Some(p) => {
             let text = serde_json::to_string_pretty(&outcome.audit)
                 .map_err(|e| Error::runtime(format!("JSON: {e}")))?;
-            if json::is_stdout(p) {
+            if crate::report::export::is_stdout(p) {
                 crate::eout!("{outcome}");
                 crate::outln!("{text}");
             } else {

@@ -3,7 +3,7 @@ use super::load_args::{parse_share_arg, ConnArgs, OpenLoopArgs, RequestArgs, Sha
 use super::observe_args::ObserveFlags;
 use super::segment_args::SegmentArgs;
 use crate::units::parse_rate;
-use crate::usecase::capacity::{self, CapacityConfig};
+use crate::usecase::{capacity, CapacityConfig};
 use clap::Args;
 
 #[derive(Args, Debug, Clone)]
@@ -71,7 +71,7 @@ pub fn run(args: CapacityArgs) -> crate::Result<i32> {
     cfg.output.live_view = live_view;
     let outcome = match generators.controller(&cfg.request, &cfg.conn, &cfg.segment)? {
         Some(mut c) => capacity::run(&cfg, &mut c)?,
-        None => capacity::run(&cfg, &mut crate::runner::Engine)?,
+        None => capacity::run(&cfg, &mut crate::runner::LocalEngine)?,
     };
     crate::out!("{outcome}");
     Ok(outcome.exit_code())

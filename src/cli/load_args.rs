@@ -395,7 +395,7 @@ impl StepArgs {
             live_port: self.live_port,
             live_view: false,
             live_listen: self.listen.live_listen,
-            hdr_log: self.view.hdr_log.clone(),
+            ..self.view.output()
         }
     }
 }

@@ -68,7 +68,7 @@ pub enum Command {
     /// cpu, bytes).
     Target(target::TargetArgs),
     /// Sweep the embedded target past saturation and report: the tool in one command.
-    #[command(after_help = crate::usecase::demo::help_note())]
+    #[command(after_help = crate::usecase::demo_config::help_note())]
     Demo(demo::DemoArgs),
     /// Bring up the studies' real web stacks (nginx, Apache, PHP-FPM, MariaDB) on loopback.
     Lab(lab::LabArgs),

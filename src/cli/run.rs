@@ -4,7 +4,7 @@ use super::load_args::{parse_dur, parse_think, parse_usize_count, ConnArgs, Dur,
 use super::observe_args::ObserveFlags;
 use super::segment_args::SegmentArgs;
 use crate::units::{parse_count, parse_duration, parse_rate};
-use crate::usecase::run::{self, RunConfig, RunLoad, DEFAULT_DURATION, DEFAULT_USERS};
+use crate::usecase::{run, RunConfig, RunLoad, DEFAULT_DURATION, DEFAULT_USERS};
 use crate::Error;
 use clap::Args;
 use std::path::PathBuf;
@@ -97,8 +97,6 @@ pub struct RunArgs {
     pub segment: SegmentArgs,
     #[command(flatten)]
     pub access_log: super::access_log_args::AccessLogArgs,
-    #[command(flatten)]
-    pub push: super::push_args::PushArgs,
 }
 
 impl RunArgs {
@@ -142,15 +140,16 @@ impl RunArgs {
             warmup: self.warmup.0,
             slo: self.slo,
             json: self.json,
-            quiet: self.quiet,
-            out: self.out,
+            output: crate::usecase::Output {
+                quiet: self.quiet,
+                out: self.out,
+                name: self.name,
+                live_view: false,
+                live_port: self.live.live_port,
+                live_listen: self.live.listen.live_listen,
+                ..self.view.output()
+            },
             report: self.report,
-            name: self.name,
-            live_view: false,
-            hdr_log: self.view.hdr_log,
-            live_port: self.live.live_port,
-            live_listen: self.live.listen.live_listen,
-            push: self.push.targets(),
             request: crate::usecase::config::RequestConfig {
                 access_log,
                 ..self.request.config()?
@@ -165,10 +164,8 @@ impl RunArgs {
 pub fn run(args: RunArgs) -> crate::Result<i32> {
     let latency = args.latency;
     let live_view = args.view.live_view();
-    let config = RunConfig {
-        live_view,
-        ..args.config()?
-    };
+    let mut config = args.config()?;
+    config.output.live_view = live_view;
     let outcome = run::run(&config)?;
     let mut text = outcome.to_string();
     let h = &outcome.outcome.recorder.response_time;
@@ -180,7 +177,7 @@ pub fn run(args: RunArgs) -> crate::Result<i32> {
     if config
         .json
         .as_deref()
-        .is_some_and(crate::report::json::is_stdout)
+        .is_some_and(crate::report::export::is_stdout)
     {
         crate::eout!("{text}");
     } else {

@@ -5,7 +5,7 @@ use super::observe_args::ObserveFlags;
 use super::segment_args::SegmentArgs;
 use crate::plan::steps::{parse_levels, parse_users};
 use crate::units::parse_duration;
-use crate::usecase::sweep::{self, Levels, SweepConfig};
+use crate::usecase::{sweep, Levels, SweepConfig};
 use crate::Error;
 use clap::Args;
 use std::time::Duration;
@@ -108,7 +108,7 @@ pub fn run(args: SweepArgs) -> crate::Result<i32> {
     cfg.output.live_view = live_view;
     let outcome = match generators.controller(&cfg.request, &cfg.conn, &cfg.segment)? {
         Some(mut c) => sweep::run(&cfg, &mut c)?,
-        None => sweep::run(&cfg, &mut crate::runner::Engine)?,
+        None => sweep::run(&cfg, &mut crate::runner::LocalEngine)?,
     };
     crate::out!("{outcome}");
     Ok(outcome.exit_code())

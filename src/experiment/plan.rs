@@ -425,7 +425,10 @@ pub fn warm_up(c: &Config, base: &str) -> RunConfig {
         open: open_config(c),
         duration: Some(c.warmup),
         conn: conn_config(c),
-        quiet: true,
+        output: crate::usecase::Output {
+            quiet: true,
+            ..Default::default()
+        },
         ..RunConfig::default()
     }
 }

@@ -2,7 +2,8 @@
 //! Grafana dashboard's test read), and a [`Frame`] of them built each second from the
 //! engine's live counters, or at the end from the run's summary.
 use crate::engine::Control;
-use crate::metrics::{ErrorKind, SecondBucket, Summary};
+use crate::metrics::{ErrorKind, Summary};
+use crate::store::SeriesPoint;
 use std::sync::atomic::Ordering;
 
 /// A counter (cumulative from the run's start) or a gauge (a reading).
@@ -138,23 +139,21 @@ pub fn metric(name: &str) -> Option<&'static Metric> {
 }
 
 /// The labels every point of a run carries, so that the runs of several generators
-/// (segments) and the steps of a run stay apart, and add up with `sum by (run)`.
+/// (segments) stay apart, and add up with `sum by (run)`. Each point also carries its step
+/// (`step`: its index, 0 for a single run), set by the [`FrameMaker`] of that step.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Labels {
     /// `--name`, or the name taken from the URL (the same on every generator of a run).
     pub run: String,
     /// `I/N` of `--segment` (0-based), or `0/1`.
     pub segment: String,
-    /// The step's index (a run has one: 0).
-    pub step: String,
 }
 
 impl Labels {
-    pub fn pairs(&self) -> [(&'static str, &str); 3] {
+    pub fn pairs(&self) -> [(&'static str, &str); 2] {
         [
             ("run", self.run.as_str()),
             ("segment", self.segment.as_str()),
-            ("step", self.step.as_str()),
         ]
     }
 }
@@ -193,10 +192,12 @@ impl Frame {
         });
     }
 
-    /// The observed server's newest samples (the agent's `/metrics` families).
-    pub fn add_server(&mut self, samples: &[crate::observe::Sample]) {
+    /// The observed server's newest samples (the agent's `/metrics` families), labelled
+    /// with the step in progress.
+    pub fn add_server(&mut self, samples: &[crate::observe::Sample], step: &str) {
         for f in crate::observe::prom_export::families(samples) {
-            for (labels, value) in f.rows {
+            for (mut labels, value) in f.rows {
+                labels.push(("step", step.to_string()));
                 self.points.push(Point {
                     metric: f.name,
                     labels,
@@ -270,68 +271,86 @@ pub enum Offered {
     Users(u64),
 }
 
-/// Builds a run's frames: the CPU of the second between two readings, and each second of
-/// the per-second series once, when it closes.
+/// Builds one step's frames: the CPU of the second between two readings, and each second
+/// of the step's per-second series once, when it closes. Every point gets the step label.
 #[derive(Debug)]
 pub struct FrameMaker {
     offered: Offered,
-    /// Unix ms of the engine's start: second `i` of its series ends at `start_ms + (i+1) s`.
+    step: String,
+    /// Unix ms the counters count from (the step's first frame).
     start_ms: u64,
+    /// Unix ms of the run's clock origin: a series point at `t` s ends at `origin + t + 1 s`.
+    origin_ms: u64,
     last_cpu: Option<(std::time::Instant, u64)>,
-    /// Seconds of the series already made into frames.
+    /// Points of the series already made into frames.
     seconds_sent: usize,
 }
 
 impl FrameMaker {
-    pub fn new(offered: Offered) -> FrameMaker {
+    /// The frames of step `step` at `offered` (this generator's share), on the run's clock
+    /// whose origin is `origin_ms` (Unix ms).
+    pub fn new(offered: Offered, step: usize, origin_ms: u64) -> FrameMaker {
         FrameMaker {
             offered,
+            step: step.to_string(),
             start_ms: crate::clock::unix_ms(),
+            origin_ms,
             last_cpu: Some((std::time::Instant::now(), crate::clock::process_cpu_us())),
             seconds_sent: 0,
         }
     }
 
-    /// A frame per second of `closed` (the run's closed seconds, oldest first) not sent yet,
-    /// stamped at the second's end: throughput, goodput, percentiles and send lag, the
-    /// figures series.jsonl stores for it. Every second is sent once, none skipped however
-    /// the ticks fall.
-    pub fn seconds(&mut self, closed: &[SecondBucket]) -> Vec<Frame> {
-        let from = self.seconds_sent.min(closed.len());
-        self.seconds_sent = closed.len();
-        closed[from..]
+    /// The step's index this maker labels.
+    pub fn step(&self) -> &str {
+        &self.step
+    }
+
+    /// A frame per point of `series` (the step's closed seconds so far, oldest first, as
+    /// the results folder stores them) not sent yet, stamped at the second's end:
+    /// throughput, goodput, percentiles and send lag. Every second is sent once, none
+    /// skipped however the ticks fall.
+    pub fn seconds(&mut self, series: &[SeriesPoint]) -> Vec<Frame> {
+        let from = self.seconds_sent.min(series.len());
+        self.seconds_sent = series.len();
+        series[from..]
             .iter()
-            .enumerate()
-            .map(|(k, s)| {
-                let at_ms = self.start_ms + (from + k + 1) as u64 * 1000;
-                self.second_frame(at_ms, s)
+            .map(|p| {
+                let at_ms = self.origin_ms + ((p.t + 1.0) * 1000.0).round() as u64;
+                self.second_frame(at_ms, p)
             })
             .collect()
     }
 
-    fn second_frame(&self, at_ms: u64, s: &SecondBucket) -> Frame {
+    fn second_frame(&self, at_ms: u64, p: &SeriesPoint) -> Frame {
         let mut f = Frame {
             at_ms,
             start_ms: self.start_ms,
             points: Vec::new(),
         };
-        f.push("overload_throughput", vec![], s.responses as f64);
-        f.push("overload_goodput", vec![], s.ok as f64);
-        if s.responses > 0 {
-            for (q, us) in [("0.5", s.p50_us), ("0.95", s.p95_us), ("0.99", s.p99_us)] {
-                f.push(
-                    "overload_response_time_seconds",
-                    vec![("quantile", q.to_string())],
-                    us as f64 / 1e6,
-                );
+        self.push(&mut f, "overload_throughput", vec![], p.responses as f64);
+        self.push(&mut f, "overload_goodput", vec![], p.ok as f64);
+        if p.responses > 0 {
+            let qs = [
+                ("0.5", p.response_time_p50_ms),
+                ("0.95", p.response_time_p95_ms),
+                ("0.99", p.response_time_p99_ms),
+            ];
+            for (q, ms) in qs {
+                if let Some(ms) = ms {
+                    let l = vec![("quantile", q.to_string())];
+                    self.push(&mut f, "overload_response_time_seconds", l, ms / 1e3);
+                }
             }
-            f.push(
-                "overload_send_lag_seconds",
-                vec![],
-                s.send_lag_sum_us as f64 / s.responses as f64 / 1e6,
-            );
+            let lag = p.send_lag_mean_ms / 1e3;
+            self.push(&mut f, "overload_send_lag_seconds", vec![], lag);
         }
         f
+    }
+
+    /// A point of this step.
+    fn push(&self, f: &mut Frame, name: &'static str, mut l: Vec<(&'static str, String)>, v: f64) {
+        l.push(("step", self.step.clone()));
+        f.push(name, l, v);
     }
 
     /// The frame of a reading taken now.
@@ -354,27 +373,33 @@ impl FrameMaker {
             start_ms: self.start_ms,
             points: Vec::new(),
         };
-        f.push("overload_requests_total", vec![], r.requests as f64);
-        f.push("overload_responses_total", vec![], r.responses as f64);
-        f.push("overload_ok_responses_total", vec![], r.ok as f64);
+        self.push(&mut f, "overload_requests_total", vec![], r.requests as f64);
+        self.push(
+            &mut f,
+            "overload_responses_total",
+            vec![],
+            r.responses as f64,
+        );
+        self.push(&mut f, "overload_ok_responses_total", vec![], r.ok as f64);
         for k in ErrorKind::ALL {
-            f.push(
+            self.push(
+                &mut f,
                 "overload_errors_total",
                 vec![("kind", k.name().to_string())],
                 r.errors[k.index()] as f64,
             );
         }
         self.offered_points(&mut f);
-        f.push("overload_in_flight", vec![], r.in_flight as f64);
-        f.push("overload_connections", vec![], r.connections as f64);
-        f.push("overload_generator_cpu_cores", vec![], cpu_cores);
+        self.push(&mut f, "overload_in_flight", vec![], r.in_flight as f64);
+        self.push(&mut f, "overload_connections", vec![], r.connections as f64);
+        self.push(&mut f, "overload_generator_cpu_cores", vec![], cpu_cores);
         f
     }
 
     fn offered_points(&self, f: &mut Frame) {
         match self.offered {
-            Offered::Rate(r) => f.push("overload_offered_rate", vec![], r),
-            Offered::Users(u) => f.push("overload_users", vec![], u as f64),
+            Offered::Rate(r) => self.push(f, "overload_offered_rate", vec![], r),
+            Offered::Users(u) => self.push(f, "overload_users", vec![], u as f64),
         }
     }
 
@@ -387,29 +412,50 @@ impl FrameMaker {
             start_ms: self.start_ms,
             points: Vec::new(),
         };
-        f.push("overload_requests_total", vec![], s.requests as f64);
-        f.push("overload_responses_total", vec![], s.responses as f64);
-        f.push("overload_ok_responses_total", vec![], s.ok_count() as f64);
+        self.push(&mut f, "overload_requests_total", vec![], s.requests as f64);
+        self.push(
+            &mut f,
+            "overload_responses_total",
+            vec![],
+            s.responses as f64,
+        );
+        self.push(
+            &mut f,
+            "overload_ok_responses_total",
+            vec![],
+            s.ok_count() as f64,
+        );
         for k in ErrorKind::ALL {
             let n = s.errors.get(k.name()).copied().unwrap_or(0);
-            f.push(
+            self.push(
+                &mut f,
                 "overload_errors_total",
                 vec![("kind", k.name().to_string())],
                 n as f64,
             );
         }
         self.offered_points(&mut f);
-        f.push("overload_in_flight", vec![], 0.0);
-        f.push("overload_connections", vec![], 0.0);
+        self.push(&mut f, "overload_in_flight", vec![], 0.0);
+        self.push(&mut f, "overload_connections", vec![], 0.0);
         for n in s.names.iter().take(cap) {
             let name = || vec![("name", n.name.clone())];
-            f.push("overload_name_responses_total", name(), n.responses as f64);
-            f.push("overload_name_errors_total", name(), n.error_count as f64);
+            self.push(
+                &mut f,
+                "overload_name_responses_total",
+                name(),
+                n.responses as f64,
+            );
+            self.push(
+                &mut f,
+                "overload_name_errors_total",
+                name(),
+                n.error_count as f64,
+            );
             let rt = &n.response_time_ms;
             for (q, ms) in [("0.5", rt.p50), ("0.95", rt.p95), ("0.99", rt.p99)] {
                 let mut l = name();
                 l.push(("quantile", q.to_string()));
-                f.push("overload_name_response_time_seconds", l, ms / 1e3);
+                self.push(&mut f, "overload_name_response_time_seconds", l, ms / 1e3);
             }
         }
         (f, s.names.len().saturating_sub(cap))
@@ -434,23 +480,38 @@ mod tests {
         }
     }
 
-    fn second(responses: u64, p99_us: u64) -> SecondBucket {
-        SecondBucket {
+    /// The point of second `t` of the run's clock.
+    fn second(t: f64, responses: u64, p99_ms: f64) -> SeriesPoint {
+        let some = |v| (responses > 0).then_some(v);
+        SeriesPoint {
+            t,
             responses,
             ok: responses.saturating_sub(5),
-            send_lag_sum_us: responses * 1_000,
-            p50_us: 1_000,
-            p95_us: 5_000,
-            p99_us,
-            ..SecondBucket::default()
+            send_lag_mean_ms: 1.0,
+            response_time_p50_ms: some(1.0),
+            response_time_p95_ms: some(5.0),
+            response_time_p99_ms: some(p99_ms),
+            step: 0,
+            offered: 100.0,
+            warmup: false,
+            errors: 0,
+            bytes_in: 0,
+            response_time_mean_ms: 1.0,
+            response_time_max_ms: p99_ms,
+            server: None,
         }
     }
 
     /// The counters are the totals, in base units.
     #[test]
     fn a_frame_holds_the_totals() {
-        let fm = FrameMaker::new(Offered::Rate(200.0));
+        let fm = FrameMaker::new(Offered::Rate(200.0), 2, 0);
         let f = fm.frame_at(1_000, &reading(), 0.25);
+        // Every point says its step.
+        assert!(f
+            .points
+            .iter()
+            .all(|p| p.labels.contains(&("step", "2".to_string()))));
         assert_eq!(f.value("overload_responses_total", &[]), Some(100.0));
         assert_eq!(f.value("overload_ok_responses_total", &[]), Some(90.0));
         assert_eq!(
@@ -475,12 +536,12 @@ mod tests {
     /// answered in sends no percentiles (a zero would read as a fast server).
     #[test]
     fn every_second_is_sent_once_at_its_end() {
-        let mut fm = FrameMaker::new(Offered::Users(5));
-        let start = fm.start_ms;
-        let mut closed = vec![second(50, 9_000)];
+        let origin = 1_000_000;
+        let mut fm = FrameMaker::new(Offered::Users(5), 0, origin);
+        let mut closed = vec![second(0.0, 50, 9.0)];
         let a = fm.seconds(&closed);
         assert_eq!(a.len(), 1);
-        assert_eq!(a[0].at_ms, start + 1_000);
+        assert_eq!(a[0].at_ms, origin + 1_000);
         assert_eq!(a[0].value("overload_throughput", &[]), Some(50.0));
         assert_eq!(
             a[0].value("overload_response_time_seconds", &[("quantile", "0.99")]),
@@ -488,11 +549,11 @@ mod tests {
         );
         assert_eq!(a[0].value("overload_send_lag_seconds", &[]), Some(0.001));
         assert!(fm.seconds(&closed).is_empty());
-        closed.push(SecondBucket::default());
-        closed.push(second(70, 12_000));
+        closed.push(second(1.0, 0, 0.0));
+        closed.push(second(2.0, 70, 12.0));
         let b = fm.seconds(&closed);
         assert_eq!(
-            b.iter().map(|f| f.at_ms - start).collect::<Vec<_>>(),
+            b.iter().map(|f| f.at_ms - origin).collect::<Vec<_>>(),
             [2_000, 3_000]
         );
         assert_eq!(b[0].value("overload_response_time_seconds", &[]), None);
@@ -501,7 +562,7 @@ mod tests {
             b[1].value("overload_response_time_seconds", &[("quantile", "0.99")]),
             Some(0.012)
         );
-        let f = fm.frame_at(start + 3_000, &reading(), 0.0);
+        let f = fm.frame_at(origin + 3_000, &reading(), 0.0);
         assert_eq!(f.value("overload_users", &[]), Some(5.0));
         assert_eq!(f.value("overload_throughput", &[]), None);
     }
@@ -519,10 +580,14 @@ mod tests {
             ..Default::default()
         };
         let mut f = Frame::default();
-        f.add_server(std::slice::from_ref(&sample));
+        f.add_server(std::slice::from_ref(&sample), "0");
         let families = crate::observe::prom_export::families(&[sample]);
         let rows: usize = families.iter().map(|f| f.rows.len()).sum();
         assert_eq!(f.points.len(), rows);
+        assert!(f
+            .points
+            .iter()
+            .all(|p| p.labels.last() == Some(&("step", "0".into()))));
         assert!(f.points.len() > 2);
         let busy = f
             .points
@@ -553,7 +618,7 @@ mod tests {
                 ..Default::default()
             });
         }
-        let (f, left_out) = FrameMaker::new(Offered::Rate(1.0)).final_frame(&s, 3);
+        let (f, left_out) = FrameMaker::new(Offered::Rate(1.0), 0, 0).final_frame(&s, 3);
         assert_eq!(left_out, 2);
         assert_eq!(f.value("overload_responses_total", &[]), Some(42.0));
         assert_eq!(

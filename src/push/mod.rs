@@ -87,68 +87,93 @@ impl Target {
     }
 }
 
-/// The pushers of one run and what builds their frames: fed by the per-second loop
-/// ([`RunPush::tick`]), ended with the run's summary ([`RunPush::finish`]).
+/// The pushers of one run and what builds their frames: fed each engine tick of each step
+/// ([`RunPush::tick`]), each stored step ([`RunPush::step_done`]), ended once
+/// ([`RunPush::finish`]). The run lifecycle's sink drives it, for every run kind.
 pub struct RunPush {
     pushers: Vec<Pusher>,
-    maker: frame::FrameMaker,
+    /// The step in progress.
+    maker: Option<frame::FrameMaker>,
 }
 
 impl RunPush {
-    /// Starts a pusher per target (none: every call is a no-op).
-    pub fn start(targets: &[Target], labels: Labels, offered: frame::Offered) -> RunPush {
+    /// Starts a pusher per target.
+    pub fn start(targets: &[Target], labels: Labels) -> RunPush {
         RunPush {
             pushers: targets.iter().map(|t| t.start(labels.clone())).collect(),
-            maker: frame::FrameMaker::new(offered),
+            maker: None,
         }
     }
 
-    /// Nothing to push to.
-    pub fn none() -> RunPush {
-        RunPush::start(&[], Labels::default(), frame::Offered::Users(0))
-    }
-
-    /// One second of the run: the engine's live counters, with the observed server's newest
-    /// samples when observed. Only queues: never waits on a sink.
-    pub fn tick(&mut self, ctl: &crate::engine::Control, server: &[crate::observe::Sample]) {
-        if self.pushers.is_empty() {
+    /// A tick of step `index` at `offered` (this generator's share): its seconds closed
+    /// since the last tick (`series`: the step's closed seconds so far, on the run's clock
+    /// whose origin is `origin_ms`), then its counters, with the observed server's newest
+    /// samples. Only queues: never waits on a sink.
+    pub fn tick(
+        &mut self,
+        index: usize,
+        offered: Offered,
+        ctl: &crate::engine::Control,
+        series: &[crate::store::SeriesPoint],
+        origin_ms: u64,
+        server: &[crate::observe::Sample],
+    ) {
+        let step = index.to_string();
+        if self.maker.as_ref().is_none_or(|m| m.step() != step) {
+            self.maker = Some(frame::FrameMaker::new(offered, index, origin_ms));
+        }
+        let Some(maker) = self.maker.as_mut() else {
             return;
-        }
-        let seconds = self.maker.seconds(ctl.seconds().closed());
-        for f in seconds {
-            self.offer(f);
-        }
-        let mut f = self.maker.frame(&Reading::of(ctl));
-        f.add_server(server);
-        self.offer(f);
+        };
+        let mut frames = maker.seconds(series);
+        let mut now = maker.frame(&Reading::of(ctl));
+        now.add_server(server, &step);
+        frames.push(now);
+        self.offer(frames);
     }
 
-    fn offer(&self, f: Frame) {
-        if let Some((last, rest)) = self.pushers.split_last() {
-            for p in rest {
-                p.offer(f.clone());
+    /// Step `rec` ended with `series`: the seconds that closed after its last tick, then
+    /// its summary (the counters end on the figures its JSON holds, per name too).
+    pub fn step_done(
+        &mut self,
+        rec: &crate::store::StepRecord,
+        series: &[crate::store::SeriesPoint],
+    ) {
+        let s = &rec.summary;
+        let offered = match (s.offered_rate, s.users) {
+            (Some(r), _) => Offered::Rate(r),
+            (None, u) => Offered::Users(u.unwrap_or(0)),
+        };
+        let origin_ms = rec
+            .start_unix_ms
+            .saturating_sub((rec.start_s * 1000.0).round() as u64);
+        let mut maker = match self.maker.take() {
+            Some(m) if m.step() == rec.step.to_string() => m,
+            _ => frame::FrameMaker::new(offered, rec.step, origin_ms),
+        };
+        let mut frames = maker.seconds(series);
+        let (last, left_out) = maker.final_frame(s, NAME_CAP);
+        frames.push(last);
+        for p in &self.pushers {
+            p.names_left_out(left_out);
+        }
+        self.offer(frames);
+    }
+
+    fn offer(&self, frames: Vec<Frame>) {
+        for f in frames {
+            if let Some((last, rest)) = self.pushers.split_last() {
+                for p in rest {
+                    p.offer(f.clone());
+                }
+                last.offer(f);
             }
-            last.offer(f);
         }
     }
 
-    /// The run ended: the seconds that closed after the last tick (`seconds`: the run's
-    /// whole series), then its summary go out as the last frames (the counters end on the
-    /// JSON's figures); each pusher gets [`DRAIN_DEADLINE`] to deliver, together.
-    pub fn finish(
-        mut self,
-        ended: Option<(&crate::metrics::Summary, &[crate::metrics::SecondBucket])>,
-    ) -> Vec<PushReport> {
-        if let Some((s, seconds)) = ended.filter(|_| !self.pushers.is_empty()) {
-            for f in self.maker.seconds(seconds) {
-                self.offer(f);
-            }
-            let (f, left_out) = self.maker.final_frame(s, NAME_CAP);
-            for p in &self.pushers {
-                p.names_left_out(left_out);
-            }
-            self.offer(f);
-        }
+    /// The run ended: each pusher gets [`DRAIN_DEADLINE`] to deliver what is queued, all of
+    /// them together.
+    pub fn finish(self) -> Vec<PushReport> {
         let deadline = std::time::Instant::now() + DRAIN_DEADLINE;
         self.pushers
             .into_iter()

@@ -107,7 +107,7 @@ mod tests {
     /// attributes of every point.
     #[test]
     fn encoded_export_decodes_back() {
-        let fm = FrameMaker::new(Offered::Users(4));
+        let fm = FrameMaker::new(Offered::Users(4), 0, 0);
         let r = Reading {
             responses: 7,
             ..Reading::default()
@@ -115,8 +115,7 @@ mod tests {
         let f = fm.frame_at(5_000, &r, 0.0);
         let run = Labels {
             run: "shop".into(),
-            segment: "1/1".into(),
-            step: "0".into(),
+            segment: "0/1".into(),
         };
         let body = encode(&[f], &run);
         let req: ExportMetricsServiceRequest = prost::Message::decode(body.as_slice()).unwrap();

@@ -124,7 +124,6 @@ mod tests {
         Labels {
             run: "shop".into(),
             segment: "1/2".into(),
-            step: "0".into(),
         }
     }
 
@@ -132,7 +131,7 @@ mod tests {
     /// sorted label names, samples in time order.
     #[test]
     fn encoded_request_decodes_back() {
-        let fm = FrameMaker::new(Offered::Rate(100.0));
+        let fm = FrameMaker::new(Offered::Rate(100.0), 0, 0);
         let mut r = Reading {
             responses: 10,
             ..Reading::default()

@@ -123,6 +123,7 @@ impl<F: FnMut(usize, f64) -> Shape> Executor for Scripted<F> {
             series: Vec::new(),
             interrupted,
             notes: Vec::new(),
+            engine: None,
         })
     }
 

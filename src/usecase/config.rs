@@ -6,15 +6,11 @@
 //! Errors name the command-line flag, since that is how users meet these options; the
 //! experiment validates its TOML keys before it builds these, with errors naming the key.
 use crate::engine::tls::{TlsClient, TlsClientOptions, TlsVersion};
-use crate::engine::{Arrival, EngineConfig, Http2, Load, Pick, Prepared, Protocol, Reuse};
-use crate::fsutil::{read_capped, MAX_BODY_FILE};
-use crate::metrics::ProtocolChoice;
-use crate::plan::access_log::{read_access_log, AccessLog, Keep, LogFormat, LoggedRequest};
+use crate::engine::{Arrival, Http2, Load, Pick};
+use crate::fsutil::read_capped;
+use crate::plan::access_log::LogFormat;
 use crate::plan::segment::check_start_at;
-use crate::plan::{
-    check_headers, parse_headers, parse_method, read_urls_file, RequestSpec, Segment, Url,
-};
-use crate::url::Scheme;
+use crate::plan::Segment;
 use crate::Error;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -166,7 +162,7 @@ const MAX_PEM_FILE: u64 = 1 << 20;
 
 impl TlsConfig {
     /// Any option that only makes sense for https:// URLs was given.
-    fn any_set(&self) -> bool {
+    pub fn any_set(&self) -> bool {
         let d = TlsConfig::default();
         self.cacert.is_some()
             || self.ca_pem.is_some()
@@ -358,6 +354,11 @@ pub struct Output {
     pub live_listen: Option<std::net::SocketAddr>,
     /// Write HdrHistogram's interval log here when the run ends (`--hdr-log`).
     pub hdr_log: Option<PathBuf>,
+    /// The run's title, in free words (`--title`).
+    pub title: Option<String>,
+    /// Push the run's figures once a second to these sinks (`--prometheus-remote-write`,
+    /// `--otlp`).
+    pub push: Vec<crate::push::Target>,
 }
 
 impl Output {
@@ -406,29 +407,6 @@ impl SegmentConfig {
         Ok(())
     }
 
-    /// Waits for `--start-at` (cut short by SIGINT); false when interrupted.
-    pub fn wait_for_start(&self, quiet: bool) -> bool {
-        let Some(at) = self.start_at_ms else {
-            return true;
-        };
-        let now = crate::clock::unix_ms();
-        if at > now && !quiet {
-            crate::eoutln!(
-                "waiting {:.1} s for --start-at {}",
-                (at - now) as f64 / 1e3,
-                crate::units::fmt_unix_ms(at)
-            );
-        }
-        while crate::clock::unix_ms() < at {
-            if crate::signals::interrupted() {
-                return false;
-            }
-            let left = at.saturating_sub(crate::clock::unix_ms());
-            std::thread::sleep(Duration::from_millis(left.min(50)));
-        }
-        true
-    }
-
     /// The results' record of the split (run.json's config): `None` for a whole plan.
     pub fn record(&self) -> serde_json::Value {
         if self.segment.is_whole() && self.start_at_ms.is_none() {
@@ -449,390 +427,18 @@ pub fn parse_slo(text: Option<&str>) -> crate::Result<Option<crate::analysis::Sl
         .map_err(Error::usage)
 }
 
-/// The request mix, resolved; rendered for the engine by [`base_config_of`].
-pub struct Mix {
-    pub addrs: Vec<SocketAddr>,
-    requests: Unrendered,
-    pub pick: Pick,
-    /// The URLs, for display and the results.
-    pub urls: Vec<String>,
-    /// https:// URLs: each address with its host name (SNI, certificate check); empty for
-    /// http://. A mix is all one or all the other.
-    pub tls_servers: Vec<(SocketAddr, String)>,
-    /// `--scenario`: the loaded file the users follow (`requests` is then empty).
-    pub scenario: Option<std::sync::Arc<crate::scenario::Plan>>,
-    /// The requests' names (`Prepared::name` indexes it).
-    pub names: Vec<String>,
-    /// An access log's mix: running sums of the requests' counts (`Pick::Weighted`).
-    pub weights: Vec<u64>,
-    /// An access log replayed on its clock (`--replay-speed`).
-    pub replay: Option<std::sync::Arc<crate::engine::Replay>>,
-    /// Which answers count as success (`--ok-status`): set from the request configuration,
-    /// or from the step a generator agent received.
-    pub ok_status: crate::metrics::OkStatus,
-}
-
-/// A mix's requests before rendering: the engine's forms of a request (kept-alive, closing,
-/// HTTP/2) are rendered once the run's protocol and connection reuse are known, and only
-/// those it sends, so that an access log of a million distinct requests costs one rendering
-/// of each.
-enum Unrendered {
-    /// Each request its own spec (URL arguments, `--urls`, an agent's step), with its server
-    /// (an index into `addrs`) and name.
-    Specs(Vec<(RequestSpec, usize, u16)>),
-    /// An access log: the one server's spec (the URL argument and `-H` headers), whose method
-    /// and target each distinct request replaces, and each one's name.
-    Log {
-        base: RequestSpec,
-        requests: Vec<LoggedRequest>,
-        names: Vec<u16>,
-    },
-    /// A scenario: its users render their own requests.
-    None,
-}
-
-impl RequestConfig {
-    pub fn specs(&self) -> crate::Result<Vec<RequestSpec>> {
-        let method = parse_method(&self.method).map_err(|e| Error::usage(format!("-X: {e}")))?;
-        let headers = parse_headers(&self.headers).map_err(|e| Error::usage(format!("-H: {e}")))?;
-        let body = match &self.body {
-            None => None,
-            Some(b) => match b.strip_prefix('@') {
-                Some(path) => Some(
-                    read_capped(path.as_ref(), MAX_BODY_FILE, "--body").map_err(Error::usage)?,
-                ),
-                None => Some(b.as_bytes().to_vec()),
-            },
-        };
-        let mut specs = Vec::new();
-        for u in &self.urls {
-            let url = Url::parse(u).map_err(|e| Error::usage(format!("URL {e}")))?;
-            specs.push(RequestSpec {
-                method: method.clone(),
-                url,
-                headers: headers.clone(),
-                body: body.clone(),
-            });
-        }
-        if let Some(a) = &self.access_log {
-            return self.logged_specs(a, method, headers);
-        }
-        if let Some(f) = &self.urls_file {
-            for mut s in read_urls_file(f).map_err(Error::usage)? {
-                s.headers.extend(headers.iter().cloned());
-                specs.push(s);
-            }
-        }
-        if specs.is_empty() {
-            return Err(Error::usage(
-                "no URL given (pass URL arguments or --urls FILE)",
-            ));
-        }
-        Ok(specs)
-    }
-
-    /// A scenario file instead of URLs: loaded and checked now, before any connection. A URL
-    /// argument is the server its relative URLs (`/login`) go to.
-    fn scenario_mix(&self, s: &ScenarioSource) -> crate::Result<Mix> {
-        let (flag, what) = match s.format {
-            crate::scenario::Format::Toml => ("--scenario", "scenario"),
-            crate::scenario::Format::Har(_) => ("--har", "HAR"),
-            crate::scenario::Format::Wsesslog { .. } => ("--wsesslog", "session log"),
-        };
-        if self.urls.len() > 1 || self.urls_file.is_some() {
-            return Err(Error::usage(format!(
-                "{flag} takes at most one URL (the server of its relative URLs), and no --urls"
-            )));
-        }
-        if self.body.is_some() || !self.headers.is_empty() || self.method != "GET" {
-            return Err(Error::usage(format!(
-                "{flag}: methods, headers and bodies come from the file, not -X, -H, --body"
-            )));
-        }
-        let (plan, note) = crate::scenario::load_as(
-            &s.file,
-            s.format,
-            self.urls.first().map(String::as_str),
-            s.max_body_capture,
-        )
-        .map_err(Error::usage)?;
-        if let Some(note) = note {
-            crate::eoutln!("overload: {note}");
-        }
-        let servers = &plan.servers;
-        Ok(Mix {
-            addrs: servers.iter().map(|s| s.addr).collect(),
-            requests: Unrendered::None,
-            pick: self.pick,
-            urls: vec![format!("{what} {}", crate::fsutil::shown(&s.file))],
-            tls_servers: servers
-                .iter()
-                .filter(|s| s.https)
-                .map(|s| (s.addr, s.host.clone()))
-                .collect(),
-            names: plan.names.clone(),
-            scenario: Some(std::sync::Arc::new(plan)),
-            weights: Vec::new(),
-            replay: None,
-            ok_status: crate::metrics::OkStatus::default(),
-        })
-    }
-
-    /// An access log's distinct requests as specs, sent to the origin of the one URL given
-    /// (what a controller sends its generators).
-    fn logged_specs(
-        &self,
-        a: &AccessLogConfig,
-        method: String,
-        headers: Vec<(String, String)>,
-    ) -> crate::Result<Vec<RequestSpec>> {
-        let (base, log) = self.read_log(a, &method)?;
-        let mut specs = Vec::with_capacity(log.requests.len());
-        for r in log.requests {
-            let mut url = base.clone();
-            url.target = r.target.into();
-            specs.push(RequestSpec {
-                method: r.method.to_string(),
-                url,
-                headers: headers.clone(),
-                body: None,
-            });
-        }
-        Ok(specs)
-    }
-
-    /// The URL argument (the server an access log's requests go to) and the log, read:
-    /// weights (its counts) and arrivals (its clock).
-    fn read_log(&self, a: &AccessLogConfig, method: &str) -> crate::Result<(Url, AccessLog)> {
-        let base = match (self.urls.as_slice(), &self.urls_file) {
-            ([one], None) => Url::parse(one).map_err(|e| Error::usage(format!("URL {e}")))?,
-            _ => {
-                return Err(Error::usage(
-                    "--access-log takes the one URL of the server to send its requests to \
-                     (its path is ignored), and no --urls",
-                ))
-            }
-        };
-        if self.body.is_some() || method != "GET" {
-            return Err(Error::usage(
-                "--access-log sends each line's own method, without a body: drop -X and --body",
-            ));
-        }
-        // A weighted mix needs each request's count only; a replay, each line's time too.
-        let keep = match a.replay_speed {
-            Some(_) => Keep::Arrivals,
-            None => Keep::Counts,
-        };
-        let log = read_access_log(&a.path, a.format, a.allow_unsafe_methods, keep)
-            .map_err(Error::usage)?;
-        if let Some(note) = log.skipped_note() {
-            crate::eoutln!("overload: {note}");
-        }
-        Ok((base, log))
-    }
-
-    /// An access log's mix: its distinct requests, all to the URL argument's server (resolved
-    /// once), picked by their counts or replayed on the log's clock.
-    fn log_mix(&self, a: &AccessLogConfig) -> crate::Result<Mix> {
-        let method = parse_method(&self.method).map_err(|e| Error::usage(format!("-X: {e}")))?;
-        let headers = parse_headers(&self.headers).map_err(|e| Error::usage(format!("-H: {e}")))?;
-        let (url, mut log) = self.read_log(a, &method)?;
-        let addr = url
-            .resolve()
-            .map_err(|e| Error::usage(format!("URL '{}': {e}", url.origin())))?;
-        let mut names = crate::plan::naming::Names::new();
-        let request_names = log
-            .requests
-            .iter()
-            .map(|r| names.index(&crate::plan::naming::name_of_target(&r.target)))
-            .collect();
-        let (weights, replay) = match a.replay_speed {
-            Some(speed) => {
-                let scale = |ns: u64| (ns as f64 / speed).round() as u64;
-                // Scaled in place and moved: a replay holds 12 bytes a line, once.
-                let mut at_ns = std::mem::take(&mut log.at_ns);
-                for t in &mut at_ns {
-                    *t = scale(*t);
-                }
-                let replay = crate::engine::Replay {
-                    at_ns,
-                    requests: std::mem::take(&mut log.order),
-                    span_ns: scale(log.span_ns).max(1),
-                };
-                (Vec::new(), Some(std::sync::Arc::new(replay)))
-            }
-            None => {
-                let weights = log
-                    .requests
-                    .iter()
-                    .scan(0u64, |sum, r| {
-                        *sum += r.count;
-                        Some(*sum)
-                    })
-                    .collect();
-                (weights, None)
-            }
-        };
-        Ok(Mix {
-            addrs: vec![addr],
-            pick: if replay.is_some() {
-                self.pick
-            } else {
-                Pick::Weighted
-            },
-            urls: vec![format!(
-                "access log {} ({} distinct requests)",
-                crate::fsutil::shown(&a.path),
-                log.requests.len()
-            )],
-            tls_servers: match url.scheme {
-                Scheme::Https => vec![(addr, url.host.clone())],
-                Scheme::Http => Vec::new(),
-            },
-            scenario: None,
-            names: names.into_vec(),
-            weights,
-            replay,
-            ok_status: crate::metrics::OkStatus::default(),
-            requests: Unrendered::Log {
-                base: RequestSpec {
-                    method,
-                    url,
-                    headers,
-                    body: None,
-                },
-                requests: log.requests,
-                names: request_names,
-            },
-        })
-    }
-
-    /// Resolves hosts (once, before the run); [`base_config_of`] renders the requests.
-    pub fn mix(&self) -> crate::Result<Mix> {
-        if let Some(s) = &self.scenario {
-            return self.scenario_mix(s);
-        }
-        if let Some(a) = &self.access_log {
-            return self.log_mix(a);
-        }
-        Mix::of(self.specs()?, self.pick)
-    }
-}
-
-impl Mix {
-    /// Resolves the hosts of `specs` (once, before the run) and renders every request; a
-    /// generator agent builds its mix from a step sent as data the same way.
-    pub fn of(specs: Vec<RequestSpec>, pick: Pick) -> crate::Result<Mix> {
-        let mut addrs: Vec<SocketAddr> = Vec::new();
-        let mut requests = Vec::new();
-        let mut urls = Vec::new();
-        let mut tls_servers: Vec<(SocketAddr, String)> = Vec::new();
-        let mut names = crate::plan::naming::Names::new();
-        let scheme = specs
-            .first()
-            .ok_or_else(|| Error::usage("no URL given"))?
-            .url
-            .scheme;
-        for mut s in specs {
-            let shown = format!("{}{}", s.url.origin(), s.url.target);
-            // The checks of -X and -H, for requests that did not come through them (a file's
-            // lines, a controller's step): what is rendered below is sent as it is.
-            let bad = |e: String| Error::usage(format!("URL '{shown}': {e}"));
-            s.method = parse_method(&s.method).map_err(bad)?;
-            s.headers = check_headers(&s.headers).map_err(bad)?;
-            if s.url.scheme != scheme {
-                return Err(Error::usage(format!(
-                    "URL '{shown}': a run's URLs are all http:// or all https://"
-                )));
-            }
-            let addr = s
-                .url
-                .resolve()
-                .map_err(|e| Error::usage(format!("URL '{shown}': {e}")))?;
-            let idx = match addrs.iter().position(|a| *a == addr) {
-                Some(i) => i,
-                None => {
-                    addrs.push(addr);
-                    if scheme == Scheme::Https {
-                        tls_servers.push((addr, s.url.host.clone()));
-                    }
-                    addrs.len() - 1
-                }
-            };
-            // The engine names a TLS server by its address: one host per address.
-            if scheme == Scheme::Https && tls_servers[idx].1 != s.url.host {
-                return Err(Error::usage(format!(
-                    "URL '{shown}': hosts '{}' and '{}' share the address {addr}; one https \
-                     host per address is supported",
-                    tls_servers[idx].1, s.url.host
-                )));
-            }
-            urls.push(format!("{} {shown}", s.method));
-            let name = names.index(&crate::plan::naming::name_of_target(&s.url.target));
-            requests.push((s, idx, name));
-        }
-        Ok(Mix {
-            addrs,
-            requests: Unrendered::Specs(requests),
-            pick,
-            urls,
-            tls_servers,
-            scenario: None,
-            names: names.into_vec(),
-            weights: Vec::new(),
-            replay: None,
-            ok_status: crate::metrics::OkStatus::default(),
-        })
-    }
-
-    /// The first request sent to `addrs[addr]`, as an index into the mix's requests.
-    pub fn first_request_to(&self, addr: usize) -> Option<usize> {
-        match &self.requests {
-            Unrendered::Specs(specs) => specs.iter().position(|(_, a, _)| *a == addr),
-            Unrendered::Log { requests, .. } => (addr == 0 && !requests.is_empty()).then_some(0),
-            Unrendered::None => None,
-        }
-    }
-
-    /// The engine's requests, in the forms the run sends; each spec is dropped once rendered.
-    fn render(requests: Unrendered, protocol: Protocol, reuse: Reuse) -> Vec<Prepared> {
-        match requests {
-            Unrendered::Specs(specs) => specs
-                .into_iter()
-                .map(|(s, addr, name)| protocol.prepare(&s, reuse, addr, name))
-                .collect(),
-            Unrendered::Log {
-                mut base,
-                requests,
-                names,
-            } => {
-                let mut out = Vec::with_capacity(requests.len());
-                for (r, name) in requests.into_iter().zip(names) {
-                    if *base.method != *r.method {
-                        base.method = r.method.to_string();
-                    }
-                    base.url.target = r.target.into();
-                    out.push(protocol.prepare(&base, reuse, 0, name));
-                }
-                out
-            }
-            Unrendered::None => Vec::new(),
-        }
-    }
-}
-
 /// Most `--streams`: beyond what servers allow (nginx 128, h2o 100, Go 250) by far.
 const MAX_STREAMS: u32 = 65_536;
 
 impl ConnConfig {
     /// The protocol the run speaks as `choice` chose it, with this run's HTTP/2 settings.
-    fn protocol_of(&self, choice: &ProtocolChoice) -> Protocol {
+    pub fn protocol_of(&self, choice: &crate::metrics::ProtocolChoice) -> crate::engine::Protocol {
         if choice.version == "2" {
-            Protocol::Http2(Http2 {
+            crate::engine::Protocol::Http2(Http2 {
                 streams: self.streams,
             })
         } else {
-            Protocol::Http1
+            crate::engine::Protocol::Http1
         }
     }
 
@@ -875,113 +481,4 @@ impl ConnConfig {
         self.threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
     }
-}
-
-/// https: the TLS client, offering by ALPN the protocol the run will speak, the HTTP/2
-/// settings when it is h2, and how it was chosen. `--http auto` asks the first server once
-/// which it picks from both (the engine speaks one protocol per run); a server that cannot be
-/// asked gets HTTP/1.1, the choice saying why, and the run's errors too.
-fn tls_and_protocol(
-    conn: &ConnConfig,
-    servers: &[(SocketAddr, String)],
-) -> crate::Result<(Option<TlsClient>, Protocol, ProtocolChoice)> {
-    let with_alpn = |alpn: &[&str]| {
-        let mut t = conn.tls.clone();
-        t.alpn = alpn.iter().map(|p| p.to_string()).collect();
-        t.client(servers)
-    };
-    let choice = match conn.http {
-        HttpVersion::V2 => ProtocolChoice::new("2", "http-flag"),
-        HttpVersion::V1 => ProtocolChoice::new("1.1", "http-flag"),
-        HttpVersion::Auto if !conn.keep_alive => ProtocolChoice::new("1.1", "no-keep-alive"),
-        HttpVersion::Auto => {
-            let probe = with_alpn(&["h2", "http/1.1"])?;
-            match probe.negotiate(servers[0].0, conn.connect_timeout) {
-                Ok(p) if p.as_deref() == Some(b"h2".as_slice()) => ProtocolChoice::new("2", "alpn"),
-                Ok(_) => ProtocolChoice::new("1.1", "alpn"),
-                Err(e) => ProtocolChoice {
-                    fallback: Some(e),
-                    ..ProtocolChoice::new("1.1", "alpn-probe-failed")
-                },
-            }
-        }
-    };
-    let protocol = conn.protocol_of(&choice);
-    let client = with_alpn(&[protocol.alpn()])?;
-    Ok((Some(client), protocol, choice))
-}
-
-/// The engine configuration shared by run, sweep and capacity (the load itself aside).
-pub fn base_config(
-    request: &RequestConfig,
-    conn: &ConnConfig,
-    load: Load,
-    duration: Option<Duration>,
-    max_requests: Option<u64>,
-    warmup: Duration,
-) -> crate::Result<(EngineConfig, Vec<String>)> {
-    conn.validate()?;
-    let mut mix = request.mix()?;
-    mix.ok_status = request.ok_status;
-    base_config_of(mix, conn, load, duration, max_requests, warmup)
-}
-
-/// As [`base_config`], for a mix already resolved (a generator agent's step).
-pub fn base_config_of(
-    mix: Mix,
-    conn: &ConnConfig,
-    load: Load,
-    duration: Option<Duration>,
-    max_requests: Option<u64>,
-    warmup: Duration,
-) -> crate::Result<(EngineConfig, Vec<String>)> {
-    conn.validate()?;
-    check_load(&load)?;
-    let (tls, protocol, choice) = if mix.tls_servers.is_empty() {
-        if conn.tls.any_set() {
-            return Err(Error::usage(
-                "TLS options (--cacert, --insecure, --client-cert, --tls-*) need https:// URLs",
-            ));
-        }
-        let choice = match conn.http {
-            HttpVersion::V2 => ProtocolChoice::new("2", "http-flag"),
-            HttpVersion::V1 => ProtocolChoice::new("1.1", "http-flag"),
-            HttpVersion::Auto => ProtocolChoice::new("1.1", "cleartext"),
-        };
-        (None, conn.protocol_of(&choice), choice)
-    } else {
-        tls_and_protocol(conn, &mix.tls_servers)?
-    };
-    let reuse = Reuse {
-        keep_alive: conn.keep_alive && conn.calls_per_connection != Some(1),
-        calls_per_connection: conn.calls_per_connection,
-    };
-    let requests = Mix::render(mix.requests, protocol, reuse);
-    let cfg = EngineConfig {
-        addrs: mix.addrs,
-        requests: std::sync::Arc::new(requests),
-        pick: mix.pick,
-        load,
-        duration,
-        max_requests,
-        warmup,
-        threads: conn.threads(),
-        keep_alive: reuse.keep_alive,
-        calls_per_connection: reuse.calls_per_connection,
-        timeout: conn.timeout,
-        connect_timeout: conn.connect_timeout,
-        seed: conn.seed,
-        pacing_slack: conn.pacing_slack,
-        segment: Segment::WHOLE,
-        tls,
-        protocol,
-        scenario: mix.scenario,
-        names: mix.names,
-        weights: std::sync::Arc::new(mix.weights),
-        replay: mix.replay,
-        max_sessions: OpenLoopConfig::default().max_sessions,
-        ok_status: mix.ok_status,
-        protocol_choice: choice,
-    };
-    Ok((cfg, mix.urls))
 }

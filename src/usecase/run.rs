@@ -1,389 +1,14 @@
 //! Run once: one load level held for a duration (or a request count), then a summary.
-use super::command::{self, Argv};
-use super::config::SegmentConfig;
-use super::config::{base_config, parse_slo, ConnConfig, OpenLoopConfig, RequestConfig};
-use super::results;
-use crate::analysis::Slo;
-use crate::engine::{self, Control, EngineConfig, Load, Outcome};
-use crate::metrics::Summary;
-use crate::observe::{ObserveArgs, StepObservation};
-use crate::report::{json, progress::Progress, terminal};
-use crate::runner::step::{live_series, RunClock};
+use super::config::parse_slo;
+use super::lifecycle::{Lifecycle, Pace};
+use super::outcome::RunOutcome;
+use super::run_config::{RunConfig, RunLoad};
+use crate::engine::Load;
+use crate::liverun::{json, summary as terminal};
 use crate::Error;
-use std::fmt;
-use std::path::PathBuf;
-use std::time::Duration;
 
-/// Open loop (a rate) or closed loop (users).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum RunLoad {
-    /// Requests per second on one global schedule.
-    Rate(f64),
-    /// Users, each holding one connection and waiting for its answer, with a think time.
-    Users {
-        users: usize,
-        think: Option<(Duration, Duration)>,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunConfig {
-    pub request: RequestConfig,
-    pub load: RunLoad,
-    pub open: OpenLoopConfig,
-    /// Length of the measured run; `None` with `requests` set: until the count is reached.
-    pub duration: Option<Duration>,
-    /// Stop after this many counted requests.
-    pub requests: Option<u64>,
-    /// Load sent before measuring starts (not counted).
-    pub warmup: Duration,
-    pub conn: ConnConfig,
-    /// Scale-out: this generator's part of the plan and the common start.
-    pub segment: SegmentConfig,
-    pub observe: ObserveArgs,
-    pub slo: Option<String>,
-    /// Write the summary as one JSON object here.
-    pub json: Option<PathBuf>,
-    pub quiet: bool,
-    /// Results folder (the sweep's layout, one step); with `report` and no folder:
-    /// `runs/<UTC time>-<name>`.
-    pub out: Option<PathBuf>,
-    /// Write a results folder and its report.html even without `out`.
-    pub report: bool,
-    /// Name of the run in its results folder [default: from the URL].
-    pub name: Option<String>,
-    /// Show the live view on the terminal (`tui`) instead of the progress line.
-    pub live_view: bool,
-    /// Write HdrHistogram's interval log here when the run ends (a results folder is then
-    /// written too, as with `report`).
-    pub hdr_log: Option<PathBuf>,
-    /// Serve the report page while the run goes on, its per-second series as they come:
-    /// `--live-port` (loopback) or `--live-listen` (a results folder is then written too).
-    pub live_port: Option<u16>,
-    pub live_listen: Option<std::net::SocketAddr>,
-    /// Push the run's figures once a second to these sinks (`--prometheus-remote-write`,
-    /// `--otlp`).
-    pub push: Vec<crate::push::Target>,
-}
-
-/// Users of the closed loop when neither a rate nor users are given.
-pub const DEFAULT_USERS: usize = 10;
-/// The measured length when neither a duration nor a request count is given.
-pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
-
-impl Default for RunConfig {
-    fn default() -> Self {
-        RunConfig {
-            request: RequestConfig::default(),
-            load: RunLoad::Users {
-                users: DEFAULT_USERS,
-                think: None,
-            },
-            open: OpenLoopConfig::default(),
-            duration: Some(DEFAULT_DURATION),
-            requests: None,
-            warmup: Duration::ZERO,
-            conn: ConnConfig::default(),
-            segment: SegmentConfig::default(),
-            observe: ObserveArgs::default(),
-            slo: None,
-            json: None,
-            quiet: false,
-            out: None,
-            report: false,
-            name: None,
-            live_view: false,
-            hdr_log: None,
-            live_port: None,
-            live_listen: None,
-            push: Vec::new(),
-        }
-    }
-}
-
-impl RunConfig {
-    /// Validates the configuration into an engine configuration (plus the URLs for display).
-    pub fn engine_config(&self) -> crate::Result<(EngineConfig, Vec<String>)> {
-        let load = match self.load {
-            RunLoad::Rate(rate) => {
-                self.open.validate()?;
-                self.open.load(rate)
-            }
-            RunLoad::Users { users, think } => Load::Closed {
-                users,
-                think: think.unwrap_or((Duration::ZERO, Duration::ZERO)),
-            },
-        };
-        crate::usecase::config::check_load(&load)?;
-        if self.duration.is_some_and(|d| d.is_zero()) {
-            return Err(Error::usage("--duration must be above zero"));
-        }
-        let replaying = self
-            .request
-            .access_log
-            .as_ref()
-            .is_some_and(|a| a.replay_speed.is_some());
-        if self.duration.is_none() && self.requests.is_none() && !replaying {
-            return Err(Error::usage("give --duration or --requests"));
-        }
-        if self.requests == Some(0) {
-            return Err(Error::usage("--requests must be at least 1"));
-        }
-        // Late by at most the run's length: past that this segment would miss the others.
-        let late = self.duration.unwrap_or(Duration::from_secs(1)) + self.warmup;
-        self.segment.validate(late, &[load])?;
-        let (mut cfg, urls) = base_config(
-            &self.request,
-            &self.conn,
-            load,
-            self.duration,
-            self.requests,
-            self.warmup,
-        )?;
-        cfg.segment = self.segment.segment;
-        cfg.max_sessions = self.open.max_sessions;
-        if let Some(r) = &cfg.replay {
-            // The log's clock is the schedule: the open loop at its mean rate, for as long as
-            // the log lasts (scaled) unless --duration cuts it.
-            self.open.validate()?;
-            // Above the engine's rate the send window (the scaled span) closes before much
-            // is sent: refuse, naming what would fit, rather than run and blame connections.
-            if r.rate() > crate::units::MAX_RATE {
-                let speed = self
-                    .request
-                    .access_log
-                    .as_ref()
-                    .and_then(|a| a.replay_speed)
-                    .unwrap_or(1.0);
-                let span = Duration::from_nanos((r.span_ns as f64 * speed) as u64);
-                return Err(Error::usage(format!(
-                    "--replay-speed {}: the log's {} lines in {} would go out at {} req/s, above \
-                     the supported {} req/s; use --replay-speed {} or less",
-                    crate::units::fmt_num(speed),
-                    r.at_ns.len(),
-                    crate::units::fmt_duration(span),
-                    crate::units::fmt_si(r.rate()),
-                    crate::units::fmt_si(crate::units::MAX_RATE),
-                    crate::units::fmt_num(speed * crate::units::MAX_RATE / r.rate()),
-                )));
-            }
-            cfg.load = self.open.load(r.rate());
-            let span = Duration::from_nanos(r.span_ns);
-            cfg.duration = Some(self.duration.map_or(span, |d| d.min(span)));
-        }
-        Ok((cfg, urls))
-    }
-
-    fn observing(&self) -> bool {
-        let o = &self.observe;
-        !o.watch.is_empty()
-            || !o.fpm_status.is_empty()
-            || !o.agent.is_empty()
-            || o.observe_port.is_some()
-    }
-}
-
-/// The equivalent `overload run …` command line.
-impl fmt::Display for RunConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut a = Argv::new("run");
-        command::request(&mut a, &self.request, &self.conn);
-        match self.load {
-            RunLoad::Rate(r) => {
-                command::open_loop(&mut a, &self.open);
-                a.opt("--rate", r.to_string());
-            }
-            RunLoad::Users { users, think } => {
-                command::think(&mut a, think);
-                a.opt("--users", users.to_string());
-            }
-        }
-        if self.observing() {
-            command::observe(&mut a, &self.observe);
-        }
-        command::segment(&mut a, &self.segment);
-        if let Some(d) = self.duration {
-            a.opt("--duration", command::dur(d));
-        }
-        if let Some(n) = self.requests {
-            a.opt("--requests", n.to_string());
-        }
-        if !self.warmup.is_zero() {
-            a.opt("--warmup", command::dur(self.warmup));
-        }
-        if let Some(s) = &self.slo {
-            a.opt("--slo", s.clone());
-        }
-        if let Some(j) = &self.json {
-            a.opt("--json", j.display().to_string());
-        }
-        if self.quiet {
-            a.arg("-q");
-        }
-        if let Some(o) = &self.out {
-            a.opt("--out", o.display().to_string());
-        }
-        if self.report {
-            a.arg("--report");
-        }
-        if let Some(n) = &self.name {
-            a.opt("--name", n.clone());
-        }
-        if let Some(p) = &self.hdr_log {
-            a.opt("--hdr-log", p.display().to_string());
-        }
-        for t in &self.push {
-            let flag = match t {
-                crate::push::Target::RemoteWrite(_) => "--prometheus-remote-write",
-                crate::push::Target::Otlp(_) => "--otlp",
-            };
-            a.opt(flag, t.shown());
-        }
-        a.fmt(f)
-    }
-}
-
-/// A run, ended.
-pub struct RunOutcome {
-    pub cfg: EngineConfig,
-    pub summary: Summary,
-    pub outcome: Outcome,
-    /// The server's side and the observer's warnings, when observed.
-    pub server: Option<(StepObservation, Vec<String>)>,
-    pub slo: Option<Slo>,
-    /// The results folder and its report, when one was asked for (`--out`, `--report`).
-    pub stored: Option<(PathBuf, PathBuf)>,
-    /// What each metrics sink got (`--prometheus-remote-write`, `--otlp`).
-    pub pushed: Vec<crate::push::PushReport>,
-}
-
-impl RunOutcome {
-    /// Why the run failed as a whole, in one line: no request succeeded (the dominant error),
-    /// or the plan was not carried out (`analysis::plan_carried_out`: over 1% of its arrivals
-    /// never sent). An interrupted run is not judged.
-    pub fn failure(&self) -> Option<String> {
-        if self.outcome.interrupted {
-            return None;
-        }
-        self.summary
-            .nothing_answered(&self.cfg.addrs[0].to_string())
-            .or_else(|| {
-                let g = terminal::generator_of(&self.outcome);
-                let n = crate::analysis::not_sent(&self.summary, &g)?;
-                (!n.plan_carried_out).then(|| {
-                    format!(
-                        "the plan was not carried out: {} of its {} arrivals ({:.2}%) were never sent; {}",
-                        n.count,
-                        n.intended,
-                        n.share * 100.0,
-                        n.why
-                    )
-                })
-            })
-    }
-
-    /// 130 when interrupted, 1 when nothing answered or the plan was not carried out, 3 when
-    /// the SLO failed, else 0.
-    pub fn exit_code(&self) -> i32 {
-        if self.outcome.interrupted {
-            130
-        } else if self.failure().is_some() {
-            1
-        } else if self.slo.as_ref().is_some_and(|s| !s.holds(&self.summary)) {
-            3
-        } else {
-            0
-        }
-    }
-}
-
-/// What is printed when the run ends: the summary, the server's side, the SLO verdict.
-impl fmt::Display for RunOutcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&terminal::summary(&self.summary, &self.outcome, &self.cfg))?;
-        if let Some((obs, warnings)) = &self.server {
-            f.write_str(&terminal::server(obs))?;
-            let (rate, users) = self.cfg.offered();
-            let mode = if users.is_some() { "closed" } else { "open" };
-            let level = rate.unwrap_or(users.unwrap_or(0) as f64);
-            for finding in crate::observe::findings(&[(level, obs)], mode) {
-                writeln!(f, "  • {finding}")?;
-            }
-            for w in warnings {
-                writeln!(f, "  ! {w}")?;
-            }
-        }
-        if !self.outcome.interrupted {
-            if let Some(slo) = &self.slo {
-                f.write_str(&terminal::slo_lines(slo, &self.summary))?;
-            }
-        }
-        for p in &self.pushed {
-            writeln!(f, "push:    {p}")?;
-        }
-        if let Some((dir, report)) = &self.stored {
-            writeln!(f, "\nreport:  {}", report.display())?;
-            writeln!(f, "results: {}", dir.display())?;
-        }
-        Ok(())
-    }
-}
-
-/// Runs the load and returns the summary (shared by `run` and the experiment's warm-up).
-pub fn execute(
-    cfg: &EngineConfig,
-    urls: &[String],
-    quiet: bool,
-) -> crate::Result<(Summary, Outcome)> {
-    execute_shown(
-        cfg,
-        urls,
-        quiet,
-        None,
-        None,
-        None,
-        &mut crate::push::RunPush::none(),
-    )
-}
-
-/// [`execute`], shown in the live view when `view` is given (with the server's side from
-/// `observer`), else on the progress line.
-fn execute_shown(
-    cfg: &EngineConfig,
-    urls: &[String],
-    quiet: bool,
-    view: Option<crate::tui::Setup>,
-    observer: Option<&crate::observe::ObserverHandle>,
-    page: Option<(&crate::live::LivePage, &RunClock)>,
-    push: &mut crate::push::RunPush,
-) -> crate::Result<(Summary, Outcome)> {
-    crate::signals::install();
-    let ctl = Control::new(cfg.threads);
-    if !quiet {
-        crate::eoutln!("{}", terminal::plan_line(cfg, urls));
-    }
-    let mut progress = Progress::new(cfg, quiet);
-    if let Some(setup) = view.filter(|_| !quiet) {
-        progress = progress.with_view(Box::new(crate::tui::LiveScreen::start(setup)?));
-    }
-    let outcome = engine::run(cfg, &ctl, |elapsed| {
-        progress.tick(&ctl, elapsed, observer);
-        if let Some((page, clock)) = page {
-            page.show_series(live_series(cfg, &ctl, elapsed, 0, clock));
-        }
-        let server = observer.map(crate::report::progress::latest_samples);
-        push.tick(&ctl, server.as_deref().unwrap_or_default());
-    });
-    progress.finish();
-    let outcome = outcome?;
-    let (rate, users) = cfg.offered();
-    let mut summary =
-        Summary::from_recorder(&outcome.recorder, rate, users, outcome.planned_window(cfg));
-    summary.protocol = Some(cfg.protocol_choice.clone());
-    Ok((summary, outcome))
-}
-
-/// Runs once: validates, observes the server when asked, sends the load, writes `--json`.
+/// Runs once, as a one-step sweep through the run lifecycle: validates, observes the server
+/// when asked, sends the load, stores it when a folder is asked for, writes `--json`.
 pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
     let (cfg, urls) = rc.engine_config()?;
     let slo = parse_slo(rc.slo.as_deref())?;
@@ -393,146 +18,11 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
     if let Some(p) = &rc.json {
         json::check_writable(p)?;
     }
-    results::check_hdr_log(rc.hdr_log.as_deref())?;
     // Server-side sampling only when asked for: a plain run stays a pure load generator.
-    let observer = if rc.observing() {
-        let oc = rc.observe.to_config(cfg.addrs[0].port())?;
-        Some(crate::observe::Observer::start(oc)?)
-    } else {
-        None
+    let observe = match rc.observing() {
+        true => Some(rc.observe.to_config(cfg.addrs[0].port())?),
+        false => None,
     };
-    crate::signals::install();
-    if !rc.segment.wait_for_start(rc.quiet) {
-        return Err(Error::runtime("interrupted while waiting for --start-at"));
-    }
-    let live_out = super::config::Output {
-        live_port: rc.live_port,
-        live_listen: rc.live_listen,
-        ..Default::default()
-    };
-    let wants_folder = rc.out.is_some() || rc.report || rc.hdr_log.is_some();
-    let mut writer = if wants_folder || live_out.live_addr().is_some() {
-        Some(open_results(rc, &cfg, &urls, slo.as_ref())?)
-    } else {
-        None
-    };
-    // Kept until the report is written, so the page's last reload shows the stored run.
-    let live = match &writer {
-        Some(w) => results::live_page(&live_out, w.dir())?,
-        None => None,
-    };
-    let clock = RunClock::now();
-    let from = crate::clock::unix_ms();
-    let view = rc.live_view.then(|| crate::tui::Setup {
-        command: "run",
-        target: urls.first().cloned().unwrap_or_default(),
-        unit: if matches!(rc.load, RunLoad::Rate(_)) {
-            "req/s"
-        } else {
-            "users"
-        },
-        planned: None,
-        step_len: cfg.duration.map(|d| d + cfg.warmup),
-        per_step: Duration::ZERO,
-        end_step_key: false,
-    });
-    let page = live.as_ref().map(|p| (p, &clock));
-    let mut push = crate::push::RunPush::start(&rc.push, push_labels(rc, &cfg, &urls), {
-        let (rate, users) = cfg.offered();
-        match rate {
-            Some(r) => crate::push::Offered::Rate(r),
-            None => crate::push::Offered::Users(users.unwrap_or(0)),
-        }
-    });
-    let shown = execute_shown(
-        &cfg,
-        &urls,
-        rc.quiet,
-        view,
-        observer.as_ref(),
-        page,
-        &mut push,
-    );
-    // The sinks get the summary (or, when the run failed, what they were sent) either way.
-    let pushed = push.finish(
-        shown
-            .as_ref()
-            .ok()
-            .map(|(s, o)| (s, o.recorder.seconds.as_slice())),
-    );
-    let (summary, outcome) = shown?;
-    let to = crate::clock::unix_ms();
-    let stored = match writer.as_mut() {
-        Some(w) => Some(store_run(
-            w,
-            &cfg,
-            &outcome,
-            &clock,
-            slo.as_ref(),
-            (from, to),
-            observer.as_ref(),
-        )?),
-        None => None,
-    };
-    if let (Some(p), Some((dir, _))) = (&rc.hdr_log, &stored) {
-        results::write_hdr_log(dir, p)?;
-    }
-    let server = observer.map(|h| {
-        let samples = h.samples_between(from, to);
-        let warnings = h.stop();
-        (crate::observe::summarize(&samples), warnings)
-    });
-    if let Some(p) = &rc.json {
-        json::write_run(
-            p,
-            &summary,
-            &outcome,
-            &cfg,
-            &urls,
-            server.as_ref().map(|s| &s.0),
-            &pushed,
-        )?;
-    }
-    Ok(RunOutcome {
-        cfg,
-        summary,
-        outcome,
-        server,
-        slo,
-        stored,
-        pushed,
-    })
-}
-
-/// The labels of every pushed point: the run's name (`--name`, else the one taken from the
-/// URL: the same on every generator of a scale-out run, so their series add up), the
-/// segment, and the step (a run is one step: 0).
-fn push_labels(rc: &RunConfig, cfg: &EngineConfig, urls: &[String]) -> crate::push::Labels {
-    crate::push::Labels {
-        run: rc
-            .name
-            .clone()
-            .unwrap_or_else(|| results::name_from_url(urls.first().map_or("run", |u| u.as_str()))),
-        segment: cfg.segment.to_string(),
-        step: "0".to_string(),
-    }
-}
-
-/// `open` or `closed`, as the results folder says it.
-fn mode_of(cfg: &EngineConfig) -> &'static str {
-    match cfg.load {
-        Load::Open { .. } => "open",
-        Load::Closed { .. } => "closed",
-    }
-}
-
-/// Opens the run's results folder (before the load, so a bad `--out` costs no run).
-fn open_results(
-    rc: &RunConfig,
-    cfg: &EngineConfig,
-    urls: &[String],
-    slo: Option<&Slo>,
-) -> crate::Result<crate::store::Writer> {
     let think = match rc.load {
         RunLoad::Users { think, .. } => think,
         RunLoad::Rate(_) => None,
@@ -548,46 +38,67 @@ fn open_results(
         "think_s": think.map(|t| [t.0.as_secs_f64(), t.1.as_secs_f64()]),
         "connections": rc.open.connections,
     });
-    let w = results::open(
-        rc.out.as_deref(),
-        rc.name.as_deref(),
-        "run",
-        mode_of(cfg),
-        urls,
+    let ended = Lifecycle {
+        kind: "run",
+        mode: match cfg.load {
+            Load::Open { .. } => "open",
+            Load::Closed { .. } => "closed",
+        },
+        base: &cfg,
+        urls: &urls,
         config,
-        slo,
+        slo: slo.as_ref(),
+        output: &rc.output,
+        folder: rc.output.out.is_some() || rc.report,
+        observe,
+        segment: rc.segment,
+        banner: None,
+        pace: Pace::Single,
+        before_load: None,
+    }
+    .run(
+        &mut crate::runner::LocalEngine,
+        |s| {
+            if !rc.output.quiet {
+                crate::eoutln!("{}", terminal::plan_line(&cfg, &urls));
+            }
+            s.step(cfg.load)?;
+            Ok(if s.interrupted {
+                "interrupted"
+            } else {
+                "run ended"
+            })
+        },
+        |r| r.to_string(),
     )?;
-    if !rc.quiet {
-        crate::eoutln!("overload: results in {}", w.dir().display());
+    let mut done = ended.finished;
+    let outcome = done
+        .last_engine
+        .take()
+        .ok_or_else(|| Error::runtime("the run's engine gave no account of it"))?;
+    let rec = done.steps.pop().expect("a run is one step");
+    let server = rc.observing().then(|| {
+        let obs = rec.server.unwrap_or_else(|| crate::observe::summarize(&[]));
+        (obs, done.observer_notes)
+    });
+    if let Some(p) = &rc.json {
+        json::write_run(
+            p,
+            &rec.summary,
+            &outcome,
+            &cfg,
+            &urls,
+            server.as_ref().map(|s| &s.0),
+            &ended.pushed,
+        )?;
     }
-    Ok(w)
-}
-
-/// Stores the run as the one step of its results folder (the sweep's record and series,
-/// server side included), marks it finished and writes report.html beside it.
-fn store_run(
-    w: &mut crate::store::Writer,
-    cfg: &EngineConfig,
-    outcome: &Outcome,
-    clock: &RunClock,
-    slo: Option<&Slo>,
-    window: (u64, u64),
-    observer: Option<&crate::observe::ObserverHandle>,
-) -> crate::Result<(PathBuf, PathBuf)> {
-    let mut result = crate::runner::step::record_of(cfg, outcome, 0, clock, slo, window);
-    if let Some(obs) = observer {
-        crate::runner::attach_server(obs, clock, &mut result);
-    }
-    let mut steps = vec![result.record];
-    crate::runner::step::flag_last(mode_of(cfg), &mut steps, slo);
-    w.append_step(&steps[0], &result.series)?;
-    let reason = if outcome.interrupted {
-        "interrupted"
-    } else {
-        "run ended"
-    };
-    w.finish(!outcome.interrupted, reason)?;
-    let dir = w.dir().to_path_buf();
-    let report = results::write_report(&dir)?;
-    Ok((dir, report))
+    Ok(RunOutcome {
+        cfg,
+        summary: rec.summary,
+        outcome,
+        server,
+        slo,
+        stored: ended.stored.map(|s| (s.dir, s.report)),
+        pushed: ended.pushed,
+    })
 }

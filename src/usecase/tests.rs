@@ -1,7 +1,7 @@
 //! The use cases end to end on the scripted executor: configuration in, results folder and
 //! printed outcome out, with no socket opened and no sleep.
-use super::capacity::{self, CapacityConfig};
-use super::sweep::{self, Levels, SweepConfig};
+use super::{capacity, CapacityConfig};
+use super::{sweep, Levels, SweepConfig};
 use super::{Output, RequestConfig, StepTiming};
 use crate::runner::fake::{self, Scripted, Shape};
 use std::path::Path;
@@ -236,7 +236,7 @@ fn demo_names_saturation_as_the_analysis_does() {
         .collect();
     let analysis = crate::analysis::analyze("open", &steps, None);
     let words = analysis.saturation.as_ref().unwrap().describe("req/s");
-    let outcome = super::demo::DemoOutcome {
+    let outcome = super::DemoOutcome {
         capacity: 400.0,
         dir: "runs/x".into(),
         report: "runs/x/report.html".into(),
@@ -384,7 +384,7 @@ fn segments_refuse_empty_shares_and_start_times_out_of_range() {
 /// measured step, the rests between, and the queue a step past the capacity leaves to drain.
 #[test]
 fn demo_announces_the_time_its_plan_takes() {
-    use super::demo::{self, DemoConfig};
+    use super::demo_config::{self as demo, DemoConfig};
     let cfg = DemoConfig::default();
     let capacity = cfg.workers as f64 * 1000.0 / cfg.service_ms as f64;
     let rates = demo::rates(capacity);
@@ -409,7 +409,7 @@ fn demo_announces_the_time_its_plan_takes() {
     // Measured: 43.8 s in the dev build on a loaded 2-core machine (the announcement rounds up).
     let about = demo::about(time.typical);
     assert_eq!(about, "about 45 s");
-    let target = demo::DemoTarget {
+    let target = super::DemoTarget {
         url: "http://127.0.0.1:1".into(),
         workers: cfg.workers,
         service_ms: cfg.service_ms,
@@ -431,11 +431,14 @@ fn demo_announces_the_time_its_plan_takes() {
 /// at the first step at the capacity and stops 2 steps later, with the rests between.
 #[test]
 fn demo_runs_the_steps_it_announces() {
-    use super::demo::{self, DemoConfig};
+    use super::demo_config::{self as demo, DemoConfig};
     let tmp = tempfile::tempdir().unwrap();
     let cfg = DemoConfig {
-        out: Some(tmp.path().join("demo")),
-        quiet: true,
+        output: Output {
+            out: Some(tmp.path().join("demo")),
+            quiet: true,
+            ..Output::default()
+        },
         ..DemoConfig::default()
     };
     let capacity = cfg.workers as f64 * 1000.0 / cfg.service_ms as f64;
@@ -444,7 +447,7 @@ fn demo_runs_the_steps_it_announces() {
         Shape::ok(served, if served < offered { 800.0 } else { 25.0 })
     });
     let mut announced = None;
-    let outcome = demo::run(&cfg, &mut exec, |t| announced = Some(t.time)).unwrap();
+    let outcome = super::demo::run(&cfg, &mut exec, |t| announced = Some(t.time)).unwrap();
     assert!(outcome.complete);
     let time = announced.expect("announced");
     assert_eq!(exec.offered.len(), time.steps, "{:?}", exec.offered);
