@@ -25,6 +25,11 @@ fn main() {
             &[Need::Prometheus],
             prometheus_holds_the_run,
         ),
+        harness::trial(
+            "prometheus_holds_each_step_of_a_sweep",
+            &[Need::Prometheus],
+            sweep_steps,
+        ),
         harness::trial("otlp_receiver_gets_the_runs_figures", &[], otlp_receiver),
         harness::trial("a_down_or_hung_sink_never_slows_the_load", &[], sink_down),
         harness::trial("bad_push_urls_are_usage_errors", &[], bad_urls),
@@ -212,6 +217,52 @@ fn prometheus_holds_the_run() {
                 "{q}: {r}"
             );
         }
+    }
+}
+
+/// A two-step sweep pushed into a real Prometheus: each step is its own series (`step`
+/// label), and each step's responses there equal the step's in steps.jsonl.
+fn sweep_steps() {
+    let prom = Prometheus::start();
+    let t = Target::start(&["--threads", "1"]);
+    let d = scratch();
+    let write = format!("http://127.0.0.1:{}/api/v1/write", prom.url.port);
+    let out = output_within(
+        bin()
+            .args([
+                "sweep", "--rates", "100,200", "--warmup", "0s", "--step", "2s",
+            ])
+            .args(["--rest", "0s", "-q", "--name", "push-sweep", "--out"])
+            .arg(d.path().join("sweep"))
+            .args(["--prometheus-remote-write", &write])
+            .arg(format!("{}/sleep?ms=1", t.url)),
+        LOAD,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("push: prometheus-remote-write: pushed") && stdout.contains("dropped 0"),
+        "{stdout}"
+    );
+    let steps = std::fs::read_to_string(d.path().join("sweep/steps.jsonl")).unwrap();
+    let steps: Vec<serde_json::Value> = steps
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(steps.len(), 2);
+    for (i, s) in steps.iter().enumerate() {
+        let want = s["responses"].as_f64();
+        assert!(want.unwrap() > 100.0, "{s}");
+        let q = format!(r#"sum(overload_responses_total{{run="push-sweep",step="{i}"}})"#);
+        let mut got = None;
+        wait_until(
+            "a step's responses in prometheus",
+            Duration::from_secs(30),
+            || {
+                got = prom.scalar(&q);
+                got == want
+            },
+        );
     }
 }
 

@@ -1,5 +1,6 @@
 //! `--prometheus-remote-write URL` and `--otlp URL`: the run's figures pushed once a second
-//! to the monitoring the operator already runs (`crate::push`, docs/metrics-out.md).
+//! to the monitoring the operator already runs (`crate::push`, docs/metrics-out.md); every
+//! run kind has them (`ViewArgs` flattens this group).
 use crate::push::Target;
 use clap::Args;
 
