@@ -463,7 +463,7 @@ impl FrameMaker {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn reading() -> Reading {
@@ -481,7 +481,7 @@ mod tests {
     }
 
     /// The point of second `t` of the run's clock.
-    fn second(t: f64, responses: u64, p99_ms: f64) -> SeriesPoint {
+    pub(crate) fn second(t: f64, responses: u64, p99_ms: f64) -> SeriesPoint {
         let some = |v| (responses > 0).then_some(v);
         SeriesPoint {
             t,

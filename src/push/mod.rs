@@ -99,8 +99,12 @@ pub struct RunPush {
 impl RunPush {
     /// Starts a pusher per target.
     pub fn start(targets: &[Target], labels: Labels) -> RunPush {
+        RunPush::of(targets.iter().map(|t| t.start(labels.clone())).collect())
+    }
+
+    fn of(pushers: Vec<Pusher>) -> RunPush {
         RunPush {
-            pushers: targets.iter().map(|t| t.start(labels.clone())).collect(),
+            pushers,
             maker: None,
         }
     }
@@ -239,6 +243,71 @@ fn refusal(answer: &crate::http_get::Response) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Frames kept by a sink that accepts everything.
+    struct Kept(std::sync::Arc<std::sync::Mutex<Vec<Frame>>>);
+
+    impl Sink for Kept {
+        fn send(&mut self, frames: &[Frame]) -> Result<(), SendError> {
+            self.0.lock().unwrap().extend_from_slice(frames);
+            Ok(())
+        }
+    }
+
+    /// The run's seam, as the lifecycle's sink drives it: each second of a step goes out
+    /// once, from the ticks or, for the ones that closed after the last tick, from the
+    /// stored series; the step's last counters are its record's; the next step starts its
+    /// own series under its own label.
+    #[test]
+    fn run_push_sends_each_second_once_and_ends_steps_on_their_records() {
+        use crate::engine::{Arrival, Control, Load};
+        use frame::tests::second;
+        let kept = std::sync::Arc::default();
+        let mut push = RunPush::of(vec![Pusher::start(
+            "test",
+            Box::new(Kept(std::sync::Arc::clone(&kept))),
+            QUEUE_FRAMES,
+        )]);
+        let ctl = Control::new(1);
+        let series = [second(0.0, 90, 4.0), second(1.0, 110, 6.0)];
+        let origin = 1_000_000;
+        let rate = Offered::Rate(100.0);
+        push.tick(0, rate, &ctl, &series[..1], origin, &[]);
+        push.tick(0, rate, &ctl, &series[..1], origin, &[]);
+        let load = Load::Open {
+            rate: 100.0,
+            arrival: Arrival::Constant,
+            max_connections: 10,
+        };
+        let rec =
+            crate::runner::fake::record(0, &load, crate::runner::fake::Shape::ok(100.0, 6.0), 2.0);
+        push.step_done(&rec, &series);
+        push.tick(1, rate, &ctl, &series[..1], origin, &[]);
+        let report = push.finish();
+        let frames = kept.lock().unwrap();
+        assert_eq!(report[0].pushed as usize, frames.len());
+        assert_eq!(report[0].dropped, 0);
+        let points = |metric: &str, step: &str| -> Vec<(u64, f64)> {
+            frames
+                .iter()
+                .flat_map(|f| f.points.iter().map(move |p| (f.at_ms, p)))
+                .filter(|(_, p)| {
+                    p.metric == metric && p.labels.contains(&("step", step.to_string()))
+                })
+                .map(|(at, p)| (at, p.value))
+                .collect()
+        };
+        assert_eq!(
+            points("overload_throughput", "0"),
+            [(origin + 1_000, 90.0), (origin + 2_000, 110.0)]
+        );
+        let responses = points("overload_responses_total", "0");
+        assert_eq!(
+            responses.last().map(|r| r.1),
+            Some(rec.summary.responses as f64)
+        );
+        assert_eq!(points("overload_throughput", "1"), [(origin + 1_000, 90.0)]);
+    }
 
     /// A sink's error answer is reported as its first line, without control characters,
     /// 200 characters at most: it cannot drive the terminal or flood the summary.
