@@ -153,7 +153,16 @@ fn prometheus_holds_the_run() {
     let t = Target::start(&["--threads", "1"]);
     let d = scratch();
     let write = format!("http://127.0.0.1:{}/api/v1/write", prom.url.port);
-    let (v, seconds) = run(&t, d.path(), &["--prometheus-remote-write", &write]);
+    let (v, seconds) = run(
+        &t,
+        d.path(),
+        &[
+            "--prometheus-remote-write",
+            &write,
+            "--watch",
+            "gen=overload",
+        ],
+    );
     let push = &v["push"][0];
     assert_eq!(push["sink"], "prometheus-remote-write", "{v}");
     assert_eq!(push["dropped"], 0, "{push}");
@@ -177,6 +186,9 @@ fn prometheus_holds_the_run() {
         prom.scalar(r#"sum(overload_errors_total{run="push-test"})"#),
         Some(0.0)
     );
+    // The observed side rides along under the agent's /metrics names: the watched group.
+    let procs = prom.scalar(r#"max(overload_group_processes{run="push-test",group="gen"})"#);
+    assert!(procs.is_some_and(|n| n >= 1.0), "{procs:?}");
     let raw = |q: &str| -> Vec<f64> {
         prom.query(q)[0]["values"]
             .as_array()
