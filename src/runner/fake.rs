@@ -245,6 +245,7 @@ pub fn base(load: Load) -> EngineConfig {
         names: Vec::new(),
         weights: Default::default(),
         replay: None,
+        ramp: None,
         max_sessions: 10_000,
         ok_status: Default::default(),
         protocol_choice: Default::default(),

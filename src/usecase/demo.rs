@@ -177,6 +177,7 @@ pub fn run(
         names: Vec::new(),
         weights: Default::default(),
         replay: None,
+        ramp: None,
         max_sessions: 10_000,
         ok_status: Default::default(),
         protocol_choice: Default::default(),

@@ -136,11 +136,37 @@ impl Context {
 
 /// The verdict for the knee at `knee` (index into `steps`, which are in load order).
 pub fn diagnose(mode: &str, steps: &[StepRecord], knee: usize, cx: Context) -> Bottleneck {
+    diagnose_on(mode, steps, knee, cx, None)
+}
+
+/// The verdict on a ramp (`analysis::ramp`): `windows` are spans of its seconds in time
+/// order, each `step` the second it starts at; the knee is given as (level, ± uncertainty,
+/// seconds into the run), since a window's mean level is coarser than the knee found.
+pub fn diagnose_ramp(
+    mode: &str,
+    windows: &[StepRecord],
+    knee: usize,
+    cx: Context,
+    at: (f64, f64, f64),
+) -> Bottleneck {
+    let mut b = diagnose_on(mode, windows, knee, cx, Some(at));
+    b.knee_load = at.0;
+    b
+}
+
+fn diagnose_on(
+    mode: &str,
+    steps: &[StepRecord],
+    knee: usize,
+    cx: Context,
+    ramp: Option<(f64, f64, f64)>,
+) -> Bottleneck {
     let knee = knee.min(steps.len().saturating_sub(1));
     let c = Ctx {
         mode,
         steps: &steps[..(knee + 1).min(steps.len())],
         rise: latency_rise(steps, knee),
+        ramp,
     };
     let mut not_observed = Vec::new();
     let mut candidates = Vec::new();
@@ -193,6 +219,9 @@ struct Ctx<'a> {
     /// The steps up to and including the knee: what came after did not cause it.
     steps: &'a [StepRecord],
     rise: usize,
+    /// On a ramp: the knee's (level, ± uncertainty, seconds into the run); steps are
+    /// windows of seconds, named by the second they start at.
+    ramp: Option<(f64, f64, f64)>,
 }
 
 impl Ctx<'_> {
@@ -205,10 +234,13 @@ impl Ctx<'_> {
         format!("{} {unit}", fmt_num(x))
     }
 
-    /// "step 7 at 377 req/s".
+    /// "step 7 at 377 req/s"; on a ramp "12 s at 377 req/s".
     fn at(&self, i: usize) -> String {
         let s = &self.steps[i];
-        format!("step {} at {}", s.step + 1, self.load(s.offered))
+        match self.ramp {
+            Some(_) => format!("{} s at {}", fmt_num(s.start_s), self.load(s.offered)),
+            None => format!("step {} at {}", s.step + 1, self.load(s.offered)),
+        }
     }
 
     fn knee(&self) -> &StepRecord {
@@ -277,11 +309,20 @@ fn verdict(
     cands: &[Candidate],
     not_observed: &[String],
 ) -> String {
-    let head = format!(
-        "knee at {} (step {})",
-        c.load(load),
-        c.steps.get(knee).map_or(knee, |s| s.step) + 1
-    );
+    let head = match c.ramp {
+        Some((level, pm, t)) => format!(
+            "knee at {} ± {} ({} s into the run; ± the ramp's slope × {} s to notice)",
+            c.load(level),
+            fmt_num(pm),
+            fmt_num(t),
+            crate::analysis::ramp::WINDOW
+        ),
+        None => format!(
+            "knee at {} (step {})",
+            c.load(load),
+            c.steps.get(knee).map_or(knee, |s| s.step) + 1
+        ),
+    };
     let others = |skip: usize| {
         cands[skip..]
             .iter()

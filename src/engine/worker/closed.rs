@@ -1,16 +1,21 @@
 //! The closed loop's side of a worker: each slot is a user who sends, waits for the answer,
-//! thinks, and sends again.
+//! thinks, and sends again. On `--stages` the users the level asks for run: the others
+//! start when it reaches them and stop after their current request when it falls below.
 use super::Worker;
 use crate::engine::conn::{Phase, NO_USER};
 use crate::engine::transport::Transport;
 use std::cmp::Reverse;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How often a thread on a users' ramp starts the users the level has reached: 10 ms, finer
+/// than anyone reads a users' timeline, cheap beside the requests.
+const RAMP_CHECK: Duration = Duration::from_millis(10);
 
 impl<T: Transport> Worker<'_, T> {
     /// A user decides what to do next: think, send, or stop. `first`: the user's first
     /// request goes out at once; think time comes after each answer.
     pub(super) fn user_next(&mut self, u: usize, now: Instant, first: bool) {
-        if !self.may_send(now) {
+        if !self.may_send(now) || !self.user_wanted(u, now) {
             self.end_user(u);
             return;
         }
@@ -69,7 +74,45 @@ impl<T: Transport> Worker<'_, T> {
             self.think.pop();
             // The user's next request was intended when its think time ended.
             if self.conns[u].phase == Phase::Thinking {
-                self.user_send(u, t, now);
+                if self.user_wanted(u, now) {
+                    self.user_send(u, t, now);
+                } else {
+                    self.end_user(u);
+                }
+            }
+        }
+    }
+
+    /// Whether user `u` of this thread runs now: always, unless on a ramp whose level (whole
+    /// users) is at or below its global number.
+    pub(super) fn user_wanted(&self, u: usize, now: Instant) -> bool {
+        let (Some(lane), Some(p)) = (self.ramp_lane, &self.cfg.ramp) else {
+            return true;
+        };
+        // The profile's clock starts with the warm-up.
+        let since = now.saturating_duration_since(self.warm_end) + self.cfg.warmup;
+        let t = if now < self.warm_end {
+            self.cfg
+                .warmup
+                .saturating_sub(self.warm_end - now)
+                .as_secs_f64()
+        } else {
+            since.as_secs_f64()
+        };
+        let level = (p.level(t) + 1e-9).floor();
+        ((lane.offset + u as u64 * lane.stride) as f64) < level
+    }
+
+    /// On a users' ramp: starts the users the level has reached (those it left stop on
+    /// their own, after their current request: `user_next`).
+    pub(super) fn ramp_users(&mut self, now: Instant) {
+        if self.ramp_lane.is_none() || now < self.next_ramp {
+            return;
+        }
+        self.next_ramp = now + RAMP_CHECK;
+        for u in 0..self.conns.len() {
+            if self.conns[u].phase == Phase::Free && self.user_wanted(u, now) {
+                self.user_next(u, now, true);
             }
         }
     }

@@ -19,6 +19,7 @@ use super::pacing::{Schedule, TimerFd};
 use super::transport::{Handshake, Transport};
 use super::{Control, EngineConfig, Load, Pick};
 use crate::metrics::{ErrorKind, Recorder, TlsReason};
+use crate::plan::segment::Lane;
 use mio::{Events, Interest, Poll, Token};
 use mux::{Mux, H2_FLAG};
 use std::cmp::Reverse;
@@ -94,6 +95,11 @@ pub(super) struct Worker<'a, T: Transport> {
     held: Vec<(usize, Option<usize>, bool)>,
     /// Spaces connect attempts out while every one of the last second failed.
     backoff: Backoff,
+    /// Closed loop on `--stages`: this thread's users' global numbers (user `u` is
+    /// `offset + u × stride`, so the threads' users interleave) and when next to start the
+    /// users the level has reached (see `closed.rs`).
+    ramp_lane: Option<Lane>,
+    next_ramp: Instant,
 }
 
 /// The fds a worker needs besides its connections: its epoll and its timer. The engine opens
@@ -127,14 +133,26 @@ impl<'a, T: Transport> Worker<'a, T> {
             } => {
                 let cap = share(max_connections as u64).max(1) as usize;
                 let lane = cfg.segment.lane(id, threads);
-                let s = match &cfg.replay {
-                    Some(r) => Schedule::replay(origin, Arc::clone(r), lane),
-                    None => Schedule::new(origin, rate, arrival, lane, cfg.seed),
+                let s = match (&cfg.replay, &cfg.ramp) {
+                    (Some(r), _) => Schedule::replay(origin, Arc::clone(r), lane),
+                    (None, Some(p)) => {
+                        Schedule::ramp(origin, Arc::clone(p), arrival, lane, cfg.seed)
+                    }
+                    (None, None) => Schedule::new(origin, rate, arrival, lane, cfg.seed),
                 };
                 (0, cap, Some(s), (Duration::ZERO, Duration::ZERO))
             }
             Load::Closed { users, think } => {
-                let n = share(users as u64) as usize;
+                let n = match &cfg.ramp {
+                    // Users numbered globally: this thread's are those of its lane.
+                    Some(_) => {
+                        let lane = cfg.segment.lane(id, threads);
+                        (users as u64)
+                            .saturating_sub(lane.offset)
+                            .div_ceil(lane.stride) as usize
+                    }
+                    None => share(users as u64) as usize,
+                };
                 // HTTP/2: each user takes a stream; the thread's users share connections.
                 let conns = cfg
                     .http2
@@ -224,6 +242,11 @@ impl<'a, T: Transport> Worker<'a, T> {
             threads,
             held: Vec::new(),
             backoff: Backoff::default(),
+            ramp_lane: match (&cfg.ramp, cfg.load) {
+                (Some(_), Load::Closed { .. }) => Some(cfg.segment.lane(id, threads)),
+                _ => None,
+            },
+            next_ramp: origin,
         })
     }
 
@@ -234,7 +257,9 @@ impl<'a, T: Transport> Worker<'a, T> {
         let now = Instant::now();
         if self.schedule.is_none() {
             for u in 0..self.conns.len() {
-                self.user_next(u, now, true);
+                if self.user_wanted(u, now) {
+                    self.user_next(u, now, true);
+                }
             }
         }
         let mut stopping = false;
@@ -252,8 +277,12 @@ impl<'a, T: Transport> Worker<'a, T> {
             if stopping && !self.conns.iter().any(|c| c.in_flight()) {
                 break;
             }
-            // Closed loop: every user has finished (budget spent, or nothing left to do).
-            if self.schedule.is_none() && self.conns.iter().all(|c| c.phase == Phase::Free) {
+            // Closed loop: every user has finished (budget spent, or nothing left to do); on a
+            // ramp, users may start later while sending.
+            if self.schedule.is_none()
+                && !(sending && self.ramp_lane.is_some())
+                && self.conns.iter().all(|c| c.phase == Phase::Free)
+            {
                 break;
             }
             // Sleep until the next thing to do: an arrival, a user waking, a timeout scan.
@@ -271,6 +300,9 @@ impl<'a, T: Transport> Worker<'a, T> {
                 }
                 if let Some(end) = self.send_end {
                     wake = wake.min(end);
+                }
+                if self.ramp_lane.is_some() {
+                    wake = wake.min(self.next_ramp);
                 }
             }
             let timeout = if wake <= now || !self.more.is_empty() {
@@ -320,6 +352,7 @@ impl<'a, T: Transport> Worker<'a, T> {
             let now = Instant::now();
             if self.may_send(now) {
                 self.wake_thinkers(now);
+                self.ramp_users(now);
             }
             // Also when the loop woke just after the send window: arrivals intended before its
             // end still go out (dispatch sends nothing intended later), not counted as unsent.
