@@ -14,6 +14,10 @@ use crate::store::{SeriesPoint, StepRecord};
 use crate::units::fmt_num;
 use serde::{Deserialize, Serialize};
 
+/// The results folder's file holding a ramp's analysis (written by `run`; the report shows
+/// it): its knee and verdict need the server's raw samples, which the folder does not keep.
+pub const RAMP_FILE: &str = "ramp.json";
+
 /// Seconds in a row below the line before it counts: one slow second is noise.
 pub const WINDOW: usize = 3;
 /// Seconds per window the bottleneck verdict reads (its "steps").

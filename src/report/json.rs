@@ -19,6 +19,9 @@ struct RunJson<'a> {
     /// What was observed on the server during the run (with --watch and friends).
     #[serde(skip_serializing_if = "Option::is_none")]
     server: Option<&'a crate::observe::StepObservation>,
+    /// On stages: the knee found on the ramp and its verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ramp: Option<&'a crate::analysis::ramp::RampAnalysis>,
 }
 
 /// `--json -`: the JSON goes to standard output (and the summary to standard error).
@@ -71,8 +74,10 @@ pub fn write_run(
     cfg: &EngineConfig,
     urls: &[String],
     server: Option<&crate::observe::StepObservation>,
+    ramp: Option<&crate::analysis::ramp::RampAnalysis>,
 ) -> crate::Result<()> {
     let doc = RunJson {
+        ramp,
         format_version: FORMAT_VERSION,
         overload_version: env!("CARGO_PKG_VERSION"),
         urls,

@@ -3,6 +3,7 @@ use super::command::{self, Argv};
 use super::config::SegmentConfig;
 use super::config::{base_config, parse_slo, ConnConfig, OpenLoopConfig, RequestConfig};
 use super::results;
+use crate::analysis::ramp::{self, RampAnalysis};
 use crate::analysis::Slo;
 use crate::engine::{self, Control, EngineConfig, Load, Outcome};
 use crate::metrics::Summary;
@@ -328,6 +329,8 @@ pub struct RunOutcome {
     pub slo: Option<Slo>,
     /// The results folder and its report, when one was asked for (`--out`, `--report`).
     pub stored: Option<(PathBuf, PathBuf)>,
+    /// On stages: the knee found on the ramp and its verdict.
+    pub ramp: Option<RampAnalysis>,
 }
 
 impl RunOutcome {
@@ -359,6 +362,9 @@ impl RunOutcome {
 impl fmt::Display for RunOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&terminal::summary(&self.summary, &self.outcome, &self.cfg))?;
+        if let Some(r) = &self.ramp {
+            writeln!(f, "\n  {}", r.describe())?;
+        }
         if let Some((obs, warnings)) = &self.server {
             f.write_str(&terminal::server(obs))?;
             let (rate, users) = self.cfg.offered();
@@ -483,6 +489,7 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
     let page = live.as_ref().map(|p| (p, &clock));
     let (summary, outcome) = execute_shown(&cfg, &urls, rc.quiet, view, observer.as_ref(), page)?;
     let to = crate::clock::unix_ms();
+    let ramp = ramp_of(&cfg, &outcome, &clock, observer.as_ref());
     let stored = match writer.as_mut() {
         Some(w) => Some(store_run(
             w,
@@ -492,6 +499,7 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
             slo.as_ref(),
             (from, to),
             observer.as_ref(),
+            ramp.as_ref(),
         )?),
         None => None,
     };
@@ -511,6 +519,7 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
             &cfg,
             &urls,
             server.as_ref().map(|s| &s.0),
+            ramp.as_ref(),
         )?;
     }
     Ok(RunOutcome {
@@ -520,7 +529,32 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
         server,
         slo,
         stored,
+        ramp,
     })
+}
+
+/// On stages: the knee on the ramp from its per-second series, and the sweep's bottleneck
+/// verdict on windows of its seconds with the server's samples of each (when observed).
+fn ramp_of(
+    cfg: &EngineConfig,
+    outcome: &Outcome,
+    clock: &RunClock,
+    observer: Option<&crate::observe::ObserverHandle>,
+) -> Option<RampAnalysis> {
+    cfg.ramp.as_ref()?;
+    let window = (clock.start_unix_ms, crate::clock::unix_ms());
+    let result = crate::runner::step::record_of(cfg, outcome, 0, clock, None, window);
+    let at = |t: f64| clock.start_unix_ms + (t * 1000.0) as u64;
+    let windows = ramp::windows(&result.series, &result.record, |t0, t1| {
+        let samples = observer?.samples_between(at(t0), at(t1));
+        (!samples.is_empty()).then(|| crate::observe::summarize(&samples))
+    });
+    Some(ramp::analyze_with_verdict(
+        mode_of(cfg),
+        &result.series,
+        &windows,
+        Default::default(),
+    ))
 }
 
 /// `open` or `closed`, as the results folder says it.
@@ -569,6 +603,7 @@ fn open_results(
     Ok(w)
 }
 
+#[allow(clippy::too_many_arguments)]
 /// Stores the run as the one step of its results folder (the sweep's record and series,
 /// server side included), marks it finished and writes report.html beside it.
 fn store_run(
@@ -579,6 +614,7 @@ fn store_run(
     slo: Option<&Slo>,
     window: (u64, u64),
     observer: Option<&crate::observe::ObserverHandle>,
+    ramp: Option<&RampAnalysis>,
 ) -> crate::Result<(PathBuf, PathBuf)> {
     let mut result = crate::runner::step::record_of(cfg, outcome, 0, clock, slo, window);
     if let Some(obs) = observer {
@@ -592,6 +628,11 @@ fn store_run(
     } else {
         "run ended"
     };
+    if let Some(r) = ramp {
+        let text = serde_json::to_vec_pretty(r)
+            .map_err(|e| Error::runtime(format!("{}: {e}", ramp::RAMP_FILE)))?;
+        crate::fsutil::write_atomic(&w.dir().join(ramp::RAMP_FILE), &text)?;
+    }
     w.finish(!outcome.interrupted, reason)?;
     let dir = w.dir().to_path_buf();
     let report = results::write_report(&dir)?;
