@@ -155,29 +155,90 @@ fn stalls_are_measured_from_the_intended_time() {
 }
 
 /// With too few connections the requests queue in the generator; response time counts the
-/// wait (from the intended time) and the wait shows as send lag.
+/// wait (from the intended time) and the wait shows as send lag. Over 1% of the arrivals were
+/// never sent: the plan was not carried out (exit 1), said in the summary and the JSON.
 #[test]
 fn queueing_for_connections_shows_as_send_lag() {
     let t = Target::start(&[]);
     let url = format!("{}/sleep?ms=20", t.url);
+    let dir = scratch();
+    let json = dir.path().join("run.json");
     // One connection serves at most 50/s; 80/s are offered.
-    let (out, v) = run_json(&[
-        "run",
-        &url,
-        "--rate",
-        "80",
-        "--connections",
-        "1",
-        "--threads",
-        "1",
-        "--duration",
-        "3s",
-    ]);
+    let out = output_within(
+        bin()
+            .args(["run", &url, "--rate", "80", "--connections", "1"])
+            .args(["--threads", "1", "--duration", "3s", "--json"])
+            .arg(&json),
+        Duration::from_secs(120),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(f(&v, "send_lag_ms.p99") > 100.0, "{}", v["send_lag_ms"]);
     assert!(f(&v, "response_time_ms.p99") > f(&v, "service_time_ms.p99") + 100.0);
     assert!(f(&v, "throughput") < 55.0);
     assert!(f(&v, "unsent") > 0.0);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("send lag"));
+    assert!(stdout.contains("send lag"));
+    // Not sent, not failed: the server answered every request it was sent.
+    assert_eq!(v["plan_carried_out"], false, "{v}");
+    assert_eq!(v["not_sent"]["count"], v["unsent"], "{v}");
+    let why = v["not_sent"]["why"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("every connection it may open was busy"),
+        "{why}"
+    );
+    assert!(stdout.contains("  not sent       "), "{stdout}");
+    assert!(
+        stdout.contains("0.00% of requests got no 2xx/3xx answer"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("overload: the plan was not carried out: "),
+        "{stderr}"
+    );
+}
+
+/// `-R` beyond what the generator may send (a 50 ms answer, one connection, 200/s): the
+/// arrivals never sent are named apart from the server's answers, the failed share counts
+/// what was sent, and the run exits 1: the plan was not carried out.
+#[test]
+fn a_rate_never_sent_is_not_carried_out_and_exits_1() {
+    let t = Target::start(&["--threads", "1"]);
+    let url = format!("{}/sleep?ms=50", t.url);
+    let dir = scratch();
+    let json = dir.path().join("run.json");
+    let out = output_within(
+        bin()
+            .args(["run", &url, "-R", "200", "-c", "1", "-d", "2s", "--json"])
+            .arg(&json),
+        Duration::from_secs(120),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("transport      no errors"), "{stdout}");
+    assert!(
+        stdout.contains("failed         0.00% of requests got no 2xx/3xx answer;"),
+        "{stdout}"
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("  not sent"))
+        .unwrap_or_else(|| panic!("no 'not sent' line: {stdout}"));
+    assert!(line.contains("intended arrivals"), "{line}");
+    assert!(line.contains("the plan was not carried out"), "{line}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["plan_carried_out"], false, "{v}");
+    // At most 20/s answered of 200/s: far more than 1% never sent.
+    assert!(f(&v, "not_sent.share") > 0.5, "{v}");
+    assert_eq!(
+        f(&v, "not_sent.intended"),
+        f(&v, "requests") + f(&v, "unsent"),
+        "{v}"
+    );
 }
 
 #[test]

@@ -418,3 +418,33 @@ fn wsesslog_bursts_are_fetched_in_parallel() {
         "{v}"
     );
 }
+
+/// The plan line states the scenario's own think times, not the run's absent `--think`.
+#[test]
+fn the_plan_line_states_the_scenarios_think_times() {
+    let t = Target::start(&["--threads", "1"]);
+    let dir = scratch();
+    let path = dir.path().join("think.toml");
+    std::fs::write(
+        &path,
+        "[[request]]\nurl = \"/\"\nthink = \"10ms\"\n[[request]]\nurl = \"/sleep?ms=1\"\nthink = \"20ms..40ms\"\n",
+    )
+    .unwrap();
+    let out = output_within(
+        bin()
+            .args(["run", "--scenario"])
+            .arg(&path)
+            .args(["-c", "2", "-n", "20", &t.url]),
+        Duration::from_secs(60),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let plan = err
+        .lines()
+        .find(|l| l.starts_with("overload: closed loop"))
+        .unwrap_or_else(|| panic!("no plan line: {err}"));
+    assert!(
+        plan.contains("2 users, think 10ms..40ms (the scenario's, mean 20ms);"),
+        "{plan}"
+    );
+}

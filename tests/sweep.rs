@@ -401,6 +401,18 @@ fn demo_finds_the_targets_capacity() {
     );
     let data = overload::store::load(&dir).unwrap();
     assert!(data.info.complete);
+    // Every figure names its step; the target's pool is the target's, not PHP-FPM's.
+    assert!(
+        line.contains(" responses/s at step "),
+        "the peak names its step: {line}"
+    );
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("busy target workers"), "the pool's timeline");
+    assert!(!html.contains("FPM workers"), "the target is not PHP-FPM");
+    assert!(
+        html.contains("responses per second, at step "),
+        "the peak card"
+    );
 }
 
 /// A URL list with a 404 on purpose (S2's siege list has one): without `--ok-status` the 404s

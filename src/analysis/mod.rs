@@ -11,7 +11,8 @@ pub use bottleneck::Bottleneck;
 pub use slo::Slo;
 pub use usl::UslFit;
 
-use crate::store::StepRecord;
+use crate::metrics::Summary;
+use crate::store::{GeneratorStats, StepRecord};
 use serde::{Deserialize, Serialize};
 
 /// Open loop: a step is saturated when throughput falls below this share of the offered rate.
@@ -35,6 +36,9 @@ pub struct Saturation {
     pub offered: f64,
     /// The highest throughput measured up to and including that step: what the server sustains.
     pub peak_throughput: f64,
+    /// The step that measured it, by its number as it ran (0-based; the first of equal peaks).
+    #[serde(default)]
+    pub peak_step: usize,
     pub reasons: Vec<String>,
 }
 
@@ -44,10 +48,11 @@ impl Saturation {
     pub fn describe(&self, unit: &str) -> String {
         use crate::units::fmt_num;
         format!(
-            "saturation at {} {unit} offered (step {}); peak sustained throughput {} responses/s",
+            "saturation at {} {unit} offered (step {}); peak sustained throughput {} responses/s at step {}",
             fmt_num(self.offered),
             self.step + 1,
-            fmt_num(self.peak_throughput)
+            fmt_num(self.peak_throughput),
+            self.peak_step + 1
         )
     }
 }
@@ -72,7 +77,11 @@ pub struct Analysis {
     /// take a ratio against.
     #[serde(default)]
     pub capacity_lower_bound: bool,
+    /// The highest throughput of any step (past the saturation point too).
     pub peak_throughput: f64,
+    /// The step that measured it, by its number as it ran (0-based); None without steps.
+    #[serde(default)]
+    pub peak_step: Option<usize>,
     pub littles_law: Vec<LittleCheck>,
     pub usl: Option<UslFit>,
     /// Steps where the generator, not the server, may have been the limit.
@@ -204,6 +213,15 @@ pub fn saturation_reasons_after(
     r
 }
 
+/// The highest throughput of `steps` and the step that measured it (its number as it ran;
+/// the first of equal peaks): one computation for the saturation point's peak and the run's.
+pub fn peak_of(steps: &[StepRecord]) -> Option<(usize, f64)> {
+    steps.iter().fold(None, |best, s| match best {
+        Some((_, b)) if b >= s.summary.throughput => best,
+        _ => Some((s.step, s.summary.throughput)),
+    })
+}
+
 /// The Little's-law check of a closed-loop step (None in open loop or without answers).
 pub fn littles_law(s: &StepRecord) -> Option<LittleCheck> {
     let users = s.summary.users? as f64;
@@ -227,9 +245,77 @@ pub const GENERATOR_LAG_MS: f64 = 10.0;
 /// server's own delay (a busy host's scheduler hiccups under a growing queue) changes nothing
 /// the step measured.
 pub const GENERATOR_LAG_SHARE: f64 = 0.25;
-/// Arrivals never sent, with connections to spare, as a share of those sent, from which the
-/// generator did not deliver the offered load.
+/// Arrivals never sent, as a share of those the plan scheduled (sent or not), beyond which the
+/// plan was not carried out: a run then exits 1 ([`plan_carried_out`]), and a sweep's step with
+/// connections to spare is generator-bound ([`generator_bound`]).
 pub const GENERATOR_UNSENT_SHARE: f64 = 0.01;
+
+/// The share of the plan's arrivals in the window that were never sent (open loop; 0 when
+/// nothing was scheduled).
+pub fn unsent_share(s: &Summary) -> f64 {
+    let intended = s.requests + s.unsent;
+    if intended == 0 {
+        0.0
+    } else {
+        s.unsent as f64 / intended as f64
+    }
+}
+
+/// Whether the generator sent what the plan scheduled: no more than
+/// [`GENERATOR_UNSENT_SHARE`] of the arrivals never sent. The one rule, for a run's exit
+/// status and a sweep's generator-bound step alike.
+pub fn plan_carried_out(s: &Summary) -> bool {
+    unsent_share(s) <= GENERATOR_UNSENT_SHARE
+}
+
+/// Arrivals the plan scheduled that were never sent, and why: not answers of the server, so
+/// not counted as its failures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NotSent {
+    pub count: u64,
+    /// Arrivals the plan scheduled in the window, sent or not.
+    pub intended: u64,
+    /// `count` / `intended`.
+    pub share: f64,
+    /// The plan was carried out nevertheless ([`plan_carried_out`]).
+    pub plan_carried_out: bool,
+    /// Why they were not sent, and what to change, from the generator's evidence.
+    pub why: String,
+}
+
+/// The arrivals never sent (None when every one was), with the cause its evidence shows: the
+/// generator's own CPU, or every connection it may open busy waiting for an answer (the
+/// server's pace, or too few `--connections`), or else the generator fell behind.
+pub fn not_sent(s: &Summary, g: &GeneratorStats) -> Option<NotSent> {
+    if s.unsent == 0 {
+        return None;
+    }
+    let why = if g.cpu_pct >= GENERATOR_CPU {
+        format!(
+            "the generator could not keep up (its CPU at {:.0}% of its {} thread(s)): fewer \
+             connections busy, more threads (--threads), or a lower rate",
+            g.cpu_pct, g.threads
+        )
+    } else if g.pool_waits > 0 {
+        "every connection it may open was busy (connecting, or waiting for an answer): the \
+         server did not keep up with this rate over that many connections; a lower rate, or \
+         more --connections if the server has room"
+            .to_string()
+    } else {
+        format!(
+            "the generator could not keep up (its CPU at {:.0}% of its {} thread(s), \
+             connections to spare): more threads (--threads), or a lower rate",
+            g.cpu_pct, g.threads
+        )
+    };
+    Some(NotSent {
+        count: s.unsent,
+        intended: s.requests + s.unsent,
+        share: unsent_share(s),
+        plan_carried_out: plan_carried_out(s),
+        why,
+    })
+}
 
 /// Whether the generator itself fell behind in this step, with the evidence: its CPU near
 /// its threads' capacity, or (open loop, no arrival ever waited for a connection) send lag
@@ -257,13 +343,12 @@ pub fn generator_bound(mode: &str, s: &StepRecord) -> Option<String> {
             g.cpu_pct
         ));
     }
-    let sent = sum.sent.max(1) as f64;
-    (sum.unsent as f64 > GENERATOR_UNSENT_SHARE * sent).then(|| {
+    (!plan_carried_out(sum)).then(|| {
         format!(
-            "{} arrivals never sent ({:.1}% of those sent) with connections to spare and \
+            "{} arrivals never sent ({:.1}% of those intended) with connections to spare and \
              generator CPU at {:.0}%: overload did not deliver the offered load",
             sum.unsent,
-            sum.unsent as f64 / sent * 100.0,
+            unsent_share(sum) * 100.0,
             g.cpu_pct
         )
     })
@@ -356,15 +441,13 @@ fn analyze_at(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> (Analysis,
         let reasons = saturation_reasons_after(mode, before, &steps[i], slo);
         before = before.then(&steps[i]);
         if !reasons.is_empty() {
-            let peak = steps[..=i]
-                .iter()
-                .map(|s| s.summary.throughput)
-                .fold(0.0, f64::max);
+            let (peak_step, peak) = peak_of(&steps[..=i]).unwrap_or_default();
             knee = Some(i);
             saturation = Some(Saturation {
                 step: steps[i].step,
                 offered: steps[i].offered,
                 peak_throughput: peak,
+                peak_step,
                 reasons,
             });
             break;
@@ -437,17 +520,15 @@ fn analyze_at(mode: &str, steps: &[StepRecord], slo: Option<&Slo>) -> (Analysis,
             )),
         }
     }
-    let peak_throughput = steps
-        .iter()
-        .map(|s| s.summary.throughput)
-        .fold(0.0, f64::max);
+    let peak = peak_of(steps);
     let bottleneck = knee.map(|i| bottleneck::diagnose(mode, steps, i, Default::default()));
     let a = Analysis {
         mode: mode.to_string(),
         saturation,
         capacity,
         capacity_lower_bound,
-        peak_throughput,
+        peak_throughput: peak.map_or(0.0, |p| p.1),
+        peak_step: peak.map(|p| p.0),
         littles_law,
         usl,
         generator_bound: generator.into_iter().map(|g| g.0).collect(),
@@ -620,11 +701,14 @@ pub(crate) mod tests {
         let s = a.saturation.unwrap();
         assert_eq!(s.step, 3);
         assert_eq!(s.offered, 400.0);
-        assert_eq!(s.peak_throughput, 370.0);
-        // One number, one wording: the offered load of the step, the peak sustained beside.
-        let words =
-            "saturation at 400 req/s offered (step 4); peak sustained throughput 370 responses/s";
+        assert_eq!((s.peak_step, s.peak_throughput), (3, 370.0));
+        // One number, one wording: the offered load of the step, the peak sustained beside,
+        // with its step.
+        let words = "saturation at 400 req/s offered (step 4); peak sustained throughput 370 \
+                     responses/s at step 4";
         assert_eq!(s.describe("req/s"), words);
+        // The run's peak is a figure of its own, past the knee, named by its step.
+        assert_eq!((a.peak_step, a.peak_throughput), (Some(4), 380.0));
         assert!(a.findings[0].starts_with(words), "{}", a.findings[0]);
         assert!(
             s.reasons.iter().any(|r| r.contains("below 95%")),
@@ -776,6 +860,49 @@ pub(crate) mod tests {
         assert!(a.generator_bound.is_empty());
     }
 
+    /// The plan was carried out while at most 1% of its arrivals were never sent (of those
+    /// intended: sent or not); the cause named is the one the generator's evidence shows.
+    #[test]
+    fn arrivals_not_sent_beyond_1_percent_mean_the_plan_was_not_carried_out() {
+        let mut s = summary(1000.0, 1000.0, 1.0, 0);
+        s.requests = 990;
+        s.unsent = 10;
+        assert!(plan_carried_out(&s), "exactly 1%");
+        s.unsent = 11;
+        assert!(!plan_carried_out(&s));
+        let mut g = GeneratorStats {
+            cpu_pct: 95.0,
+            cpu_us_per_response: 10.0,
+            threads: 2,
+            pool_waits: 0,
+        };
+        let n = not_sent(&s, &g).expect("some not sent");
+        assert_eq!((n.count, n.intended, n.plan_carried_out), (11, 1001, false));
+        assert!(
+            n.why
+                .contains("the generator could not keep up (its CPU at 95% of its 2 thread(s))"),
+            "{}",
+            n.why
+        );
+        g.cpu_pct = 10.0;
+        g.pool_waits = 3;
+        let n = not_sent(&s, &g).unwrap();
+        assert!(
+            n.why.contains("every connection it may open was busy"),
+            "{}",
+            n.why
+        );
+        g.pool_waits = 0;
+        let n = not_sent(&s, &g).unwrap();
+        assert!(n.why.contains("connections to spare"), "{}", n.why);
+        assert!(!n.why.contains("  "), "one line, single spaces: {}", n.why);
+        s.unsent = 0;
+        assert_eq!(not_sent(&s, &g), None);
+        // Nothing scheduled: nothing missed.
+        s.requests = 0;
+        assert!(plan_carried_out(&s));
+    }
+
     /// The issue's case: 2% generator CPU, a server queue behind 8 busy workers: every
     /// connection busy and arrivals waiting for one, so send lag grows — the server's doing.
     /// Nor does a busy host's 15 ms scheduler hiccup under a 900 ms response time count. A
@@ -805,7 +932,7 @@ pub(crate) mod tests {
         s.generator.cpu_pct = 30.0;
         s.summary.unsent = s.summary.sent / 10;
         let why = generator_bound("open", &s).expect("unsent arrivals");
-        assert!(why.contains("never sent (10.0% of those sent)"), "{why}");
+        assert!(why.contains("never sent (9.1% of those intended)"), "{why}");
         assert!(!why.contains("  "), "one line, single spaces: {why}");
         s.generator.pool_waits = 1;
         assert_eq!(

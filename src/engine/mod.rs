@@ -13,12 +13,14 @@ pub mod h2;
 pub mod http;
 pub mod pacing;
 pub mod sys;
+pub mod think;
 pub mod tls;
 pub mod transport;
 mod worker;
 
 pub use crate::plan::segment::Segment;
 pub use pacing::{Arrival, Replay};
+pub use think::Think;
 
 use crate::metrics::{Recorder, SecondLog, SecondSlot};
 use std::net::SocketAddr;

@@ -167,32 +167,47 @@ fn listen_overflow(c: &Ctx, steps: &Steps) -> Option<String> {
 }
 
 /// A worker pool (PHP-FPM's, or the embedded target's `/pool-status`) with every worker busy
-/// and requests queueing for one: the server's own signal of its limit.
+/// and requests queueing for one: the server's own signal of its limit. At its limit by the
+/// rule the bottleneck verdict uses (`summary::pool_at_limit_from`: more than one sample), its
+/// queue by the same computation (`summary::queue_growth`), each figure with its load.
 fn fpm_busy(c: &Ctx, steps: &Steps) -> Option<String> {
-    let (i, f) = steps.iter().enumerate().find_map(|(i, (_, s))| {
+    // The pools, in order of first appearance.
+    let mut pools: Vec<(&str, &str)> = Vec::new();
+    for f in steps.iter().flat_map(|(_, s)| &s.fpm) {
+        if !pools.contains(&(f.url.as_str(), f.pool.as_str())) {
+            pools.push((&f.url, &f.pool));
+        }
+    }
+    let of = |s: &SourceObservation, (url, pool): (&str, &str)| {
         s.fpm
             .iter()
-            .find(|f| {
-                f.total.max >= 1.0
-                    && f.active.max >= f.total.max
-                    && (f.max_children_reached > 0 || f.listen_queue.max > 0.0)
+            .find(|g| g.url == url && g.pool == pool)
+            .cloned()
+    };
+    let (key, i) = pools.iter().find_map(|&key| {
+        let full: Vec<(bool, bool)> = steps
+            .iter()
+            .map(|(_, s)| {
+                of(s, key).map_or((false, false), |f| {
+                    (f.full_at_peak(), f.full_most_of_step())
+                })
             })
-            .map(|f| (i, f))
+            .collect();
+        super::summary::pool_at_limit_from(&full).map(|i| (key, i))
     })?;
-    let pool = |g: &super::summary::FpmObservation| g.url == f.url && g.pool == f.pool;
-    // The queue before the pool filled (the first step's) and its peak over the steps after.
-    let q0 = steps
-        .first()
-        .and_then(|(_, s)| s.fpm.iter().find(|g| pool(g)))
-        .map_or(0.0, |g| g.listen_queue.max);
-    let (q1, reached) = steps[i..]
+    let f = of(steps[i].1, key)?;
+    let queues: Vec<f64> = steps
         .iter()
-        .flat_map(|(_, s)| s.fpm.iter().filter(|g| pool(g)))
-        .fold((0.0f64, 0), |(q, r), g| {
-            (q.max(g.listen_queue.max), r + g.max_children_reached)
-        });
+        .map(|(_, s)| of(s, key).map_or(0.0, |g| g.listen_queue.max))
+        .collect();
+    let ((i0, q0), (i1, q1)) = super::summary::queue_growth(&queues, i)?;
+    let reached: u64 = steps[i..]
+        .iter()
+        .filter_map(|(_, s)| of(s, key))
+        .map(|g| g.max_children_reached)
+        .sum();
     Some(format!(
-        "all {} workers{} busy from {}, queue grew {} → {} (every worker busy for {} \
+        "all {} workers{} busy from {}, queue {} at {} → {} at {} (every worker busy for {} \
          arrivals): requests wait for a worker — raise the pool's size (pm.max_children, \
          --workers) if CPU and memory allow",
         int(f.total.max.round() as u64),
@@ -203,7 +218,9 @@ fn fpm_busy(c: &Ctx, steps: &Steps) -> Option<String> {
         },
         c.load(steps[i].0),
         int(q0 as u64),
+        c.load(steps[i0].0),
         int(q1 as u64),
+        c.load(steps[i1].0),
         int(reached),
     ))
 }
@@ -516,7 +533,10 @@ mod tests {
         );
         assert!(all.contains("somaxconn = 4,096"), "{all}");
         assert!(
-            all.contains("all 20 workers of pool www busy from 2,400 req/s, queue grew 0 → 12"),
+            all.contains(
+                "all 20 workers of pool www busy from 2,400 req/s, queue 0 at 1,200 req/s → 12 \
+                 at 2,400 req/s"
+            ),
             "{all}"
         );
         assert!(
@@ -558,6 +578,54 @@ mod tests {
         assert!(findings(&[], "open").is_empty());
     }
 
+    /// One sample that caught every worker busy (at 320 req/s, 80% of the pool's capacity,
+    /// busy 70% on average) is no limit; the pool is at its limit from the step it was full
+    /// for most of, or from a full step followed by another. The queue's figures name their
+    /// loads: the first step's, and the peak's.
+    #[test]
+    fn a_pool_at_its_limit_needs_more_than_one_sample() {
+        let pool = |active: Stat, q: f64| {
+            let mut o = obs(30.0, 10.0, 0, 3.0, 5.0);
+            o.sources[0].fpm[0] = FpmObservation {
+                pool: "www".into(),
+                active,
+                total: st(8.0, 8.0),
+                listen_queue: st(q / 2.0, q),
+                ..Default::default()
+            };
+            o
+        };
+        let (low, noisy) = (pool(st(4.0, 6.0), 0.0), pool(st(5.6, 8.0), 2.0));
+        let (calm, full) = (pool(st(6.0, 7.0), 0.0), pool(st(7.9, 8.0), 40.0));
+        let busy = |f: Vec<String>| f.into_iter().find(|l| l.starts_with("all 8 workers"));
+        let f = findings(&[(160.0, &low), (320.0, &noisy), (360.0, &calm)], "open");
+        assert_eq!(busy(f), None, "one noisy sample");
+        let f = findings(
+            &[
+                (160.0, &low),
+                (320.0, &noisy),
+                (360.0, &calm),
+                (400.0, &full),
+                (440.0, &full),
+            ],
+            "open",
+        );
+        let line = busy(f).expect("full for most of the step");
+        assert!(
+            line.starts_with(
+                "all 8 workers of pool www busy from 400 req/s, queue 0 at 160 req/s → 40 at 400 req/s"
+            ),
+            "{line}"
+        );
+        // Two steps full at their busiest in a row: from the first of them.
+        let f = findings(&[(160.0, &low), (320.0, &noisy), (360.0, &noisy)], "open");
+        let line = busy(f).expect("full twice in a row");
+        assert!(
+            line.contains("busy from 320 req/s, queue 0 at 160 req/s → 2 at 320 req/s"),
+            "{line}"
+        );
+    }
+
     /// The issue's busy host: other work keeps both cores busy and overflows some other
     /// listener 4,927 times, while this server's processes idle at 6%, its own accept queue
     /// never holds a connection, and its 8 workers (the embedded target's pool) are all busy
@@ -577,7 +645,7 @@ mod tests {
         src.groups[0].cpu_pct = st(6.0, 9.0);
         src.fpm[0] = FpmObservation {
             pool: "overload-target".into(),
-            active: st(7.5, 8.0),
+            active: st(7.9, 8.0),
             total: st(8.0, 8.0),
             listen_queue: st(30.0, 57.0),
             max_children_reached: 900,
@@ -591,8 +659,8 @@ mod tests {
         let all = f.join("\n");
         assert!(
             f[0].starts_with(
-                "all 8 workers of pool overload-target busy from 400 req/s, queue grew 0 → 57 \
-                 (every worker busy for 900 arrivals)"
+                "all 8 workers of pool overload-target busy from 400 req/s, queue 0 at 160 \
+                 req/s → 57 at 400 req/s (every worker busy for 900 arrivals)"
             ),
             "the pool first: {all}"
         );

@@ -110,6 +110,71 @@ pub struct FpmObservation {
     pub errors: u64,
 }
 
+/// The pool name the embedded target's `/pool-status` reports (`target/routes.rs`'s
+/// `POOL_NAME`): its workers are the target's, not PHP-FPM's.
+pub const TARGET_POOL: &str = "overload-target";
+
+/// A pool busy on average at least this share of its workers over a step was full for most
+/// of it.
+pub const POOL_BUSY_MOST: f64 = 0.95;
+
+impl FpmObservation {
+    /// At the step's busiest sample every worker was busy and requests queued for one (or
+    /// pm.max_children was hit): what one sample may show, noise included.
+    pub fn full_at_peak(&self) -> bool {
+        self.total.max >= 1.0
+            && self.active.max >= self.total.max
+            && (self.max_children_reached > 0 || self.listen_queue.max > 0.0)
+    }
+
+    /// Busy on average at least [`POOL_BUSY_MOST`] of the pool over the step.
+    pub fn full_most_of_step(&self) -> bool {
+        self.total.max >= 1.0 && self.active.mean >= POOL_BUSY_MOST * self.total.max
+    }
+
+    /// What its workers are called: the embedded target's pool speaks FPM's status format
+    /// but is not PHP-FPM.
+    pub fn workers_label(&self) -> &'static str {
+        workers_label(&self.pool)
+    }
+}
+
+/// What the workers of the pool named `pool` are called in labels.
+pub fn workers_label(pool: &str) -> &'static str {
+    if pool == TARGET_POOL {
+        "target workers"
+    } else {
+        "FPM workers"
+    }
+}
+
+/// The first step from which a pool was at its limit, given per step (full at its busiest
+/// sample, full for most of the step): full at its busiest there, and full for most of that
+/// step or full at its busiest in the next step too. One sample that caught every worker busy
+/// is not a limit. None when no step qualifies.
+pub fn pool_at_limit_from(steps: &[(bool, bool)]) -> Option<usize> {
+    (0..steps.len()).find(|&i| {
+        let (peak, most) = steps[i];
+        peak && (most || steps.get(i + 1).is_some_and(|next| next.0))
+    })
+}
+
+/// A pool's queue over steps: its value at the first step, and its peak from step `from` on,
+/// each with the index of its step (the first of equal peaks). None for no steps.
+pub fn queue_growth(queues: &[f64], from: usize) -> Option<((usize, f64), (usize, f64))> {
+    let first = (0, *queues.first()?);
+    let peak = queues
+        .iter()
+        .enumerate()
+        .skip(from)
+        .fold(None::<(usize, f64)>, |best, (i, &q)| match best {
+            Some((_, b)) if b >= q => best,
+            _ => Some((i, q)),
+        })
+        .unwrap_or(first);
+    Some((first, peak))
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TcpObservation {
@@ -459,6 +524,72 @@ pub fn second(samples: &[Sample]) -> Option<SecondObservation> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pool is at its limit from a step full at its busiest and either full for most of it
+    /// or followed by another full step: one sample is no limit.
+    #[test]
+    fn a_pool_at_its_limit_needs_more_than_one_sample() {
+        assert_eq!(pool_at_limit_from(&[]), None);
+        assert_eq!(pool_at_limit_from(&[(false, false), (true, false)]), None);
+        assert_eq!(
+            pool_at_limit_from(&[(true, false), (false, false), (true, true)]),
+            Some(2)
+        );
+        assert_eq!(
+            pool_at_limit_from(&[(false, false), (true, false), (true, false)]),
+            Some(1)
+        );
+        let f = FpmObservation {
+            active: Stat {
+                mean: 7.6,
+                max: 8.0,
+            },
+            total: Stat {
+                mean: 8.0,
+                max: 8.0,
+            },
+            listen_queue: Stat {
+                mean: 0.0,
+                max: 1.0,
+            },
+            ..Default::default()
+        };
+        assert!(f.full_at_peak() && f.full_most_of_step(), "7.6 of 8 is 95%");
+        let f = FpmObservation {
+            active: Stat {
+                mean: 7.5,
+                max: 8.0,
+            },
+            ..f
+        };
+        assert!(f.full_at_peak() && !f.full_most_of_step());
+        let f = FpmObservation {
+            listen_queue: Stat::default(),
+            ..f
+        };
+        assert!(!f.full_at_peak(), "no queue, max_children never reached");
+    }
+
+    /// The queue's first value and its peak from a step on, each with its step.
+    #[test]
+    fn queue_growth_names_its_steps() {
+        assert_eq!(queue_growth(&[], 0), None);
+        let q = [1.0, 0.0, 5.0, 142.0, 475.0, 300.0];
+        assert_eq!(queue_growth(&q, 2), Some(((0, 1.0), (4, 475.0))));
+        assert_eq!(queue_growth(&q[..4], 2), Some(((0, 1.0), (3, 142.0))));
+        assert_eq!(
+            queue_growth(&[0.0, 7.0, 7.0], 0),
+            Some(((0, 0.0), (1, 7.0)))
+        );
+    }
+
+    /// The embedded target's pool speaks FPM's format but is not PHP-FPM.
+    #[test]
+    fn the_targets_pool_is_labelled_as_the_targets() {
+        assert_eq!(workers_label(TARGET_POOL), "target workers");
+        assert_eq!(workers_label("www"), "FPM workers");
+        assert_eq!(workers_label(""), "FPM workers");
+    }
     use crate::observe::sample::{FpmSample, GroupSample, HostSample, ProcSample, TcpSample};
 
     fn s(source: &str, t: u64, busy: f64, tw: u64, ovf: u64) -> Sample {

@@ -252,8 +252,14 @@ pub fn latency_chart(r: &RunReport) -> Chart {
 pub fn time_split_chart(r: &RunReport) -> Chart {
     let steps = &r.steps;
     let offered: Vec<f64> = steps.iter().map(|s| s.offered).collect();
+    // Send lag is the open loop's lateness against its schedule: a closed loop has none.
+    let open = r.is_open();
     let mut c = Chart::new(
-        "Response time, service time and send lag (p99)",
+        if open {
+            "Response time, service time and send lag (p99)"
+        } else {
+            "Response time and service time (p99)"
+        },
         load_axis(r.is_open(), &offered),
         Axis::log("ms, log scale").with_unit("ms"),
     );
@@ -271,11 +277,13 @@ pub fn time_split_chart(r: &RunReport) -> Chart {
         )
         .line(Line::Dashed),
     );
-    c.add(Series::new(
-        "send lag p99",
-        WARN_COLOR,
-        points(steps, |s| s.summary.send_lag_ms.p99),
-    ));
+    if open {
+        c.add(Series::new(
+            "send lag p99",
+            WARN_COLOR,
+            points(steps, |s| s.summary.send_lag_ms.p99),
+        ));
+    }
     mark_load(&mut c, r);
     c
 }
@@ -666,6 +674,25 @@ mod tests {
             series,
             skipped: vec![],
         })
+    }
+
+    /// Send lag is the open loop's: a closed loop's chart and step table show none (no
+    /// "0µs" for a schedule that does not exist).
+    #[test]
+    fn send_lag_shows_in_the_open_loop_only() {
+        let names = |r: &RunReport| -> Vec<String> {
+            time_split_chart(r)
+                .series
+                .iter()
+                .map(|s| s.name.clone())
+                .collect()
+        };
+        let open = report("open", testdata::open_sweep());
+        assert!(names(&open).contains(&"send lag p99".to_string()));
+        let closed = report("closed", testdata::closed_sweep());
+        let n = names(&closed);
+        assert!(!n.iter().any(|n| n.contains("lag")), "{n:?}");
+        assert!(!time_split_chart(&closed).title.contains("send lag"));
     }
 
     #[test]

@@ -262,9 +262,10 @@ pub fn render(r: &RunReport) -> String {
             "Saturation point",
             &r.load_text(s.offered),
             &format!(
-                "offered load of step {} (peak sustained throughput {} responses/s): {}",
+                "offered load of step {} (peak sustained throughput {} responses/s at step {}): {}",
                 s.step + 1,
                 fmt_num(s.peak_throughput),
+                s.peak_step + 1,
                 s.reasons.first().cloned().unwrap_or_default()
             ),
         ),
@@ -315,7 +316,11 @@ pub fn render(r: &RunReport) -> String {
         "Peak throughput",
         &format!("{} /s", fmt_num(a.peak_throughput)),
         &format!(
-            "responses per second; goodput peak {} /s",
+            "responses per second{}; goodput peak {} /s",
+            // Named by its step: past the saturation point it may differ from the sustained
+            // peak the headline gives.
+            a.peak_step
+                .map_or(String::new(), |i| format!(", at step {}", i + 1)),
             fmt_num(peak_good)
         ),
     );
@@ -522,7 +527,12 @@ fn steps_table(o: &mut String, r: &RunReport) {
             lat(m.response_time_ms.p95),
             lat(m.response_time_ms.p99),
             lat(m.response_time_ms.max),
-            fmt_ms(m.send_lag_ms.p99),
+            // A closed loop has no schedule to lag behind: no figure, not "0µs".
+            if r.is_open() {
+                fmt_ms(m.send_lag_ms.p99)
+            } else {
+                "–".to_string()
+            },
             if s.generator.cpu_pct.is_finite() {
                 format!("{:.0}%", s.generator.cpu_pct)
             } else {
@@ -667,6 +677,28 @@ mod tests {
             series,
             skipped: vec!["steps.jsonl:6: skipped truncated last line".into()],
         })
+    }
+
+    /// A closed loop's step table shows no send lag ("–"), not a "0µs" for a schedule that
+    /// does not exist.
+    #[test]
+    fn a_closed_loops_step_table_shows_no_send_lag() {
+        let mut steps = testdata::closed_sweep();
+        for s in &mut steps {
+            s.summary.send_lag_ms.p99 = 0.0;
+        }
+        let mut r = report(steps, true);
+        r.data.info.mode = "closed".into();
+        let mut o = String::new();
+        steps_table(&mut o, &r);
+        assert!(!o.contains("<td>0µs</td>"), "{o}");
+        let mut open = report(testdata::open_sweep(), true);
+        for s in &mut open.steps {
+            s.summary.send_lag_ms.p99 = 0.0;
+        }
+        let mut o = String::new();
+        steps_table(&mut o, &open);
+        assert!(o.contains("<td>0µs</td>"), "{o}");
     }
 
     #[test]

@@ -14,6 +14,12 @@ struct RunJson<'a> {
     urls: &'a [String],
     interrupted: bool,
     warnings: Vec<String>,
+    /// At most 1% of the plan's arrivals never sent (`analysis::plan_carried_out`); false:
+    /// the run exits 1.
+    plan_carried_out: bool,
+    /// The arrivals never sent, of how many, and why (absent when every one was sent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_sent: Option<crate::analysis::NotSent>,
     #[serde(flatten)]
     summary: &'a Summary,
     /// What was observed on the server during the run (with --watch and friends).
@@ -83,6 +89,8 @@ pub fn write_run(
         urls,
         interrupted: outcome.interrupted,
         warnings: super::terminal::warnings(s, outcome, cfg),
+        plan_carried_out: crate::analysis::plan_carried_out(s),
+        not_sent: crate::analysis::not_sent(s, &super::terminal::generator_of(outcome)),
         summary: s,
         server,
     };

@@ -384,14 +384,19 @@ impl SweepProgress {
         } else {
             format!("  [{}]", rec.flags.join(", "))
         };
+        // Send lag is the open loop's lateness against its schedule: a closed loop has none.
+        let lag = if mode == "open" {
+            format!("  lag p99 {:>7}", crate::units::fmt_ms(s.send_lag_ms.p99))
+        } else {
+            String::new()
+        };
         format!(
-            "step {:>3}{of}  {level:>12} → {:>9.1}/s  ok {:>5.1}%  p50 {:>8}  p99 {:>8}  lag p99 {:>7}  gen cpu {:>3.0}%{flags}",
+            "step {:>3}{of}  {level:>12} → {:>9.1}/s  ok {:>5.1}%  p50 {:>8}  p99 {:>8}{lag}  gen cpu {:>3.0}%{flags}",
             rec.step + 1,
             s.throughput,
             if s.requests > 0 { s.ok_count() as f64 / s.requests as f64 * 100.0 } else { 0.0 },
             crate::units::fmt_ms(s.response_time_ms.p50),
             crate::units::fmt_ms(s.response_time_ms.p99),
-            crate::units::fmt_ms(s.send_lag_ms.p99),
             rec.generator.cpu_pct,
         )
     }
@@ -435,6 +440,25 @@ mod tests {
         // A reading at the same instant divides by nothing: no rate, not infinity.
         let d = t.next(Duration::from_millis(4500), 900, 12, 0, 1_250_000);
         assert_eq!(d.rate, 0.0);
+    }
+
+    /// The step line shows send lag in the open loop only: a closed loop has no schedule.
+    #[test]
+    fn the_step_line_shows_send_lag_in_the_open_loop_only() {
+        let p = SweepProgress::new(
+            Some(3),
+            Duration::ZERO,
+            Duration::ZERO,
+            Duration::ZERO,
+            "",
+            true,
+        );
+        let open = &crate::report::testdata::open_sweep()[0];
+        assert!(p.step_line(open, "open").contains("lag p99"));
+        let closed = &crate::report::testdata::closed_sweep()[0];
+        let line = p.step_line(closed, "closed");
+        assert!(!line.contains("lag"), "{line}");
+        assert!(line.contains("gen cpu"), "{line}");
     }
 
     /// A view that asks to end step `end` once it sees it.

@@ -348,7 +348,27 @@ fn timeline_series(name: impl Into<String>, color: &str, pts: Vec<(f64, f64)>) -
     }
 }
 
-/// Chart 3: processes of the watched groups and busy FPM workers, second by second (S5:
+/// What the line of busy pool workers is called: the pools' own kind (the embedded target's
+/// pool speaks FPM's status format but is not PHP-FPM), from the steps' observations.
+fn busy_workers_label(r: &RunReport) -> String {
+    let mut kinds: Vec<&str> = Vec::new();
+    for f in r
+        .steps
+        .iter()
+        .flat_map(|s| s.server.iter().flat_map(|o| o.sources.iter()))
+        .flat_map(|o| o.fpm.iter())
+    {
+        if !kinds.contains(&f.workers_label()) {
+            kinds.push(f.workers_label());
+        }
+    }
+    match kinds.as_slice() {
+        [one] => format!("busy {one}"),
+        _ => "busy pool workers".to_string(),
+    }
+}
+
+/// Chart 3: processes of the watched groups and busy pool workers, second by second (S5:
 /// workers spawned as load rises, and still there after it).
 pub fn processes_timeline(r: &RunReport) -> Option<Chart> {
     let s = &r.data.series;
@@ -382,7 +402,7 @@ pub fn processes_timeline(r: &RunReport) -> Option<Chart> {
         ));
     }
     if any_point(&fpm) {
-        c.add(timeline_series("busy FPM workers", PALETTE[2], fpm));
+        c.add(timeline_series(busy_workers_label(r), PALETTE[2], fpm));
     }
     whole_counts(&mut c);
     Some(c)
@@ -523,6 +543,38 @@ mod tests {
             let svg = ch.to_svg(&format!("s{i}"));
             assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
         }
+    }
+
+    /// The busy workers' line is named after the pool's kind: the embedded target's pool is
+    /// not PHP-FPM's.
+    #[test]
+    fn busy_workers_are_labelled_as_their_pools_kind() {
+        let names = |r: &RunReport| -> Vec<String> {
+            processes_timeline(r)
+                .unwrap()
+                .series
+                .iter()
+                .map(|s| s.name.clone())
+                .collect()
+        };
+        let r = report(testdata::server_sweep());
+        assert!(
+            names(&r).contains(&"busy FPM workers".to_string()),
+            "{:?}",
+            names(&r)
+        );
+        let mut st = testdata::server_sweep();
+        for s in &mut st {
+            for src in &mut s.server.as_mut().unwrap().sources {
+                for f in &mut src.fpm {
+                    f.pool = crate::observe::summary::TARGET_POOL.to_string();
+                }
+            }
+        }
+        let r = report(st);
+        let n = names(&r);
+        assert!(n.contains(&"busy target workers".to_string()), "{n:?}");
+        assert!(!n.iter().any(|n| n.contains("FPM")), "{n:?}");
     }
 
     #[test]

@@ -7,35 +7,42 @@ use std::fmt::Write;
 
 /// One line describing the plan, printed before the run starts.
 pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
+    let think = cfg.think();
     let load = match cfg.load {
+        // A recorded schedule: its arrivals keep the log's gaps, whatever --arrival says.
+        Load::Open {
+            max_connections, ..
+        } if cfg.replay.is_some() => {
+            let r = cfg.replay.as_deref().expect("a replay");
+            format!(
+                "open loop, replaying {} recorded arrivals over {} (mean {} req/s), up to {max_connections} connections",
+                fmt_num(r.at_ns.len() as f64),
+                fmt_duration(std::time::Duration::from_nanos(r.span_ns)),
+                fmt_num(r.rate())
+            )
+        }
         Load::Open { rate, arrival, .. } if cfg.scenario.is_some() => format!(
-            "open loop, {} sessions/s {:?} arrivals, up to {} sessions in flight",
+            "open loop, {} sessions/s {} arrivals, up to {} sessions in flight{}",
             fmt_num(rate),
-            arrival,
-            cfg.max_sessions
-        )
-        .replace("Constant", "constant")
-        .replace("Poisson", "poisson"),
+            arrival_name(arrival),
+            cfg.max_sessions,
+            if think.none() {
+                String::new()
+            } else {
+                format!(", {}", think_text(&think))
+            }
+        ),
         Load::Open {
             rate,
             arrival,
             max_connections,
         } => format!(
-            "open loop, {} req/s {:?} arrivals, up to {max_connections} connections",
+            "open loop, {} req/s {} arrivals, up to {max_connections} connections",
             fmt_num(rate),
-            arrival
-        )
-        .replace("Constant", "constant")
-        .replace("Poisson", "poisson"),
-        Load::Closed { users, think } => {
-            let t = if think.1.is_zero() {
-                "no think time".to_string()
-            } else if think.0 == think.1 {
-                format!("think {}", fmt_duration(think.0))
-            } else {
-                format!("think {}..{}", fmt_duration(think.0), fmt_duration(think.1))
-            };
-            format!("closed loop, {users} users, {t}")
+            arrival_name(arrival)
+        ),
+        Load::Closed { users, .. } => {
+            format!("closed loop, {users} users, {}", think_text(&think))
         }
     };
     let mut bound = Vec::new();
@@ -65,6 +72,57 @@ pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
         cfg.threads,
         cfg.protocol_choice.describe()
     )
+}
+
+/// The generator's effort over a run (its worker threads' CPU, arrivals that queued for a
+/// connection): one computation, for a step's record and a run's summary alike.
+pub fn generator_of(outcome: &Outcome) -> crate::store::GeneratorStats {
+    let rec = &outcome.recorder;
+    let wall = outcome
+        .finished
+        .saturating_duration_since(outcome.started)
+        .as_secs_f64()
+        .max(1e-9);
+    crate::store::GeneratorStats {
+        cpu_pct: rec.cpu.as_secs_f64() / (wall * outcome.threads.max(1) as f64) * 100.0,
+        cpu_us_per_response: if rec.responses > 0 {
+            rec.cpu.as_secs_f64() * 1e6 / rec.responses as f64
+        } else {
+            0.0
+        },
+        threads: outcome.threads,
+        pool_waits: rec.pool_waits,
+    }
+}
+
+fn arrival_name(a: crate::engine::Arrival) -> &'static str {
+    match a {
+        crate::engine::Arrival::Constant => "constant",
+        crate::engine::Arrival::Poisson => "poisson",
+    }
+}
+
+/// The think time as the plan states it: the run's `--think`, or the scenario's steps' own
+/// (their range and mean) when some set one.
+pub fn think_text(t: &crate::engine::Think) -> String {
+    let range = if t.lo == t.hi {
+        fmt_duration(t.lo)
+    } else {
+        format!("{}..{}", fmt_duration(t.lo), fmt_duration(t.hi))
+    };
+    if t.none() {
+        "no think time".to_string()
+    } else if t.from_scenario {
+        format!(
+            "think {range} (the scenario's, mean {})",
+            // Whole milliseconds: a think time's mean needs no more.
+            fmt_duration(std::time::Duration::from_millis(
+                (t.mean.as_secs_f64() * 1e3).round() as u64
+            ))
+        )
+    } else {
+        format!("think {range}")
+    }
 }
 
 fn fmt_bytes(b: f64) -> String {
@@ -132,6 +190,9 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
         );
     }
     o.push_str(&requests_line(s));
+    if let Some(n) = crate::analysis::not_sent(s, &generator_of(outcome)) {
+        o.push_str(&not_sent_line(&n));
+    }
     let _ = writeln!(
         o,
         "  transfer       {}/s in ({} total), {} out; {} connections opened",
@@ -275,7 +336,7 @@ pub fn requests_line(s: &Summary) -> String {
         .sum();
     let transport = s.error_count.saturating_sub(checks);
     format!(
-        "  requests       {} sent, {} answered, {} transport errors ({:.2}%), {} {not_ok} ({:.2}%){}{}{}{}\n",
+        "  requests       {} sent, {} answered, {} transport errors ({:.2}%), {} {not_ok} ({:.2}%){}{}{}\n",
         s.sent,
         s.responses,
         transport,
@@ -284,11 +345,6 @@ pub fn requests_line(s: &Summary) -> String {
         pct(non_ok),
         if checks > 0 {
             format!(", {checks} failed scenario checks ({:.2}%)", pct(checks))
-        } else {
-            String::new()
-        },
-        if s.unsent > 0 {
-            format!(", {} never sent (no free connection)", s.unsent)
         } else {
             String::new()
         },
@@ -307,6 +363,34 @@ pub fn requests_line(s: &Summary) -> String {
             )
         } else {
             String::new()
+        }
+    )
+}
+
+/// The arrivals never sent, apart from the server's answers: how many, of how many, why,
+/// and whether the plan was carried out nevertheless.
+pub fn not_sent_line(n: &crate::analysis::NotSent) -> String {
+    let verdict = if n.plan_carried_out {
+        String::new()
+    } else {
+        format!(
+            "; the plan was not carried out (over {}% of its arrivals not sent)",
+            crate::analysis::GENERATOR_UNSENT_SHARE * 100.0
+        )
+    };
+    let line = format!(
+        "{} of {} intended arrivals ({:.2}%): {}{verdict}",
+        n.count,
+        n.intended,
+        n.share * 100.0,
+        n.why
+    );
+    format!(
+        "  not sent       {}\n",
+        if n.plan_carried_out {
+            line
+        } else {
+            style::red(&line)
         }
     )
 }
@@ -332,10 +416,24 @@ pub fn errors_lines(s: &Summary) -> String {
     } else {
         format!("  checks         {}\n", style::red(&checks.join(", ")))
     };
-    let failed = crate::analysis::Slo::measure(crate::analysis::slo::Metric::Errors, s);
+    // Of the requests (started): arrivals never sent are no answer of the server's (their
+    // own line says so); an SLO's `errors` counts them too, as arrivals the plan meant to serve.
+    let failed = if s.requests > 0 {
+        s.requests.saturating_sub(s.ok_count()) as f64 / s.requests as f64
+    } else {
+        0.0
+    };
     let failed_text = format!("{:.2}%", failed * 100.0);
+    let slo = if s.unsent > 0 {
+        format!(
+            "; {:.2}% of the intended arrivals, those not sent included (what an SLO's `errors` counts)",
+            crate::analysis::Slo::measure(crate::analysis::slo::Metric::Errors, s) * 100.0
+        )
+    } else {
+        " (what an SLO's `errors` counts)".to_string()
+    };
     format!(
-        "  transport      {}\n{checks}  failed         {} of requests got no 2xx/3xx answer (what an SLO's `errors` counts)\n",
+        "  transport      {}\n{checks}  failed         {} of requests got no 2xx/3xx answer{slo}\n",
         if errors.is_empty() {
             "no errors".into()
         } else {
@@ -407,7 +505,8 @@ pub fn warnings(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> Vec<Strin
     }
     if let Load::Open { .. } = cfg.load {
         // Sends more than 10 ms late (or never sent) mean the generator, not the server, was the limit.
-        if s.send_lag_ms.p99 > 10.0 || s.unsent > 0 {
+        // (Arrivals never sent have their own line: `not sent`.)
+        if s.send_lag_ms.p99 > 10.0 {
             w.push(format!(
                 "send lag p99 {}: requests waited for a free connection or for the generator; \
                  response times include that wait (raise --connections or --threads if the server is not saturated)",
@@ -448,9 +547,13 @@ pub fn server(o: &crate::observe::StepObservation) -> String {
             ));
         }
         for f in &src.fpm {
+            // The embedded target's pool speaks FPM's format but is not PHP-FPM.
             parts.push(format!(
-                "fpm {}: active max {:.0} of {:.0}",
-                f.pool, f.active.max, f.total.max
+                "{} ({}): busy max {:.0} of {:.0}",
+                f.workers_label(),
+                f.pool,
+                f.active.max,
+                f.total.max
             ));
         }
         if !parts.is_empty() {
@@ -500,6 +603,63 @@ mod tests {
         assert!(!errs.contains("none"), "{errs}");
     }
 
+    /// The plan line states the plan: a scenario's own think times (not "no think time"),
+    /// a replay's recorded arrivals (not "constant arrivals").
+    #[test]
+    fn the_plan_line_states_think_times_and_replays() {
+        use crate::engine::think::tests::config;
+        use crate::engine::{Arrival, Replay};
+        use std::time::Duration;
+        let closed = |ms| Load::Closed {
+            users: 4,
+            think: (Duration::from_millis(ms), Duration::from_millis(ms)),
+        };
+        let open = Load::Open {
+            rate: 5.0,
+            arrival: Arrival::Constant,
+            max_connections: 10,
+        };
+        let url = ["http://h/".to_string()];
+        let line = plan_line(&config(closed(0), None), &url);
+        assert!(
+            line.contains("closed loop, 4 users, no think time;"),
+            "{line}"
+        );
+        let line = plan_line(&config(closed(250), None), &url);
+        assert!(line.contains("4 users, think 250ms;"), "{line}");
+        let scenario = "[[request]]\nurl = \"/\"\nthink = \"100ms\"\n\
+                        [[request]]\nurl = \"/b\"\nthink = \"50ms..150ms\"\n";
+        let line = plan_line(&config(closed(0), Some(scenario)), &url);
+        assert!(
+            line.contains("4 users, think 50ms..150ms (the scenario's, mean 100ms);"),
+            "{line}"
+        );
+        let line = plan_line(&config(open, Some(scenario)), &url);
+        assert!(
+            line.contains(
+                "5 sessions/s constant arrivals, up to 1 sessions in flight, think 50ms..150ms"
+            ),
+            "{line}"
+        );
+        let line = plan_line(&config(open, None), &url);
+        assert!(
+            line.contains("open loop, 5 req/s constant arrivals, up to 10 connections;"),
+            "{line}"
+        );
+        let mut replay = config(open, None);
+        replay.replay = Some(std::sync::Arc::new(Replay {
+            at_ns: vec![0, 500_000_000, 1_000_000_000],
+            requests: vec![0, 0, 0],
+            span_ns: 1_500_000_000,
+        }));
+        let line = plan_line(&replay, &url);
+        assert!(!line.contains("constant"), "{line}");
+        assert!(
+            line.contains("open loop, replaying 3 recorded arrivals over 1.5s (mean 2 req/s), up to 10 connections;"),
+            "{line}"
+        );
+    }
+
     #[test]
     fn slo_lines_mark_each_condition() {
         let s = crate::analysis::tests::summary(100.0, 100.0, 5.0, 10);
@@ -525,5 +685,37 @@ mod tests {
         let errs = errors_lines(&s);
         assert!(errs.contains("transport      timeout: 10"), "{errs}");
         assert!(errs.contains("0.99% of requests got no 2xx/3xx"), "{errs}");
+    }
+
+    /// The `-R 200k` case: arrivals the generator never sent are named apart, with why; the
+    /// failed share counts the requests sent only (the SLO's view beside it).
+    #[test]
+    fn arrivals_not_sent_are_not_failed_answers() {
+        let mut s = crate::analysis::tests::summary(200_000.0, 11_000.0, 5.0, 0);
+        s.unsent = 3 * s.requests;
+        let errs = errors_lines(&s);
+        assert!(errs.contains("transport      no errors"), "{errs}");
+        assert!(
+            errs.contains("failed         0.00% of requests got no 2xx/3xx answer; 75.00% of the intended arrivals, those not sent included"),
+            "{errs}"
+        );
+        assert!(!requests_line(&s).contains("never sent"));
+        let g = crate::store::GeneratorStats {
+            cpu_pct: 97.0,
+            cpu_us_per_response: 1.0,
+            threads: 2,
+            pool_waits: 0,
+        };
+        let n = crate::analysis::not_sent(&s, &g).unwrap();
+        let line = not_sent_line(&n);
+        assert!(line.starts_with("  not sent       "), "{line}");
+        assert!(
+            line.contains(" (75.00%): the generator could not keep up"),
+            "{line}"
+        );
+        assert!(
+            line.contains("the plan was not carried out (over 1% of its arrivals not sent)"),
+            "{line}"
+        );
     }
 }

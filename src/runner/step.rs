@@ -4,7 +4,7 @@ use crate::analysis::{self, Slo};
 use crate::clock::unix_ms;
 use crate::engine::{self, Control, EngineConfig, Load};
 use crate::metrics::{histo, SecondBucket, Summary};
-use crate::store::{GeneratorStats, SeriesPoint, StepHists, StepRecord};
+use crate::store::{SeriesPoint, StepHists, StepRecord};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -105,23 +105,10 @@ pub fn record_of(
     // This generator's share of the level (the whole level unless the plan is split).
     let offered = rate.unwrap_or(users.unwrap_or(0) as f64);
     let rec = &outcome.recorder;
-    let wall = outcome
-        .finished
-        .saturating_duration_since(outcome.started)
-        .as_secs_f64()
-        .max(1e-9);
-    let generator = GeneratorStats {
-        cpu_pct: rec.cpu.as_secs_f64() / (wall * outcome.threads as f64) * 100.0,
-        cpu_us_per_response: if rec.responses > 0 {
-            rec.cpu.as_secs_f64() * 1e6 / rec.responses as f64
-        } else {
-            0.0
-        },
-        threads: outcome.threads,
-        pool_waits: rec.pool_waits,
-    };
+    let generator = crate::report::terminal::generator_of(outcome);
+    // The mean think per request, a scenario's steps' own included (Little's law needs it).
     let think_ms = match load {
-        Load::Closed { think, .. } => (think.0 + think.1).as_secs_f64() * 500.0,
+        Load::Closed { .. } => cfg.think().mean.as_secs_f64() * 1e3,
         Load::Open { .. } => 0.0,
     };
     let start_s = clock.secs(outcome.started);

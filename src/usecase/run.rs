@@ -334,17 +334,32 @@ pub struct RunOutcome {
 }
 
 impl RunOutcome {
-    /// Why the run failed as a whole: no request succeeded (the dominant error, in one line).
-    /// An interrupted run is not judged.
+    /// Why the run failed as a whole, in one line: no request succeeded (the dominant error),
+    /// or the plan was not carried out (`analysis::plan_carried_out`: over 1% of its arrivals
+    /// never sent). An interrupted run is not judged.
     pub fn failure(&self) -> Option<String> {
         if self.outcome.interrupted {
             return None;
         }
         self.summary
             .nothing_answered(&self.cfg.addrs[0].to_string())
+            .or_else(|| {
+                let g = terminal::generator_of(&self.outcome);
+                let n = crate::analysis::not_sent(&self.summary, &g)?;
+                (!n.plan_carried_out).then(|| {
+                    format!(
+                        "the plan was not carried out: {} of its {} arrivals ({:.2}%) were never sent; {}",
+                        n.count,
+                        n.intended,
+                        n.share * 100.0,
+                        n.why
+                    )
+                })
+            })
     }
 
-    /// 130 when interrupted, 1 when nothing answered, 3 when the SLO failed, else 0.
+    /// 130 when interrupted, 1 when nothing answered or the plan was not carried out, 3 when
+    /// the SLO failed, else 0.
     pub fn exit_code(&self) -> i32 {
         if self.outcome.interrupted {
             130

@@ -1,7 +1,8 @@
 //! The candidates of the verdict, one function each: `None` when its source was not observed,
 //! else the first step at (or near) its limit, its numbers and the change to make.
 use super::{int, server, sources, Candidate, Ctx, Limit};
-use crate::analysis::{generator_bound, GENERATOR_CPU, GENERATOR_UNSENT_SHARE};
+use crate::analysis::{generator_bound, plan_carried_out, GENERATOR_CPU};
+use crate::observe::summary::{pool_at_limit_from, queue_growth, FpmObservation};
 use crate::store::StepRecord;
 use crate::units::fmt_num;
 
@@ -16,14 +17,13 @@ pub(super) fn pool(c: &Ctx) -> Option<Candidate> {
     if !observed {
         return None;
     }
+    // FPM's pools (and the target's): full at a step's busiest sample, and for most of it.
     let fpm_full = |s: &StepRecord| {
-        sources(s).any(|o| {
-            o.fpm.iter().any(|f| {
-                f.total.max >= 1.0
-                    && f.active.max >= f.total.max
-                    && (f.max_children_reached > 0 || f.listen_queue.max > 0.0)
-            })
-        })
+        let fpm = || sources(s).flat_map(|o| o.fpm.iter());
+        (
+            fpm().any(FpmObservation::full_at_peak),
+            fpm().any(|f| f.full_at_peak() && f.full_most_of_step()),
+        )
     };
     let apache_full = |s: &StepRecord| sources(s).any(|o| o.apache.iter().any(|a| a.full()));
     // Busy and size of the pool, summed over the pools of the step.
@@ -55,7 +55,13 @@ pub(super) fn pool(c: &Ctx) -> Option<Candidate> {
             .map(|f| f.listen_queue.max)
             .fold(0.0, f64::max)
     };
-    let at = c.first(|s| fpm_full(s) || apache_full(s));
+    // One sample with every worker busy is not a limit (pool_at_limit_from); Apache's
+    // `full` already holds for the whole step.
+    let fpm_at = pool_at_limit_from(&c.steps.iter().map(fpm_full).collect::<Vec<_>>());
+    let at = match (fpm_at, c.first(apache_full)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     let near = c.first(|s| {
         let (b, n) = busy(s);
         n >= 1.0 && b >= 0.8 * n
@@ -63,11 +69,10 @@ pub(super) fn pool(c: &Ctx) -> Option<Candidate> {
     let mut x = c.candidate(Limit::WorkerPool, at, near);
     let k = c.knee();
     let (b, n) = busy(k);
-    let q0 = queue(&c.steps[0]);
-    let q1 = c.steps[at.unwrap_or(0)..]
-        .iter()
-        .map(queue)
-        .fold(0.0, f64::max);
+    // The queue at the first step and its peak from the step the pool filled through the
+    // knee, each named by its step (the findings use the same computation over all steps).
+    let queues: Vec<f64> = c.steps.iter().map(queue).collect();
+    let ((i0, q0), (i1, q1)) = queue_growth(&queues, at.unwrap_or(0)).unwrap_or_default();
     let reached: u64 = c.steps[at.unwrap_or(0)..]
         .iter()
         .flat_map(sources)
@@ -89,7 +94,13 @@ pub(super) fn pool(c: &Ctx) -> Option<Candidate> {
     x.seen = match at {
         Some(i) => {
             let queue = if q1 > 0.0 || q0 > 0.0 {
-                format!(" (queue grew {} → {})", int(q0), int(q1))
+                format!(
+                    " (queue {} at step {} → {} at step {})",
+                    int(q0),
+                    c.steps[i0].step + 1,
+                    int(q1),
+                    c.steps[i1].step + 1
+                )
             } else if apache {
                 " (none idle, no scoreboard slot free)".to_string()
             } else {
@@ -463,10 +474,8 @@ pub fn fmt_bits(b: f64) -> String {
 /// of its own) or its CPU passed 70% of its threads.
 pub(super) fn generator(c: &Ctx) -> Option<Candidate> {
     let bound = |s: &StepRecord| generator_bound(c.mode, s);
-    let own = |s: &StepRecord| {
-        s.generator.cpu_pct >= GENERATOR_CPU
-            || s.summary.unsent as f64 > GENERATOR_UNSENT_SHARE * s.summary.sent.max(1) as f64
-    };
+    let own =
+        |s: &StepRecord| s.generator.cpu_pct >= GENERATOR_CPU || !plan_carried_out(&s.summary);
     let at = c.first(|s| bound(s).is_some() && own(s));
     let near = c.first(|s| bound(s).is_some() || s.generator.cpu_pct >= 70.0);
     let mut x = c.candidate(Limit::Generator, at, near);

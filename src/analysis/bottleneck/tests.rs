@@ -162,8 +162,8 @@ fn a_full_pool_is_named_with_its_numbers() {
     assert_eq!(w.numbers["queue_peak"], 180.0);
     assert_eq!(
         b.verdict,
-        "knee at 400 req/s (step 4): all 8 workers busy from step 3 at 300 req/s (queue grew \
-         0 → 180), CPU 15%, no listen drops, memory 60% available, generator CPU 10% → the \
+        "knee at 400 req/s (step 4): all 8 workers busy from step 3 at 300 req/s (queue 0 at \
+         step 1 → 180 at step 3), CPU 15%, no listen drops, memory 60% available, generator CPU 10% → the \
          worker pool; raise the pool (pm.max_children, MaxRequestWorkers, --workers) if CPU \
          and memory allow, or cut service time"
     );
@@ -174,6 +174,44 @@ fn a_full_pool_is_named_with_its_numbers() {
             "the network (--link-speed)".to_string()
         ]
     );
+}
+
+/// The issue's demo: one sample at 80% of the pool's capacity caught every worker busy (and
+/// a request queued), busy 70% of the step on average, the next step calm: no limit there.
+/// The pool is at its limit from the step it was full for most of, as latency rose.
+#[test]
+fn one_noisy_sample_does_not_put_the_pool_at_its_limit() {
+    let mut steps = sweep(&RISE, &pool_steps());
+    let mut set = |i: usize, mean: f64, max: f64, q: f64| {
+        let f = &mut steps[i].server.as_mut().unwrap().sources[0].fpm[0];
+        f.active = st(mean, max);
+        f.listen_queue = st(q / 2.0, q);
+        f.max_children_reached = 0;
+    };
+    set(1, 5.6, 8.0, 2.0);
+    set(2, 6.0, 7.0, 0.0);
+    set(3, 7.9, 8.0, 180.0);
+    let b = diagnose("open", &steps, 3, Context::default());
+    let w = b.leader().unwrap();
+    assert_eq!(w.limit, Limit::WorkerPool);
+    assert_eq!((w.evidence, w.from_step), (Evidence::AtLimit, Some(3)));
+    assert_eq!(w.lead_steps, Some(0), "as latency rose, not 2 steps before");
+    assert!(
+        w.seen.starts_with(
+            "all 8 workers busy from step 4 at 400 req/s (queue 0 at step 1 → 180 at step 4)"
+        ),
+        "{}",
+        w.seen
+    );
+    // Full at its busiest twice in a row: at its limit from the first.
+    let mut steps = sweep(&RISE, &pool_steps());
+    for s in &mut steps[1..3] {
+        let f = &mut s.server.as_mut().unwrap().sources[0].fpm[0];
+        f.active = st(5.6, 8.0);
+        f.listen_queue = st(1.0, 2.0);
+    }
+    let b = diagnose("open", &steps, 3, Context::default());
+    assert_eq!(b.leader().unwrap().from_step, Some(1));
 }
 
 #[test]
