@@ -189,6 +189,7 @@ pub fn drawn(r: &RunReport) -> std::borrow::Cow<'_, RunReport> {
         steps: kept,
         analysis: r.analysis.clone(),
         notes,
+        ramp: r.ramp.clone(),
     })
 }
 

@@ -64,8 +64,23 @@ pub fn render(r: &RunReport) -> String {
         o.push_str("</div>\n");
     }
     let _ = writeln!(o, "<p class=\"verdict\">{}</p>", esc(&verdict(r)));
-    if let Some(b) = &r.analysis.bottleneck {
-        o.push_str(&super::bottleneck::html(b));
+    // On a ramp the knee and its verdict are the ramp's (one level's verdict means little).
+    match &r.ramp {
+        Some(ramp) => {
+            let _ = writeln!(
+                o,
+                "<p class=\"verdict\">{}</p>",
+                esc(&capitalized(&ramp.describe()))
+            );
+            if let Some(b) = &ramp.bottleneck {
+                o.push_str(&super::bottleneck::html(b));
+            }
+        }
+        None => {
+            if let Some(b) = &r.analysis.bottleneck {
+                o.push_str(&super::bottleneck::html(b));
+            }
+        }
     }
 
     o.push_str("<div class=\"cards\">\n");
@@ -198,9 +213,19 @@ pub fn render(r: &RunReport) -> String {
     o
 }
 
-/// "200 req/s offered" or "16 users".
+/// "200 req/s offered" or "16 users"; on stages, the stages and the mean (or peak) level.
 fn load_words(r: &RunReport) -> String {
     let s = &r.steps[0];
+    if let Some(st) = r.data.info.config.get("stages").and_then(|v| v.as_str()) {
+        return if r.is_open() {
+            format!(
+                "stages {st} ({} offered on average)",
+                r.load_text(s.offered)
+            )
+        } else {
+            format!("stages {st} (at most {})", r.load_text(s.offered))
+        };
+    }
     if r.is_open() {
         format!("{} offered", r.load_text(s.offered))
     } else {

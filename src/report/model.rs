@@ -18,6 +18,8 @@ pub struct RunReport {
     pub analysis: Analysis,
     /// What the reader must know about this report: lines skipped, an SLO that did not parse.
     pub notes: Vec<String>,
+    /// A run on stages: the knee found on its ramp and its verdict (`ramp.json`).
+    pub ramp: Option<crate::analysis::ramp::RampAnalysis>,
 }
 
 impl RunReport {
@@ -68,11 +70,13 @@ impl RunReport {
                 analysis.findings.push(f);
             }
         }
+        let ramp = read_ramp(&data.dir);
         RunReport {
             data,
             steps,
             analysis,
             notes,
+            ramp,
         }
     }
 
@@ -242,4 +246,13 @@ mod tests {
             assert!(s.summary.statuses.contains_key(&want), "{name:?} as a key");
         }
     }
+}
+
+/// The folder's `ramp.json`; None when absent or unreadable (a folder of a run without
+/// stages, or of a version before them). A few kilobytes: the cap keeps a planted huge file
+/// from filling memory.
+fn read_ramp(dir: &Path) -> Option<crate::analysis::ramp::RampAnalysis> {
+    let name = crate::analysis::ramp::RAMP_FILE;
+    let raw = crate::fsutil::read_capped(&dir.join(name), 4 << 20, name).ok()?;
+    serde_json::from_slice(&raw).ok()
 }
