@@ -114,6 +114,7 @@ pub(crate) mod tests {
             names: Vec::new(),
             weights: Default::default(),
             replay: None,
+            ramp: None,
             max_sessions: 1,
             ok_status: Default::default(),
             protocol_choice: Default::default(),
