@@ -206,6 +206,15 @@ fn escape_value(v: &mut serde_json::Value) -> bool {
     }
 }
 
+/// The folder's `ramp.json`; None when absent or unreadable (a folder of a run without
+/// stages, or of a version before them). A few kilobytes: the cap keeps a planted huge file
+/// from filling memory.
+fn read_ramp(dir: &Path) -> Option<crate::analysis::ramp::RampAnalysis> {
+    let name = crate::analysis::ramp::RAMP_FILE;
+    let raw = crate::fsutil::read_capped(&dir.join(name), 4 << 20, name).ok()?;
+    serde_json::from_slice(&raw).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testdata;
@@ -246,13 +255,4 @@ mod tests {
             assert!(s.summary.statuses.contains_key(&want), "{name:?} as a key");
         }
     }
-}
-
-/// The folder's `ramp.json`; None when absent or unreadable (a folder of a run without
-/// stages, or of a version before them). A few kilobytes: the cap keeps a planted huge file
-/// from filling memory.
-fn read_ramp(dir: &Path) -> Option<crate::analysis::ramp::RampAnalysis> {
-    let name = crate::analysis::ramp::RAMP_FILE;
-    let raw = crate::fsutil::read_capped(&dir.join(name), 4 << 20, name).ok()?;
-    serde_json::from_slice(&raw).ok()
 }
