@@ -139,12 +139,19 @@ pub fn analyze(mode: &str, series: &[SeriesPoint]) -> RampAnalysis {
     let first = (0..pts.len().saturating_sub(WINDOW - 1))
         .find(|&k| (k > 0 || mode != "closed") && below[k..k + WINDOW].iter().all(|b| *b));
     let knee = first.map(|k| {
-        // The knee lies in second k: from its start, halfway between its level and the
-        // level of the second before.
-        let level = match k.checked_sub(1) {
+        // The knee lies in second k, at or after its start (halfway between its level and
+        // the level of the second before). Open loop: where throughput and the offered line
+        // part is the height throughput then holds (the median of the window's seconds), so
+        // the 95% threshold does not push the knee up by 5%.
+        let mut level = match k.checked_sub(1) {
             Some(j) => (pts[j].offered + pts[k].offered) / 2.0,
             None => pts[k].offered,
         };
+        if mode != "closed" {
+            let mut held: Vec<f64> = pts[k..k + WINDOW].iter().map(|p| x(p)).collect();
+            held.sort_by(f64::total_cmp);
+            level = level.min(held[WINDOW / 2]);
+        }
         let lo = k.saturating_sub(1);
         let hi = (k + WINDOW - 1).min(pts.len() - 1);
         let slope = if hi > lo {
@@ -296,6 +303,8 @@ mod tests {
         let a = analyze("open", &ramp(400.0));
         let k = a.knee.clone().expect("a knee");
         assert!((k.level - 400.0).abs() <= 40.0, "{k:?}");
+        // The height throughput held, not where it fell 5% short (417 req/s here).
+        assert!(k.level < 410.0, "{k:?}");
         // 550 req/s over 12 s: ~46 req/s each second, 3 s to notice.
         assert!((k.slope - 45.8).abs() < 1.0, "{k:?}");
         assert!((k.uncertainty - 137.5).abs() < 3.0, "{k:?}");

@@ -101,8 +101,8 @@ impl RunArgs {
             }
         }
         let load = match (self.rate, &stages) {
-            (_, Some((true, _))) => RunLoad::Users {
-                users: 0,
+            (_, Some((true, st))) => RunLoad::Users {
+                users: st.peak() as usize,
                 think: self.think,
             },
             (_, Some((false, st))) => {

@@ -31,7 +31,7 @@ pub enum RunLoad {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunConfig {
     pub request: RequestConfig,
-    /// With `stages`, which level moves (its number is then the stages' to set).
+    /// With `stages`, which level moves (its number: the stages' peak).
     pub load: RunLoad,
     /// `--stages` / `--user-stages`: the level ramps through these; the run lasts their sum.
     pub stages: Option<Stages>,

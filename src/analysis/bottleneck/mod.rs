@@ -243,6 +243,15 @@ impl Ctx<'_> {
         }
     }
 
+    /// "step 7", or on a ramp "12 s" (the window's start).
+    fn step_name(&self, i: usize) -> String {
+        let s = &self.steps[i];
+        match self.ramp {
+            Some(_) => format!("{} s", fmt_num(s.start_s)),
+            None => format!("step {}", s.step + 1),
+        }
+    }
+
     fn knee(&self) -> &StepRecord {
         &self.steps[self.steps.len() - 1]
     }
