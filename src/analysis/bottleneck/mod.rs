@@ -238,7 +238,7 @@ impl Ctx<'_> {
     fn at(&self, i: usize) -> String {
         let s = &self.steps[i];
         match self.ramp {
-            Some(_) => format!("{} s at {}", fmt_num(s.start_s), self.load(s.offered)),
+            Some(_) => format!("{:.0} s at {}", s.start_s, self.load(s.offered)),
             None => format!("step {} at {}", s.step + 1, self.load(s.offered)),
         }
     }
@@ -247,7 +247,7 @@ impl Ctx<'_> {
     fn step_name(&self, i: usize) -> String {
         let s = &self.steps[i];
         match self.ramp {
-            Some(_) => format!("{} s", fmt_num(s.start_s)),
+            Some(_) => format!("{:.0} s", s.start_s),
             None => format!("step {}", s.step + 1),
         }
     }
