@@ -370,6 +370,41 @@ mod tests {
         })
     }
 
+    /// A run on stages: its stages in the headline, its knee and verdict said, and the knee
+    /// marked on the timelines where throughput left the offered line.
+    #[test]
+    fn a_ramp_shows_its_stages_and_its_knee() {
+        let mut steps = testdata::open_sweep();
+        steps.truncate(1);
+        let mut r = one_run(steps);
+        r.data.info.config["stages"] = "0s:50, 12s:600".into();
+        let series: Vec<crate::store::SeriesPoint> = r.data.series.clone();
+        r.ramp = Some(crate::analysis::ramp::RampAnalysis {
+            mode: "open".into(),
+            peak_offered: 577.0,
+            peak_throughput: 401.0,
+            knee: Some(crate::analysis::ramp::RampKnee {
+                level: 398.0,
+                uncertainty: 137.5,
+                slope: 45.8,
+                at_s: series.first().map_or(0.0, |p| p.t),
+                second: 0,
+            }),
+            latency_rise: None,
+            bottleneck: None,
+        });
+        let html = super::super::html::render(&r);
+        assert!(
+            html.contains("stages 0s:50, 12s:600"),
+            "the stages in the headline"
+        );
+        assert!(
+            html.contains("Ramp: knee at 398 ± 138 req/s"),
+            "the knee said"
+        );
+        assert!(html.contains("knee 398 req/s ± 138"), "the knee marked");
+    }
+
     #[test]
     fn a_one_step_folder_gets_the_page_of_one_run() {
         let mut steps = testdata::open_sweep();
