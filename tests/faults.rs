@@ -290,6 +290,7 @@ fn double_answerer(late: Option<Duration>) -> String {
                         let sent = match late {
                             None => conn.write_all(&[OK, OK].concat()),
                             Some(after) => conn.write_all(OK).and_then(|()| {
+                                // The server's behaviour: its second answer comes late.
                                 std::thread::sleep(after);
                                 conn.write_all(OK)
                             }),

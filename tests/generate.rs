@@ -5,11 +5,17 @@
 mod common;
 
 use common::agent::{write_token, Agent, TOKEN};
-use common::{bin, output_within, scratch, Target, QUICK};
+use common::{bin, output_within, scratch, wait_until, Target, QUICK};
+use overload::target::{TargetConfig, TargetHandle};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::Stdio;
 use std::time::Duration;
+
+/// The embedded target in this process (its counters show when load arrives).
+fn in_process_target() -> TargetHandle {
+    overload::target::start(TargetConfig::default()).expect("the target starts")
+}
 
 /// One HTTP/1.1 request; (status, body).
 fn request(
@@ -76,8 +82,10 @@ fn plan(url: &str, rate: f64, duration_ms: u64, users: Option<usize>) -> String 
 
 #[test]
 fn the_agent_refuses_what_its_owner_did_not_allow_and_runs_what_it_did() {
-    let target = Target::start(&[]);
-    let port = target.url.rsplit(':').next().unwrap().to_string();
+    // In this process, so the test sees when the agent's load reaches it.
+    let target = in_process_target();
+    let target_url = target.url();
+    let port = target_url.rsplit(':').next().unwrap().to_string();
     let allowed = format!("127.0.0.1:{port}");
     let agent = Agent::start(&[
         "--allow-target",
@@ -89,7 +97,7 @@ fn the_agent_refuses_what_its_owner_did_not_allow_and_runs_what_it_did() {
         "--max-connections",
         "20",
     ]);
-    let ok_plan = plan(&format!("{}/", target.url), 100.0, 500, None);
+    let ok_plan = plan(&format!("{}/", target_url), 100.0, 500, None);
     let a = agent.addr;
 
     // No token, a wrong token: refused before anything is read or run.
@@ -120,7 +128,7 @@ fn the_agent_refuses_what_its_owner_did_not_allow_and_runs_what_it_did() {
     }
 
     // Beyond each limit, with the limit named.
-    let url = format!("{}/", target.url);
+    let url = format!("{}/", target_url);
     for (p, needle) in [
         (plan(&url, 900.0, 500, None), "--max-rate 500"),
         (plan(&url, 100.0, 5000, None), "--max-duration 3s"),
@@ -143,8 +151,12 @@ fn the_agent_refuses_what_its_owner_did_not_allow_and_runs_what_it_did() {
     assert_eq!(info["allowed_targets"][0], allowed.as_str());
     assert_eq!(info["max_rate"], 500.0);
     let long = plan(&url, 100.0, 1500, None);
+    let before = target.stats().received;
     let first = std::thread::spawn(move || request(a, "POST", "/step", Some(&bearer()), &long));
-    std::thread::sleep(Duration::from_millis(500));
+    // The second is sent while the first runs: once its requests reach the target.
+    wait_until("the first step's load arrives", QUICK, || {
+        target.stats().received > before
+    });
     let (st, body) = request(a, "POST", "/step", Some(&bearer()), &ok_plan);
     assert_eq!(st, 409, "{body}");
     assert!(body.contains("one at a time"), "{body}");
@@ -349,9 +361,10 @@ fn a_controller_over_two_agents_finds_the_single_hosts_saturation_point() {
 
 #[test]
 fn a_generator_killed_mid_step_marks_the_step_and_stops_or_continues() {
-    let target = Target::start(&[]);
-    let allowed = target.url.trim_start_matches("http://").to_string();
-    let url = format!("{}/", target.url);
+    // In this process, so the test sees when a step's load reaches it.
+    let target = in_process_target();
+    let allowed = target.url().trim_start_matches("http://").to_string();
+    let url = format!("{}/", target.url());
     for policy in ["stop", "continue"] {
         let a = Agent::start(&["--allow-target", &allowed]);
         let mut b = Agent::start(&["--allow-target", &allowed]);
@@ -386,8 +399,18 @@ fn a_generator_killed_mid_step_marks_the_step_and_stops_or_continues() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        // Into the second step (each is 0.5 s lead + 2 s + 0.2 s rest).
-        std::thread::sleep(Duration::from_millis(3800));
+        // Into the second step: the first is stored (its load all received, as the agents
+        // answered once their steps ended), then the target receives requests again.
+        let steps_file = out_dir.join("steps.jsonl");
+        wait_until("the first step stored", Duration::from_secs(30), || {
+            std::fs::read_to_string(&steps_file).is_ok_and(|t| t.lines().count() >= 1)
+        });
+        let stored = target.stats().received;
+        wait_until(
+            "the second step's load arrives",
+            Duration::from_secs(30),
+            || target.stats().received > stored,
+        );
         let _ = b.child.kill();
         let _ = b.child.wait();
         let status =

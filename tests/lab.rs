@@ -306,6 +306,8 @@ fn check_session_lock(port: u16) {
     let cookie = "PHPSESSID=locktest0123456789abcdefgh";
     let t =
         std::thread::spawn(move || get_with(port, "/session.php?ms=1000", &[("Cookie", cookie)]));
+    // The second user's behaviour: it arrives 100 ms after the first (which holds the lock
+    // 1 s), so the two overlap in the order the study describes.
     std::thread::sleep(Duration::from_millis(100));
     let second = get_with(port, "/session.php?ms=0", &[("Cookie", cookie)]);
     let first = t.join().unwrap();
@@ -580,6 +582,7 @@ fn php_persistent_workers_restart_and_balance() {
             t0.elapsed() < Duration::from_secs(10),
             "worker not restarted: {m:?}"
         );
+        // The polling period of this bounded wait.
         std::thread::sleep(Duration::from_millis(20));
     }
     let mut seen = std::collections::BTreeSet::new();

@@ -388,7 +388,10 @@ fn symfony_renders_a_row_on_each_front_and_a_killed_worker_is_replaced() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Under load: once the run holds its connections to the front.
+    common::wait_until("the run sends its load", QUICK, || {
+        common::procs::connections_to(run.id(), port) > 0
+    });
     // The workers of this moment: one may have been recycled (request or memory limit) since
     // the list above, and a pid that just exited is no worker to kill.
     let victim = (0..20)
@@ -397,6 +400,7 @@ fn symfony_renders_a_row_on_each_front_and_a_killed_worker_is_replaced() {
             // SAFETY: kill(2) on a pid of the group this test's lab started.
             let killed = w.len() == 2 && unsafe { libc::kill(w[0], libc::SIGKILL) } == 0;
             if !killed {
+                // The polling period of this bounded retry (20 tries).
                 std::thread::sleep(Duration::from_millis(50));
             }
             killed.then_some(w[0])

@@ -9,7 +9,7 @@ use std::process::{Child, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{bin, Target};
+use common::{bin, procs, wait_until, Target};
 use overload::observe::{
     findings, summarize, AgentSpec, GroupSpec, ObserveConfig, Observer, ObserverHandle, Sample,
     LOCAL,
@@ -39,6 +39,7 @@ fn sample_after(h: &ObserverHandle, source: &str, t: u64) -> Sample {
             return s;
         }
         assert!(Instant::now() < end, "no {source} sample after {t}");
+        // A helper's polling period, not a wait before asserting.
         thread::sleep(Duration::from_millis(20));
     }
 }
@@ -299,15 +300,13 @@ fn agent_metrics_are_prometheus_text() {
     let agent = start_agent(9);
     let bearer = format!("Bearer {TOKEN}");
     // Bounded wait for the first sample.
-    let end = Instant::now() + Duration::from_secs(5);
-    let body = loop {
-        let (st, body) = get(agent.addr, "/metrics", Some(&bearer));
+    let mut body = String::new();
+    wait_until("a sample in /metrics", Duration::from_secs(5), || {
+        let (st, b) = get(agent.addr, "/metrics", Some(&bearer));
         assert_eq!(st, 200);
-        if body.contains("overload_cpu_percent") || Instant::now() > end {
-            break body;
-        }
-        thread::sleep(Duration::from_millis(50));
-    };
+        body = b;
+        body.contains("overload_cpu_percent")
+    });
     let n = validate_prometheus(&body).unwrap_or_else(|e| panic!("{e}\n{body}"));
     assert!(n >= 20, "{n} samples");
     for m in [
@@ -477,10 +476,9 @@ fn agent_samples_merge_onto_the_local_clock_and_windows() {
         ..Default::default()
     })
     .unwrap();
-    let end = Instant::now() + Duration::from_secs(5);
-    while bad.warnings().is_empty() && Instant::now() < end {
-        thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("a warning", Duration::from_secs(5), || {
+        !bad.warnings().is_empty()
+    });
     assert!(
         bad.warnings().iter().any(|w| w.contains("401")),
         "{:?}",
@@ -559,8 +557,12 @@ fn agent_serves_its_controller_under_a_slow_connection_attack() {
         let _ = s.write_all(b"G");
         slow.push(s);
     }
-    // Let the agent take them all in before the controller asks.
-    thread::sleep(Duration::from_millis(200));
+    // The controller asks once the agent has taken them all in (its accept queue empty).
+    wait_until(
+        "the agent accepts the attackers",
+        Duration::from_secs(10),
+        || procs::accept_queue(agent.addr.port()) == Some(0),
+    );
     let (st, body) = get(agent.addr, "/metrics", Some(&bearer));
     assert_eq!(st, 200, "controller locked out: {body}");
     // The refused attackers got a whole 503, not a reset.

@@ -314,6 +314,7 @@ fn counting_server() -> Counting {
                     let inflight = now.fetch_add(1, Ordering::SeqCst) + 1;
                     m.fetch_max(inflight, Ordering::SeqCst);
                     if path.starts_with("/r") {
+                        // The server's behaviour: a slow handler, so requests overlap.
                         std::thread::sleep(std::time::Duration::from_millis(40));
                     }
                     now.fetch_sub(1, Ordering::SeqCst);

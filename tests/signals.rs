@@ -2,7 +2,7 @@
 //! summary is printed, --json is written with `interrupted: true`, and the exit code is 130.
 //! The target runs in this process, so the test sees when the load has reached it.
 mod common;
-use common::{bin, scratch, wait_until, wait_within};
+use common::{bin, procs, scratch, wait_until, wait_within};
 use overload::target::{self, TargetConfig, TargetHandle};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -29,15 +29,18 @@ fn interrupt_run(signal: libc::c_int, t: &TargetHandle, url: &str, extra: &[&str
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    // Signal once the run has had answers: `seen` requests reached the target (10
-    // closed-loop users send an 11th only after an answer), then 300 ms more, so that the
-    // 100 ms answers of the first ones are in whatever the load.
+    // Signal once the run has read answers: `seen` requests answered, and more requests
+    // received than connections opened, so that a connection carried a second request, which
+    // a client sends only once it has read the first one's answer.
+    let (received, conns) = (t.stats().received, t.stats().connections);
     wait_until(
-        "the target answers the run",
+        "the run reads the target's answers",
         Duration::from_secs(15),
-        || t.stats().requests >= before + seen,
+        || {
+            let s = t.stats();
+            s.requests >= before + seen && s.received - received > s.connections - conns
+        },
     );
-    std::thread::sleep(Duration::from_millis(300));
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as libc::pid_t, signal) };
     let sent = Instant::now();
@@ -200,7 +203,13 @@ fn a_signal_ends_an_experiments_readiness_wait_at_once() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    std::thread::sleep(Duration::from_millis(1500));
+    // Signal once the setup's server runs (`sleep`, the experiment's child): the experiment
+    // is then waiting for it to be ready.
+    wait_until("the setup command runs", Duration::from_secs(15), || {
+        procs::children_of(child.id())
+            .iter()
+            .any(|(_, comm)| comm == "sleep")
+    });
     assert!(
         child.try_wait().unwrap().is_none(),
         "still waiting for the server"

@@ -1,6 +1,8 @@
 //! The embedded target, driven in-process over raw loopback sockets (and once through the
 //! real binary). Every socket has read and write timeouts, so no test can hang; time checks
 //! are lower bounds or orderings, never tight upper bounds (the machine is noisy).
+mod common;
+
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
@@ -228,7 +230,22 @@ fn keep_alive_and_stats() {
     let mut c = Client::connect(t.addr);
     assert_eq!(c.get("/").status, 200);
     let s = t.stats();
-    assert_eq!((s.requests, s.connections), (3, 2));
+    assert_eq!((s.requests, s.received, s.connections), (3, 3, 2));
+}
+
+/// `received` counts a request once its head is read; `requests` once it is answered, which
+/// a hanging one never is (the tests wait on the difference: a client that sent a second
+/// request on a connection has read the first answer).
+#[test]
+fn a_hanging_request_is_received_and_never_answered() {
+    let t = serve_default();
+    let mut c = Client::connect(t.addr);
+    assert_eq!(c.get("/").status, 200);
+    let _hung = fault_client(&t, "hang");
+    common::wait_until("the hanging request read", Duration::from_secs(10), || {
+        t.stats().received == 2
+    });
+    assert_eq!(t.stats().requests, 1);
 }
 
 #[test]
@@ -305,6 +322,7 @@ fn request_bodies_are_skipped() {
     assert_eq!(c.response(false).expect("response").body.len(), 4);
     // Chunked, split across writes, with an extension and a trailer.
     c.send("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel");
+    // The client's behaviour: a pause between its two writes, so they arrive apart.
     thread::sleep(Duration::from_millis(20));
     c.send("lo\r\n3;x=y\r\nabc\r\n0\r\nX-Trailer: 1\r\n\r\n");
     assert_eq!(c.response(false).expect("response").status, 200);
@@ -372,10 +390,13 @@ fn stall_freezes_the_end_of_each_period() {
     let t0 = Instant::now();
     let mut open = Client::connect(t.addr);
     let mut frozen = Client::connect(t.addr);
-    thread::sleep(Duration::from_millis(20));
+    common::wait_until("both connections accepted", Duration::from_secs(5), || {
+        t.stats().connections >= 2
+    });
     let s = Instant::now();
     assert_eq!(open.get("/").status, 200);
     let open_took = s.elapsed();
+    // The server's schedule, not a condition: sent ~500 ms in, inside its frozen window.
     thread::sleep(Duration::from_millis(500).saturating_sub(t0.elapsed()));
     let s = Instant::now();
     assert_eq!(frozen.get("/").status, 200);
@@ -593,18 +614,7 @@ fn binary_serves_until_sigterm() {
     unsafe {
         libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break Some(s);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
+    let status = common::wait_within(&mut child, Duration::from_secs(10));
     assert!(result.is_ok(), "line was {line:?}");
     assert_eq!(status.and_then(|s| s.code()), Some(0));
 }

@@ -7,7 +7,7 @@
 mod common;
 use common::harness::{self, Need};
 use common::tmux::Tmux;
-use common::{output_within, Target, QUICK};
+use common::{output_within, wait_until, Target, QUICK};
 use std::path::Path;
 use std::time::Duration;
 
@@ -116,10 +116,11 @@ fn the_view_updates_and_q_ends_the_sweep_as_sigint_does() {
     assert!(first.contains(" q  quit as Ctrl-C does"), "{first}");
     assert!(t.alternate_screen(), "the view is on the alternate screen");
     let a = responses(&first).expect("a response count");
-    std::thread::sleep(Duration::from_millis(1600));
-    let second = t.capture();
-    let b = responses(&second).unwrap_or_else(|| panic!("no count in:\n{second}"));
-    assert!(b > a, "the figures move: {a} then {b}\n{second}");
+    let mut second = String::new();
+    wait_until("the figures move", SEEN, || {
+        second = t.capture();
+        responses(&second).is_some_and(|b| b > a)
+    });
     assert_ne!(first, second);
 
     t.keys("q");
@@ -178,7 +179,11 @@ fn n_ends_the_step_in_progress_and_the_sweep_goes_on() {
     );
     let secs = steps[0]["end_s"].as_f64().unwrap() - steps[0]["start_s"].as_f64().unwrap();
     assert!(secs < 7.0, "step 1 ended early: {secs:.1} s of 8 s");
-    assert!(flags(&steps[1]).contains(&"interrupted".to_string()));
+    assert!(
+        flags(&steps[1]).contains(&"interrupted".to_string()),
+        "{:?}",
+        steps[1]
+    );
 }
 
 /// Two SIGTERMs from outside while the view is up: the second exits at once (130), and the
@@ -314,7 +319,11 @@ fn no_tui_and_quiet_keep_the_plain_lines() {
         "quiet",
         &["run", "-R", "50", "-d", "2s", "-q", &url],
     );
-    std::thread::sleep(Duration::from_millis(1000));
+    // While the run sends its load (a view would be up by then).
+    let port: u16 = target.url.rsplit(':').next().unwrap().parse().unwrap();
+    wait_until("the quiet run sends its load", SEEN, || {
+        common::procs::clients_of(port) > 0
+    });
     assert!(!t.alternate_screen(), "--quiet shows no view");
     let end = t.wait_for("tty:", LOAD);
     assert!(end.contains("overload-exited-0"), "{end}");
@@ -512,30 +521,25 @@ fn run_live_listen_shows_the_seconds_as_they_come() {
         let end = chart.find("</svg>")?;
         Some(chart[..end].matches(" L").count())
     };
-    let mut first = None;
-    let end = std::time::Instant::now() + SEEN;
-    while std::time::Instant::now() < end {
+    let mut first = String::new();
+    wait_until("the timeline gets data while the run goes", SEEN, || {
         let (status, body) = get_page(&page);
         assert!(status.starts_with("HTTP/1.1 200"), "{status}");
-        if !body.contains("no per-second data") {
-            first = Some(body);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let first = first.expect("the timeline gets data while the run goes");
+        first = body;
+        !first.contains("no per-second data")
+    });
     assert!(
         child.try_wait().unwrap().is_none(),
         "still running: shown as it comes"
     );
-    std::thread::sleep(Duration::from_millis(2200));
-    let (_, later) = get_page(&page);
+    let a = charted(&first);
+    assert!(a.is_some(), "a timeline: {first}");
+    let mut b = None;
+    wait_until("more seconds charted a moment later", SEEN, || {
+        b = charted(&get_page(&page).1);
+        b > a
+    });
     assert!(child.try_wait().unwrap().is_none(), "still running");
-    let (a, b) = (charted(&first), charted(&later));
-    assert!(
-        a.is_some() && b > a,
-        "more seconds a moment later: {a:?} then {b:?}"
-    );
     let status = common::wait_within(&mut child, LOAD).expect("the run ends");
     drain.join().unwrap();
     assert!(status.success());

@@ -251,3 +251,40 @@ fn a_failed_teardown_keeps_the_run_it_ended() {
     assert!(saved.is_done("w4-r1"), "the measured run is recorded");
     assert!(!saved.complete);
 }
+
+/// The comparison the experiment prints: each configuration's peak throughput and its ratio
+/// to the first, on scripted throughputs (4 workers answer 200/s at 8 users, 8 workers
+/// 400/s). The real-engine test (tests/experiment.rs) only checks that the row is there: on a
+/// busy machine the generator caps both and the real ratio blurs.
+#[test]
+fn the_table_compares_each_configuration_with_the_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let exp = experiment();
+    let mut state = fresh(&exp, dir);
+    // Three steps per run (the warm-up round, then 2 and 8 users); runs alternate w4, w8.
+    let mut exec = Scripted::new(|n: usize, users: f64| {
+        let workers = if (n / 3) % 2 == 0 { 4.0 } else { 8.0 };
+        // /sleep?ms=20: 50 answers a second per busy worker.
+        let mut s = fake::Shape::ok(50.0 * users.min(workers), 20.0);
+        if users > workers {
+            s.p99_ms = 20.0 * users / workers;
+        }
+        s
+    });
+    let mut servers = FakeServers::default();
+    let code = execute(&exp, dir, &mut state, &QUIET, &mut exec, &mut servers).unwrap();
+    assert_eq!(code, 0);
+    let table = super::report::table(&exp, dir, &state);
+    let row = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} row: {table}"))
+            .to_string()
+    };
+    let (w4, w8) = (row("w4"), row("w8"));
+    assert!(table.contains("peak throughput"), "{table}");
+    assert!(w4.contains("200"), "{w4}");
+    assert!(w8.contains("400") && w8.contains("(2.00×)"), "{w8}");
+}

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use super::client::SamplesResponse;
 use super::sampler::{Sampler, SamplerConfig};
-use super::{prom, ObserveConfig, Observer, ObserverHandle, LOCAL};
+use super::{prom_export, ObserveConfig, Observer, ObserverHandle, LOCAL};
 pub use crate::listen::Reply;
 use crate::listen::{Head, Limits, Service};
 
@@ -250,7 +250,7 @@ impl Service for Routes<'_> {
                 Reply {
                     status: 200,
                     content_type: "text/plain; version=0.0.4; charset=utf-8",
-                    body: prom::render(&latest).into_bytes(),
+                    body: prom_export::render(&latest).into_bytes(),
                     headers: Vec::new(),
                 }
             }

@@ -4,8 +4,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::sample::{ApacheSample, Sample};
+use super::sample::Sample;
+use super::source::{no_second, Kind, Pool, Source, Tick};
 use super::stat::{Acc, Stat};
+use super::summary::SourceObservation;
 use crate::http_get;
 use crate::url::Url;
 
@@ -118,8 +120,50 @@ impl ApacheObservation {
     }
 }
 
+impl Source for ApacheSource {
+    fn sample(&mut self, tick: &mut Tick, into: &mut Sample) {
+        let s = ApacheSource::sample(self, tick.timeout);
+        into.apache.push(s);
+    }
+}
+
+pub const KIND: Kind = Kind {
+    name: "apache",
+    flag: "--apache-status",
+    summarise: |samples, into| into.apache = observe(samples),
+    second: no_second,
+    pools: Some(pools),
+};
+
+/// Apache's workers: full when none is idle and no scoreboard slot is left to spawn one.
+fn pools(o: &SourceObservation) -> Vec<Pool> {
+    o.apache
+        .iter()
+        .map(|a| {
+            // Results from before `workers` was recorded: the sum of the maxima, which can
+            // overstate the pool.
+            let size = if a.workers.max > 0.0 {
+                a.workers.max
+            } else {
+                a.busy.max + a.idle.max
+            };
+            Pool {
+                workers: "Apache workers",
+                busy: a.busy.max,
+                size: size.max(a.slots as f64 - a.open_slots.max),
+                // Apache's `full` holds for the whole step already.
+                full_at_peak: a.full(),
+                full_most_of_step: a.full(),
+                queue: 0.0,
+                cap_hits: 0,
+                failed_reads: a.errors,
+            }
+        })
+        .collect()
+}
+
 /// The step's summary of each page, in the order the pages were given.
-pub(super) fn observe(samples: &[&Sample]) -> Vec<ApacheObservation> {
+fn observe(samples: &[&Sample]) -> Vec<ApacheObservation> {
     let mut out: Vec<(ApacheObservation, [Acc; 5])> = Vec::new();
     for a in samples.iter().flat_map(|s| &s.apache) {
         let i = match out.iter().position(|(o, _)| o.url == a.url) {
@@ -158,6 +202,25 @@ pub(super) fn observe(samples: &[&Sample]) -> Vec<ApacheObservation> {
             o
         })
         .collect()
+}
+
+/// Apache's mod_status (`URL?auto`): its workers and the scoreboard, one letter per slot.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ApacheSample {
+    pub url: String,
+    pub busy: u64,
+    pub idle: u64,
+    /// Scoreboard slots: ServerLimit × ThreadsPerChild (prefork: ServerLimit, which the lab
+    /// sets to MaxRequestWorkers).
+    pub slots: u64,
+    /// Slots with no process behind them (`.`): room to spawn more workers.
+    pub open_slots: u64,
+    /// Workers reading a request (`R`): many of them under load is slow clients or a full pool.
+    pub reading: u64,
+    /// Set when the page could not be fetched or read; the numbers are then zero.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[cfg(test)]

@@ -7,8 +7,13 @@ use std::collections::HashMap;
 
 use regex::Regex;
 
+use serde::{Deserialize, Serialize};
+
 use super::proc::{count_fds, page_size, parse_cmdline, parse_pid_stat, ticks_per_sec};
-use super::sample::GroupSample;
+use super::sample::Sample;
+use super::source::{Kind, Source, Tick};
+use super::stat::{Acc, Stat};
+use super::summary::{SecondObservation, SourceObservation};
 
 #[derive(Debug, Clone)]
 pub enum Matcher {
@@ -182,6 +187,92 @@ impl GroupTracker {
         self.known.retain(|_, k| k.seen);
         out
     }
+}
+
+impl Source for GroupTracker {
+    fn sample(&mut self, tick: &mut Tick, into: &mut Sample) {
+        into.groups = GroupTracker::sample(self, tick.secs);
+    }
+}
+
+pub const KIND: Kind = Kind {
+    name: "groups",
+    flag: "--watch NAME=REGEX",
+    summarise,
+    second,
+    pools: None,
+};
+
+fn summarise(samples: &[&Sample], into: &mut SourceObservation) {
+    into.groups = observe(samples);
+}
+
+fn observe(samples: &[&Sample]) -> Vec<GroupObservation> {
+    let mut names: Vec<&str> = Vec::new();
+    let mut accs: Vec<[Acc; 5]> = Vec::new();
+    for g in samples.iter().flat_map(|s| &s.groups) {
+        let i = match names.iter().position(|n| *n == g.name) {
+            Some(i) => i,
+            None => {
+                names.push(&g.name);
+                accs.push([Acc::default(); 5]);
+                names.len() - 1
+            }
+        };
+        let a = &mut accs[i];
+        a[0].add(g.processes as f64);
+        a[1].add(g.threads as f64);
+        a[2].add(g.cpu_pct);
+        a[3].add(g.rss_bytes as f64);
+        if let Some(f) = g.open_fds {
+            a[4].add(f as f64);
+        }
+    }
+    names
+        .iter()
+        .zip(accs)
+        .map(|(n, a)| GroupObservation {
+            name: n.to_string(),
+            processes: a[0].stat(),
+            threads: a[1].stat(),
+            cpu_pct: a[2].stat(),
+            rss_bytes: a[3].stat(),
+            open_fds: a[4].opt(),
+        })
+        .collect()
+}
+
+fn second(s: &Sample, o: &mut SecondObservation) {
+    if !s.groups.is_empty() {
+        o.processes = Some(s.groups.iter().map(|g| g.processes).sum());
+    }
+}
+
+/// A `--watch NAME=...` process group.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GroupSample {
+    pub name: String,
+    pub processes: u64,
+    pub threads: u64,
+    /// Percent of one core (as top shows it): 250 = two and a half cores.
+    pub cpu_pct: f64,
+    pub rss_bytes: u64,
+    /// Open file descriptors; None when /proc/PID/fd is not readable (another user's).
+    pub open_fds: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GroupObservation {
+    pub name: String,
+    pub processes: Stat,
+    pub threads: Stat,
+    /// Percent of one core.
+    pub cpu_pct: Stat,
+    pub rss_bytes: Stat,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_fds: Option<Stat>,
 }
 
 #[cfg(test)]

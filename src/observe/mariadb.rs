@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::sample::{MysqlSample, Sample};
+use super::sample::Sample;
+use super::source::{no_second, Kind, Source, Tick};
 use super::stat::{Acc, Stat};
 use crate::{Error, Result};
 
@@ -309,8 +310,23 @@ impl MysqlObservation {
     }
 }
 
+impl Source for MysqlSource {
+    fn sample(&mut self, tick: &mut Tick, into: &mut Sample) {
+        let s = MysqlSource::sample(self, tick.timeout);
+        into.mysql.push(s);
+    }
+}
+
+pub const KIND: Kind = Kind {
+    name: "mariadb",
+    flag: "--mysql USER@HOST:PORT",
+    summarise: |samples, into| into.mysql = observe(samples),
+    second: no_second,
+    pools: None,
+};
+
 /// The step's summary of each server, in the order the servers were given.
-pub(super) fn observe(samples: &[&Sample]) -> Vec<MysqlObservation> {
+fn observe(samples: &[&Sample]) -> Vec<MysqlObservation> {
     let mut out: Vec<(MysqlObservation, [Acc; 3])> = Vec::new();
     for s in samples {
         for m in &s.mysql {
@@ -350,6 +366,26 @@ pub(super) fn observe(samples: &[&Sample]) -> Vec<MysqlObservation> {
             o
         })
         .collect()
+}
+
+/// One `SHOW GLOBAL STATUS` of a MariaDB/MySQL server: levels, and counters as increases
+/// since the previous sample.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MysqlSample {
+    /// `USER@HOST:PORT`.
+    pub target: String,
+    /// Threads executing a statement, less the one answering `SHOW GLOBAL STATUS`.
+    pub threads_running: u64,
+    pub threads_connected: u64,
+    pub table_locks_waited: u64,
+    pub innodb_row_lock_waits: u64,
+    pub slow_queries: u64,
+    pub questions: u64,
+    /// Row locks being waited for at the instant of the sample.
+    pub innodb_row_lock_current_waits: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[cfg(test)]

@@ -6,15 +6,18 @@
 //! use overload::observe::{ObserveConfig, Observer, summarize};
 //! let h = Observer::start(ObserveConfig { port: Some(8080), ..Default::default() })?;
 //! let t0 = overload::clock::unix_ms();
-//! std::thread::sleep(std::time::Duration::from_secs(3));
+//! // ... the step's load runs here ...
 //! let step = summarize(&h.samples_between(t0, overload::clock::unix_ms()));
 //! h.stop();
 //! # Ok::<(), overload::Error>(())
 //! ```
 //!
-//! Files: `proc` and `net` (parsers of /proc text, netlink for the listen limit), `groups`
-//! (--watch), `fpm` (FPM status), `apache` (mod_status), `mariadb` (SHOW GLOBAL STATUS), `http` (tiny client), `sampler` (one reading), `sample`
-//! (the wire types), `summary` (per step, per second), `findings`, `prom` (Prometheus text),
+//! Files: `source` (the seam: a `Source` reads, its `Kind` summarises), and the sources,
+//! each with its parser: `proc` (the host, this process), `net` (the port's TCP; netlink for
+//! the listen limit), `groups` (--watch), `fpm` (FPM status), `apache` (mod_status),
+//! `mariadb` (SHOW GLOBAL STATUS). Then `sampler` (one reading: the sources in turn),
+//! `sample` (the wire types), `summary` (per step, per second), `findings`, `prom_export`
+//! (the agent's samples as Prometheus text for `/metrics`: an exporter, not a scraper),
 //! `agent` (server), `client` (agent client, clock offset), `args` (CLI options).
 //! See docs/observe.md.
 use std::collections::VecDeque;
@@ -32,9 +35,10 @@ pub mod groups;
 pub mod mariadb;
 pub mod net;
 pub mod proc;
-pub mod prom;
+pub mod prom_export;
 pub mod sample;
 pub mod sampler;
+pub mod source;
 mod stat;
 pub mod summary;
 
@@ -366,10 +370,14 @@ mod tests {
         })
         .unwrap();
         let t0 = crate::clock::unix_ms();
-        std::thread::sleep(Duration::from_millis(400));
+        // Until four samples are in (about 200 ms; a loaded machine may take longer).
+        let end = Instant::now() + Duration::from_secs(10);
+        while h.samples_between(0, u64::MAX).len() < 4 {
+            assert!(Instant::now() < end, "not 4 samples after 10 s");
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let t1 = crate::clock::unix_ms();
         let all = h.samples_between(0, u64::MAX);
-        assert!(all.len() >= 4, "{} samples", all.len());
         assert!(all.iter().all(|s| s.source == LOCAL && s.host.is_some()));
         let mid = all[all.len() / 2].unix_ms;
         let w = h.samples_between(t0, mid);
@@ -386,8 +394,11 @@ mod tests {
         // Accepts and never answers: every request waits for the client's whole timeout.
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
+        let (accepted, connected) = std::sync::mpsc::channel();
         let held = std::thread::spawn(move || {
             let c = listener.accept();
+            let _ = accepted.send(());
+            // The hung peer's behaviour: it holds the connection and never answers.
             std::thread::sleep(Duration::from_secs(8));
             drop(c);
         });
@@ -399,7 +410,10 @@ mod tests {
             ..ObserveConfig::default()
         })
         .unwrap();
-        std::thread::sleep(Duration::from_millis(200));
+        // Stopped while the agent's thread waits for an answer.
+        connected
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the observer connects to the agent");
         let t = Instant::now();
         let warnings = h.stop();
         // Far below the 5 s request timeout the old join waited for.

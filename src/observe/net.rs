@@ -6,7 +6,15 @@
 //! as rx_queue, but its tx_queue is `write_seq - snd_una`, always 0 — not the backlog limit
 //! (checked against `ss -ltn`, whose Send-Q is the limit: ss asks sock_diag, which reports
 //! `sk_max_ack_backlog`). So the limit comes from the same place ss gets it.
+use std::collections::BTreeMap;
 use std::mem;
+
+use serde::{Deserialize, Serialize};
+
+use super::sample::Sample;
+use super::source::{Kind, Source, Tick};
+use super::stat::{Acc, Stat};
+use super::summary::{SecondObservation, SourceObservation};
 
 /// TCP states as numbered by the kernel (include/net/tcp_states.h), index = state code.
 pub const STATE_NAMES: [&str; 13] = [
@@ -355,6 +363,230 @@ impl Drop for Fd {
     fn drop(&mut self) {
         // SAFETY: we own this fd.
         unsafe { libc::close(self.0) };
+    }
+}
+
+/// The watched port's sockets and the host's TCP counters (the target's port, on its host).
+pub struct TcpSource {
+    port: u16,
+    prev_counters: Option<Counters>,
+}
+
+/// Host TCP counters, cumulative: ListenOverflows, ListenDrops, TCPTimeouts, RetransSegs.
+type Counters = [u64; 4];
+
+impl TcpSource {
+    pub fn new(port: u16) -> TcpSource {
+        TcpSource {
+            port,
+            prev_counters: None,
+        }
+    }
+
+    fn read(&mut self, tick: &mut Tick) -> TcpSample {
+        let port = self.port;
+        // sock_diag first (cheap, and gives the listen limit); /proc/net/tcp if netlink is
+        // unavailable (e.g. a seccomp profile that forbids it).
+        let (tally, limit) = match diag_tally(port) {
+            Some(x) => x,
+            None => {
+                let mut tally = TcpTally::default();
+                for path in ["/proc/net/tcp", "/proc/net/tcp6"] {
+                    if let Some(text) = tick.read(path) {
+                        tally.add(text, port);
+                    }
+                }
+                (tally, None)
+            }
+        };
+        let mut c: Counters = [0; 4];
+        if let Some(t) = tick.read("/proc/net/netstat") {
+            let v = parse_counters(
+                t,
+                "TcpExt",
+                &["ListenOverflows", "ListenDrops", "TCPTimeouts"],
+            );
+            c[0] = v[0].unwrap_or(0);
+            c[1] = v[1].unwrap_or(0);
+            c[2] = v[2].unwrap_or(0);
+        }
+        if let Some(t) = tick.read("/proc/net/snmp") {
+            c[3] = parse_counters(t, "Tcp", &["RetransSegs"])[0].unwrap_or(0);
+        }
+        let d = match self.prev_counters.replace(c) {
+            Some(p) => std::array::from_fn(|i| c[i].saturating_sub(p[i])),
+            None => [0; 4],
+        };
+        let s = tally.states;
+        TcpSample {
+            port,
+            established: s[1],
+            syn_sent: s[2],
+            // Request sockets print as SYN_RECV; NEW_SYN_RECV is their internal name.
+            syn_recv: s[3] + s[12],
+            fin_wait1: s[4],
+            fin_wait2: s[5],
+            time_wait: s[6],
+            close: s[7],
+            close_wait: s[8],
+            last_ack: s[9],
+            listen: s[10],
+            closing: s[11],
+            listen_queue: tally.listen_queue,
+            listen_limit: limit,
+            listen_overflows: d[0],
+            listen_drops: d[1],
+            tcp_timeouts: d[2],
+            retrans_segs: d[3],
+        }
+    }
+}
+
+impl Source for TcpSource {
+    fn sample(&mut self, tick: &mut Tick, into: &mut Sample) {
+        into.tcp = Some(self.read(tick));
+    }
+}
+
+pub const KIND: Kind = Kind {
+    name: "tcp",
+    flag: "the target's port, on its host",
+    summarise,
+    second,
+    pools: None,
+};
+
+fn summarise(samples: &[&Sample], into: &mut SourceObservation) {
+    into.tcp = observe(samples);
+}
+
+fn observe(samples: &[&Sample]) -> Option<TcpObservation> {
+    let mut o = TcpObservation::default();
+    let mut states = [Acc::default(); 11];
+    let mut queue = Acc::default();
+    let mut any = false;
+    for t in samples
+        .iter()
+        .filter_map(|s| s.tcp.as_ref().map(|t| (s.interval_ms, t)))
+    {
+        let (interval_ms, t) = t;
+        any = true;
+        o.port = t.port;
+        for (a, (_, x)) in states.iter_mut().zip(t.states()) {
+            a.add(x as f64);
+        }
+        if let Some(q) = t.listen_queue {
+            queue.add(q as f64);
+        }
+        if let Some(l) = t.listen_limit {
+            o.listen_limit = Some(o.listen_limit.unwrap_or(0).max(l));
+        }
+        o.listen_overflows += t.listen_overflows;
+        o.listen_drops += t.listen_drops;
+        o.tcp_timeouts += t.tcp_timeouts;
+        o.retrans_segs += t.retrans_segs;
+        if interval_ms > 0 {
+            let rate = t.listen_overflows as f64 * 1000.0 / interval_ms as f64;
+            o.listen_overflows_per_s_max = o.listen_overflows_per_s_max.max(rate);
+        }
+    }
+    if !any {
+        return None;
+    }
+    let names = TcpSample::default().states().map(|(name, _)| name);
+    for (name, a) in names.iter().zip(states) {
+        if a.max > 0.0 {
+            o.states.insert(name.to_string(), a.stat());
+        }
+    }
+    o.listen_queue = queue.opt();
+    Some(o)
+}
+
+fn second(s: &Sample, o: &mut SecondObservation) {
+    if let Some(t) = &s.tcp {
+        o.established = Some(t.established);
+        o.syn_recv = Some(t.syn_recv);
+        o.time_wait = Some(t.time_wait);
+        o.close_wait = Some(t.close_wait);
+        o.listen_queue = t.listen_queue;
+        o.listen_overflows = Some(o.listen_overflows.unwrap_or(0) + t.listen_overflows);
+        o.retrans_segs = Some(o.retrans_segs.unwrap_or(0) + t.retrans_segs);
+    }
+}
+
+/// TCP on the watched port and the host's TCP counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TcpSample {
+    pub port: u16,
+    /// Sockets whose local or remote port is `port`, by state (both ends on loopback).
+    pub established: u64,
+    pub syn_sent: u64,
+    pub syn_recv: u64,
+    pub fin_wait1: u64,
+    pub fin_wait2: u64,
+    pub time_wait: u64,
+    pub close: u64,
+    pub close_wait: u64,
+    pub last_ack: u64,
+    pub listen: u64,
+    pub closing: u64,
+    /// Connections accepted by the kernel but not yet by the server (LISTEN socket).
+    pub listen_queue: Option<u64>,
+    /// The accept-queue limit: min(backlog asked, net.core.somaxconn).
+    pub listen_limit: Option<u64>,
+    /// Host-wide counter increases during the interval (not per port: the kernel keeps no
+    /// per-port counters).
+    pub listen_overflows: u64,
+    pub listen_drops: u64,
+    pub tcp_timeouts: u64,
+    pub retrans_segs: u64,
+}
+
+impl TcpSample {
+    /// Each state a sample keeps, named from `net::STATE_NAMES` (the one table of names), in
+    /// the kernel's order: what the step summary, `/metrics` and the report call them.
+    pub fn states(&self) -> [(&'static str, u64); 11] {
+        let v = [
+            self.established,
+            self.syn_sent,
+            self.syn_recv,
+            self.fin_wait1,
+            self.fin_wait2,
+            self.time_wait,
+            self.close,
+            self.close_wait,
+            self.last_ack,
+            self.listen,
+            self.closing,
+        ];
+        // Codes 1..=11; UNKNOWN (0) is no state, NEW_SYN_RECV (12) is counted as SYN_RECV.
+        std::array::from_fn(|i| (STATE_NAMES[i + 1], v[i]))
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TcpObservation {
+    pub port: u16,
+    /// State name (`ESTABLISHED`, `TIME_WAIT`, ...) → sockets; states never seen are left out.
+    pub states: BTreeMap<String, Stat>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen_queue: Option<Stat>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen_limit: Option<u64>,
+    /// Host-wide counter increases over the step, and their highest per-second rate.
+    pub listen_overflows: u64,
+    pub listen_overflows_per_s_max: f64,
+    pub listen_drops: u64,
+    pub tcp_timeouts: u64,
+    pub retrans_segs: u64,
+}
+
+impl TcpObservation {
+    pub fn state(&self, name: &str) -> Stat {
+        self.states.get(name).copied().unwrap_or_default()
     }
 }
 

@@ -1,6 +1,15 @@
 //! Parsers for the host and per-process files of /proc. Each takes the file's text and
 //! returns `None` (or skips the line) on anything malformed: a sampler must never panic
-//! because a kernel prints something unexpected.
+//! because a kernel prints something unexpected. The host's source and the sampling
+//! process's are here too.
+
+use serde::{Deserialize, Serialize};
+
+use super::sample::{KernelLimits, ProcSample, Sample};
+use super::source::{Kind, Source, Tick};
+use super::stat::Acc;
+use super::summary::HostObservation;
+use super::summary::{SecondObservation, SourceObservation};
 
 /// The aggregate `cpu` line of /proc/stat, in clock ticks since boot.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -228,6 +237,214 @@ pub fn thread_cpu_us() -> u64 {
         return 0;
     }
     ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000
+}
+
+/// The host: CPU by mode, load, memory (/proc/stat, loadavg, meminfo), and the kernel's
+/// limits, read once when sampling starts.
+pub struct HostSource {
+    kernel: KernelLimits,
+    prev_stat: Option<Stat>,
+}
+
+impl HostSource {
+    pub fn new() -> HostSource {
+        HostSource {
+            kernel: KernelLimits::read(),
+            prev_stat: None,
+        }
+    }
+
+    fn read(&mut self, tick: &mut Tick) -> Option<HostSample> {
+        let secs = tick.secs;
+        let stat = parse_stat(tick.read("/proc/stat")?)?;
+        let load = tick
+            .read("/proc/loadavg")
+            .and_then(parse_loadavg)
+            .unwrap_or_default();
+        let mem = tick
+            .read("/proc/meminfo")
+            .and_then(parse_meminfo)
+            .unwrap_or_default();
+        let prev = self.prev_stat.replace(stat)?;
+        let (a, b) = (prev.cpu, stat.cpu);
+        let total = b.total().saturating_sub(a.total()).max(1) as f64;
+        let pct = |x: u64, y: u64| y.saturating_sub(x) as f64 / total * 100.0;
+        let idle = pct(a.idle, b.idle);
+        let iowait = pct(a.iowait, b.iowait);
+        Some(HostSample {
+            cores: stat.cores,
+            cpu_user_pct: pct(a.user + a.nice, b.user + b.nice),
+            cpu_system_pct: pct(a.system, b.system),
+            cpu_iowait_pct: iowait,
+            cpu_irq_pct: pct(a.irq, b.irq),
+            cpu_softirq_pct: pct(a.softirq, b.softirq),
+            cpu_steal_pct: pct(a.steal, b.steal),
+            cpu_busy_pct: (100.0 - idle - iowait).max(0.0),
+            load1: load.one,
+            load5: load.five,
+            load15: load.fifteen,
+            runnable: load.running,
+            mem_total_bytes: mem.total,
+            mem_used_bytes: mem.total.saturating_sub(mem.available),
+            mem_available_bytes: mem.available,
+            ctx_switches_per_s: if secs > 0.0 {
+                stat.ctxt.saturating_sub(prev.ctxt) as f64 / secs
+            } else {
+                0.0
+            },
+            swap_used_bytes: mem.swap_used,
+        })
+    }
+}
+
+impl Default for HostSource {
+    fn default() -> Self {
+        HostSource::new()
+    }
+}
+
+impl Source for HostSource {
+    fn sample(&mut self, tick: &mut Tick, into: &mut Sample) {
+        into.host = self.read(tick);
+        into.kernel = Some(self.kernel);
+    }
+}
+
+pub const HOST: Kind = Kind {
+    name: "host",
+    flag: "the server's host",
+    summarise,
+    second,
+    pools: None,
+};
+
+fn summarise(samples: &[&Sample], into: &mut SourceObservation) {
+    into.host = observe(samples);
+    into.kernel = samples.iter().rev().find_map(|s| s.kernel);
+}
+
+fn observe(samples: &[&Sample]) -> Option<HostObservation> {
+    let mut a = [Acc::default(); 11];
+    let mut cores = 0;
+    let mut total = 0;
+    for h in samples.iter().filter_map(|s| s.host.as_ref()) {
+        cores = h.cores;
+        total = h.mem_total_bytes;
+        let v = [
+            h.cpu_user_pct,
+            h.cpu_system_pct,
+            h.cpu_iowait_pct,
+            h.cpu_softirq_pct,
+            h.cpu_steal_pct,
+            h.cpu_busy_pct,
+            h.load1,
+            h.mem_used_bytes as f64,
+            h.mem_available_bytes as f64,
+            h.ctx_switches_per_s,
+            h.swap_used_bytes as f64,
+        ];
+        for (acc, x) in a.iter_mut().zip(v) {
+            acc.add(x);
+        }
+    }
+    (a[0].n > 0).then(|| HostObservation {
+        cores,
+        cpu_user_pct: a[0].stat(),
+        cpu_system_pct: a[1].stat(),
+        cpu_iowait_pct: a[2].stat(),
+        cpu_softirq_pct: a[3].stat(),
+        cpu_steal_pct: a[4].stat(),
+        cpu_busy_pct: a[5].stat(),
+        load1: a[6].stat(),
+        mem_total_bytes: total,
+        mem_used_bytes: a[7].stat(),
+        mem_available_bytes: a[8].stat(),
+        ctx_switches_per_s: a[9].stat(),
+        swap_used_bytes: a[10].stat(),
+    })
+}
+
+fn second(s: &Sample, o: &mut SecondObservation) {
+    if let Some(h) = &s.host {
+        o.cpu_busy_pct = Some(h.cpu_busy_pct);
+        o.load1 = Some(h.load1);
+        o.mem_available_bytes = Some(h.mem_available_bytes);
+    }
+}
+
+/// The sampling process itself: the generator, or the agent. Its step summary is the
+/// step's `generator` (summary.rs), not a host's.
+pub struct ProcessSource {
+    prev_ticks: Option<u64>,
+    hz: f64,
+    page: u64,
+}
+
+impl ProcessSource {
+    pub fn new() -> ProcessSource {
+        ProcessSource {
+            prev_ticks: None,
+            hz: ticks_per_sec() as f64,
+            page: page_size(),
+        }
+    }
+
+    fn read(&mut self, tick: &mut Tick) -> Option<ProcSample> {
+        let secs = tick.secs;
+        let st = parse_pid_stat(tick.read("/proc/self/stat")?)?;
+        let prev = self.prev_ticks.replace(st.cpu_ticks);
+        let cpu_pct = match prev {
+            Some(p) if secs > 0.0 => st.cpu_ticks.saturating_sub(p) as f64 / self.hz / secs * 100.0,
+            _ => 0.0,
+        };
+        Some(ProcSample {
+            pid: st.pid,
+            cpu_pct,
+            rss_bytes: st.rss_pages * self.page,
+            threads: st.threads,
+        })
+    }
+}
+
+impl Default for ProcessSource {
+    fn default() -> Self {
+        ProcessSource::new()
+    }
+}
+
+impl Source for ProcessSource {
+    fn sample(&mut self, tick: &mut Tick, into: &mut Sample) {
+        into.generator = self.read(tick);
+    }
+}
+
+/// Host-wide figures. CPU percentages are of all cores (100 = every core busy).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HostSample {
+    pub cores: u32,
+    /// user + nice.
+    pub cpu_user_pct: f64,
+    pub cpu_system_pct: f64,
+    pub cpu_iowait_pct: f64,
+    /// hard + soft interrupts are apart: softirq is where the network stack runs.
+    pub cpu_irq_pct: f64,
+    pub cpu_softirq_pct: f64,
+    pub cpu_steal_pct: f64,
+    /// 100 − idle − iowait.
+    pub cpu_busy_pct: f64,
+    pub load1: f64,
+    pub load5: f64,
+    pub load15: f64,
+    /// Runnable tasks at the instant of the sample.
+    pub runnable: u64,
+    pub mem_total_bytes: u64,
+    /// total − available.
+    pub mem_used_bytes: u64,
+    pub mem_available_bytes: u64,
+    pub ctx_switches_per_s: f64,
+    /// SwapTotal − SwapFree.
+    pub swap_used_bytes: u64,
 }
 
 #[cfg(test)]

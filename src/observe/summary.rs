@@ -1,13 +1,15 @@
 //! A step's samples boiled down to mean and max per metric (for `steps.jsonl`), and one
 //! second's to a few numbers (for `series.jsonl`). Every field is defaulted so files written
 //! by older or newer versions still parse.
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 pub use super::apache::ApacheObservation;
+pub use super::fpm::{workers_label, FpmObservation, POOL_BUSY_MOST, TARGET_POOL};
+pub use super::groups::GroupObservation;
 pub use super::mariadb::MysqlObservation;
+pub use super::net::TcpObservation;
 use super::sample::{KernelLimits, Sample, LOCAL};
+use super::source::KINDS;
 
 use super::stat::Acc;
 pub use super::stat::Stat;
@@ -80,74 +82,6 @@ pub struct HostObservation {
     pub swap_used_bytes: Stat,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct GroupObservation {
-    pub name: String,
-    pub processes: Stat,
-    pub threads: Stat,
-    /// Percent of one core.
-    pub cpu_pct: Stat,
-    pub rss_bytes: Stat,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub open_fds: Option<Stat>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct FpmObservation {
-    pub url: String,
-    pub pool: String,
-    pub active: Stat,
-    pub idle: Stat,
-    pub total: Stat,
-    pub listen_queue: Stat,
-    /// FPM's own high-water mark, as of the step's last sample.
-    pub max_listen_queue: u64,
-    /// Times pm.max_children was hit during the step.
-    pub max_children_reached: u64,
-    /// Samples where the status page could not be fetched.
-    pub errors: u64,
-}
-
-/// The pool name the embedded target's `/pool-status` reports (`target/routes.rs`'s
-/// `POOL_NAME`): its workers are the target's, not PHP-FPM's.
-pub const TARGET_POOL: &str = "overload-target";
-
-/// A pool busy on average at least this share of its workers over a step was full for most
-/// of it.
-pub const POOL_BUSY_MOST: f64 = 0.95;
-
-impl FpmObservation {
-    /// At the step's busiest sample every worker was busy and requests queued for one (or
-    /// pm.max_children was hit): what one sample may show, noise included.
-    pub fn full_at_peak(&self) -> bool {
-        self.total.max >= 1.0
-            && self.active.max >= self.total.max
-            && (self.max_children_reached > 0 || self.listen_queue.max > 0.0)
-    }
-
-    /// Busy on average at least [`POOL_BUSY_MOST`] of the pool over the step.
-    pub fn full_most_of_step(&self) -> bool {
-        self.total.max >= 1.0 && self.active.mean >= POOL_BUSY_MOST * self.total.max
-    }
-
-    /// What its workers are called: the embedded target's pool speaks FPM's status format
-    /// but is not PHP-FPM.
-    pub fn workers_label(&self) -> &'static str {
-        workers_label(&self.pool)
-    }
-}
-
-/// What the workers of the pool named `pool` are called in labels.
-pub fn workers_label(pool: &str) -> &'static str {
-    if pool == TARGET_POOL {
-        "target workers"
-    } else {
-        "FPM workers"
-    }
-}
-
 /// The first step from which a pool was at its limit, given per step (full at its busiest
 /// sample, full for most of the step): full at its busiest there, and full for most of that
 /// step or full at its busiest in the next step too. One sample that caught every worker busy
@@ -173,30 +107,6 @@ pub fn queue_growth(queues: &[f64], from: usize) -> Option<((usize, f64), (usize
         })
         .unwrap_or(first);
     Some((first, peak))
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct TcpObservation {
-    pub port: u16,
-    /// State name (`ESTABLISHED`, `TIME_WAIT`, ...) → sockets; states never seen are left out.
-    pub states: BTreeMap<String, Stat>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub listen_queue: Option<Stat>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub listen_limit: Option<u64>,
-    /// Host-wide counter increases over the step, and their highest per-second rate.
-    pub listen_overflows: u64,
-    pub listen_overflows_per_s_max: f64,
-    pub listen_drops: u64,
-    pub tcp_timeouts: u64,
-    pub retrans_segs: u64,
-}
-
-impl TcpObservation {
-    pub fn state(&self, name: &str) -> Stat {
-        self.states.get(name).copied().unwrap_or_default()
-    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -247,202 +157,16 @@ fn source(name: &str, samples: &[&Sample]) -> SourceObservation {
     for s in samples {
         cost.add(s.cost_us as f64);
     }
-    SourceObservation {
+    let mut o = SourceObservation {
         source: name.to_string(),
         samples: samples.len() as u64,
-        host: host(samples),
-        groups: groups(samples),
-        fpm: fpm(samples),
-        tcp: tcp(samples),
-        kernel: samples.iter().rev().find_map(|s| s.kernel),
         sample_cost_us: cost.stat(),
-        apache: super::apache::observe(samples),
-        mysql: super::mariadb::observe(samples),
+        ..Default::default()
+    };
+    for k in KINDS {
+        (k.summarise)(samples, &mut o);
     }
-}
-
-fn host(samples: &[&Sample]) -> Option<HostObservation> {
-    let mut a = [Acc::default(); 11];
-    let mut cores = 0;
-    let mut total = 0;
-    for h in samples.iter().filter_map(|s| s.host.as_ref()) {
-        cores = h.cores;
-        total = h.mem_total_bytes;
-        let v = [
-            h.cpu_user_pct,
-            h.cpu_system_pct,
-            h.cpu_iowait_pct,
-            h.cpu_softirq_pct,
-            h.cpu_steal_pct,
-            h.cpu_busy_pct,
-            h.load1,
-            h.mem_used_bytes as f64,
-            h.mem_available_bytes as f64,
-            h.ctx_switches_per_s,
-            h.swap_used_bytes as f64,
-        ];
-        for (acc, x) in a.iter_mut().zip(v) {
-            acc.add(x);
-        }
-    }
-    (a[0].n > 0).then(|| HostObservation {
-        cores,
-        cpu_user_pct: a[0].stat(),
-        cpu_system_pct: a[1].stat(),
-        cpu_iowait_pct: a[2].stat(),
-        cpu_softirq_pct: a[3].stat(),
-        cpu_steal_pct: a[4].stat(),
-        cpu_busy_pct: a[5].stat(),
-        load1: a[6].stat(),
-        mem_total_bytes: total,
-        mem_used_bytes: a[7].stat(),
-        mem_available_bytes: a[8].stat(),
-        ctx_switches_per_s: a[9].stat(),
-        swap_used_bytes: a[10].stat(),
-    })
-}
-
-fn groups(samples: &[&Sample]) -> Vec<GroupObservation> {
-    let mut names: Vec<&str> = Vec::new();
-    let mut accs: Vec<[Acc; 5]> = Vec::new();
-    for g in samples.iter().flat_map(|s| &s.groups) {
-        let i = match names.iter().position(|n| *n == g.name) {
-            Some(i) => i,
-            None => {
-                names.push(&g.name);
-                accs.push([Acc::default(); 5]);
-                names.len() - 1
-            }
-        };
-        let a = &mut accs[i];
-        a[0].add(g.processes as f64);
-        a[1].add(g.threads as f64);
-        a[2].add(g.cpu_pct);
-        a[3].add(g.rss_bytes as f64);
-        if let Some(f) = g.open_fds {
-            a[4].add(f as f64);
-        }
-    }
-    names
-        .iter()
-        .zip(accs)
-        .map(|(n, a)| GroupObservation {
-            name: n.to_string(),
-            processes: a[0].stat(),
-            threads: a[1].stat(),
-            cpu_pct: a[2].stat(),
-            rss_bytes: a[3].stat(),
-            open_fds: a[4].opt(),
-        })
-        .collect()
-}
-
-fn fpm(samples: &[&Sample]) -> Vec<FpmObservation> {
-    let mut out: Vec<(FpmObservation, [Acc; 4])> = Vec::new();
-    for f in samples.iter().flat_map(|s| &s.fpm) {
-        let i = match out.iter().position(|(o, _)| o.url == f.url) {
-            Some(i) => i,
-            None => {
-                out.push((
-                    FpmObservation {
-                        url: f.url.clone(),
-                        ..Default::default()
-                    },
-                    [Acc::default(); 4],
-                ));
-                out.len() - 1
-            }
-        };
-        let (o, a) = &mut out[i];
-        if f.error.is_some() {
-            o.errors += 1;
-            continue;
-        }
-        o.pool.clone_from(&f.pool);
-        a[0].add(f.active as f64);
-        a[1].add(f.idle as f64);
-        a[2].add(f.total as f64);
-        a[3].add(f.listen_queue as f64);
-        o.max_listen_queue = f.max_listen_queue;
-        o.max_children_reached += f.max_children_reached_delta;
-    }
-    out.into_iter()
-        .map(|(mut o, a)| {
-            o.active = a[0].stat();
-            o.idle = a[1].stat();
-            o.total = a[2].stat();
-            o.listen_queue = a[3].stat();
-            o
-        })
-        .collect()
-}
-
-fn tcp(samples: &[&Sample]) -> Option<TcpObservation> {
-    let mut o = TcpObservation::default();
-    let mut states = [Acc::default(); 11];
-    let mut queue = Acc::default();
-    let mut any = false;
-    for t in samples
-        .iter()
-        .filter_map(|s| s.tcp.as_ref().map(|t| (s.interval_ms, t)))
-    {
-        let (interval_ms, t) = t;
-        any = true;
-        o.port = t.port;
-        let v = [
-            t.established,
-            t.syn_sent,
-            t.syn_recv,
-            t.fin_wait1,
-            t.fin_wait2,
-            t.time_wait,
-            t.close,
-            t.close_wait,
-            t.last_ack,
-            t.listen,
-            t.closing,
-        ];
-        for (a, x) in states.iter_mut().zip(v) {
-            a.add(x as f64);
-        }
-        if let Some(q) = t.listen_queue {
-            queue.add(q as f64);
-        }
-        if let Some(l) = t.listen_limit {
-            o.listen_limit = Some(o.listen_limit.unwrap_or(0).max(l));
-        }
-        o.listen_overflows += t.listen_overflows;
-        o.listen_drops += t.listen_drops;
-        o.tcp_timeouts += t.tcp_timeouts;
-        o.retrans_segs += t.retrans_segs;
-        if interval_ms > 0 {
-            let rate = t.listen_overflows as f64 * 1000.0 / interval_ms as f64;
-            o.listen_overflows_per_s_max = o.listen_overflows_per_s_max.max(rate);
-        }
-    }
-    if !any {
-        return None;
-    }
-    const NAMES: [&str; 11] = [
-        "ESTABLISHED",
-        "SYN_SENT",
-        "SYN_RECV",
-        "FIN_WAIT1",
-        "FIN_WAIT2",
-        "TIME_WAIT",
-        "CLOSE",
-        "CLOSE_WAIT",
-        "LAST_ACK",
-        "LISTEN",
-        "CLOSING",
-    ];
-    for (name, a) in NAMES.iter().zip(states) {
-        if a.max > 0.0 {
-            o.states.insert(name.to_string(), a.stat());
-        }
-    }
-    o.listen_queue = queue.opt();
-    Some(o)
+    o
 }
 
 /// `SeriesPoint::server`: one second of the server, in a few numbers. `Copy`, so
@@ -493,26 +217,8 @@ pub fn second(samples: &[Sample]) -> Option<SecondObservation> {
         .clone();
     let mut o = SecondObservation::default();
     for s in samples.iter().filter(|s| s.source == server) {
-        if let Some(h) = &s.host {
-            o.cpu_busy_pct = Some(h.cpu_busy_pct);
-            o.load1 = Some(h.load1);
-            o.mem_available_bytes = Some(h.mem_available_bytes);
-        }
-        if let Some(t) = &s.tcp {
-            o.established = Some(t.established);
-            o.syn_recv = Some(t.syn_recv);
-            o.time_wait = Some(t.time_wait);
-            o.close_wait = Some(t.close_wait);
-            o.listen_queue = t.listen_queue;
-            o.listen_overflows = Some(o.listen_overflows.unwrap_or(0) + t.listen_overflows);
-            o.retrans_segs = Some(o.retrans_segs.unwrap_or(0) + t.retrans_segs);
-        }
-        if !s.groups.is_empty() {
-            o.processes = Some(s.groups.iter().map(|g| g.processes).sum());
-        }
-        let ok: Vec<_> = s.fpm.iter().filter(|f| f.error.is_none()).collect();
-        if !ok.is_empty() {
-            o.fpm_active = Some(ok.iter().map(|f| f.active).sum());
+        for k in KINDS {
+            (k.second)(s, &mut o);
         }
     }
     if let Some(g) = samples.iter().rev().find_map(|s| s.generator) {

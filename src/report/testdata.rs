@@ -258,8 +258,13 @@ pub fn observation(offered: f64) -> StepObservation {
         fpm: vec![FpmObservation {
             url: "http://127.0.0.1/status".to_string(),
             pool: "www".to_string(),
-            active: st(workers * 0.9, workers),
-            idle: st(16.0 - workers * 0.9, 16.0 - workers),
+            // Overloaded, the pool stays full for most of the step (the findings' and the
+            // verdict's rule: more than one sample, `observe::summary::pool_at_limit_from`).
+            active: st(workers * if over { 0.97 } else { 0.9 }, workers),
+            idle: st(
+                16.0 - workers * if over { 0.97 } else { 0.9 },
+                16.0 - workers,
+            ),
             total: st(16.0, 16.0),
             listen_queue: st(if over { 30.0 } else { 0.0 }, if over { 64.0 } else { 0.0 }),
             max_listen_queue: if over { 64 } else { 0 },

@@ -157,7 +157,10 @@ impl<S: Stream> Conn<S> {
     async fn run(&mut self) -> io::Result<()> {
         loop {
             let head = match self.read_head().await? {
-                Some(Ok(h)) => h,
+                Some(Ok(h)) => {
+                    self.shared.stats.received.fetch_add(1, Ordering::Relaxed);
+                    h
+                }
                 Some(Err(reject)) => {
                     let status = match reject {
                         Reject::BadRequest => 400,

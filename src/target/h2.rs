@@ -94,6 +94,7 @@ async fn answer(
     mut respond: SendResponse<Bytes>,
     shared: Arc<Shared>,
 ) {
+    shared.stats.received.fetch_add(1, Ordering::Relaxed);
     // The status pages are not the load: neither counted as arrivals nor queued for a
     // worker (they answer while every worker is busy).
     let _permit = if matches!(route, Route::PoolStatus | Route::Arrivals) {

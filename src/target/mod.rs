@@ -79,6 +79,8 @@ impl Default for TargetConfig {
 pub struct TargetStats {
     /// Requests read and answered (or faulted).
     pub requests: u64,
+    /// Requests whose head was read, answered or not yet (a hanging fault never is).
+    pub received: u64,
     /// Connections accepted.
     pub connections: u64,
 }
@@ -86,6 +88,7 @@ pub struct TargetStats {
 #[derive(Default)]
 pub(crate) struct Counters {
     pub(crate) requests: AtomicU64,
+    pub(crate) received: AtomicU64,
     pub(crate) connections: AtomicU64,
 }
 
@@ -240,6 +243,7 @@ impl TargetHandle {
     pub fn stats(&self) -> TargetStats {
         TargetStats {
             requests: self.shared.stats.requests.load(Ordering::Relaxed),
+            received: self.shared.stats.received.load(Ordering::Relaxed),
             connections: self.shared.stats.connections.load(Ordering::Relaxed),
         }
     }

@@ -115,6 +115,7 @@ fn probe_quiet() -> Option<String> {
     let Some((t0, i0)) = totals() else {
         return Some("/proc/stat unreadable: cannot tell whether the host is quiet".into());
     };
+    // The interval the host's busy share is measured over, not a wait for a condition.
     std::thread::sleep(std::time::Duration::from_secs(1));
     let (t1, i1) = totals()?;
     let busy = 1.0 - (i1 - i0) as f64 / (t1 - t0).max(1) as f64;

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 pub mod agent;
 pub mod harness;
+pub mod procs;
 pub mod study;
 pub mod tmux;
 
@@ -117,6 +118,7 @@ pub fn wait_within(child: &mut Child, limit: Duration) -> Option<std::process::E
             let _ = child.wait();
             return None;
         }
+        // The helper's polling period.
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -126,6 +128,7 @@ pub fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let end = Instant::now() + limit;
     while !done() {
         assert!(Instant::now() < end, "{what}: not after {limit:?}");
+        // The helper's polling period.
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -289,6 +292,7 @@ pub fn run_measured(prog: Option<&str>, args: &[&str], json: bool, limit: Durati
             unsafe { libc::kill(pid, libc::SIGKILL) };
             killed = true;
         }
+        // The helper's polling period.
         std::thread::sleep(Duration::from_millis(10));
     }
     let elapsed = start.elapsed();

@@ -67,19 +67,10 @@ impl Tmux {
             &mut self.cmd(&["list-panes", "-t", "t", "-F", "#{pane_pid}"]),
             QUICK,
         );
-        let shell: i32 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
-        let children: Vec<i32> = std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|pid| {
-                // /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold spaces.
-                std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
-                    st.rsplit(')')
-                        .next()
-                        .and_then(|r| r.split_whitespace().nth(1))
-                        == Some(shell.to_string().as_str())
-                })
-            })
+        let shell: u32 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+        let children: Vec<i32> = super::procs::children_of(shell)
+            .into_iter()
+            .map(|(pid, _)| pid as i32)
             .collect();
         assert_eq!(
             children.len(),
@@ -126,6 +117,7 @@ impl Tmux {
             if last.contains(text) {
                 return last;
             }
+            // The helper's polling period.
             std::thread::sleep(Duration::from_millis(100));
         }
         panic!("the pane never showed {text:?} within {limit:?}; it shows:\n{last}");

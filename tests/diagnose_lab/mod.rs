@@ -256,6 +256,7 @@ pub fn locked_myisam_table_is_the_database() {
                     &prefix,
                     "LOCK TABLES lab.test2 WRITE; DO SLEEP(0.4); UNLOCK TABLES;",
                 );
+                // The lock holder's pace: a short gap between its 0.4 s locks.
                 std::thread::sleep(Duration::from_millis(50));
             }
         })

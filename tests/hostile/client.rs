@@ -223,7 +223,14 @@ fn certificate_refusals_name_their_reason() {
         );
         assert!(!m.stderr.contains("panicked"), "{reason}: {}", m.stderr);
         assert_eq!(m.errors("tls-certificate"), 5, "{reason}: {}", m.v);
-        assert_eq!(m.v["tls"]["failures"][reason], 5, "{reason}: {}", m.v);
+        // One reason per refused handshake (the connect backoff holds the others back).
+        let attempts = m.v["connects"]["attempts"].as_u64().unwrap_or(0);
+        assert!(attempts >= 1, "{reason}: {}", m.v);
+        assert_eq!(
+            m.v["tls"]["failures"][reason], attempts,
+            "{reason}: {}",
+            m.v
+        );
         let warnings = m.v["warnings"].to_string();
         assert!(warnings.contains(reason), "{reason}: {warnings}");
         assert!(
@@ -264,6 +271,7 @@ impl Silent {
                             }
                         });
                     }
+                    // Polled so that the thread sees `stop` (accept cannot be interrupted).
                     Err(_) => std::thread::sleep(Duration::from_millis(20)),
                 }
             }
@@ -300,7 +308,8 @@ fn interrupt_counts_requests_in_flight() {
         Duration::from_secs(20),
         || server.heads.load(Ordering::Relaxed) >= 4,
     );
-    // Let the window grow well past zero, so that a window of 0 s cannot pass for it.
+    // The operator's pace: the signal comes 0.5 s after the requests arrived, so that the
+    // window measured grows well past zero (a window of 0 s cannot pass for it).
     std::thread::sleep(Duration::from_millis(500));
     let before_signal = start.elapsed();
     // SAFETY: kill(2) on our own child.

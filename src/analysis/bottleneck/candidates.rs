@@ -2,66 +2,48 @@
 //! else the first step at (or near) its limit, its numbers and the change to make.
 use super::{int, server, sources, Candidate, Ctx, Limit};
 use crate::analysis::{generator_bound, plan_carried_out, GENERATOR_CPU};
-use crate::observe::summary::{pool_at_limit_from, queue_growth, FpmObservation};
+use crate::observe::source;
+use crate::observe::summary::{pool_at_limit_from, queue_growth};
 use crate::store::StepRecord;
 use crate::units::fmt_num;
 
-/// Worker pools: PHP-FPM's (and the embedded target's, which speaks its status format) full
-/// when every worker is busy and requests queue (or max_children was hit); Apache's when no
-/// worker is idle and no scoreboard slot is left to spawn one.
+/// Worker pools, from every source that sees one (`observe::source::pools`: PHP-FPM's and
+/// the embedded target's, Apache's): at the limit from the first step where one was full
+/// (every worker busy and requests waiting, or no room to spawn another) on more than one
+/// sample, near it where the pools' busy workers came to 80% of their size.
 pub(super) fn pool(c: &Ctx) -> Option<Candidate> {
-    let observed = c
-        .steps
-        .iter()
-        .any(|s| sources(s).any(|o| !o.fpm.is_empty() || !o.apache.is_empty()));
-    if !observed {
+    // Every pool of every source of a step.
+    let pools = |s: &StepRecord| sources(s).flat_map(source::pools).collect::<Vec<_>>();
+    if !c.steps.iter().any(|s| !pools(s).is_empty()) {
         return None;
     }
-    // FPM's pools (and the target's): full at a step's busiest sample, and for most of it.
-    let fpm_full = |s: &StepRecord| {
-        let fpm = || sources(s).flat_map(|o| o.fpm.iter());
-        (
-            fpm().any(FpmObservation::full_at_peak),
-            fpm().any(|f| f.full_at_peak() && f.full_most_of_step()),
-        )
-    };
-    let apache_full = |s: &StepRecord| sources(s).any(|o| o.apache.iter().any(|a| a.full()));
     // Busy and size of the pool, summed over the pools of the step.
     let busy = |s: &StepRecord| {
-        sources(s).fold((0.0, 0.0), |(b, n), o| {
-            let f = o
-                .fpm
+        pools(s)
+            .iter()
+            .fold((0.0, 0.0), |(b, n), p| (b + p.busy, n + p.size))
+    };
+    let queue = |s: &StepRecord| pools(s).iter().map(|p| p.queue).fold(0.0, f64::max);
+    // Each kind of source's pools at their limit (more than one sample: pool_at_limit_from,
+    // on whether a step was full at its busiest sample and for most of it); the earliest.
+    let at = source::KINDS
+        .iter()
+        .filter_map(|k| k.pools)
+        .filter_map(|of_kind| {
+            let full: Vec<(bool, bool)> = c
+                .steps
                 .iter()
-                .fold((0.0, 0.0), |(b, n), f| (b + f.active.max, n + f.total.max));
-            let a = o.apache.iter().fold((0.0, 0.0), |(b, n), a| {
-                // Results from before `workers` was recorded: the sum of the maxima, which
-                // can overstate the pool.
-                let size = if a.workers.max > 0.0 {
-                    a.workers.max
-                } else {
-                    a.busy.max + a.idle.max
-                };
-                (
-                    b + a.busy.max,
-                    n + size.max(a.slots as f64 - a.open_slots.max),
-                )
-            });
-            (b + f.0 + a.0, n + f.1 + a.1)
+                .map(|s| {
+                    let ps: Vec<source::Pool> = sources(s).flat_map(of_kind).collect();
+                    (
+                        ps.iter().any(|p| p.full_at_peak),
+                        ps.iter().any(|p| p.full_at_peak && p.full_most_of_step),
+                    )
+                })
+                .collect();
+            pool_at_limit_from(&full)
         })
-    };
-    let queue = |s: &StepRecord| {
-        sources(s)
-            .flat_map(|o| o.fpm.iter())
-            .map(|f| f.listen_queue.max)
-            .fold(0.0, f64::max)
-    };
-    // One sample with every worker busy is not a limit (pool_at_limit_from); Apache's
-    // `full` already holds for the whole step.
-    let fpm_at = pool_at_limit_from(&c.steps.iter().map(fpm_full).collect::<Vec<_>>());
-    let at = match (fpm_at, c.first(apache_full)) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
+        .min();
     let near = c.first(|s| {
         let (b, n) = busy(s);
         n >= 1.0 && b >= 0.8 * n
@@ -75,22 +57,22 @@ pub(super) fn pool(c: &Ctx) -> Option<Candidate> {
     let ((i0, q0), (i1, q1)) = queue_growth(&queues, at.unwrap_or(0)).unwrap_or_default();
     let reached: u64 = c.steps[at.unwrap_or(0)..]
         .iter()
-        .flat_map(sources)
-        .flat_map(|o| o.fpm.iter())
-        .map(|f| f.max_children_reached)
+        .flat_map(pools)
+        .map(|p| p.cap_hits)
         .sum();
-    let apache = k
-        .server
+    // Named as the knee's pools call their workers ("Apache workers").
+    let name = pools(k)
         .iter()
-        .flat_map(|o| &o.sources)
-        .any(|o| !o.apache.is_empty());
+        .map(|p| p.workers)
+        .find(|w| *w != "workers")
+        .unwrap_or("workers");
+    let scoreboard = name == "Apache workers";
     x.numbers.insert("workers".into(), n);
     x.numbers.insert("busy".into(), b);
     x.numbers.insert("queue_first_step".into(), q0);
     x.numbers.insert("queue_peak".into(), q1);
     x.numbers
         .insert("max_children_reached".into(), reached as f64);
-    let name = if apache { "Apache workers" } else { "workers" };
     x.seen = match at {
         Some(i) => {
             let queue = if q1 > 0.0 || q0 > 0.0 {
@@ -101,7 +83,7 @@ pub(super) fn pool(c: &Ctx) -> Option<Candidate> {
                     int(q1),
                     c.step_name(i1)
                 )
-            } else if apache {
+            } else if scoreboard {
                 " (none idle, no scoreboard slot free)".to_string()
             } else {
                 format!(" (max children reached {} times)", int(reached as f64))
@@ -113,12 +95,7 @@ pub(super) fn pool(c: &Ctx) -> Option<Candidate> {
         None if n < 1.0 => {
             // Every read of the pool's status page failed: a pool too busy to answer its own
             // status page, or a wrong URL. Either way no numbers to judge it by.
-            let failed: u64 = sources(k)
-                .map(|o| {
-                    o.fpm.iter().map(|f| f.errors).sum::<u64>()
-                        + o.apache.iter().map(|a| a.errors).sum::<u64>()
-                })
-                .sum();
+            let failed: u64 = pools(k).iter().map(|p| p.failed_reads).sum();
             format!(
                 "its status page could not be read at the knee ({} failed reads)",
                 int(failed as f64)
@@ -435,7 +412,8 @@ pub(super) fn memory(c: &Ctx) -> Option<Candidate> {
 }
 
 /// The network: the run's bytes each way, per second, against `--link-speed`.
-pub(super) fn network(c: &Ctx, link_bps: Option<f64>) -> Option<Candidate> {
+pub(super) fn network(c: &Ctx) -> Option<Candidate> {
+    let link_bps = c.link_bps;
     let link = link_bps.filter(|l| *l > 0.0)?;
     let bps = |s: &StepRecord| {
         let d = s.summary.duration_s;

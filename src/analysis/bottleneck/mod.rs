@@ -167,25 +167,14 @@ fn diagnose_on(
         steps: &steps[..(knee + 1).min(steps.len())],
         rise: latency_rise(steps, knee),
         ramp,
+        link_bps: cx.link_bps,
     };
     let mut not_observed = Vec::new();
     let mut candidates = Vec::new();
-    let found = [
-        (pool(&c), "the worker pool (--fpm-status, --apache-status)"),
-        (cpu(&c), "the server's CPU (--watch NAME=REGEX)"),
-        (
-            accept_queue(&c),
-            "the accept queue (the target's port, on its host)",
-        ),
-        (database(&c), "the database (--mysql USER@HOST:PORT)"),
-        (memory(&c), "memory (the server's host)"),
-        (network(&c, cx.link_bps), "the network (--link-speed)"),
-        (generator(&c), "the generator"),
-    ];
-    for (cand, what) in found {
-        match cand {
+    for (find, what, told_by) in CANDIDATES {
+        match find(&c) {
             Some(x) => candidates.push(x),
-            None => not_observed.push(what.to_string()),
+            None => not_observed.push(not_observed_line(what, told_by)),
         }
     }
     // Stable: equal evidence and onset keep the order above (the server's own limits first).
@@ -214,6 +203,37 @@ fn diagnose_on(
     }
 }
 
+/// A candidate's finder: `None` when nothing observed its resource.
+type Find = fn(&Ctx) -> Option<Candidate>;
+
+/// Every candidate, in the order ties keep (the server's own limits first), with what it is
+/// and the observation sources (`observe::source::KINDS`, by name) whose flags observe it;
+/// a name that is no source kind (`--link-speed`, a figure handed to the verdict) is shown
+/// as it is.
+const CANDIDATES: [(Find, &str, &[&str]); 7] = [
+    (pool, "the worker pool", &["fpm", "apache"]),
+    (cpu, "the server's CPU", &["groups"]),
+    (accept_queue, "the accept queue", &["tcp"]),
+    (database, "the database", &["mariadb"]),
+    (memory, "memory", &["host"]),
+    (network, "the network", &["--link-speed"]),
+    // The engine's own figures: always there, nothing to turn on.
+    (generator, "the generator", &[]),
+];
+
+/// "the worker pool (--fpm-status, --apache-status)".
+fn not_observed_line(what: &str, told_by: &[&str]) -> String {
+    let flags: Vec<&str> = told_by
+        .iter()
+        .map(|k| crate::observe::source::kind(k).map_or(*k, |k| k.flag))
+        .collect();
+    if flags.is_empty() {
+        what.to_string()
+    } else {
+        format!("{what} ({})", flags.join(", "))
+    }
+}
+
 struct Ctx<'a> {
     mode: &'a str,
     /// The steps up to and including the knee: what came after did not cause it.
@@ -222,6 +242,8 @@ struct Ctx<'a> {
     /// On a ramp: the knee's (level, ± uncertainty, seconds into the run); steps are
     /// windows of seconds, named by the second they start at.
     ramp: Option<(f64, f64, f64)>,
+    /// The link's speed, bits/s (`--link-speed`).
+    link_bps: Option<f64>,
 }
 
 impl Ctx<'_> {

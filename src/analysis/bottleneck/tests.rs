@@ -628,3 +628,32 @@ fn bits() {
     assert_eq!(fmt_bits(95e6), "95 Mbit/s");
     assert_eq!(fmt_bits(3e3), "3 kbit/s");
 }
+
+/// Each candidate names source kinds that exist (or a flag handed to the verdict), so the
+/// "not observed" line names the flags that observe it.
+#[test]
+fn candidates_name_their_sources_flags() {
+    for (_, what, told_by) in super::CANDIDATES {
+        for k in told_by {
+            assert!(
+                crate::observe::source::kind(k).is_some() || k.starts_with("--"),
+                "{what}: no source kind {k}"
+            );
+        }
+    }
+    assert_eq!(
+        super::not_observed_line("the worker pool", &["fpm", "apache"]),
+        "the worker pool (--fpm-status, --apache-status)"
+    );
+    assert_eq!(
+        super::not_observed_line("the accept queue", &["tcp"]),
+        "the accept queue (the target's port, on its host)"
+    );
+    assert_eq!(
+        super::not_observed_line("the generator", &[]),
+        "the generator"
+    );
+    // The worker pool is observed by every kind that sees pools, and only by them.
+    let (_, _, pool_kinds) = super::CANDIDATES[0];
+    assert_eq!(pool_kinds, crate::observe::source::pool_kinds());
+}

@@ -1,4 +1,4 @@
-//! The newest samples as Prometheus text exposition format (version 0.0.4), for
+//! An exporter, not a scraper: the newest samples as Prometheus text exposition format (version 0.0.4), for
 //! `GET /metrics` on the agent. Counter increases are exported as gauges "over the last
 //! interval": the sampler keeps deltas, not the kernel's running totals.
 use std::fmt::Write;
@@ -209,19 +209,7 @@ pub fn render(samples: &[Sample]) -> String {
         }
         if let Some(t) = &s.tcp {
             let port = t.port.to_string();
-            for (state, v) in [
-                ("ESTABLISHED", t.established),
-                ("SYN_SENT", t.syn_sent),
-                ("SYN_RECV", t.syn_recv),
-                ("FIN_WAIT1", t.fin_wait1),
-                ("FIN_WAIT2", t.fin_wait2),
-                ("TIME_WAIT", t.time_wait),
-                ("CLOSE", t.close),
-                ("CLOSE_WAIT", t.close_wait),
-                ("LAST_ACK", t.last_ack),
-                ("LISTEN", t.listen),
-                ("CLOSING", t.closing),
-            ] {
+            for (state, v) in t.states() {
                 o.add(
                     "overload_tcp_connections",
                     "TCP sockets with the watched port as local or remote port, by state.",
