@@ -180,6 +180,14 @@ fn stages_errors_say_what_and_where() {
             &["--stages", "10s:5", "--think", "1s"],
             "--think applies to the closed loop",
         ),
+        (
+            &["--user-stages", "10s:2M"],
+            "--user-stages: the stages reach 2000000 users; at most 1000000",
+        ),
+        (
+            &["--stages", "10s:5, 5s:x"],
+            "stage 2 '5s:x': the target 'x' is not a number",
+        ),
     ];
     for (args, want) in cases {
         let o = output_within(

@@ -220,6 +220,13 @@ impl RunConfig {
             RunLoad::Users { think, .. } => {
                 st.check_users()
                     .map_err(|e| Error::usage(format!("{flag}: {e}")))?;
+                let most = crate::usecase::config::MAX_USERS;
+                if st.peak() > most as f64 {
+                    return Err(Error::usage(format!(
+                        "{flag}: the stages reach {} users; at most {most} are supported",
+                        crate::units::fmt_num(st.peak())
+                    )));
+                }
                 if self.request.scenario.is_some() {
                     return Err(Error::usage(
                         "--user-stages does not ramp --scenario users; use --stages (sessions \
