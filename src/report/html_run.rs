@@ -393,6 +393,22 @@ mod tests {
             latency_rise: None,
             bottleneck: None,
         });
+        // Without ramp.json (a merged folder), the knee is found on the series.
+        let mut again = testdata::open_sweep();
+        again.truncate(1);
+        let mut info = testdata::info("one", "open", None);
+        info.kind = "run".into();
+        info.config["stages"] = "0s:50, 12s:600".into();
+        let series = again.iter().flat_map(testdata::series).collect();
+        let again = RunReport::from_data(RunData {
+            dir: "/nonexistent/one".into(),
+            info,
+            steps: again,
+            series,
+            skipped: vec![],
+        });
+        assert!(again.ramp.is_some(), "analysed from series.jsonl");
+        assert!(super::super::html::render(&again).contains("Ramp: "));
         let html = super::super::html::render(&r);
         assert!(
             html.contains("stages 0s:50, 12s:600"),

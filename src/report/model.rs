@@ -70,7 +70,15 @@ impl RunReport {
                 analysis.findings.push(f);
             }
         }
-        let ramp = read_ramp(&data.dir);
+        // A folder of stages without ramp.json (a merge of segments' parts): the knee from
+        // its series, without the server's verdict (the raw samples are not kept).
+        let ramp = read_ramp(&data.dir).or_else(|| {
+            data.info.config.get("stages")?.as_str()?;
+            Some(crate::analysis::ramp::analyze(
+                &data.info.mode,
+                &data.series,
+            ))
+        });
         RunReport {
             data,
             steps,
