@@ -15,8 +15,12 @@ impl<T: Transport> Worker<'_, T> {
     /// A user decides what to do next: think, send, or stop. `first`: the user's first
     /// request goes out at once; think time comes after each answer.
     pub(super) fn user_next(&mut self, u: usize, now: Instant, first: bool) {
-        if !self.may_send(now) || !self.user_wanted(u, now) {
+        if !self.may_send(now) {
             self.end_user(u);
+            return;
+        }
+        if !self.user_wanted(u, now) {
+            self.ramp_stop(u);
             return;
         }
         // A scenario's step may set its own think time.
@@ -77,43 +81,52 @@ impl<T: Transport> Worker<'_, T> {
                 if self.user_wanted(u, now) {
                     self.user_send(u, t, now);
                 } else {
-                    self.end_user(u);
+                    self.ramp_stop(u);
                 }
             }
         }
     }
 
-    /// Whether user `u` of this thread runs now: always, unless on a ramp whose level (whole
-    /// users) is at or below its global number.
-    pub(super) fn user_wanted(&self, u: usize, now: Instant) -> bool {
+    /// How many of this thread's users run now: all, unless on a ramp, whose level (whole
+    /// users) runs the global numbers below it; this thread's users are numbered in order
+    /// (`offset + u × stride`), so they are its first ones.
+    fn users_wanted(&self, now: Instant) -> usize {
         let (Some(lane), Some(p)) = (self.ramp_lane, &self.cfg.ramp) else {
-            return true;
+            return usize::MAX;
         };
         // The profile's clock starts with the warm-up.
-        let since = now.saturating_duration_since(self.warm_end) + self.cfg.warmup;
-        let t = if now < self.warm_end {
-            self.cfg
-                .warmup
-                .saturating_sub(self.warm_end - now)
-                .as_secs_f64()
-        } else {
-            since.as_secs_f64()
-        };
-        let level = (p.level(t) + 1e-9).floor();
-        ((lane.offset + u as u64 * lane.stride) as f64) < level
+        let origin = self.warm_end.checked_sub(self.cfg.warmup);
+        let t = origin.map_or(0.0, |o| now.saturating_duration_since(o).as_secs_f64());
+        let level = (p.level(t) + 1e-9).floor() as u64;
+        level.saturating_sub(lane.offset).div_ceil(lane.stride) as usize
     }
 
-    /// On a users' ramp: starts the users the level has reached (those it left stop on
-    /// their own, after their current request: `user_next`).
+    /// A user the ramp no longer wants stops; the next check starts it again from there if
+    /// the level is back up by then.
+    fn ramp_stop(&mut self, u: usize) {
+        self.end_user(u);
+        self.ramp_running = self.ramp_running.min(u);
+    }
+
+    /// Whether user `u` of this thread runs now (see `users_wanted`).
+    pub(super) fn user_wanted(&self, u: usize, now: Instant) -> bool {
+        u < self.users_wanted(now)
+    }
+
+    /// On a users' ramp: starts the users the level has reached since the last check
+    /// (those it left stop on their own, after their current request: `user_next`). A user
+    /// still busy from before a fall simply goes on.
     pub(super) fn ramp_users(&mut self, now: Instant) {
         if self.ramp_lane.is_none() || now < self.next_ramp {
             return;
         }
         self.next_ramp = now + RAMP_CHECK;
-        for u in 0..self.conns.len() {
-            if self.conns[u].phase == Phase::Free && self.user_wanted(u, now) {
+        let n = self.users_wanted(now).min(self.conns.len());
+        for u in self.ramp_running.min(n)..n {
+            if self.conns[u].phase == Phase::Free {
                 self.user_next(u, now, true);
             }
         }
+        self.ramp_running = n;
     }
 }

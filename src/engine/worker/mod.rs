@@ -100,6 +100,8 @@ pub(super) struct Worker<'a, T: Transport> {
     /// users the level has reached (see `closed.rs`).
     ramp_lane: Option<Lane>,
     next_ramp: Instant,
+    /// The users the ramp ran at its last check (those below were started then).
+    ramp_running: usize,
 }
 
 /// The fds a worker needs besides its connections: its epoll and its timer. The engine opens
@@ -247,6 +249,7 @@ impl<'a, T: Transport> Worker<'a, T> {
                 _ => None,
             },
             next_ramp: origin,
+            ramp_running: 0,
         })
     }
 
@@ -256,8 +259,10 @@ impl<'a, T: Transport> Worker<'a, T> {
         let cpu_start = crate::metrics::recorder::thread_cpu_time();
         let now = Instant::now();
         if self.schedule.is_none() {
-            for u in 0..self.conns.len() {
-                if self.user_wanted(u, now) {
+            if self.ramp_lane.is_some() {
+                self.ramp_users(now);
+            } else {
+                for u in 0..self.conns.len() {
                     self.user_next(u, now, true);
                 }
             }
