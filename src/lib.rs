@@ -16,6 +16,7 @@ pub mod http_get;
 pub mod lab;
 pub mod listen;
 pub mod live;
+pub mod liverun;
 pub mod merge;
 pub mod metrics;
 pub mod observe;

@@ -7,10 +7,12 @@ use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Requests")]
 pub struct AccessLogArgs {
-    /// Send the requests of an nginx/Apache access log (combined or common format) to the one
-    /// URL's server: each URL as often as the log has it, in random order; with
-    /// --replay-speed, on the log's own clock.
+    /// Send the requests of an nginx/Apache access log.
+    ///
+    /// Combined or common format, to the one URL's server: each URL as often as the log has
+    /// it, in random order; with --replay-speed, on the log's own clock (docs/replay.md).
     #[arg(
         long,
         value_name = "FILE",

@@ -1,7 +1,7 @@
 //! `overload audit`: arguments into an `AuditConfig`, then `usecase::audit`.
 use super::load_args::{parse_dur, Dur, TlsArgs};
 use crate::lab::{LabOptions, Stack};
-use crate::report::json;
+use crate::liverun::json;
 use crate::usecase::audit::{self, AuditConfig};
 use crate::Error;
 use clap::Args;
@@ -9,22 +9,30 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug, Clone)]
 pub struct AuditArgs {
-    /// The page to audit, e.g. http://127.0.0.1:8080/ [with --lab: the stack's /static.html].
+    /// The page to audit [with --lab: the stack's /static.html].
+    ///
+    /// E.g. http://127.0.0.1:8080/.
     #[arg(value_name = "URL", required_unless_present = "lab")]
     pub url: Option<String>,
-    /// Audit a stack of `overload lab`: its URL, PHP probe page (audit.php), FPM status and
-    /// pool size come from the lab's state.
+    /// Audit a stack of `overload lab`.
+    ///
+    /// Its URL, PHP probe page (audit.php), FPM status and pool size come from the lab's
+    /// state.
     #[arg(long, value_name = "STACK")]
     pub lab: Option<Stack>,
     /// The lab's directory, as given to `overload lab --prefix` [default: $OVERLOAD_LAB_DIR,
     /// else /tmp/overload-lab].
     #[arg(long, value_name = "DIR", requires = "lab")]
     pub prefix: Option<PathBuf>,
-    /// A page printing the PHP settings as JSON (docs/audit.md has one; the lab installs it)
-    /// [default: the php.ini, conf.d and FPM pool files found on the server].
+    /// A page printing the PHP settings as JSON.
+    ///
+    /// docs/audit.md has one; the lab installs it. Without it, the php.ini, conf.d and FPM
+    /// pool files found on the server are read.
     #[arg(long, value_name = "URL")]
     pub php_probe: Option<String>,
-    /// PHP-FPM's status page (pm.status_path), e.g. http://127.0.0.1/fpm-status.
+    /// PHP-FPM's status page (pm.status_path).
+    ///
+    /// E.g. http://127.0.0.1/fpm-status.
     #[arg(long, value_name = "URL")]
     pub fpm_status: Option<String>,
     /// PHP workers at most (pm.max_children or MaxRequestWorkers), for the memory plan
@@ -39,32 +47,41 @@ pub struct AuditArgs {
     /// the pools' php_value/php_admin_value overrides and pm.max_children.
     #[arg(long, value_name = "FILE")]
     pub fpm_config: Option<PathBuf>,
-    /// The server's `overload agent` (http://HOST:9090): the host checks and the php.ini
-    /// found are read on the server through it, not on this machine.
+    /// The server's `overload agent`, http://HOST:9090.
+    ///
+    /// The host checks and the php.ini found are read on the server through it, not on this
+    /// machine.
     #[arg(long, value_name = "URL")]
     pub agent: Option<String>,
     /// File holding the agent's bearer token (needed with --agent).
     #[arg(long, value_name = "FILE", requires = "agent")]
     pub agent_token_file: Option<PathBuf>,
-    /// A read-only MariaDB/MySQL account, USER@HOST:PORT (its password in
-    /// --mysql-password-file): query cache, max_connections, slow log, MyISAM tables.
+    /// A read-only MariaDB/MySQL account to check.
+    ///
+    /// USER@HOST:PORT, its password in --mysql-password-file: query cache, max_connections,
+    /// slow log, MyISAM tables.
     #[arg(long, value_name = "USER@HOST:PORT")]
     pub mysql: Option<String>,
-    /// The --mysql password on the file's first line (the file must not be world-readable).
+    /// File holding the --mysql password on its first line.
+    ///
+    /// The file must not be world-readable.
     #[arg(long, value_name = "FILE", requires = "mysql")]
     pub mysql_password_file: Option<PathBuf>,
     /// Length of each A/B load run that measures compression and keep-alive (3 runs of 4
     /// users, at most 20k requests each).
     #[arg(long, default_value_t = Dur(AuditConfig::default().ab.unwrap_or_default()), value_parser = parse_dur, value_name = "DURATION")]
     pub ab: Dur,
-    /// No A/B load runs: only the probes' few requests (the figures are then left out).
+    /// No A/B load runs: only the probes' few requests.
+    ///
+    /// The compression and keep-alive figures are then left out.
     #[arg(long)]
     pub no_ab: bool,
     /// How long a kept connection is left idle to see when the server closes it.
     #[arg(long, default_value_t = Dur(AuditConfig::default().idle_wait), value_parser = parse_dur, value_name = "DURATION")]
     pub idle_wait: Dur,
-    /// Write the audit as JSON (format: docs/audit.md); `-` for standard output (the list
-    /// then goes to standard error).
+    /// Write the audit as JSON to FILE (`-`: standard output).
+    ///
+    /// Format: docs/audit.md; with `-` the list goes to standard error.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     #[command(flatten)]
@@ -142,7 +159,7 @@ pub fn run(a: AuditArgs) -> crate::Result<i32> {
         Some(p) => {
             let text = serde_json::to_string_pretty(&outcome.audit)
                 .map_err(|e| Error::runtime(format!("JSON: {e}")))?;
-            if json::is_stdout(p) {
+            if crate::report::export::is_stdout(p) {
                 crate::eout!("{outcome}");
                 crate::outln!("{text}");
             } else {
@@ -157,6 +174,7 @@ pub fn run(a: AuditArgs) -> crate::Result<i32> {
 
 /// `sweep --audit`.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Server observation")]
 pub struct SweepAuditArgs {
     /// Audit the (first) URL before the load (`overload audit URL`, its A/B included) and
     /// keep it as audit.json; the report shows it in an Audit section.

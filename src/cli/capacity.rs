@@ -3,24 +3,31 @@ use super::load_args::{parse_share_arg, ConnArgs, OpenLoopArgs, RequestArgs, Sha
 use super::observe_args::ObserveFlags;
 use super::segment_args::SegmentArgs;
 use crate::units::parse_rate;
-use crate::usecase::capacity::{self, CapacityConfig};
+use crate::usecase::{capacity, CapacityConfig};
 use clap::Args;
 
 #[derive(Args, Debug, Clone)]
 pub struct CapacityArgs {
     #[command(flatten)]
     pub request: RequestArgs,
-    /// First rate probed (req/s); it doubles until a probe fails the SLO.
-    #[arg(long, default_value_t = CapacityConfig::default().start, value_parser = parse_rate)]
+    /// First rate probed (req/s); it doubles until one fails.
+    ///
+    /// Doubles until a probe fails the SLO, then bisects.
+    #[arg(long, value_name = "RATE", default_value_t = CapacityConfig::default().start, value_parser = parse_rate, help_heading = "Search")]
     pub start: f64,
     /// Highest rate probed (req/s).
-    #[arg(long, default_value_t = CapacityConfig::default().max, value_parser = parse_rate)]
+    #[arg(long, value_name = "RATE", default_value_t = CapacityConfig::default().max, value_parser = parse_rate, help_heading = "Search")]
     pub max: f64,
-    /// Stop bisecting when the bracket is narrower than this share of its low end.
-    #[arg(long, default_value_t = Share(CapacityConfig::default().precision), value_parser = parse_share_arg)]
+    /// Stop bisecting at this width of the bracket.
+    ///
+    /// When the bracket is narrower than this share of its low end.
+    #[arg(long, value_name = "SHARE", default_value_t = Share(CapacityConfig::default().precision), value_parser = parse_share_arg, help_heading = "Search")]
     pub precision: Share,
-    /// Runs of the capacity probe (the highest rate that met), for the repeat spread.
-    #[arg(long, default_value_t = CapacityConfig::default().repeat)]
+    /// Runs of each end of the final bracket.
+    ///
+    /// The capacity (the highest rate that met) holds only if every run met; their spread
+    /// is printed.
+    #[arg(long, value_name = "K", default_value_t = CapacityConfig::default().repeat, help_heading = "Search")]
     pub repeat: usize,
     #[command(flatten)]
     pub open: OpenLoopArgs,
@@ -64,7 +71,7 @@ pub fn run(args: CapacityArgs) -> crate::Result<i32> {
     cfg.output.live_view = live_view;
     let outcome = match generators.controller(&cfg.request, &cfg.conn, &cfg.segment)? {
         Some(mut c) => capacity::run(&cfg, &mut c)?,
-        None => capacity::run(&cfg, &mut crate::runner::Engine)?,
+        None => capacity::run(&cfg, &mut crate::runner::LocalEngine)?,
     };
     crate::out!("{outcome}");
     Ok(outcome.exit_code())

@@ -1,6 +1,6 @@
 //! `overload demo`: arguments into a `DemoConfig`, then `usecase::demo`.
 use super::load_args::{parse_dur, Dur};
-use crate::usecase::demo::{self, DemoConfig};
+use crate::usecase::{demo, DemoConfig};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -21,6 +21,8 @@ pub struct DemoArgs {
     /// No progress bar and no per-step lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    #[command(flatten)]
+    pub view: super::view_args::ViewArgs,
 }
 
 pub fn run(a: DemoArgs) -> crate::Result<i32> {
@@ -28,10 +30,16 @@ pub fn run(a: DemoArgs) -> crate::Result<i32> {
         workers: a.workers,
         service_ms: a.service_ms,
         step: a.step.0,
-        out: a.out,
-        quiet: a.quiet,
+        output: crate::usecase::Output {
+            out: a.out,
+            quiet: a.quiet,
+            live_view: a.view.live_view(),
+            ..a.view.output()
+        },
     };
-    let outcome = demo::run(&cfg, &mut crate::runner::Engine, |t| crate::out!("{t}"))?;
+    let outcome = demo::run(&cfg, &mut crate::runner::LocalEngine, |t| {
+        crate::out!("{t}")
+    })?;
     crate::out!("{outcome}");
     Ok(outcome.exit_code())
 }

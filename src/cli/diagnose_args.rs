@@ -5,6 +5,7 @@ use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Server observation")]
 pub struct DiagnoseFlags {
     /// Also sample Apache's mod_status page at URL?auto (busy and idle workers, the
     /// scoreboard): the worker pool of prefork and event stacks. Repeatable.

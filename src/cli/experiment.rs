@@ -92,7 +92,7 @@ pub fn run(a: ExperimentArgs) -> crate::Result<i32> {
         &dir,
         &mut state,
         &runner::Options { quiet: a.quiet },
-        &mut crate::runner::Engine,
+        &mut crate::runner::LocalEngine,
         &mut crate::experiment::servers::RealServers::default(),
     );
     // The report covers whatever finished, also after an error or an interruption.

@@ -1,10 +1,10 @@
 //! `overload generate`: the manual pages and shell completions, rendered from the same clap
 //! definitions that parse the command line, so they can never drift from `--help`. The
 //! packaging script (scripts/package-deb.sh) installs what this writes; users of a binary
-//! built from source run it once (README: Install).
+//! built from source run it once (docs/guide.md: Install).
 use std::path::PathBuf;
 
-use clap::{Args, CommandFactory, ValueEnum};
+use clap::{Args, ValueEnum};
 use clap_complete::Shell;
 
 use crate::fsutil;
@@ -32,7 +32,7 @@ pub enum Artifact {
 }
 
 pub fn run(a: GenerateArgs) -> crate::Result<i32> {
-    let mut cmd = super::Cli::command();
+    let mut cmd = super::command();
     cmd.build();
     match a.what {
         Artifact::Man => {

@@ -9,6 +9,7 @@ use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Scale-out")]
 pub struct GeneratorsArgs {
     /// Send every step to the generator agents (`agent --generate`) listed in FILE, one a
     /// line: `URL token-file=FILE [fingerprint=sha256:…|cacert=FILE]`; each runs its segment

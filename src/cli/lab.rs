@@ -11,8 +11,10 @@ use crate::{Error, Result};
 
 #[derive(Args, Debug)]
 pub struct LabArgs {
-    /// Directory holding every stack's configs, logs, pids and data; must be traversable by
-    /// www-data [default: $OVERLOAD_LAB_DIR, else /tmp/overload-lab]
+    /// The lab's directory [default: $OVERLOAD_LAB_DIR, else /tmp/overload-lab]
+    ///
+    /// It holds every stack's configs, logs, pids and data; www-data must be able to
+    /// traverse it.
     #[arg(long, global = true, value_name = "DIR")]
     pub prefix: Option<PathBuf>,
 
@@ -63,7 +65,9 @@ pub struct UpArgs {
     /// The stack to start.
     #[arg(value_enum)]
     pub stack: Stack,
-    /// Port on 127.0.0.1 [default: 18081..18085 by stack, 13306 for mariadb].
+    /// Port on 127.0.0.1 [default: by stack].
+    ///
+    /// 18081..18085 by web stack, 13306 for mariadb.
     #[arg(long, value_name = "P")]
     pub port: Option<u16>,
     /// Port for the MariaDB a web stack starts when none runs in the prefix [default: 13306].
@@ -73,7 +77,12 @@ pub struct UpArgs {
     #[arg(long)]
     pub no_db: bool,
     /// PHP-FPM process manager (FPM stacks) [default: static].
-    #[arg(long, value_enum)]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "static|dynamic|ondemand",
+        hide_possible_values = true
+    )]
     pub pm: Option<Pm>,
     /// PHP-FPM pm.max_children (FPM stacks) [default: 20].
     #[arg(long, value_name = "N")]
@@ -88,12 +97,15 @@ pub struct UpArgs {
     #[arg(long, value_name = "N")]
     pub max_spare: Option<u32>,
     /// OPcache on or off (web stacks) [default: on].
-    #[arg(long, value_enum, value_name = "on|off")]
+    #[arg(long, value_enum, value_name = "on|off", hide_possible_values = true)]
     pub opcache: Option<OnOff>,
-    /// HTTP keep-alive of the front web server (web stacks) [default: on].
-    #[arg(long, value_enum, value_name = "on|off")]
+    /// Keep-alive of the front web server (web stacks) [default: on].
+    #[arg(long, value_enum, value_name = "on|off", hide_possible_values = true)]
     pub keep_alive: Option<OnOff>,
-    /// apache-prefork: MaxRequestWorkers [default: 20]; php-persistent: worker processes [default: 4].
+    /// prefork's MaxRequestWorkers, php-persistent's workers.
+    ///
+    /// apache-prefork: MaxRequestWorkers [default: 20]; php-persistent: worker processes
+    /// [default: 4].
     #[arg(long, value_name = "N", alias = "max-request-workers")]
     pub workers: Option<u32>,
     /// The front server's listen backlog, its accept queue's limit (web stacks; capped by
@@ -106,12 +118,15 @@ pub struct UpArgs {
     /// Storage engine of the lab tables (mariadb) [default: innodb].
     #[arg(long, value_enum)]
     pub engine: Option<Engine>,
-    /// Serve HTTPS on the port (web stacks), with a certificate made once per prefix in
-    /// PREFIX/tls/ (its CA, ca.pem, is what a run passes as --cacert).
+    /// Serve HTTPS on the port (web stacks).
+    ///
+    /// With a certificate made once per prefix in PREFIX/tls/ (its CA, ca.pem, is what a run
+    /// passes as --cacert).
     #[arg(long)]
     pub tls: bool,
-    /// Offer HTTP/2 through ALPN beside HTTP/1.1 (needs --tls; not apache-prefork, whose
-    /// mpm_prefork leaves mod_http2 inactive).
+    /// Offer HTTP/2 beside HTTP/1.1 (needs --tls).
+    ///
+    /// Through ALPN; not on apache-prefork, whose mpm_prefork leaves mod_http2 inactive.
     #[arg(long)]
     pub http2: bool,
     /// How long the start may take before it is abandoned and cleaned up [default: 60s].

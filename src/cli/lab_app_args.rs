@@ -6,14 +6,23 @@ use crate::lab::{Size, Stack};
 
 #[derive(Args, Debug, Default)]
 pub struct LabAppArgs {
-    /// App stacks: the web stack serving the app (wordpress: nginx-fpm, apache-prefork or
-    /// apache-event-fpm; gallery: nginx-fpm or nginx-fpm-cache; symfony: nginx-fpm or
-    /// php-persistent) [default: nginx-fpm]; that stack's knobs then apply too.
-    #[arg(long, value_enum, value_name = "STACK")]
+    /// App stacks: the web stack serving it [default: nginx-fpm].
+    ///
+    /// wordpress: nginx-fpm, apache-prefork or apache-event-fpm; gallery: nginx-fpm or
+    /// nginx-fpm-cache; symfony: nginx-fpm or php-persistent. That stack's knobs then apply
+    /// too.
+    #[arg(long, value_enum, value_name = "STACK", hide_possible_values = true)]
     pub web: Option<Stack>,
-    /// App stacks: generated content (wordpress small: 200 users, 1,000 posts, 10,000
-    /// comments; medium: 2,000, 10,000, 100,000), made once and kept [default: small].
-    #[arg(long, value_enum)]
+    /// App stacks: how much content [default: small].
+    ///
+    /// Generated once and kept. wordpress small: 200 users, 1,000 posts, 10,000 comments;
+    /// medium: 2,000, 10,000, 100,000.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "small|medium",
+        hide_possible_values = true
+    )]
     pub size: Option<Size>,
 }
 

@@ -3,6 +3,7 @@
 use clap::Args;
 
 #[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Output")]
 pub struct RunLiveArgs {
     /// Serve the run's report page on 127.0.0.1:PORT while it goes on, its per-second charts
     /// refreshed every second, at a secret path printed on the terminal (0: any free port);

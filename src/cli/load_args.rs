@@ -101,17 +101,22 @@ impl From<ArrivalArg> for Arrival {
 
 /// What to send.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Requests")]
 pub struct RequestArgs {
     /// Target URL(s), http://host[:port]/path.
     #[arg(value_name = "URL")]
     pub urls: Vec<String>,
-    /// Read the URLs from a file in siege's format: `URL` or `URL POST data` per line, # comments.
+    /// Read the URLs from a file (siege's format).
+    ///
+    /// One `URL` or `URL POST data` (or `URL POST <file`) per line, # comments.
     #[arg(long = "urls", value_name = "FILE")]
     pub urls_file: Option<PathBuf>,
     /// How each request chooses among several URLs.
     #[arg(long, value_enum, default_value_t = RequestConfig::default().pick.into())]
     pub pick: PickArg,
-    /// HTTP method for the URLs given on the command line [default: GET] (hey: -m).
+    /// HTTP method of the URL arguments [default: GET].
+    ///
+    /// For the URLs given on the command line (hey: -m; curl: -X).
     #[arg(short = 'X', long = "method", short_alias = 'm')]
     pub method: Option<String>,
     /// Extra request header, 'Name: value' (repeatable).
@@ -120,8 +125,10 @@ pub struct RequestArgs {
     /// Request body: TEXT, or @FILE to read it from a file.
     #[arg(long)]
     pub body: Option<String>,
-    /// Statuses that count as success, e.g. 200-399,404 for a URL list whose 404 is meant;
-    /// others count as failed requests (errors %, SLOs, saturation) [default: 200-399].
+    /// Statuses that count as success [default: 200-399].
+    ///
+    /// E.g. 200-399,404 for a URL list whose 404 is meant; others count as failed requests
+    /// (errors %, SLOs, saturation).
     #[arg(long, value_name = "LIST", value_parser = crate::metrics::OkStatus::parse)]
     pub ok_status: Option<crate::metrics::OkStatus>,
     #[command(flatten)]
@@ -164,16 +171,17 @@ pub fn parse_usize_count(s: &str) -> Result<usize, String> {
 
 /// The open loop's arrivals and connection pool (sweep --rates, capacity).
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Load")]
 pub struct OpenLoopArgs {
     /// Arrival process of the open loop.
     #[arg(long, value_enum, default_value_t = OpenLoopConfig::default().arrival.into())]
     pub arrival: ArrivalArg,
-    /// Open loop: most connections to open (opened as needed).
-    #[arg(long, default_value_t = OpenLoopConfig::default().connections, value_parser = parse_usize_count)]
+    /// Open loop: most connections, opened as needed.
+    #[arg(long, value_name = "N", default_value_t = OpenLoopConfig::default().connections, value_parser = parse_usize_count)]
     pub connections: usize,
     /// Open loop with --scenario (--rate counts sessions/s): most sessions in flight; an
     /// arrival past it is dropped and counted, not queued.
-    #[arg(long, default_value_t = OpenLoopConfig::default().max_sessions, value_parser = parse_usize_count)]
+    #[arg(long, value_name = "N", default_value_t = OpenLoopConfig::default().max_sessions, value_parser = parse_usize_count)]
     pub max_sessions: usize,
 }
 
@@ -189,9 +197,12 @@ impl From<OpenLoopArgs> for OpenLoopConfig {
 
 /// How connections behave.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Connections")]
 pub struct ConnArgs {
-    /// HTTP version: 1.1, 2, or auto (what TLS negotiates; HTTP/1.1 over cleartext). `2` on
-    /// an http:// URL is h2c with prior knowledge.
+    /// HTTP version: 1.1, 2 or auto.
+    ///
+    /// auto: what TLS negotiates, HTTP/1.1 over cleartext. `2` on an http:// URL is h2c
+    /// with prior knowledge.
     #[arg(long, value_name = "VERSION", default_value = ConnConfig::default().http.as_str(),
           value_parser = parse_http)]
     pub http: HttpVersion,
@@ -200,7 +211,9 @@ pub struct ConnArgs {
     /// share ⌈users / streams⌉ connections.
     #[arg(long, value_name = "N", default_value_t = ConnConfig::default().streams)]
     pub streams: u32,
-    /// A new connection for every request (ab without -k, httperf --num-calls 1).
+    /// A new connection for every request (ab without -k).
+    ///
+    /// As httperf's --num-calls 1.
     #[arg(long)]
     pub no_keep_alive: bool,
     /// Keep connections alive: the default; accepted for ab's -k.
@@ -209,21 +222,27 @@ pub struct ConnArgs {
     /// Close a kept-alive connection after K requests (httperf --num-calls K).
     #[arg(long, value_name = "K")]
     pub calls_per_connection: Option<u32>,
-    /// Time allowed for one request, from its start to the end of its response.
-    #[arg(long, default_value_t = Dur(ConnConfig::default().timeout), value_parser = parse_dur)]
+    /// Time allowed for one request.
+    ///
+    /// From its start to the end of its response; past it, the request is a `timeout` error.
+    #[arg(long, value_name = "DURATION", default_value_t = Dur(ConnConfig::default().timeout), value_parser = parse_dur)]
     pub timeout: Dur,
-    /// Time allowed to establish a TCP connection. When every connect attempt of the last
-    /// second failed, each thread spaces its attempts (10 ms, doubling to 1 s) until one
-    /// connects; requests meanwhile fail at once (docs/security.md).
-    #[arg(long, default_value_t = Dur(ConnConfig::default().connect_timeout), value_parser = parse_dur)]
+    /// Time allowed to establish a TCP connection.
+    ///
+    /// When every connect attempt of the last second failed, each thread spaces its attempts
+    /// (10 ms, doubling to 1 s) until one connects; requests meanwhile fail at once
+    /// (docs/security.md).
+    #[arg(long, value_name = "DURATION", default_value_t = Dur(ConnConfig::default().connect_timeout), value_parser = parse_dur)]
     pub connect_timeout: Dur,
-    /// Worker threads, each with its own event loop (default: number of cores) (wrk: -t).
-    #[arg(long, short = 't')]
+    /// Worker threads [default: number of cores] (wrk: -t).
+    ///
+    /// Each with its own event loop.
+    #[arg(long, short = 't', value_name = "N")]
     pub threads: Option<usize>,
     /// Open loop: at most one wake-up per this period for arrivals, so that dense arrivals
     /// share one (wrk2's granularity is 1 ms). Response times forgive at most this much of the
     /// resulting wait; send lag shows it raw. 0 = wake for every arrival (costs more CPU).
-    #[arg(long, default_value_t = Dur(ConnConfig::default().pacing_slack), value_parser = parse_dur)]
+    #[arg(long, value_name = "DURATION", default_value_t = Dur(ConnConfig::default().pacing_slack), value_parser = parse_dur)]
     pub pacing_slack: Dur,
     /// Seed for random choices (arrivals, think times, URL picks), for repeatable plans.
     #[arg(long, default_value_t = ConnConfig::default().seed)]
@@ -248,8 +267,11 @@ pub enum OnOff {
 
 /// TLS options, for https:// URLs.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Connections")]
 pub struct TlsArgs {
-    /// https: trust the CA certificate(s) of this PEM file instead of the system's roots.
+    /// https: trust the CA certificate(s) of this PEM file.
+    ///
+    /// Instead of the system's roots.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
     /// https: do not verify the server's certificate (the summary says so).
@@ -310,31 +332,45 @@ fn parse_http(s: &str) -> Result<HttpVersion, String> {
 
 /// Options of every stepped command (sweep, capacity): timing, SLO, output.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Steps")]
 pub struct StepArgs {
     /// Warm-up of each step (sent, not counted).
-    #[arg(long, default_value_t = Dur(StepTiming::default().warmup), value_parser = parse_dur)]
+    #[arg(long, value_name = "DURATION", default_value_t = Dur(StepTiming::default().warmup), value_parser = parse_dur)]
     pub warmup: Dur,
-    /// Measured length of each step (S1's TEST_DURATION).
-    #[arg(long, default_value_t = Dur(StepTiming::default().step), value_parser = parse_dur)]
+    /// Measured length of each step.
+    ///
+    /// S1's TEST_DURATION.
+    #[arg(long, value_name = "DURATION", default_value_t = Dur(StepTiming::default().step), value_parser = parse_dur)]
     pub step: Dur,
-    /// Pause between steps, so the server drains (S1's WAIT).
-    #[arg(long, default_value_t = Dur(StepTiming::default().rest), value_parser = parse_dur)]
+    /// Pause between steps, so the server drains.
+    ///
+    /// S1's WAIT.
+    #[arg(long, value_name = "DURATION", default_value_t = Dur(StepTiming::default().rest), value_parser = parse_dur)]
     pub rest: Dur,
-    /// Service-level objective, e.g. 'p99<500ms,errors<1%' (mean/p50/p90/p99/p999/max, errors, goodput).
+    /// Service-level objective, e.g. 'p99<500ms,errors<1%'.
+    ///
+    /// Conditions on mean/p50/p90/p99/p999/max, errors and goodput, comma-separated; a
+    /// request's name before a colon limits one to that request ('login:p95<300ms'). Each
+    /// step is marked; exit code 3 when one fails it.
     #[arg(long)]
     pub slo: Option<String>,
     /// Results folder [default: runs/<UTC time>-<name>].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
     pub out: Option<PathBuf>,
-    /// Name of the run in reports and comparisons, and the end of its folder's name in runs/ (no '/', at most 100 bytes) [default: from the URL].
-    #[arg(long)]
+    /// Name of the run in reports [default: from the URL].
+    ///
+    /// In reports and comparisons, and the end of its folder's name in runs/ (no '/', at
+    /// most 100 bytes).
+    #[arg(long, help_heading = "Output")]
     pub name: Option<String>,
     /// No progress bar and no per-step lines.
-    #[arg(long, short = 'q')]
+    #[arg(long, short = 'q', help_heading = "Output")]
     pub quiet: bool,
-    /// Serve the report on 127.0.0.1:PORT while the run goes on, reloaded every second, at a
-    /// secret path printed on the terminal (0: any free port).
-    #[arg(long, value_name = "PORT")]
+    /// Serve the report live on 127.0.0.1:PORT (0: any port).
+    ///
+    /// Reloaded every second while the run goes on, at a secret path printed on the
+    /// terminal.
+    #[arg(long, value_name = "PORT", help_heading = "Output")]
     pub live_port: Option<u16>,
     #[command(flatten)]
     pub listen: super::view_args::LiveListenArgs,
@@ -359,7 +395,7 @@ impl StepArgs {
             live_port: self.live_port,
             live_view: false,
             live_listen: self.listen.live_listen,
-            hdr_log: self.view.hdr_log.clone(),
+            ..self.view.output()
         }
     }
 }

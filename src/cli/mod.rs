@@ -14,6 +14,7 @@ pub mod diagnose_args;
 pub mod experiment;
 pub mod generate;
 pub mod generators_args;
+mod help;
 mod hints;
 pub mod lab;
 pub mod lab_app_args;
@@ -28,6 +29,8 @@ pub mod segment_args;
 pub mod sweep;
 pub mod target;
 pub mod view_args;
+
+pub use help::command;
 
 /// `overload --version`: the version and the commit it was built from (build.rs).
 pub const VERSION: &str = concat!(
@@ -64,6 +67,7 @@ pub enum Command {
     /// cpu, bytes).
     Target(target::TargetArgs),
     /// Sweep the embedded target past saturation and report: the tool in one command.
+    #[command(after_help = crate::usecase::demo_config::help_note())]
     Demo(demo::DemoArgs),
     /// Bring up the studies' real web stacks (nginx, Apache, PHP-FPM, MariaDB) on loopback.
     Lab(lab::LabArgs),
@@ -98,7 +102,10 @@ fn dispatch() -> i32 {
         std::env::var("NO_COLOR").ok().as_deref(),
         std::env::var("TERM").ok().as_deref(),
     ));
-    let cli = match Cli::try_parse() {
+    let parsed = command()
+        .try_get_matches()
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind as K;
@@ -187,7 +194,7 @@ fn concise(e: &clap::Error) -> String {
         }
     }
     // The (sub)command the arguments reached, for its --help.
-    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let mut cmd = command();
     let mut path = vec!["overload".to_string()];
     for arg in std::env::args().skip(1) {
         match cmd.find_subcommand(&arg) {

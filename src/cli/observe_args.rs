@@ -8,18 +8,23 @@ use std::path::PathBuf;
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Server observation")]
 pub struct ObserveFlags {
-    /// Report a process group: NAME=REGEX (matched on the process name or command line) or
-    /// NAME=pid:N. Repeatable.
+    /// Watch processes: NAME=REGEX or NAME=pid:N (repeatable).
+    ///
+    /// A process group, reported by NAME: the processes whose name or command line REGEX
+    /// matches, or process N.
     #[arg(long = "watch", value_name = "NAME=REGEX")]
     pub watch: Vec<String>,
-    /// Also sample PHP-FPM's pool status (pm.status_path) at URL?json. Repeatable.
+    /// Sample PHP-FPM's pool status page at URL (repeatable).
+    ///
+    /// Its pm.status_path, read at URL?json.
     #[arg(long = "fpm-status", value_name = "URL")]
     pub fpm_status: Vec<String>,
     /// Sampling period.
     #[arg(long, value_name = "DURATION", default_value_t = ObserveArgs::default().sample_every)]
     pub sample_every: String,
-    /// Poll an `overload agent` on another host: [NAME=]URL, e.g. db=http://10.0.0.2:9090.
-    /// Repeatable.
+    /// Poll an `overload agent` on another host (repeatable).
+    ///
+    /// [NAME=]URL, e.g. db=http://10.0.0.2:9090.
     #[arg(long = "agent", value_name = "[NAME=]URL")]
     pub agent: Vec<String>,
     /// File holding the agents' bearer token (needed with --agent).

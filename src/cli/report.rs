@@ -111,7 +111,7 @@ pub fn run(mut a: ReportArgs) -> crate::Result<i32> {
 /// The text tables go to standard output unless --out names a file (as vegeta and wrk2 print).
 fn text_out(text: &str, out: Option<&std::path::Path>) -> crate::Result<i32> {
     match out {
-        Some(p) if !crate::report::json::is_stdout(p) => {
+        Some(p) if !crate::report::export::is_stdout(p) => {
             export::check_parent(p)?;
             export::write_file(p, text)?;
             crate::outln!("{}", p.display());

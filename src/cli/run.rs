@@ -5,7 +5,7 @@ use super::observe_args::ObserveFlags;
 use super::segment_args::SegmentArgs;
 use crate::plan::stages::Stages;
 use crate::units::{parse_count, parse_duration, parse_rate};
-use crate::usecase::run::{self, RunConfig, RunLoad, DEFAULT_DURATION, DEFAULT_USERS};
+use crate::usecase::{run, RunConfig, RunLoad, DEFAULT_DURATION, DEFAULT_USERS};
 use crate::Error;
 use clap::Args;
 use std::path::PathBuf;
@@ -15,44 +15,96 @@ use std::time::Duration;
 pub struct RunArgs {
     #[command(flatten)]
     pub request: RequestArgs,
-    /// Open loop: requests per second on one global schedule (e.g. 2000, 1.5k) (wrk2: -R);
-    /// with a scenario, sessions started per second (httperf: --wsess).
-    #[arg(long, short = 'R', value_parser = parse_rate, conflicts_with = "users")]
+    /// Open loop: requests per second, e.g. 2000, 1.5k (wrk2: -R).
+    ///
+    /// On one global schedule; with a scenario, sessions started per second (httperf:
+    /// --wsess).
+    #[arg(long, short = 'R', value_parser = parse_rate, conflicts_with = "users", help_heading = "Load")]
     pub rate: Option<f64>,
-    /// Open loop on a moving rate: ramp linearly to each TARGET req/s over each DURATION,
-    /// from 0 (a 0s stage jumps), e.g. '30s:100, 2m:2000, 1m:2000, 30s:0' or '0s:50, 60s:600'.
-    /// Arrivals stay on one exact schedule (constant or Poisson); the run lasts the sum of
-    /// the stages, and the summary finds where throughput left the offered line (the knee).
-    #[arg(long, value_name = "STAGES", value_parser = parse_stages)]
+    /// Open loop: a ramping rate, e.g. '0s:50, 60s:600' (DURATION:TARGET, …).
+    ///
+    /// Ramp linearly to each TARGET req/s over each DURATION, from 0 (a 0s stage jumps), e.g.
+    /// '30s:100, 2m:2000, 1m:2000, 30s:0'. Arrivals stay on one exact schedule (constant or
+    /// Poisson); the run lasts the sum of the stages (no --duration; --warmup holds the
+    /// starting level), and the summary finds where throughput left the offered line (the
+    /// knee, ± the ramp's slope × 3 s).
+    #[arg(long, value_name = "STAGES", value_parser = parse_stages, help_heading = "Load")]
     pub stages: Option<Stages>,
-    /// Closed loop on moving users: ramp linearly to each TARGET users over each DURATION,
-    /// as --stages does the rate; users start along the ramp and stop after their current
-    /// request when it falls.
-    #[arg(long, value_name = "STAGES", value_parser = parse_stages)]
+    /// Closed loop: ramping users, e.g. '1m:200, 30s:0' (DURATION:TARGET, …).
+    ///
+    /// Ramp linearly to each TARGET users over each DURATION, as --stages does the rate;
+    /// users start along the ramp and stop after their current request when it falls.
+    #[arg(long, value_name = "STAGES", value_parser = parse_stages, help_heading = "Load")]
     pub user_stages: Option<Stages>,
     #[command(flatten)]
     pub open: OpenLoopArgs,
-    /// Closed loop: users, each holding one connection and waiting for its answer [default: 10].
-    #[arg(long, value_parser = parse_usize_count)]
+    /// Closed loop: users, each waiting for its answer [default: 10].
+    ///
+    /// Each user holds one connection.
+    #[arg(long, value_name = "N", value_parser = parse_usize_count, help_heading = "Load")]
     pub users: Option<usize>,
+    /// Users, as ab, hey and wrk mean -c; with --rate, connections.
+    ///
     /// Concurrency as ab, hey and wrk mean it: the users of the closed loop; with --rate, the
     /// most connections (wrk2's -c).
-    #[arg(short = 'c', long, value_parser = parse_usize_count, conflicts_with_all = ["users", "connections"])]
+    #[arg(short = 'c', long, value_name = "N", value_parser = parse_usize_count, conflicts_with_all = ["users", "connections"], help_heading = "Load")]
     pub concurrency: Option<usize>,
-    /// Closed loop: think time between a user's answer and its next request, `D` or `LO..HI`.
-    #[arg(long, value_parser = parse_think, value_name = "DURATION[..DURATION]")]
+    /// Closed loop: think time after each answer, D or LO..HI.
+    ///
+    /// Between a user's answer and its next request; a range is drawn uniformly.
+    #[arg(long, value_parser = parse_think, value_name = "D[..D]", help_heading = "Load")]
     pub think: Option<(Duration, Duration)>,
-    /// Length of the measured run (after warm-up) [default: 10s unless --requests is given]
-    /// (wrk: -d, hey: -z).
-    #[arg(long, short = 'd', short_alias = 'z', value_parser = parse_duration)]
+    /// Length of the measured run [default: 10s] (wrk: -d).
+    ///
+    /// After the warm-up; 10 s unless --requests is given (hey: -z).
+    #[arg(long, short = 'd', short_alias = 'z', value_name = "DURATION", value_parser = parse_duration, help_heading = "Load")]
     pub duration: Option<Duration>,
-    /// Stop after this many counted requests, e.g. 1000 or 10k (whichever of
-    /// --duration/--requests ends first) (ab, hey: -n).
-    #[arg(long, short = 'n', value_parser = parse_count)]
+    /// Stop after this many requests, e.g. 10k (ab: -n).
+    ///
+    /// Counted requests; whichever of --duration/--requests ends first (hey: -n).
+    #[arg(long, short = 'n', value_name = "N", value_parser = parse_count, help_heading = "Load")]
     pub requests: Option<u64>,
     /// Load sent before measuring starts (not counted).
-    #[arg(long, default_value_t = Dur(RunConfig::default().warmup), value_parser = parse_dur)]
+    #[arg(long, value_name = "DURATION", default_value_t = Dur(RunConfig::default().warmup), value_parser = parse_dur, help_heading = "Load")]
     pub warmup: Dur,
+    /// SLO, e.g. 'p99<500ms,errors<1%'; exit code 3 when it fails.
+    ///
+    /// Service-level objective: conditions on mean/p50/p90/p99/p999/max, errors and goodput,
+    /// comma-separated; a request's name before a colon limits one to that request.
+    #[arg(long, help_heading = "Output")]
+    pub slo: Option<String>,
+    /// Write the summary as JSON to FILE (`-`: standard output).
+    ///
+    /// One JSON object (format: docs/results.md); with `-` the summary goes to standard
+    /// error.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub json: Option<PathBuf>,
+    /// No progress line while running.
+    #[arg(long, short = 'q', help_heading = "Output")]
+    pub quiet: bool,
+    /// Store the run as a results folder, with report.html.
+    ///
+    /// As sweep writes it (one step, per-second series), so `overload report DIR` can chart
+    /// the run.
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    pub out: Option<PathBuf>,
+    /// Write a results folder and its report.html in runs/.
+    ///
+    /// The folder: runs/<UTC time>-<name>.
+    #[arg(long, help_heading = "Output")]
+    pub report: bool,
+    /// Name of the run in its results folder [default: from the URL].
+    #[arg(long, help_heading = "Output")]
+    pub name: Option<String>,
+    /// Print the percentile distribution too (wrk --latency).
+    ///
+    /// Of the response times, after the summary.
+    #[arg(long, help_heading = "Output")]
+    pub latency: bool,
+    #[command(flatten)]
+    pub view: super::view_args::ViewArgs,
+    #[command(flatten)]
+    pub live: super::live_args::RunLiveArgs,
     #[command(flatten)]
     pub conn: ConnArgs,
     #[command(flatten)]
@@ -61,33 +113,6 @@ pub struct RunArgs {
     pub segment: SegmentArgs,
     #[command(flatten)]
     pub access_log: super::access_log_args::AccessLogArgs,
-    /// Service-level objective, e.g. 'p99<500ms,errors<1%'; exit code 3 when it fails.
-    #[arg(long)]
-    pub slo: Option<String>,
-    /// Write the summary as one JSON object (format: docs/results.md); `-` for standard
-    /// output (the summary then goes to standard error).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// No progress line while running.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    /// Results folder, as sweep writes it (one step, per-second series) with report.html, so
-    /// `overload report DIR` can chart the run.
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// Write a results folder and its report.html [default folder: runs/<UTC time>-<name>].
-    #[arg(long)]
-    pub report: bool,
-    /// Name of the run in its results folder [default: from the URL].
-    #[arg(long)]
-    pub name: Option<String>,
-    /// Print the response times' percentile distribution after the summary (wrk --latency).
-    #[arg(long)]
-    pub latency: bool,
-    #[command(flatten)]
-    pub view: super::view_args::ViewArgs,
-    #[command(flatten)]
-    pub live: super::live_args::RunLiveArgs,
 }
 
 impl RunArgs {
@@ -146,14 +171,16 @@ impl RunArgs {
             warmup: self.warmup.0,
             slo: self.slo,
             json: self.json,
-            quiet: self.quiet,
-            out: self.out,
+            output: crate::usecase::Output {
+                quiet: self.quiet,
+                out: self.out,
+                name: self.name,
+                live_view: false,
+                live_port: self.live.live_port,
+                live_listen: self.live.listen.live_listen,
+                ..self.view.output()
+            },
             report: self.report,
-            name: self.name,
-            live_view: false,
-            hdr_log: self.view.hdr_log,
-            live_port: self.live.live_port,
-            live_listen: self.live.listen.live_listen,
             request: crate::usecase::config::RequestConfig {
                 access_log,
                 ..self.request.config()?
@@ -212,10 +239,8 @@ impl RunArgs {
 pub fn run(args: RunArgs) -> crate::Result<i32> {
     let latency = args.latency;
     let live_view = args.view.live_view();
-    let config = RunConfig {
-        live_view,
-        ..args.config()?
-    };
+    let mut config = args.config()?;
+    config.output.live_view = live_view;
     let outcome = run::run(&config)?;
     let mut text = outcome.to_string();
     let h = &outcome.outcome.recorder.response_time;
@@ -227,7 +252,7 @@ pub fn run(args: RunArgs) -> crate::Result<i32> {
     if config
         .json
         .as_deref()
-        .is_some_and(crate::report::json::is_stdout)
+        .is_some_and(crate::report::export::is_stdout)
     {
         crate::eout!("{text}");
     } else {

@@ -8,10 +8,12 @@ use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Requests")]
 pub struct ScenarioArgs {
-    /// Users follow the requests of this scenario file (TOML: named requests, think times,
-    /// cookies, extraction, checks, feeders, bursts; docs/scenarios.md). A URL argument is
-    /// then the server of its relative URLs. --users: users loop it; --rate: sessions/s, each
+    /// Users follow this scenario file (docs/scenarios.md).
+    ///
+    /// TOML: named requests, think times, cookies, extraction, checks, feeders, bursts. A URL
+    /// argument is then the server of its relative URLs. --users: users loop it; --rate: sessions/s, each
     /// a new user going through it once (see --max-sessions).
     #[arg(long, value_name = "FILE.toml", conflicts_with = "import")]
     pub scenario: Option<PathBuf>,

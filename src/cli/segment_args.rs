@@ -5,6 +5,7 @@ use crate::usecase::config::SegmentConfig;
 use clap::Args;
 
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Scale-out")]
 pub struct SegmentArgs {
     /// Scale-out: send segment I of N of the plan (0-based): open loop arrivals I, I+N, … of
     /// the one schedule, closed loop a share of the users; `overload merge` adds the results.

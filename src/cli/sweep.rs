@@ -5,7 +5,7 @@ use super::observe_args::ObserveFlags;
 use super::segment_args::SegmentArgs;
 use crate::plan::steps::{parse_levels, parse_users};
 use crate::units::parse_duration;
-use crate::usecase::sweep::{self, Levels, SweepConfig};
+use crate::usecase::{sweep, Levels, SweepConfig};
 use crate::Error;
 use clap::Args;
 use std::time::Duration;
@@ -14,25 +14,38 @@ use std::time::Duration;
 pub struct SweepArgs {
     #[command(flatten)]
     pub request: RequestArgs,
-    /// Open loop: rates to step through, start:stop:step or a list (e.g. 100:3000:100).
-    #[arg(long, conflicts_with = "users", required_unless_present = "users")]
+    /// Open loop: rates to step through, e.g. 100:3000:100.
+    ///
+    /// start:stop:step or a list (100,200,400); rates take k and M (1k:10k:1k).
+    #[arg(
+        long,
+        conflicts_with = "users",
+        required_unless_present = "users",
+        help_heading = "Load"
+    )]
     pub rates: Option<String>,
-    /// Closed loop: user counts to step through, start:stop:step or a list (e.g. 1:200:10).
-    #[arg(long)]
+    /// Closed loop: users to step through, e.g. 1:200:10.
+    ///
+    /// start:stop:step or a list (1,10,50).
+    #[arg(long, help_heading = "Load")]
     pub users: Option<String>,
     #[command(flatten)]
     pub open: OpenLoopArgs,
-    /// Closed loop: think time between a user's answer and its next request, `D` or `LO..HI`.
-    #[arg(long, value_parser = parse_think, value_name = "DURATION[..DURATION]")]
+    /// Closed loop: think time after each answer, D or LO..HI.
+    ///
+    /// Between a user's answer and its next request; a range is drawn uniformly.
+    #[arg(long, value_parser = parse_think, value_name = "D[..D]", help_heading = "Load")]
     pub think: Option<(Duration, Duration)>,
     /// Steps to run after the saturation point.
-    #[arg(long, default_value_t = SweepConfig::default().past_saturation)]
+    #[arg(long, value_name = "K", default_value_t = SweepConfig::default().past_saturation, help_heading = "Steps")]
     pub past_saturation: usize,
-    /// Stop when a step fails more than this share of requests (e.g. 20%).
-    #[arg(long, default_value_t = Share(SweepConfig::default().max_errors), value_parser = parse_share_arg)]
+    /// Stop when a step fails more than this share.
+    ///
+    /// Of its requests, e.g. 20% or 0.2.
+    #[arg(long, value_name = "SHARE", default_value_t = Share(SweepConfig::default().max_errors), value_parser = parse_share_arg, help_heading = "Steps")]
     pub max_errors: Share,
     /// Stop when a step's response-time p99 exceeds this.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Steps")]
     pub max_p99: Option<Duration>,
     #[command(flatten)]
     pub steps: StepArgs,
@@ -95,7 +108,7 @@ pub fn run(args: SweepArgs) -> crate::Result<i32> {
     cfg.output.live_view = live_view;
     let outcome = match generators.controller(&cfg.request, &cfg.conn, &cfg.segment)? {
         Some(mut c) => sweep::run(&cfg, &mut c)?,
-        None => sweep::run(&cfg, &mut crate::runner::Engine)?,
+        None => sweep::run(&cfg, &mut crate::runner::LocalEngine)?,
     };
     crate::out!("{outcome}");
     Ok(outcome.exit_code())

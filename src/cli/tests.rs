@@ -189,10 +189,16 @@ fn run_configs_parse_back_from_their_display() {
             warmup: Duration::from_millis(500),
             slo: Some("p99<1s".into()),
             json: Some(PathBuf::from("/tmp/s.json")),
-            quiet: true,
-            out: Some(PathBuf::from("/tmp/run-dir")),
+            output: crate::usecase::Output {
+                quiet: true,
+                out: Some(PathBuf::from("/tmp/run-dir")),
+                name: Some("ab".into()),
+                title: Some("A/B, keep-alive on".into()),
+                live_port: Some(8099),
+                hdr_log: Some(PathBuf::from("/tmp/run.hlog")),
+                ..Default::default()
+            },
             report: true,
-            name: Some("ab".into()),
             ..RunConfig::default()
         },
     ] {

@@ -1,14 +1,18 @@
-//! How a run is shown while it goes, and what it writes beside its results folder: the live
+//! How a run is shown while it goes, and what it writes beside its results folder (options
+//! of every run kind: run, sweep, capacity, demo): the live
 //! view on the terminal (`--no-tui`), the live report page on any address (`--live-listen`),
 //! HdrHistogram's interval log (`--hdr-log`).
+use crate::usecase::Output;
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 #[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Output")]
 pub struct ViewArgs {
-    /// Plain progress lines instead of the live view. The live view shows when standard output
-    /// and error are terminals (not with --quiet); its keys: q quits as Ctrl-C does (what ran
+    /// Plain progress lines instead of the live view.
+    ///
+    /// The live view shows when standard output and error are terminals (not with --quiet); its keys: q quits as Ctrl-C does (what ran
     /// is recorded, the report written), n ends the step in progress and goes on to the next.
     #[arg(long)]
     pub no_tui: bool,
@@ -16,9 +20,23 @@ pub struct ViewArgs {
     /// as `overload report --format hdr-log` does; `run` then writes its results folder too.
     #[arg(long, value_name = "FILE")]
     pub hdr_log: Option<PathBuf>,
+    /// A title for the run, in free words (at most 200 bytes, no control characters): the
+    /// banner, the terminal view's header, run.json and the report's title say it.
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
 }
 
 impl ViewArgs {
+    /// The run's output options these flags set (every run kind flattens them); the rest
+    /// (`--out`, `--name`, `-q`, the live page) is filled by the command.
+    pub fn output(&self) -> Output {
+        Output {
+            hdr_log: self.hdr_log.clone(),
+            title: self.title.clone(),
+            ..Output::default()
+        }
+    }
+
     /// Whether to show the live view: asked for, and a terminal to show it on.
     pub fn live_view(&self) -> bool {
         !self.no_tui && crate::tui::available()
@@ -26,6 +44,7 @@ impl ViewArgs {
 }
 
 #[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Output")]
 pub struct LiveListenArgs {
     /// Serve the live report page on ADDR (e.g. 127.0.0.1:8089, [::1]:0, 0.0.0.0:8089 to
     /// let other hosts in), at a secret path printed on the terminal; --live-port binds

@@ -3,6 +3,7 @@
 //! answers with a [`Step`] (wait, connected, sent, response done, failed, read more later).
 //! Pools, timers, retries' reconnects and metrics stay in the loop (`worker`).
 use super::http::ResponseParser;
+use super::protocol::Reuse;
 use super::transport::Transport;
 use super::Prepared;
 use crate::metrics::ErrorKind;
@@ -20,14 +21,6 @@ pub(super) enum Phase {
     Idle,
     /// Closed loop: waiting out the think time.
     Thinking,
-}
-
-/// What the run allows a connection to carry: the choices that decide when it closes.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Reuse {
-    pub keep_alive: bool,
-    /// Close a kept-alive connection after this many requests.
-    pub calls_per_connection: Option<u32>,
 }
 
 /// What the loop must do after the connection handled an event.
@@ -74,10 +67,12 @@ pub(super) struct Conn<T> {
     pub retried: bool,
     /// Response bytes of the current request.
     pub bytes: u64,
-    /// HTTP/2: the connection (mux index, generation) the request waits on or is streamed on.
+    /// A protocol whose connections the slots share (HTTP/2): the connection (its index,
+    /// generation) the request waits on or is streamed on.
     pub link: Option<(usize, u32)>,
-    /// HTTP/2: times the current request was sent again after the server left it unprocessed.
-    pub h2_retries: u8,
+    /// Times the current request was sent again after the server left it unprocessed
+    /// (HTTP/2's GOAWAY and REFUSED_STREAM).
+    pub resends: u8,
     /// Request bytes written so far.
     sent: usize,
     /// Times the current request was written in full (a stale-race retry writes it twice):
@@ -120,7 +115,7 @@ impl<T: Transport> Conn<T> {
             retried: false,
             bytes: 0,
             link: None,
-            h2_retries: 0,
+            resends: 0,
             sent: 0,
             deliveries: 0,
             closing: false,
@@ -149,7 +144,7 @@ impl<T: Transport> Conn<T> {
         self.deliveries = 0;
         self.bytes = 0;
         self.retried = false;
-        self.h2_retries = 0;
+        self.resends = 0;
     }
 
     /// A freshly connected (and registered) socket for the current request. The deadline is

@@ -2,6 +2,7 @@
 //! result is chosen by the test, so partial writes, EAGAIN, FIN and resets land exactly where
 //! the case needs them.
 use super::*;
+use crate::engine::protocol::Reuse;
 use mio::{Interest, Registry, Token};
 use std::collections::VecDeque;
 use std::io;

@@ -5,13 +5,16 @@
 //! Layout: `worker/` is the event loop (poller, timers, pools, metrics; `open.rs` and
 //! `closed.rs` its two load models), `conn.rs` one connection's exchange as a state machine,
 //! `transport.rs` the byte-stream seam it runs over (plain TCP), `tls.rs` TLS over it,
-//! `http.rs` the response parser, `h2/` HTTP/2 (frames, HPACK, one connection's streams),
-//! `pacing.rs` the arrival schedule and timer.
+//! `protocol/` the protocol seam (a [`Protocol`] value; HTTP/1.1 and HTTP/2 each a
+//! `protocol::Wire`), `http.rs` the HTTP/1.1 response parser, `h2/` HTTP/2 (frames, HPACK,
+//! one connection's streams), `pacing.rs` the arrival schedule and timer, `backoff.rs` the
+//! connect backoff.
 mod backoff;
 mod conn;
 pub mod h2;
 pub mod http;
 pub mod pacing;
+pub mod protocol;
 pub mod sys;
 pub mod think;
 pub mod tls;
@@ -20,6 +23,7 @@ mod worker;
 
 pub use crate::plan::segment::Segment;
 pub use pacing::{Arrival, Replay};
+pub use protocol::{Http2, Protocol, Reuse};
 pub use think::Think;
 
 use crate::metrics::{Recorder, SecondLog, SecondSlot};
@@ -28,11 +32,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// A request ready to send: pre-rendered bytes for a kept-alive and a closing connection.
+/// A request ready to send, rendered once before the run by its protocol's preparation
+/// ([`Protocol::prepare`]): each protocol fills the forms its `Wire` writes.
 #[derive(Debug, Clone, Default)]
 pub struct Prepared {
     /// Index into [`EngineConfig::addrs`].
     pub addr: usize,
+    /// HTTP/1.1: the bytes for a kept-alive connection, and for one's last call.
     pub keep_alive: Vec<u8>,
     pub close: Vec<u8>,
     /// HEAD: the response has no body whatever its headers say.
@@ -97,14 +103,6 @@ pub enum Load {
     },
 }
 
-/// HTTP/2 (`--http 2`): the connections multiplex requests on streams.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Http2 {
-    /// Concurrent streams per connection (`--streams`), capped by the server's
-    /// SETTINGS_MAX_CONCURRENT_STREAMS.
-    pub streams: u32,
-}
-
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
     pub addrs: Vec<SocketAddr>,
@@ -132,10 +130,11 @@ pub struct EngineConfig {
     /// The part of the plan this generator sends (scale-out); the load above is the whole
     /// plan's, cut in [`run`] (see [`EngineConfig::segment_part`]).
     pub segment: Segment,
-    /// https:// URLs: the TLS client (None: plain TCP).
+    /// https:// URLs: the TLS client (None: plain TCP). The transport's business: any
+    /// protocol runs over either.
     pub tls: Option<tls::TlsClient>,
-    /// Speak HTTP/2 (h2c with prior knowledge over TCP); None: HTTP/1.1.
-    pub http2: Option<Http2>,
+    /// The protocol the run speaks, with its settings.
+    pub protocol: Protocol,
     /// `--scenario`: each user follows it (closed loop: the users loop it; open loop: each
     /// arrival starts a session, one pass through it); `requests` is then unused.
     pub scenario: Option<Arc<crate::scenario::Plan>>,
@@ -157,9 +156,47 @@ pub struct EngineConfig {
     pub max_sessions: usize,
     /// Which answers count as success (`--ok-status`).
     pub ok_status: crate::metrics::OkStatus,
-    /// The HTTP version spoken (`http2` decides it) and how it was chosen, for the plan line
+    /// The HTTP version spoken (`protocol` is it) and how it was chosen, for the plan line
     /// and the summary.
     pub protocol_choice: crate::metrics::ProtocolChoice,
+}
+
+/// A configuration that sends nothing until given addresses, requests and a duration or a
+/// request count: one user, kept-alive HTTP/1.1 over TCP, the whole plan. Callers set what
+/// they mean and take the rest from here (`..EngineConfig::default()`).
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            addrs: Vec::new(),
+            requests: Arc::default(),
+            pick: Pick::Sequence,
+            load: Load::Closed {
+                users: 1,
+                think: (Duration::ZERO, Duration::ZERO),
+            },
+            duration: None,
+            max_requests: None,
+            warmup: Duration::ZERO,
+            threads: 1,
+            keep_alive: true,
+            calls_per_connection: None,
+            timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(3),
+            seed: 1,
+            pacing_slack: Duration::ZERO,
+            segment: Segment::WHOLE,
+            tls: None,
+            protocol: Protocol::Http1,
+            scenario: None,
+            names: Vec::new(),
+            weights: Arc::default(),
+            replay: None,
+            ramp: None,
+            max_sessions: 10_000,
+            ok_status: crate::metrics::OkStatus::default(),
+            protocol_choice: crate::metrics::ProtocolChoice::default(),
+        }
+    }
 }
 
 impl EngineConfig {
@@ -198,6 +235,14 @@ impl EngineConfig {
             load,
             max_requests: self.max_requests.map(|n| seg.share(n)),
             ..self.clone()
+        }
+    }
+
+    /// What the run allows a connection to carry.
+    pub fn reuse(&self) -> Reuse {
+        Reuse {
+            keep_alive: self.keep_alive,
+            calls_per_connection: self.calls_per_connection,
         }
     }
 
@@ -308,6 +353,34 @@ pub fn planned_window(
     }
 }
 
+/// One worker thread's start: what it runs, whatever its transport and protocol.
+struct Spawn<'a> {
+    cfg: &'a EngineConfig,
+    id: usize,
+    threads: usize,
+    started: Instant,
+    ctl: &'a Arc<Control>,
+    fds: (mio::Poll, pacing::TimerFd),
+}
+
+impl Spawn<'_> {
+    fn run<T: transport::Transport, W: protocol::Wire<T>>(
+        self,
+        setup: T::Setup,
+    ) -> crate::Result<(Recorder, Vec<String>)> {
+        worker::Worker::<T, W>::new(
+            self.cfg,
+            self.id,
+            self.threads,
+            self.started,
+            self.ctl,
+            self.fds,
+            setup,
+        )
+        .and_then(|mut w| w.run())
+    }
+}
+
 /// Runs the load described by `cfg`; blocks until done. `on_tick` is called about once a
 /// second from the calling thread while the workers run (progress display).
 pub fn run(
@@ -318,7 +391,7 @@ pub fn run(
     if (cfg.requests.is_empty() && cfg.scenario.is_none()) || cfg.addrs.is_empty() {
         return Err(crate::Error::usage("no request to send"));
     }
-    if cfg.scenario.is_some() && cfg.http2.is_some() {
+    if cfg.scenario.is_some() && !cfg.protocol.carries_scenarios() {
         return Err(crate::Error::usage(
             "--scenario speaks HTTP/1.1; --http 2 is not supported with it",
         ));
@@ -360,27 +433,19 @@ pub fn run(
         let h = std::thread::Builder::new()
             .name(format!("overload-w{k}"))
             .spawn(move || {
+                // The transport and the protocol are picked once per thread: the loop is
+                // generic over both (static dispatch on the hot path).
+                let spawn = Spawn {
+                    cfg: &cfg,
+                    id: k,
+                    threads,
+                    started,
+                    ctl: &ctl,
+                    fds,
+                };
                 let r = match &cfg.tls {
-                    None => worker::Worker::<transport::Tcp>::new(
-                        &cfg,
-                        k,
-                        threads,
-                        started,
-                        &ctl,
-                        fds,
-                        (),
-                    )
-                    .and_then(|mut w| w.run()),
-                    Some(tls) => worker::Worker::<tls::Tls>::new(
-                        &cfg,
-                        k,
-                        threads,
-                        started,
-                        &ctl,
-                        fds,
-                        tls.for_thread(),
-                    )
-                    .and_then(|mut w| w.run()),
+                    None => cfg.protocol.work::<transport::Tcp>(spawn, ()),
+                    Some(tls) => cfg.protocol.work::<tls::Tls>(spawn, tls.for_thread()),
                 };
                 let _ = tx.send(());
                 r
@@ -440,31 +505,13 @@ mod tests {
 
     fn config(load: Load, segment: Segment) -> EngineConfig {
         EngineConfig {
-            addrs: Vec::new(),
-            requests: Default::default(),
-            pick: Pick::Sequence,
             load,
-            duration: None,
             max_requests: Some(1001),
-            warmup: Duration::ZERO,
             threads: 2,
-            keep_alive: true,
-            calls_per_connection: None,
             timeout: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(1),
-            seed: 1,
-            pacing_slack: Duration::ZERO,
             segment,
-            tls: None,
-            http2: None,
-            scenario: None,
-            names: Vec::new(),
-            weights: Default::default(),
-            replay: None,
-            ramp: None,
-            max_sessions: 10_000,
-            ok_status: Default::default(),
-            protocol_choice: Default::default(),
+            ..EngineConfig::default()
         }
     }
 

@@ -73,7 +73,7 @@ impl EngineConfig {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::engine::{Arrival, Pick};
+    use crate::engine::Arrival;
     use std::sync::Arc;
 
     /// A configuration for the unit tests of what states the plan: `scenario` is a TOML
@@ -93,31 +93,13 @@ pub(crate) mod tests {
             Arc::new(plan)
         });
         EngineConfig {
-            addrs: Vec::new(),
-            requests: Default::default(),
-            pick: Pick::Sequence,
             load,
-            duration: None,
             max_requests: Some(1),
-            warmup: Duration::ZERO,
-            threads: 1,
-            keep_alive: true,
-            calls_per_connection: None,
             timeout: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(1),
-            seed: 1,
-            pacing_slack: Duration::ZERO,
-            segment: crate::plan::Segment::WHOLE,
-            tls: None,
-            http2: None,
             scenario,
-            names: Vec::new(),
-            weights: Default::default(),
-            replay: None,
-            ramp: None,
             max_sessions: 1,
-            ok_status: Default::default(),
-            protocol_choice: Default::default(),
+            ..EngineConfig::default()
         }
     }
 

@@ -77,7 +77,7 @@ impl TlsClient {
         let builder = if opts.insecure {
             builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
+                .with_custom_certificate_verifier(Verifier::new(AcceptAny, provider))
         } else {
             let pinned = match opts.ca_pem.as_deref() {
                 Some(pem) => certs(pem, "--cacert")?,
@@ -85,13 +85,16 @@ impl TlsClient {
             };
             let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
                 Arc::new(roots(opts.ca_pem.as_deref())?),
-                provider,
+                Arc::clone(&provider),
             )
             .build()
             .map_err(|e| format!("--cacert: {e}"))?;
             builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(Anchored { webpki, pinned }))
+                .with_custom_certificate_verifier(Verifier::new(
+                    Anchored { webpki, pinned },
+                    provider,
+                ))
         };
         let mut config = match (&opts.client_cert_pem, &opts.client_key_pem) {
             (Some(cert), Some(key)) => {
@@ -284,8 +287,8 @@ struct Anchored {
     pinned: Vec<CertificateDer<'static>>,
 }
 
-impl ServerCertVerifier for Anchored {
-    fn verify_server_cert(
+impl CertPolicy for Anchored {
+    fn check(
         &self,
         end_entity: &CertificateDer<'_>,
         intermediates: &[CertificateDer<'_>],
@@ -319,28 +322,6 @@ impl ServerCertVerifier for Anchored {
             }
             Err(e) => Err(e),
         }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.webpki.supported_verify_schemes()
     }
 }
 
@@ -427,21 +408,47 @@ fn subject_common_names(cert: &[u8]) -> Vec<String> {
     walk().unwrap_or_default()
 }
 
-/// `--insecure`: any certificate is accepted, but the handshake's signatures are still
-/// verified (what curl -k does), so the cost measured is a real handshake's.
-#[derive(Debug)]
-struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
+/// What a server's certificate must be for the client to go on: one policy per way of
+/// trusting (a CA's chain, any certificate, a pinned fingerprint in `scale::tls`). The
+/// handshake's signatures are checked apart from it, the same for every policy ([`Verifier`]).
+pub trait CertPolicy: std::fmt::Debug + Send + Sync {
+    fn check(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error>;
+}
 
-impl ServerCertVerifier for AcceptAny {
+/// The one rustls certificate verifier of the crate: the certificate is the policy's to
+/// accept, and the handshake's signatures are always verified with the provider's
+/// algorithms, so whatever the policy only the holder of the certificate's key gets through
+/// and the cost measured is a real handshake's.
+#[derive(Debug)]
+pub struct Verifier<P> {
+    policy: P,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
+
+impl<P: CertPolicy + 'static> Verifier<P> {
+    pub fn new(policy: P, provider: Arc<rustls::crypto::CryptoProvider>) -> Arc<Verifier<P>> {
+        Arc::new(Verifier { policy, provider })
+    }
+}
+
+impl<P: CertPolicy> ServerCertVerifier for Verifier<P> {
     fn verify_server_cert(
         &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
+        self.policy
+            .check(end_entity, intermediates, server_name, ocsp, now)
     }
 
     fn verify_tls12_signature(
@@ -454,7 +461,7 @@ impl ServerCertVerifier for AcceptAny {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
@@ -468,12 +475,32 @@ impl ServerCertVerifier for AcceptAny {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// `--insecure`: any certificate is accepted, but the handshake's signatures are still
+/// verified (what curl -k does), so the cost measured is a real handshake's.
+#[derive(Debug)]
+struct AcceptAny;
+
+impl CertPolicy for AcceptAny {
+    fn check(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
     }
 }
 

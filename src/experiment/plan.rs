@@ -391,9 +391,7 @@ pub fn measure(c: &Config, base: &str, out: &Path, name: &str, quiet: bool) -> M
                 })
                 .unwrap_or_default(),
             slo: l.slo.clone(),
-            quiet,
-            out: Some(out.to_path_buf()),
-            name: Some(name.to_string()),
+            output: output.clone(),
             ..RunConfig::default()
         }),
         Kind::Capacity => Measure::Capacity(CapacityConfig {
@@ -487,7 +485,10 @@ pub fn warm_up(c: &Config, base: &str) -> RunConfig {
         open: open_config(c),
         duration: Some(c.warmup),
         conn: conn_config(c),
-        quiet: true,
+        output: crate::usecase::Output {
+            quiet: true,
+            ..Default::default()
+        },
         ..RunConfig::default()
     }
 }

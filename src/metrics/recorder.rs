@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 /// Status codes 0..=599 are counted by index; anything else lands in slot 0.
 const STATUS_SLOTS: usize = 600;
 
+/// The HTTP versions requests are counted by, as the summary names them: the index of each is
+/// the engine's `Protocol::index`.
+pub const PROTOCOLS: [&str; 2] = ["1.1", "2"];
+
 /// One thread's measurements; [`Recorder::merge`] folds threads together.
 #[derive(Debug, Clone)]
 pub struct Recorder {
@@ -76,8 +80,9 @@ pub struct Recorder {
     pub users_stopped: u64,
     /// Open-loop scenario sessions (`--rate` with `--scenario`): arrivals and outcomes.
     pub sessions: SessionTally,
-    /// Requests sent, by protocol: [HTTP/1.1, HTTP/2].
-    pub protocols: [u64; 2],
+    /// Requests sent, by protocol, in the order of [`PROTOCOLS`] (the engine's
+    /// `Protocol::index`).
+    pub protocols: [u64; PROTOCOLS.len()],
     /// Counted completions and errors, per second since `origin`: empty in a worker (its
     /// seconds go to `slot`), the run's closed seconds once the engine has collected them.
     pub seconds: Vec<SecondBucket>,
@@ -138,7 +143,7 @@ impl Recorder {
             interrupted: 0,
             users_stopped: 0,
             sessions: SessionTally::default(),
-            protocols: [0; 2],
+            protocols: [0; PROTOCOLS.len()],
             seconds: Vec::with_capacity(expected_secs + 2),
             origin,
             window_start,
@@ -419,8 +424,9 @@ impl Recorder {
         self.pool_waits += o.pool_waits;
         self.retries += o.retries;
         self.interrupted += o.interrupted;
-        self.protocols[0] += o.protocols[0];
-        self.protocols[1] += o.protocols[1];
+        for (mine, theirs) in self.protocols.iter_mut().zip(o.protocols) {
+            *mine += theirs;
+        }
         self.users_stopped += o.users_stopped;
         self.sessions.add(&o.sessions);
         // Threads share one origin, so buckets line up by index.

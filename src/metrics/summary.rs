@@ -268,7 +268,7 @@ impl Summary {
             retries: r.retries,
             interrupted_requests: r.interrupted,
             protocol: None,
-            protocols: ["1.1", "2"]
+            protocols: super::recorder::PROTOCOLS
                 .iter()
                 .zip(r.protocols)
                 .filter(|(_, n)| *n > 0)

@@ -1,6 +1,6 @@
 //! The plan: what to send (the request mix) and when (the load model).
 pub mod access_log;
-pub mod capacity;
+pub mod bracket;
 pub mod naming;
 pub mod origin;
 pub mod request;

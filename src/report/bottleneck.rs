@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::svg::esc;
-use crate::analysis::bottleneck::{Bottleneck, Candidate, Evidence, Outcome};
+use crate::analysis::bottleneck::{Bottleneck, Candidate, Diagnosis, Evidence};
 
 /// "at its limit, 1 step before latency rose".
 fn standing(c: &Candidate) -> String {
@@ -55,8 +55,10 @@ pub fn compare_lines(runs: &[super::RunReport], names: &[String]) -> String {
             Some(b) => {
                 let at = r.load_text(b.knee_load);
                 match (b.outcome, b.leader()) {
-                    (Outcome::Limit, Some(w)) => format!("{} at {at}: {}", w.limit.name(), w.seen),
-                    (Outcome::Tie, _) => {
+                    (Diagnosis::Limit, Some(w)) => {
+                        format!("{} at {at}: {}", w.limit.name(), w.seen)
+                    }
+                    (Diagnosis::Tie, _) => {
                         let tied: Vec<&str> = b
                             .candidates
                             .iter()
@@ -80,8 +82,8 @@ pub fn compare_lines(runs: &[super::RunReport], names: &[String]) -> String {
 /// The report's first card: the verdict, then a table of the candidates.
 pub fn html(b: &Bottleneck) -> String {
     let (class, title) = match (b.outcome, b.leader()) {
-        (Outcome::Limit, Some(w)) => ("b-limit", format!("Bottleneck: {}", w.limit.name())),
-        (Outcome::Tie, _) => ("b-tie", "Bottleneck: a tie".to_string()),
+        (Diagnosis::Limit, Some(w)) => ("b-limit", format!("Bottleneck: {}", w.limit.name())),
+        (Diagnosis::Tie, _) => ("b-tie", "Bottleneck: a tie".to_string()),
         _ => ("", "Bottleneck: no observed limit reached".to_string()),
     };
     let mut o = String::new();

@@ -41,7 +41,7 @@ pub fn default_path(dir: &Path, format: Format) -> PathBuf {
 /// written; `--out -` writes it to standard output (and returns no path), when it is one
 /// file.
 pub fn write(r: &RunReport, format: Format, out: Option<&Path>) -> crate::Result<Vec<PathBuf>> {
-    if out.is_some_and(super::json::is_stdout) {
+    if out.is_some_and(is_stdout) {
         // Rendered as for its default place, so the bytes are the file's.
         let files = format
             .exporter()
@@ -110,6 +110,11 @@ pub fn write_file(p: &Path, text: &str) -> crate::Result<()> {
 /// Never through a link or into a FIFO planted where the report goes (see `fsutil`).
 fn write_bytes(p: &Path, bytes: &[u8]) -> crate::Result<()> {
     crate::fsutil::write_atomic(p, bytes)
+}
+
+/// `-` as an output file (`--json -`, `report --out -`): standard output.
+pub fn is_stdout(p: &Path) -> bool {
+    p.as_os_str() == "-"
 }
 
 #[cfg(test)]

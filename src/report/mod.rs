@@ -1,5 +1,5 @@
-//! Reports: the terminal summary, the progress line and the JSON export of a run; the
-//! reports of a results folder and comparisons. A results folder's reports are the model
+//! Reports of a results folder and comparisons (what a run shows while it goes and prints
+//! when it ends is `liverun`'s). A results folder's reports are the model
 //! (`model.rs`, with the `Exporter` trait) and one writer per format, picked and written by
 //! `export`: the bottleneck verdict's rendering (`bottleneck.rs`), HTML with SVG charts
 //! (`html.rs`; a one-step folder's page in `html_run.rs`; `charts.rs`, `server.rs`, `svg/`), CSV, JSON
@@ -16,18 +16,15 @@ pub mod html;
 pub mod html_names;
 pub mod html_run;
 pub mod html_sessions;
-pub mod json;
 pub mod jsonfmt;
 pub mod model;
 pub mod names;
-pub mod progress;
 pub mod server;
 pub mod style;
 pub mod svg;
 pub mod table;
-pub mod terminal;
 #[cfg(test)]
-mod testdata;
+pub(crate) mod testdata;
 pub mod tls;
 
 pub use export::Format;

@@ -90,6 +90,12 @@ impl RunReport {
 
     /// The run's name: run.json's, else the folder's.
     pub fn name(&self) -> String {
+        // `--title`, when the run was given one: the words it was meant to be known by.
+        if let Some(t) = self.data.info.config["title"].as_str() {
+            if !t.trim().is_empty() {
+                return t.to_string();
+            }
+        }
         let n = self.data.info.name.trim();
         if !n.is_empty() {
             return n.to_string();

@@ -1,7 +1,8 @@
 //! The seam between the runner's decisions (stop rules, the capacity search, experiment
 //! sequencing) and the load engine: an [`Executor`] runs one step, rests between steps and
-//! says whether an interruption was asked for. [`Engine`] is the real one; the unit tests use
-//! a scripted one (`runner::fake`), so the decisions are tested without sockets or sleeps.
+//! says whether an interruption was asked for. [`LocalEngine`] (the engine in this process)
+//! is the real one; the scale-out controller's generators are another; the unit tests use a
+//! scripted one (`runner::fake`), so the decisions are tested without sockets or sleeps.
 use super::step::{run_step, RunClock, StepResult};
 use crate::analysis::Slo;
 use crate::engine::{Control, EngineConfig, Load};
@@ -37,9 +38,9 @@ pub trait Executor {
 
 /// The real load engine; rests are cut short by SIGINT.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Engine;
+pub struct LocalEngine;
 
-impl Executor for Engine {
+impl Executor for LocalEngine {
     fn run_step(
         &mut self,
         base: &EngineConfig,

@@ -5,7 +5,7 @@
 use super::executor::Executor;
 use super::step::{offered_of, RunClock, StepResult};
 use crate::analysis::Slo;
-use crate::engine::{Control, EngineConfig, Load, Pick};
+use crate::engine::{Control, EngineConfig, Load};
 use crate::metrics::LatencyStats;
 use crate::metrics::Summary;
 use crate::store::{GeneratorStats, RunInfo, StepRecord, Writer};
@@ -123,6 +123,7 @@ impl<F: FnMut(usize, f64) -> Shape> Executor for Scripted<F> {
             series: Vec::new(),
             interrupted,
             notes: Vec::new(),
+            engine: None,
         })
     }
 
@@ -225,30 +226,11 @@ pub fn record(index: usize, load: &Load, s: Shape, secs: f64) -> StepRecord {
 pub fn base(load: Load) -> EngineConfig {
     EngineConfig {
         addrs: vec!["127.0.0.1:9".parse().expect("a socket address")],
-        requests: Default::default(),
-        pick: Pick::Sequence,
         load,
         duration: Some(Duration::from_secs(10)),
-        max_requests: None,
-        warmup: Duration::ZERO,
-        threads: 1,
-        keep_alive: true,
-        calls_per_connection: None,
         timeout: Duration::from_secs(1),
         connect_timeout: Duration::from_secs(1),
-        seed: 1,
-        pacing_slack: Duration::ZERO,
-        segment: crate::plan::Segment::WHOLE,
-        tls: None,
-        http2: None,
-        scenario: None,
-        names: Vec::new(),
-        weights: Default::default(),
-        replay: None,
-        ramp: None,
-        max_sessions: 10_000,
-        ok_status: Default::default(),
-        protocol_choice: Default::default(),
+        ..EngineConfig::default()
     }
 }
 

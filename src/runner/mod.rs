@@ -1,18 +1,19 @@
 //! Runs made of steps: sweeps over load levels and capacity searches. A [`Stepper`] runs one
 //! step after another on the same clock, stores each as soon as it ends, and prints it.
 //! Steps run on an [`Executor`]: the real engine, or a scripted one in the unit tests.
-pub mod capacity;
 pub mod executor;
 #[cfg(test)]
 pub mod fake;
+pub mod probes;
+pub mod sink;
 pub mod step;
 pub mod sweep;
 
 use crate::analysis::Slo;
 use crate::engine::{EngineConfig, Load};
-use crate::report::progress::SweepProgress;
 use crate::store::{StepRecord, Writer};
-pub use executor::{Engine, Executor};
+pub use executor::{Executor, LocalEngine};
+pub use sink::{Silent, Sink, StepTick};
 use std::time::Duration;
 use step::{flag_last, RunClock};
 
@@ -24,16 +25,23 @@ pub struct Finished {
     pub complete: bool,
     /// Why it stopped, as recorded in run.json.
     pub reason: String,
+    /// The observer's warnings (agents unreachable…), also in `notes`.
+    pub observer_notes: Vec<String>,
+    /// The engine's own account of the last step, when a local engine ran it (a single run
+    /// prints its summary from it).
+    pub last_engine: Option<crate::engine::Outcome>,
 }
 
 pub struct Stepper<'a> {
     pub base: &'a EngineConfig,
     pub mode: &'static str,
     pub slo: Option<&'a Slo>,
-    pub writer: &'a mut Writer,
+    /// The results folder; `None`: a single run that stores nothing.
+    pub writer: Option<&'a mut Writer>,
     pub clock: RunClock,
     pub steps: Vec<StepRecord>,
-    pub progress: SweepProgress,
+    /// What shows the run while it goes (progress, terminal view, live page).
+    pub sink: &'a mut dyn Sink,
     pub notes: Vec<String>,
     pub interrupted: bool,
     /// Server-side sampling beside the load (same clock), when started.
@@ -46,8 +54,8 @@ pub struct Stepper<'a> {
     /// `--start-at`: step k starts at `clock.start + k × grid` (warm-up + step + rest), so
     /// the steps of generators sharing a plan line up; a step's drain eats into its rest.
     pub grid: Option<Duration>,
-    /// `--live-port`: the page is shown each second's series of the step in progress.
-    pub page: Option<&'a crate::live::LivePage>,
+    /// The engine's own account of the last step run.
+    last_engine: Option<crate::engine::Outcome>,
 }
 
 impl<'a> Stepper<'a> {
@@ -55,11 +63,13 @@ impl<'a> Stepper<'a> {
         base: &'a EngineConfig,
         mode: &'static str,
         slo: Option<&'a Slo>,
-        writer: &'a mut Writer,
-        progress: SweepProgress,
+        writer: Option<&'a mut Writer>,
+        sink: &'a mut dyn Sink,
         exec: &'a mut dyn Executor,
     ) -> Self {
-        exec.results_folder(writer.dir());
+        if let Some(w) = &writer {
+            exec.results_folder(w.dir());
+        }
         Stepper {
             base,
             mode,
@@ -67,18 +77,24 @@ impl<'a> Stepper<'a> {
             writer,
             clock: RunClock::now(),
             steps: Vec::new(),
-            progress,
+            sink,
             notes: Vec::new(),
             interrupted: false,
             observer: None,
             exec,
             check_sustained: false,
             grid: None,
-            page: None,
+            last_engine: None,
         }
     }
 
     /// Runs one step at `load`, appends it to the results folder, prints its line.
+    /// The engine's own account of the last step run (a local engine's), its per-second
+    /// seconds included.
+    pub fn last_engine(&self) -> Option<&crate::engine::Outcome> {
+        self.last_engine.as_ref()
+    }
+
     pub fn step(&mut self, load: Load) -> crate::Result<&StepRecord> {
         self.run_one(load)?;
         Ok(self.steps.last().expect("a step was just run"))
@@ -86,15 +102,8 @@ impl<'a> Stepper<'a> {
 
     fn run_one(&mut self, load: Load) -> crate::Result<()> {
         let index = self.steps.len();
-        let offered = step::offered_of(&load);
-        let progress = &mut self.progress;
-        let observer = self.observer.as_ref();
-        let (page, clock) = (self.page, &self.clock);
-        // The step's own configuration: its offered load and warm-up label the live seconds.
-        let step_cfg = page.map(|_| EngineConfig {
-            load,
-            ..self.base.clone()
-        });
+        let sink = &mut *self.sink;
+        let (observer, base, clock) = (self.observer.as_ref(), self.base, &self.clock);
         let mut result = self.exec.run_step(
             self.base,
             load,
@@ -102,13 +111,18 @@ impl<'a> Stepper<'a> {
             clock,
             self.slo,
             &mut |ctl, elapsed| {
-                progress.tick(index, offered, ctl, elapsed, observer);
-                if let (Some(page), Some(cfg)) = (page, &step_cfg) {
-                    page.show_series(step::live_series(cfg, ctl, elapsed, index, clock));
-                }
+                sink.tick(&StepTick {
+                    index,
+                    load,
+                    ctl,
+                    elapsed,
+                    observer,
+                    base,
+                    clock,
+                })
             },
         )?;
-        if self.progress.take_ended_early(index) && !self.exec.interrupted() {
+        if self.sink.take_ended_early(index) && !self.exec.interrupted() {
             step::ended_early(&mut result);
             self.notes.push(format!(
                 "step {}: ended early from the live view",
@@ -120,6 +134,7 @@ impl<'a> Stepper<'a> {
         }
         self.interrupted |= result.interrupted;
         self.notes.extend(result.notes);
+        self.last_engine = result.engine;
         self.steps.push(result.record);
         flag_last(self.mode, &mut self.steps, self.slo);
         if self.check_sustained {
@@ -130,8 +145,10 @@ impl<'a> Stepper<'a> {
             }
         }
         let rec = self.steps.last().expect("just pushed");
-        self.writer.append_step(rec, &result.series)?;
-        self.progress.step_done(rec, self.mode);
+        if let Some(w) = self.writer.as_mut() {
+            w.append_step(rec, &result.series)?;
+        }
+        self.sink.step_done(rec, self.mode);
         Ok(())
     }
 
@@ -142,20 +159,25 @@ impl<'a> Stepper<'a> {
         result: &crate::Result<T>,
         reason: impl Fn(&T) -> String,
     ) -> crate::Result<Finished> {
-        self.progress.close_view();
-        let mut notes = self.stop_observer();
+        self.sink.close();
+        let observer_notes = self.stop_observer();
+        let mut notes = observer_notes.clone();
         notes.append(&mut self.notes);
         let reason = match result {
             Ok(r) => reason(r),
             Err(e) => format!("failed: {e}"),
         };
         let complete = result.is_ok() && !self.interrupted && !self.exec.interrupted();
-        self.writer.finish(complete, &reason)?;
+        if let Some(w) = self.writer.as_mut() {
+            w.finish(complete, &reason)?;
+        }
         Ok(Finished {
             steps: std::mem::take(&mut self.steps),
             notes,
             complete,
             reason,
+            observer_notes,
+            last_engine: self.last_engine.take(),
         })
     }
 

@@ -47,6 +47,9 @@ pub struct StepResult {
     pub series: Vec<SeriesPoint>,
     pub interrupted: bool,
     pub notes: Vec<String>,
+    /// The engine's own account of the step (its recorder, fd limit, notes), when a local
+    /// engine ran it.
+    pub engine: Option<engine::Outcome>,
 }
 
 /// The load level of a step as one number: requests/s or users.
@@ -76,14 +79,16 @@ pub fn run_step(
     let ctl2: Arc<Control> = Arc::clone(&ctl);
     let outcome = engine::run(&cfg, &ctl, |elapsed| on_tick(&ctl2, elapsed))?;
     let end_unix_ms = unix_ms();
-    Ok(record_of(
+    let mut result = record_of(
         &cfg,
         &outcome,
         index,
         clock,
         slo,
         (start_unix_ms, end_unix_ms),
-    ))
+    );
+    result.engine = Some(outcome);
+    Ok(result)
 }
 
 /// The stored form of a finished engine run: its [`StepRecord`] (summary, generator effort,
@@ -105,7 +110,7 @@ pub fn record_of(
     // This generator's share of the level (the whole level unless the plan is split).
     let offered = rate.unwrap_or(users.unwrap_or(0) as f64);
     let rec = &outcome.recorder;
-    let generator = crate::report::terminal::generator_of(outcome);
+    let generator = generator_of(outcome);
     // The mean think per request, a scenario's steps' own included (Little's law needs it).
     let think_ms = match load {
         Load::Closed { .. } => cfg.think().mean.as_secs_f64() * 1e3,
@@ -151,6 +156,28 @@ pub fn record_of(
         series,
         interrupted: outcome.interrupted,
         notes: outcome.notes.clone(),
+        engine: None,
+    }
+}
+
+/// The generator's effort over a run (its worker threads' CPU, arrivals that queued for a
+/// connection): one computation, for a step's record and a run's summary alike.
+pub fn generator_of(outcome: &engine::Outcome) -> crate::store::GeneratorStats {
+    let rec = &outcome.recorder;
+    let wall = outcome
+        .finished
+        .saturating_duration_since(outcome.started)
+        .as_secs_f64()
+        .max(1e-9);
+    crate::store::GeneratorStats {
+        cpu_pct: rec.cpu.as_secs_f64() / (wall * outcome.threads.max(1) as f64) * 100.0,
+        cpu_us_per_response: if rec.responses > 0 {
+            rec.cpu.as_secs_f64() * 1e6 / rec.responses as f64
+        } else {
+            0.0
+        },
+        threads: outcome.threads,
+        pool_waits: rec.pool_waits,
     }
 }
 

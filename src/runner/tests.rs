@@ -5,7 +5,6 @@ use super::sweep::{sweep, SweepPlan};
 use super::Stepper;
 use crate::analysis::Slo;
 use crate::engine::{Arrival, Load};
-use crate::report::progress::SweepProgress;
 use std::time::Duration;
 
 fn rates(v: &[f64]) -> Vec<Load> {
@@ -38,15 +37,8 @@ fn run<F: FnMut(usize, f64) -> Shape>(
     let dir = tempfile::tempdir().unwrap();
     let base = fake::base(plan.loads[0]);
     let mut writer = fake::writer(dir.path(), mode);
-    let progress = SweepProgress::new(
-        None,
-        Duration::ZERO,
-        Duration::ZERO,
-        Duration::ZERO,
-        "req/s",
-        true,
-    );
-    let mut stepper = Stepper::new(&base, mode, slo, &mut writer, progress, exec);
+    let mut silent = super::Silent;
+    let mut stepper = Stepper::new(&base, mode, slo, Some(&mut writer), &mut silent, exec);
     let result = sweep(&mut stepper, plan);
     let done = stepper.finish(&result, String::clone).unwrap();
     assert_eq!(done.reason, result.unwrap());
@@ -152,15 +144,15 @@ fn an_engine_error_is_recorded_and_returned() {
     exec.fail_at = Some(2);
     let base = fake::base(p.loads[0]);
     let mut writer = fake::writer(dir.path(), "open");
-    let progress = SweepProgress::new(
+    let mut silent = super::Silent;
+    let mut stepper = Stepper::new(
+        &base,
+        "open",
         None,
-        Duration::ZERO,
-        Duration::ZERO,
-        Duration::ZERO,
-        "req/s",
-        true,
+        Some(&mut writer),
+        &mut silent,
+        &mut exec,
     );
-    let mut stepper = Stepper::new(&base, "open", None, &mut writer, progress, &mut exec);
     let result = sweep(&mut stepper, &p);
     let done = stepper.finish(&result, String::clone).unwrap();
     assert!(result.is_err());
@@ -198,15 +190,15 @@ fn slo_failures_mark_the_step_without_stopping_the_sweep() {
     let dir = tempfile::tempdir().unwrap();
     let base = fake::base(p.loads[0]);
     let mut writer = fake::writer(dir.path(), "open");
-    let progress = SweepProgress::new(
-        None,
-        Duration::ZERO,
-        Duration::ZERO,
-        Duration::ZERO,
-        "req/s",
-        true,
+    let mut silent = super::Silent;
+    let mut stepper = Stepper::new(
+        &base,
+        "open",
+        Some(&slo),
+        Some(&mut writer),
+        &mut silent,
+        &mut exec,
     );
-    let mut stepper = Stepper::new(&base, "open", Some(&slo), &mut writer, progress, &mut exec);
     let result = sweep(&mut stepper, &p);
     let done = stepper.finish(&result, String::clone).unwrap();
     let ok: Vec<Option<bool>> = done.steps.iter().map(|s| s.slo_ok).collect();
@@ -226,18 +218,18 @@ fn steps_start_on_the_start_at_grid() {
     let p = plan(rates(&[100.0, 200.0, 300.0]));
     let base = fake::base(p.loads[0]);
     let mut writer = fake::writer(dir.path(), "open");
-    let progress = SweepProgress::new(
-        None,
-        Duration::ZERO,
-        Duration::ZERO,
-        Duration::ZERO,
-        "",
-        true,
-    );
     let mut exec = Scripted::new(fake::server(1e9));
     let grid = Duration::from_secs(10);
     let start = crate::clock::unix_ms() + 60_000;
-    let mut stepper = Stepper::new(&base, "open", None, &mut writer, progress, &mut exec);
+    let mut silent = super::Silent;
+    let mut stepper = Stepper::new(
+        &base,
+        "open",
+        None,
+        Some(&mut writer),
+        &mut silent,
+        &mut exec,
+    );
     stepper.clock = super::step::RunClock::at(start);
     stepper.grid = Some(grid);
     sweep(&mut stepper, &p).unwrap();
@@ -255,16 +247,16 @@ fn steps_start_on_the_start_at_grid() {
     // A start 25 s ago: step 2's slot (10 s) and step 3's (20 s) are past; no wait, and a
     // note for each.
     let mut writer = fake::writer(&dir.path().join("late"), "open");
-    let progress = SweepProgress::new(
-        None,
-        Duration::ZERO,
-        Duration::ZERO,
-        Duration::ZERO,
-        "",
-        true,
-    );
     let mut exec = Scripted::new(fake::server(1e9));
-    let mut stepper = Stepper::new(&base, "open", None, &mut writer, progress, &mut exec);
+    let mut silent = super::Silent;
+    let mut stepper = Stepper::new(
+        &base,
+        "open",
+        None,
+        Some(&mut writer),
+        &mut silent,
+        &mut exec,
+    );
     stepper.clock = super::step::RunClock::at(crate::clock::unix_ms() - 25_000);
     stepper.grid = Some(grid);
     sweep(&mut stepper, &p).unwrap();
@@ -279,18 +271,17 @@ fn steps_start_on_the_start_at_grid() {
 /// `interrupted`), a note says so, and the sweep goes on to its end, complete.
 #[test]
 fn a_step_ended_from_the_live_view_is_kept_and_the_sweep_goes_on() {
-    use crate::observe::Sample;
-    use crate::report::progress::{LiveView, Tick};
-    use crate::store::StepRecord;
+    /// Ends step 2 as the live view's `n` does: through the step's stop flag, once.
     struct EndSecond(Option<usize>);
-    impl LiveView for EndSecond {
-        fn tick(&mut self, step: Option<usize>, _offered: f64, _tick: &Tick) {
-            self.0 = step;
+    impl super::Sink for EndSecond {
+        fn tick(&mut self, t: &super::StepTick) {
+            if t.index == 1 {
+                t.ctl.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                self.0 = Some(1);
+            }
         }
-        fn server(&mut self, _samples: Vec<Sample>) {}
-        fn step_done(&mut self, _rec: &StepRecord) {}
-        fn take_end_step(&mut self) -> bool {
-            self.0.take() == Some(1)
+        fn take_ended_early(&mut self, index: usize) -> bool {
+            self.0.take_if(|i| *i == index).is_some()
         }
     }
     let dir = tempfile::tempdir().unwrap();
@@ -298,10 +289,8 @@ fn a_step_ended_from_the_live_view_is_kept_and_the_sweep_goes_on() {
     let mut exec = Scripted::new(fake::server(1e9));
     let base = fake::base(p.loads[0]);
     let mut writer = fake::writer(dir.path(), "open");
-    let z = Duration::ZERO;
-    let progress =
-        SweepProgress::new(None, z, z, z, "req/s", true).with_view(Box::new(EndSecond(None)));
-    let mut stepper = Stepper::new(&base, "open", None, &mut writer, progress, &mut exec);
+    let mut sink = EndSecond(None);
+    let mut stepper = Stepper::new(&base, "open", None, Some(&mut writer), &mut sink, &mut exec);
     let result = sweep(&mut stepper, &p);
     let done = stepper.finish(&result, String::clone).unwrap();
     assert_eq!(result.unwrap(), "all planned steps done");
@@ -316,4 +305,41 @@ fn a_step_ended_from_the_live_view_is_kept_and_the_sweep_goes_on() {
         .notes
         .iter()
         .any(|n| n == "step 2: ended early from the live view"));
+}
+
+/// The sink is fed every tick of every step (with its index and level), every stored step
+/// in order, and is closed once when the run ends.
+#[test]
+fn the_sink_gets_each_tick_and_each_step() {
+    #[derive(Default)]
+    struct Record {
+        ticks: Vec<(usize, f64)>,
+        done: Vec<usize>,
+        closed: usize,
+    }
+    impl super::Sink for Record {
+        fn tick(&mut self, t: &super::StepTick) {
+            self.ticks.push((t.index, t.offered()));
+        }
+        fn step_done(&mut self, rec: &crate::store::StepRecord, mode: &str) {
+            assert_eq!(mode, "open");
+            self.done.push(rec.step);
+        }
+        fn close(&mut self) {
+            self.closed += 1;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = plan(rates(&LEVELS[..3]));
+    let mut exec = Scripted::new(fake::server(1e9));
+    let base = fake::base(p.loads[0]);
+    let mut writer = fake::writer(dir.path(), "open");
+    let mut sink = Record::default();
+    let mut stepper = Stepper::new(&base, "open", None, Some(&mut writer), &mut sink, &mut exec);
+    let result = sweep(&mut stepper, &p);
+    stepper.finish(&result, String::clone).unwrap();
+    // The scripted engine ticks once per step.
+    assert_eq!(sink.ticks, [(0, LEVELS[0]), (1, LEVELS[1]), (2, LEVELS[2])]);
+    assert_eq!(sink.done, [0, 1, 2]);
+    assert_eq!(sink.closed, 1);
 }

@@ -364,11 +364,12 @@ impl<C: Channel> Executor for Controller<C> {
             series,
             interrupted,
             notes,
+            engine: None,
         })
     }
 
     fn rest(&mut self, d: Duration) {
-        crate::runner::Engine.rest(d);
+        crate::runner::LocalEngine.rest(d);
     }
 
     fn interrupted(&self) -> bool {

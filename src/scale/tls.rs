@@ -1,10 +1,10 @@
 //! The control channel's TLS: the agent's identity (a self-signed certificate made at start,
 //! or the owner's PEM files), its SHA-256 fingerprint, and the controller's client, which
 //! either pins that fingerprint or verifies the certificate against a CA file.
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use crate::engine::tls::{CertPolicy, Verifier};
+use rustls::client::danger::ServerCertVerified;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::DigitallySignedStruct;
 use std::sync::Arc;
 
 /// PEM files are small; a cap keeps a wrong path from filling memory.
@@ -117,7 +117,7 @@ pub fn client(trust: &Trust) -> Result<Arc<rustls::ClientConfig>, String> {
     let mut cfg = match trust {
         Trust::Pinned(fp) => b
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(Pinned { fp: *fp, p }))
+            .with_custom_certificate_verifier(Verifier::new(Pinned(*fp), p))
             .with_no_client_auth(),
         Trust::Ca(pem) => {
             let mut roots = rustls::RootCertStore::empty();
@@ -137,17 +137,14 @@ pub fn client(trust: &Trust) -> Result<Arc<rustls::ClientConfig>, String> {
     Ok(Arc::new(cfg))
 }
 
-/// Accepts exactly the certificate whose SHA-256 is `fp` (names and dates are the pin's
-/// business: the owner printed it); the handshake's signatures are still verified, so only
-/// the holder of that certificate's key gets through.
+/// Accepts exactly the certificate whose SHA-256 is the pin (names and dates are the pin's
+/// business: the owner printed it); the handshake's signatures are still verified (the shared
+/// [`Verifier`]), so only the holder of that certificate's key gets through.
 #[derive(Debug)]
-struct Pinned {
-    fp: [u8; 32],
-    p: Arc<rustls::crypto::CryptoProvider>,
-}
+struct Pinned([u8; 32]);
 
-impl ServerCertVerifier for Pinned {
-    fn verify_server_cert(
+impl CertPolicy for Pinned {
+    fn check(
         &self,
         end_entity: &CertificateDer<'_>,
         _: &[CertificateDer<'_>],
@@ -156,7 +153,7 @@ impl ServerCertVerifier for Pinned {
         _: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         let d = ring::digest::digest(&ring::digest::SHA256, end_entity.as_ref());
-        if crate::observe::agent::constant_time_eq(d.as_ref(), &self.fp) {
+        if crate::observe::agent::constant_time_eq(d.as_ref(), &self.0) {
             Ok(ServerCertVerified::assertion())
         } else {
             Err(rustls::Error::General(format!(
@@ -164,38 +161,6 @@ impl ServerCertVerifier for Pinned {
                 fingerprint(end_entity.as_ref())
             )))
         }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.p.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.p.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.p.signature_verification_algorithms.supported_schemes()
     }
 }
 
@@ -216,5 +181,29 @@ mod tests {
         }
         client(&Trust::Pinned(fp)).unwrap();
         assert!(client(&Trust::Ca(b"not pem".to_vec())).is_err());
+    }
+
+    /// The pin through the shared verifier: the pinned certificate passes whatever its name,
+    /// another one is refused and named; the signatures are the provider's to check.
+    #[test]
+    fn the_pin_accepts_its_certificate_only() {
+        let make = || {
+            let key = rcgen::KeyPair::generate().unwrap();
+            let params = rcgen::CertificateParams::new(vec!["localhost".into()]).unwrap();
+            params.self_signed(&key).unwrap().der().clone()
+        };
+        let (mine, other) = (make(), make());
+        let pin = parse_fingerprint(&fingerprint(mine.as_ref())).unwrap();
+        let v = Verifier::new(Pinned(pin), provider());
+        let name = ServerName::try_from("elsewhere.example").unwrap();
+        let now = UnixTime::now();
+        use rustls::client::danger::ServerCertVerifier;
+        assert!(v.verify_server_cert(&mine, &[], &name, &[], now).is_ok());
+        let e = v
+            .verify_server_cert(&other, &[], &name, &[], now)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not the pinned fingerprint"), "{e}");
+        assert!(!v.supported_verify_schemes().is_empty());
     }
 }

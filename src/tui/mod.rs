@@ -4,7 +4,7 @@
 //! step in progress. Shown by `run`, `sweep` and `capacity` when standard output and error are
 //! terminals, unless `--no-tui` or `--quiet`.
 //!
-//! It is fed what the progress line is fed ([`LiveView`], from `report::progress`: the
+//! It is fed what the progress line is fed ([`LiveView`], from `liverun::progress`: the
 //! runner's tick, once a second, off the workers' threads) and draws on its own thread, at
 //! most four times a second. Files: `model.rs` what the panels show (plain data), `view.rs`
 //! how they are drawn, `term.rs` the terminal's raw mode and its restoring.
@@ -16,8 +16,8 @@ mod view;
 
 pub use model::{Model, Setup};
 
+use crate::liverun::progress::{LiveView, Tick};
 use crate::observe::Sample;
-use crate::report::progress::{LiveView, Tick};
 use crate::store::StepRecord;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -1,8 +1,8 @@
 //! What the live view shows, as plain data: updated from the runner's ticks, finished steps
 //! and the observer's newest samples, drawn by `view.rs`. No terminal here, so the unit tests
 //! script a sequence of ticks and read what each panel holds.
+use crate::liverun::progress::{SecondLatency, Tick};
 use crate::observe::Sample;
-use crate::report::progress::{SecondLatency, Tick};
 use crate::store::StepRecord;
 use std::collections::VecDeque;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Draws the [`Model`] with ratatui: header, live rates, the sweep so far, the server's side
 //! and the keys. Drawn on the view's own thread; `tests.rs` draws it on a `TestBackend`.
 use super::model::Model;
-use crate::report::progress::{fmt_secs, SecondLatency};
+use crate::liverun::progress::{fmt_secs, SecondLatency};
 use crate::units::{fmt_ms, fmt_num};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};

@@ -5,7 +5,7 @@
 //! https also shows TLS resumption; the ALPN answer), and runs the rules of `audit::*`.
 //! With `lab`, the stack's URL, probe page, FPM status and pool size come from its state.
 use super::config::{ConnConfig, HttpVersion, RequestConfig, TlsConfig};
-use super::run::{self, RunConfig, RunLoad};
+use super::run_config::{RunConfig, RunLoad};
 use crate::audit::db::{self, DbEvidence};
 use crate::audit::http::{Arm, ACCEPT_ENCODING};
 use crate::audit::php::{PhpEvidence, PhpIni};
@@ -364,11 +364,10 @@ fn arm(
             },
             ..ConnConfig::default()
         },
-        quiet: true,
         ..RunConfig::default()
     };
-    let (ec, urls) = rc.engine_config().map_err(|e| e.to_string())?;
-    let (s, outcome) = run::execute(&ec, &urls, true).map_err(|e| e.to_string())?;
+    let (ec, _) = rc.engine_config().map_err(|e| e.to_string())?;
+    let (s, outcome) = execute(&ec).map_err(|e| e.to_string())?;
     if outcome.interrupted {
         return Err("interrupted".into());
     }
@@ -426,4 +425,20 @@ pub fn before_load(url: &str, tls: &TlsConfig, dir: &std::path::Path, quiet: boo
         Ok(_) => {}
         Err(e) => crate::eoutln!("overload: the audit before the sweep failed: {e}"),
     }
+}
+
+/// Runs the load once, showing nothing, and returns its summary (the A/B arms: no folder,
+/// no progress).
+fn execute(
+    cfg: &crate::engine::EngineConfig,
+) -> crate::Result<(crate::metrics::Summary, crate::engine::Outcome)> {
+    crate::signals::install();
+    let ctl = crate::engine::Control::new(cfg.threads);
+    let outcome = crate::engine::run(cfg, &ctl, |_| {})?;
+    let (rate, users) = cfg.offered();
+    let window = outcome.planned_window(cfg);
+    let mut summary =
+        crate::metrics::Summary::from_recorder(&outcome.recorder, rate, users, window);
+    summary.protocol = Some(cfg.protocol_choice.clone());
+    Ok((summary, outcome))
 }

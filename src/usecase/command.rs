@@ -228,6 +228,11 @@ pub fn timing(a: &mut Argv, t: &StepTiming, slo: Option<&str>, o: &Output) {
     if let Some(s) = slo {
         a.opt("--slo", s);
     }
+    output(a, o);
+}
+
+/// The options of the results folder and of how the run is shown (every run kind).
+pub fn output(a: &mut Argv, o: &Output) {
     if let Some(d) = &o.out {
         a.opt("--out", d.display().to_string());
     }
@@ -242,6 +247,9 @@ pub fn timing(a: &mut Argv, t: &StepTiming, slo: Option<&str>, o: &Output) {
     }
     if let Some(p) = &o.hdr_log {
         a.opt("--hdr-log", p.display().to_string());
+    }
+    if let Some(t) = &o.title {
+        a.opt("--title", t.clone());
     }
     if o.quiet {
         a.arg("-q");

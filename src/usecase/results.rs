@@ -1,10 +1,8 @@
-//! The results folder of a sweep or capacity search: where it goes, what run.json says, the
-//! report written beside it, and the analysis text shown when the run ends.
-use crate::analysis::{Analysis, Slo};
-use crate::report::progress::SweepProgress;
-use crate::report::{export, Format, RunReport};
+//! The results folder of a run: where it goes, what run.json says, and the analysis text
+//! shown when the run ends (the lifecycle writes the report beside it).
+use crate::analysis::Slo;
+use crate::report::export;
 use crate::store::{self, RunInfo, Writer};
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 /// `runs/<UTC time>-<name>`.
@@ -111,26 +109,6 @@ pub fn open(
     Writer::create(&dir, info)
 }
 
-/// `--live-port`/`--live-listen`: serves `dir`'s report while the run goes on and says where.
-/// The page stops when the returned value is dropped: callers keep it until their last
-/// report is written.
-pub fn live_page(
-    out: &super::config::Output,
-    dir: &Path,
-) -> crate::Result<Option<crate::live::LivePage>> {
-    let Some(addr) = out.live_addr() else {
-        return Ok(None);
-    };
-    let flag = if out.live_listen.is_some() {
-        format!("--live-listen {addr}")
-    } else {
-        format!("--live-port {}", addr.port())
-    };
-    let page = crate::live::LivePage::start(addr, &flag, dir)?;
-    crate::eoutln!("overload: live report at {}", page.url());
-    Ok(Some(page))
-}
-
 /// `--hdr-log FILE`: refused before the run when FILE cannot be written (no such folder).
 pub fn check_hdr_log(path: Option<&Path>) -> crate::Result<()> {
     match path {
@@ -138,55 +116,6 @@ pub fn check_hdr_log(path: Option<&Path>) -> crate::Result<()> {
             .map_err(|e| crate::Error::usage(e.to_string().replacen("--out", "--hdr-log", 1))),
         None => Ok(()),
     }
-}
-
-/// `--hdr-log FILE`: HdrHistogram's interval log of what `dir` holds, written by the same
-/// exporter as `overload report --format hdr-log` (safe write: no link followed).
-pub fn write_hdr_log(dir: &Path, path: &Path) -> crate::Result<()> {
-    let r = RunReport::load(dir)?;
-    export::write(&r, Format::HdrLog, Some(path))?;
-    Ok(())
-}
-
-/// The progress of a stepped run: the live view on the terminal when `out` asks for it
-/// (and not `--quiet`), else the bar and the per-step lines.
-pub fn stepped_progress(
-    out: &super::config::Output,
-    progress: SweepProgress,
-    setup: crate::tui::Setup,
-) -> crate::Result<SweepProgress> {
-    if out.live_view && !out.quiet {
-        Ok(progress.with_view(Box::new(crate::tui::LiveScreen::start(setup)?)))
-    } else {
-        Ok(progress)
-    }
-}
-
-/// The analysis after a sweep or search: a blank line, the bottleneck verdict, the findings,
-/// the notes.
-pub fn analysis_text(a: &Analysis, notes: &[String]) -> String {
-    let mut o = String::from("\n");
-    if let Some(b) = &a.bottleneck {
-        o.push_str(&crate::report::bottleneck::text(b));
-    }
-    for f in &a.findings {
-        let _ = writeln!(o, "  • {f}");
-    }
-    for n in notes {
-        let _ = writeln!(o, "  ! {n}");
-    }
-    o
-}
-
-/// Writes DIR/report.html from what is on disk (so it shows exactly what `overload report`
-/// would) and returns its path.
-pub fn write_report(dir: &Path) -> crate::Result<PathBuf> {
-    let r = RunReport::load(dir)?;
-    let paths = export::write(&r, Format::Html, None)?;
-    Ok(paths
-        .into_iter()
-        .next()
-        .unwrap_or_else(|| dir.join("report.html")))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The use cases end to end on the scripted executor: configuration in, results folder and
 //! printed outcome out, with no socket opened and no sleep.
-use super::capacity::{self, CapacityConfig};
-use super::sweep::{self, Levels, SweepConfig};
+use super::{capacity, CapacityConfig};
+use super::{sweep, Levels, SweepConfig};
 use super::{Output, RequestConfig, StepTiming};
 use crate::runner::fake::{self, Scripted, Shape};
 use std::path::Path;
@@ -236,7 +236,7 @@ fn demo_names_saturation_as_the_analysis_does() {
         .collect();
     let analysis = crate::analysis::analyze("open", &steps, None);
     let words = analysis.saturation.as_ref().unwrap().describe("req/s");
-    let outcome = super::demo::DemoOutcome {
+    let outcome = super::DemoOutcome {
         capacity: 400.0,
         dir: "runs/x".into(),
         report: "runs/x/report.html".into(),
@@ -377,4 +377,80 @@ fn segments_refuse_empty_shares_and_start_times_out_of_range() {
         !tmp.path().join("run").exists(),
         "no results folder for a refused plan"
     );
+}
+
+/// The demo says how long it takes, and the README and `demo --help` say the same: its plan's
+/// steps (up to the target's capacity, where it saturates, and 2 more), each a warm-up and a
+/// measured step, the rests between, and the queue a step past the capacity leaves to drain.
+#[test]
+fn demo_announces_the_time_its_plan_takes() {
+    use super::demo_config::{self as demo, DemoConfig};
+    let cfg = DemoConfig::default();
+    let capacity = cfg.workers as f64 * 1000.0 / cfg.service_ms as f64;
+    let rates = demo::rates(capacity);
+    assert_eq!(rates.len(), 13);
+    // The first step at the capacity saturates; the sweep stops 2 steps later.
+    let knee = rates.iter().position(|&r| r >= capacity - 1e-9).unwrap();
+    let run = &rates[..=knee + 2];
+    let per_step = (demo::WARMUP + cfg.step).as_secs_f64();
+    let drain: f64 = run
+        .iter()
+        .map(|r| (r / capacity - 1.0).max(0.0) * per_step)
+        .sum();
+    let want =
+        run.len() as f64 * per_step + (run.len() - 1) as f64 * demo::REST.as_secs_f64() + drain;
+    let time = demo::expected_time(&cfg);
+    assert_eq!(time.steps, 9);
+    assert!(
+        (time.typical.as_secs_f64() - want).abs() < 1e-6,
+        "{time:?} vs {want}"
+    );
+    assert!(time.longest > time.typical, "{time:?}");
+    // Measured: 43.8 s in the dev build on a loaded 2-core machine (the announcement rounds up).
+    let about = demo::about(time.typical);
+    assert_eq!(about, "about 45 s");
+    let target = super::DemoTarget {
+        url: "http://127.0.0.1:1".into(),
+        workers: cfg.workers,
+        service_ms: cfg.service_ms,
+        capacity,
+        time,
+    };
+    assert!(target.to_string().contains(&about), "{target}");
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let demo_line = readme
+        .lines()
+        .find(|l| l.contains("-- demo"))
+        .expect("the demo command");
+    assert!(demo_line.contains(&about), "README says: {demo_line}");
+}
+
+/// The demo runs the steps it announces: against a server that answers at most 93% of its
+/// theoretical capacity (what the target gives there: 358 to 372 of 400 req/s), it saturates
+/// at the first step at the capacity and stops 2 steps later, with the rests between.
+#[test]
+fn demo_runs_the_steps_it_announces() {
+    use super::demo_config::{self as demo, DemoConfig};
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = DemoConfig {
+        output: Output {
+            out: Some(tmp.path().join("demo")),
+            quiet: true,
+            ..Output::default()
+        },
+        ..DemoConfig::default()
+    };
+    let capacity = cfg.workers as f64 * 1000.0 / cfg.service_ms as f64;
+    let mut exec = Scripted::new(|_, offered: f64| {
+        let served = offered.min(0.93 * capacity);
+        Shape::ok(served, if served < offered { 800.0 } else { 25.0 })
+    });
+    let mut announced = None;
+    let outcome = super::demo::run(&cfg, &mut exec, |t| announced = Some(t.time)).unwrap();
+    assert!(outcome.complete);
+    let time = announced.expect("announced");
+    assert_eq!(exec.offered.len(), time.steps, "{:?}", exec.offered);
+    assert_eq!(exec.offered, demo::rates(capacity)[..time.steps].to_vec());
+    assert_eq!(exec.rests, vec![demo::REST; time.steps - 1]);
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::common::{bin, output_within};
 use super::{serial, Lab};
-use overload::analysis::bottleneck::{Bottleneck, Evidence, Limit, Outcome};
+use overload::analysis::bottleneck::{Bottleneck, Diagnosis, Evidence, Limit};
 
 /// Sweeps `url` with `args` into the prefix, then reads the verdict back from the results
 /// folder (as `overload report` does). Panics with the sweep's output when it failed or
@@ -96,7 +96,7 @@ pub fn prefork_x8_on_wait_is_the_worker_pool() {
             &status,
         ],
     );
-    assert_eq!(b.outcome, Outcome::Limit, "{}", b.verdict);
+    assert_eq!(b.outcome, Diagnosis::Limit, "{}", b.verdict);
     assert_eq!(b.candidates[0].limit, Limit::WorkerPool, "{}", b.verdict);
     assert!(
         b.candidates[0].seen.contains("all 8 Apache workers busy"),

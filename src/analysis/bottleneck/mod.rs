@@ -83,7 +83,7 @@ pub struct Candidate {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Outcome {
+pub enum Diagnosis {
     /// One candidate reached its limit first.
     Limit,
     /// Two or more reached their limits in the same step.
@@ -99,7 +99,7 @@ pub struct Bottleneck {
     pub knee_load: f64,
     /// The first step whose response time p90 doubled over the lighter steps' best.
     pub latency_rise_step: usize,
-    pub outcome: Outcome,
+    pub outcome: Diagnosis,
     /// The one line: the knee, the winner with its numbers, the others briefly, the change.
     pub verdict: String,
     /// Every observed candidate, best first.
@@ -111,7 +111,7 @@ pub struct Bottleneck {
 impl Bottleneck {
     /// The winner (or the first of a tie); None without evidence.
     pub fn leader(&self) -> Option<&Candidate> {
-        (self.outcome != Outcome::NoEvidence).then(|| &self.candidates[0])
+        (self.outcome != Diagnosis::NoEvidence).then(|| &self.candidates[0])
     }
 }
 
@@ -185,10 +185,10 @@ fn diagnose_on(
                 && b.evidence == Evidence::AtLimit
                 && a.from_step == b.from_step =>
         {
-            Outcome::Tie
+            Diagnosis::Tie
         }
-        [a, ..] if a.evidence == Evidence::AtLimit => Outcome::Limit,
-        _ => Outcome::NoEvidence,
+        [a, ..] if a.evidence == Evidence::AtLimit => Diagnosis::Limit,
+        _ => Diagnosis::NoEvidence,
     };
     let knee_load = steps.get(knee).map_or(0.0, |s| s.offered);
     let verdict = verdict(&c, knee, knee_load, outcome, &candidates, &not_observed);
@@ -336,7 +336,7 @@ fn verdict(
     c: &Ctx,
     knee: usize,
     load: f64,
-    outcome: Outcome,
+    outcome: Diagnosis,
     cands: &[Candidate],
     not_observed: &[String],
 ) -> String {
@@ -370,7 +370,7 @@ fn verdict(
         }
     };
     match outcome {
-        Outcome::Limit => {
+        Diagnosis::Limit => {
             let w = &cands[0];
             format!(
                 "{head}: {}{} → {}; {}",
@@ -380,7 +380,7 @@ fn verdict(
                 w.change
             )
         }
-        Outcome::Tie => {
+        Diagnosis::Tie => {
             let n = cands
                 .iter()
                 .take_while(|x| {
@@ -399,7 +399,7 @@ fn verdict(
                 cands[0].change
             )
         }
-        Outcome::NoEvidence => {
+        Diagnosis::NoEvidence => {
             let near: Vec<String> = cands
                 .iter()
                 .filter(|x| x.evidence == Evidence::Near)

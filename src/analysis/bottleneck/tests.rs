@@ -152,7 +152,7 @@ fn pool_steps() -> Vec<Srv> {
 #[test]
 fn a_full_pool_is_named_with_its_numbers() {
     let b = diagnose("open", &sweep(&RISE, &pool_steps()), 3, Context::default());
-    assert_eq!(b.outcome, Outcome::Limit);
+    assert_eq!(b.outcome, Diagnosis::Limit);
     let w = b.leader().unwrap();
     assert_eq!(w.limit, Limit::WorkerPool);
     assert_eq!(w.from_step, Some(2));
@@ -389,7 +389,7 @@ fn the_database_when_it_led() {
         d(8.0, 990, 8.0, 90.0),
     ];
     let b = diagnose("open", &sweep(&RISE, &v), 3, Context::default());
-    assert_eq!(b.outcome, Outcome::Limit);
+    assert_eq!(b.outcome, Diagnosis::Limit);
     let w = b.leader().unwrap();
     assert_eq!((w.limit, w.from_step), (Limit::Database, Some(1)));
     assert_eq!(b.candidates[1].limit, Limit::WorkerPool);
@@ -447,7 +447,7 @@ fn memory_and_the_network() {
         3,
         Context::default(),
     );
-    assert_eq!(b.outcome, Outcome::NoEvidence, "{}", b.verdict);
+    assert_eq!(b.outcome, Diagnosis::NoEvidence, "{}", b.verdict);
 
     // 95 Mbit/s of a 100 Mbit/s link from step 3.
     let mut steps = sweep(&RISE, &vec![Srv::default(); 4]);
@@ -499,7 +499,7 @@ fn the_limit_that_led_the_latency_rise_ranks_first_and_equal_onsets_tie() {
             .collect()
     };
     let b = diagnose("open", &sweep(&RISE, &v(1, 2)), 3, Context::default());
-    assert_eq!(b.outcome, Outcome::Limit);
+    assert_eq!(b.outcome, Diagnosis::Limit);
     assert_eq!(
         b.candidates
             .iter()
@@ -510,7 +510,7 @@ fn the_limit_that_led_the_latency_rise_ranks_first_and_equal_onsets_tie() {
     );
     assert_eq!(b.candidates[0].lead_steps, Some(2));
     let b = diagnose("open", &sweep(&RISE, &v(2, 2)), 3, Context::default());
-    assert_eq!(b.outcome, Outcome::Tie);
+    assert_eq!(b.outcome, Diagnosis::Tie);
     assert!(
         b.verdict.starts_with("knee at 400 req/s (step 4): a tie, all at their limit from the same step: the worker pool (all 8 workers busy"),
         "{}",
@@ -541,7 +541,7 @@ fn host_wide_noise_does_not_win() {
         noisy(7.0, 0.0),
     ];
     let b = diagnose("open", &sweep(&RISE, &v), 3, Context::default());
-    assert_eq!(b.outcome, Outcome::NoEvidence, "{}", b.verdict);
+    assert_eq!(b.outcome, Diagnosis::NoEvidence, "{}", b.verdict);
     assert!(b.candidates.iter().all(|c| c.evidence != Evidence::AtLimit));
     let acc = b
         .candidates
@@ -584,7 +584,7 @@ fn host_wide_noise_does_not_win() {
     }
     v[3].fpm = Some((7.0, 8.0, 0.0, 0));
     let b = diagnose("open", &sweep(&RISE, &v), 3, Context::default());
-    assert_eq!(b.outcome, Outcome::NoEvidence);
+    assert_eq!(b.outcome, Diagnosis::NoEvidence);
     let cpu = b.candidates.iter().find(|c| c.limit == Limit::Cpu).unwrap();
     assert_eq!(cpu.evidence, Evidence::None);
     assert_eq!(cpu.brief, "host CPU 97% (server's share unknown)");
@@ -597,7 +597,7 @@ fn nothing_observed_is_said_so() {
         s.server = None;
     }
     let b = diagnose("closed", &steps, 3, Context::default());
-    assert_eq!(b.outcome, Outcome::NoEvidence);
+    assert_eq!(b.outcome, Diagnosis::NoEvidence);
     assert!(b.leader().is_none());
     assert_eq!(
         b.candidates.len(),
@@ -703,7 +703,7 @@ fn a_ramp_names_the_pool_at_its_knee() {
     let k = a.knee.as_ref().expect("a knee");
     assert!((k.level - 400.0).abs() <= 40.0, "{k:?}");
     let b = a.bottleneck.expect("a verdict");
-    assert_eq!(b.outcome, Outcome::Limit, "{}", b.verdict);
+    assert_eq!(b.outcome, Diagnosis::Limit, "{}", b.verdict);
     let lead = b.leader().unwrap();
     assert_eq!(lead.limit, Limit::WorkerPool);
     assert!(lead.seen.contains(" s at "), "{}", lead.seen);

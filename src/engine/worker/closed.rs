@@ -3,6 +3,7 @@
 //! start when it reaches them and stop after their current request when it falls below.
 use super::Worker;
 use crate::engine::conn::{Phase, NO_USER};
+use crate::engine::protocol::Wire;
 use crate::engine::transport::Transport;
 use std::cmp::Reverse;
 use std::time::{Duration, Instant};
@@ -11,7 +12,7 @@ use std::time::{Duration, Instant};
 /// than anyone reads a users' timeline, cheap beside the requests.
 const RAMP_CHECK: Duration = Duration::from_millis(10);
 
-impl<T: Transport> Worker<'_, T> {
+impl<T: Transport, W: Wire<T>> Worker<'_, T, W> {
     /// A user decides what to do next: think, send, or stop. `first`: the user's first
     /// request goes out at once; think time comes after each answer.
     pub(super) fn user_next(&mut self, u: usize, now: Instant, first: bool) {
@@ -42,7 +43,7 @@ impl<T: Transport> Worker<'_, T> {
         self.think.push(Reverse((now + think, u)));
     }
 
-    pub(super) fn user_send(&mut self, u: usize, intended: Instant, now: Instant) {
+    pub(in crate::engine) fn user_send(&mut self, u: usize, intended: Instant, now: Instant) {
         let counted = intended >= self.warm_end;
         if !self.take_budget(counted) {
             self.end_user(u);

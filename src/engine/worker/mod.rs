@@ -3,25 +3,26 @@
 //! [`Transport`], generic so the hot path is statically dispatched. The open loop's dispatch
 //! lives in `open.rs`, the closed loop's users in `closed.rs`.
 //!
-//! HTTP/2's multiplexing (`mux.rs`) puts the same slots on streams of shared connections.
+//! How the slots' requests reach connections is the protocol's business (`W`, a
+//! [`Wire`]: `protocol/http1.rs` a connection per slot, `protocol/http2.rs` the slots on
+//! streams of shared connections); the loop holds no protocol branch.
 //!
 //! The hot path per request is: pop an idle connection (or connect), one `write` of the
 //! pre-rendered request, `read`s into the thread's shared buffer fed to the parser, three
 //! histogram records. Nothing on it allocates.
 mod closed;
-mod mux;
 mod open;
 mod session;
 
 use super::backoff::Backoff;
-use super::conn::{Conn, Phase, Reuse, Step};
+use super::conn::{Conn, Phase, Step};
 use super::pacing::{Schedule, TimerFd};
+use super::protocol::{Reuse, Wire};
 use super::transport::{Handshake, Transport};
 use super::{Control, EngineConfig, Load, Pick};
 use crate::metrics::{ErrorKind, Recorder, TlsReason};
 use crate::plan::segment::Lane;
-use mio::{Events, Interest, Poll, Token};
-use mux::{Mux, H2_FLAG};
+use mio::{Events, Poll, Token};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::ErrorKind as IoKind;
@@ -32,28 +33,30 @@ use std::time::{Duration, Instant};
 const TIMER: Token = Token(usize::MAX);
 const READ_BUF: usize = 64 * 1024;
 /// Full reads one connection may do per turn of the loop (1 MiB) before yielding to the others.
-const READS_PER_TURN: usize = 16;
+pub(in crate::engine) const READS_PER_TURN: usize = 16;
 
-fn token(idx: usize, gen: u32) -> Token {
+/// The poller's token of a connection: its index (a slot's, or the protocol's own) and its
+/// generation, so an event of a closed connection is told from its successor's.
+pub(in crate::engine) fn token(idx: usize, gen: u32) -> Token {
     Token(idx | ((gen as usize) << 32))
 }
 
-pub(super) struct Worker<'a, T: Transport> {
-    cfg: &'a EngineConfig,
+/// The fields and methods the protocols drive are visible to the engine (`pub(in
+/// crate::engine)`); the rest is the loop's own.
+pub(in crate::engine) struct Worker<'a, T: Transport, W: Wire<T>> {
+    pub(in crate::engine) cfg: &'a EngineConfig,
     /// What the transport needs to open a connection.
-    setup: T::Setup,
-    reuse: Reuse,
+    pub(in crate::engine) setup: T::Setup,
+    pub(in crate::engine) reuse: Reuse,
     ctl: Arc<Control>,
     id: usize,
-    poll: Poll,
-    conns: Vec<Conn<T>>,
+    pub(in crate::engine) poll: Poll,
+    pub(in crate::engine) conns: Vec<Conn<T>>,
     free_slots: Vec<usize>,
-    /// Idle kept-alive connections per address, as (slot, gen); stale entries are skipped.
-    idle: Vec<Vec<(usize, u32)>>,
-    open: usize,
-    max_conns: usize,
-    rec: Recorder,
-    buf: Box<[u8]>,
+    pub(in crate::engine) open: usize,
+    pub(in crate::engine) max_conns: usize,
+    pub(in crate::engine) rec: Recorder,
+    pub(in crate::engine) buf: Box<[u8]>,
     rng: fastrand::Rng,
     timer: TimerFd,
     schedule: Option<Schedule>,
@@ -64,23 +67,23 @@ pub(super) struct Worker<'a, T: Transport> {
     budget: Option<u64>,
     think: BinaryHeap<Reverse<(Instant, usize)>>,
     think_range: (Duration, Duration),
-    warm_end: Instant,
+    pub(in crate::engine) warm_end: Instant,
     /// No request intended at or after this is sent.
     send_end: Option<Instant>,
     scan_every: Duration,
     next_scan: Instant,
-    notes: Vec<String>,
+    pub(in crate::engine) notes: Vec<String>,
     fd_note_done: bool,
     /// When the schedule last sent something (pacing slack counts from there).
     last_dispatch: Instant,
     /// Per request of the mix: may it be retried after a stale keep-alive connection?
-    idempotent: Vec<bool>,
+    pub(in crate::engine) idempotent: Vec<bool>,
     /// Connections with unread data left when they yielded to the others (see `read_response`),
     /// as (slot, gen); `more_next` is the spare list swapped in while they are served.
-    more: Vec<(usize, u32)>,
+    pub(in crate::engine) more: Vec<(usize, u32)>,
     more_next: Vec<(usize, u32)>,
-    /// HTTP/2 (`--http 2`): the multiplexed connections the slots' requests ride on.
-    mux: Option<Mux<T>>,
+    /// The protocol's side: how the slots' requests reach connections.
+    pub(in crate::engine) wire: W,
     /// `--scenario`: its users (closed loop: user `u` on slot `u`; open loop: the sessions',
     /// reused as they end); each slot names its user (`Conn::user`). Empty otherwise.
     users: Vec<session::Visitor>,
@@ -107,15 +110,15 @@ pub(super) struct Worker<'a, T: Transport> {
 /// The fds a worker needs besides its connections: its epoll and its timer. The engine opens
 /// them for every thread before any thread connects: otherwise, short of fds, the first
 /// threads' connections could leave none for a later thread's epoll, failing the whole run.
-pub(super) fn event_fds() -> crate::Result<(Poll, TimerFd)> {
+pub(in crate::engine) fn event_fds() -> crate::Result<(Poll, TimerFd)> {
     let poll = Poll::new().map_err(|e| crate::Error::runtime(format!("epoll: {e}")))?;
     let timer = TimerFd::new(poll.registry(), TIMER)
         .map_err(|e| crate::Error::runtime(format!("timerfd: {e}")))?;
     Ok((poll, timer))
 }
 
-impl<'a, T: Transport> Worker<'a, T> {
-    pub(super) fn new(
+impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
+    pub(in crate::engine) fn new(
         cfg: &'a EngineConfig,
         id: usize,
         threads: usize,
@@ -123,7 +126,7 @@ impl<'a, T: Transport> Worker<'a, T> {
         ctl: &Arc<Control>,
         (poll, timer): (Poll, TimerFd),
         setup: T::Setup,
-    ) -> crate::Result<Worker<'a, T>> {
+    ) -> crate::Result<Worker<'a, T, W>> {
         let warm_end = origin + cfg.warmup;
         let send_end = cfg.duration.map(|d| warm_end + d);
         let share = |n: u64| n / threads as u64 + u64::from((id as u64) < n % threads as u64);
@@ -155,10 +158,7 @@ impl<'a, T: Transport> Worker<'a, T> {
                     }
                     None => share(users as u64) as usize,
                 };
-                // HTTP/2: each user takes a stream; the thread's users share connections.
-                let conns = cfg
-                    .http2
-                    .map_or(n, |h| n.div_ceil(h.streams.max(1) as usize).max(1));
+                let conns = cfg.protocol.connections_for(n);
                 (n, conns, None, think)
             }
         };
@@ -196,10 +196,7 @@ impl<'a, T: Transport> Worker<'a, T> {
         Ok(Worker {
             cfg,
             setup,
-            reuse: Reuse {
-                keep_alive: cfg.keep_alive,
-                calls_per_connection: cfg.calls_per_connection,
-            },
+            reuse: cfg.reuse(),
             ctl: Arc::clone(ctl),
             id,
             poll,
@@ -213,7 +210,6 @@ impl<'a, T: Transport> Worker<'a, T> {
                 })
                 .collect(),
             free_slots: Vec::new(),
-            idle: vec![Vec::new(); cfg.addrs.len()],
             open: 0,
             max_conns,
             rec,
@@ -236,7 +232,7 @@ impl<'a, T: Transport> Worker<'a, T> {
             idempotent: cfg.requests.iter().map(|p| p.idempotent()).collect(),
             more: Vec::with_capacity(slots.max(16)),
             more_next: Vec::with_capacity(slots.max(16)),
-            mux: cfg.http2.map(|h| Mux::<T>::new(h.streams)),
+            wire: W::new(cfg),
             users,
             free_users: Vec::new(),
             gate,
@@ -254,7 +250,7 @@ impl<'a, T: Transport> Worker<'a, T> {
     }
 
     /// Runs the loop to the end; returns the measurements and notes.
-    pub(super) fn run(&mut self) -> crate::Result<(Recorder, Vec<String>)> {
+    pub(in crate::engine) fn run(&mut self) -> crate::Result<(Recorder, Vec<String>)> {
         let mut events = Events::with_capacity(1024);
         let cpu_start = crate::metrics::recorder::thread_cpu_time();
         let now = Instant::now();
@@ -319,8 +315,8 @@ impl<'a, T: Transport> Worker<'a, T> {
                 // epoll rounds up to whole milliseconds: wake a little early rather than late.
                 Some((wake - now).saturating_sub(Duration::from_micros(900)))
             };
-            // HTTP/2: the streams opened this turn go out, one write per connection.
-            self.h2_flush();
+            // Output the protocol buffered this turn (HTTP/2: one write per connection).
+            W::flush(self);
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() != IoKind::Interrupted {
                     return Err(crate::Error::runtime(format!("epoll_wait: {e}")));
@@ -333,21 +329,10 @@ impl<'a, T: Transport> Worker<'a, T> {
                 }
                 let idx = ev.token().0 & 0xFFFF_FFFF;
                 let gen = (ev.token().0 >> 32) as u32;
-                if idx & H2_FLAG != 0 {
-                    self.h2_event(
-                        idx & !H2_FLAG,
-                        gen,
-                        ev.is_readable() || ev.is_error(),
-                        ev.is_writable(),
-                        ev.is_read_closed(),
-                    );
-                    continue;
-                }
-                if idx >= self.conns.len() || self.conns[idx].gen != gen {
-                    continue;
-                }
-                self.on_event(
+                W::event(
+                    self,
                     idx,
+                    gen,
                     ev.is_readable() || ev.is_error(),
                     ev.is_writable(),
                     ev.is_read_closed(),
@@ -369,9 +354,7 @@ impl<'a, T: Transport> Worker<'a, T> {
                 self.next_scan = now + self.scan_every;
             }
         }
-        if self.mux.is_some() {
-            self.h2_close_all();
-        }
+        W::close_all(self);
         self.publish();
         self.rec.close_seconds();
         self.rec.cpu = crate::metrics::recorder::thread_cpu_time().saturating_sub(cpu_start);
@@ -391,10 +374,7 @@ impl<'a, T: Transport> Worker<'a, T> {
         if self.gate.is_some() {
             return true;
         }
-        if self.mux.is_some() {
-            return self.h2_room(None);
-        }
-        self.open < self.max_conns || self.idle.iter().any(|v| !v.is_empty())
+        W::can_dispatch(self)
     }
 
     fn publish(&self) {
@@ -455,25 +435,11 @@ impl<'a, T: Transport> Worker<'a, T> {
         if counted {
             self.rec.requests += 1;
         }
-        if self.mux.is_some() {
-            self.h2_start(slot, now);
-            return;
-        }
-        let c = &self.conns[slot];
-        if c.stream.is_some() && c.addr == addr && self.cfg.keep_alive {
-            self.conns[slot].deadline = now + self.cfg.timeout;
-            self.send(slot, now);
-            return;
-        }
-        self.close_socket(slot);
-        self.conns[slot].addr = addr;
-        if let Err(kind) = self.connect(slot, now) {
-            self.connect_failed(slot, kind, now);
-        }
+        W::start(self, slot, addr, now);
     }
 
     /// A connection that could not even be started: no fd, no local port, refused at once.
-    fn connect_failed(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
+    pub(in crate::engine) fn connect_failed(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
         // (Not `self.schedule`: dispatch holds it while it starts requests.) A burst member
         // fails as any request: its burst goes on without it, no retry to recurse into.
         if matches!(self.cfg.load, Load::Open { .. }) || self.is_member_slot(slot) {
@@ -507,27 +473,15 @@ impl<'a, T: Transport> Worker<'a, T> {
         self.think.push(Reverse((at, slot)));
     }
 
-    fn connect(&mut self, slot: usize, now: Instant) -> Result<(), ErrorKind> {
-        let counted = self.conns[slot].counted;
-        let mut stream = self.open_socket(self.conns[slot].addr, counted, now)?;
-        let c = &mut self.conns[slot];
-        c.gen = c.gen.wrapping_add(1);
-        if let Err(e) = stream.register(
-            self.poll.registry(),
-            token(slot, c.gen),
-            Interest::READABLE | Interest::WRITABLE,
-        ) {
-            return Err(ErrorKind::from_io(&e, true));
-        }
-        c.attach(stream, now, self.cfg.timeout, self.cfg.connect_timeout);
-        self.open += 1;
-        Ok(())
-    }
-
     /// Starts a connect to address `addr` (both protocols' connections), unless the backoff
     /// holds attempts back: then the request fails as the last attempt did, with no attempt.
     /// `counted`: the attempt is in the measured window.
-    fn open_socket(&mut self, addr: usize, counted: bool, now: Instant) -> Result<T, ErrorKind> {
+    pub(in crate::engine) fn open_socket(
+        &mut self,
+        addr: usize,
+        counted: bool,
+        now: Instant,
+    ) -> Result<T, ErrorKind> {
         if let Some(kind) = self.backoff.holds(now) {
             if counted {
                 self.rec.connects_held += 1;
@@ -555,7 +509,7 @@ impl<'a, T: Transport> Worker<'a, T> {
 
     /// A connect attempt ended before its connection came up: refused, unreachable, timed
     /// out, or its TLS handshake failed (`hs`: the TLS transport's account of it).
-    fn connect_lost(
+    pub(in crate::engine) fn connect_lost(
         &mut self,
         kind: ErrorKind,
         hs: Option<Handshake>,
@@ -581,7 +535,12 @@ impl<'a, T: Transport> Worker<'a, T> {
 
     /// A connection came up (TCP connected and, over TLS, its handshake done): the backoff
     /// ends.
-    fn connection_up(&mut self, hs: Option<Handshake>, counted: bool, now: Instant) {
+    pub(in crate::engine) fn connection_up(
+        &mut self,
+        hs: Option<Handshake>,
+        counted: bool,
+        now: Instant,
+    ) {
         self.backoff.up(now);
         if counted && hs.is_some() {
             self.rec.handshakes_started += 1;
@@ -603,36 +562,15 @@ impl<'a, T: Transport> Worker<'a, T> {
         }
     }
 
-    fn close_socket(&mut self, slot: usize) {
+    pub(in crate::engine) fn close_socket(&mut self, slot: usize) {
         if let Some(mut s) = self.conns[slot].detach() {
             let _ = s.deregister(self.poll.registry());
             self.open -= 1;
         }
     }
 
-    fn on_event(&mut self, slot: usize, readable: bool, writable: bool, read_closed: bool) {
-        let now = Instant::now();
-        let step = self.conns[slot].on_event(
-            readable,
-            writable,
-            read_closed,
-            &self.cfg.requests,
-            self.reuse,
-            &mut self.buf,
-            READS_PER_TURN,
-            now,
-        );
-        self.apply(slot, step, now);
-    }
-
-    /// Writes (the rest of) the slot's request.
-    fn send(&mut self, slot: usize, now: Instant) {
-        let step = self.conns[slot].send_current(&self.cfg.requests, self.reuse, now);
-        self.apply(slot, step, now);
-    }
-
     /// Does what the connection asked for after an event.
-    fn apply(&mut self, slot: usize, step: Step, now: Instant) {
+    pub(in crate::engine) fn apply(&mut self, slot: usize, step: Step, now: Instant) {
         match step {
             Step::Wait => {}
             Step::Connected => {
@@ -645,7 +583,7 @@ impl<'a, T: Transport> Worker<'a, T> {
                 }
                 let c = &mut self.conns[slot];
                 c.deadline = c.started + self.cfg.timeout;
-                self.send(slot, now);
+                W::write(self, slot, now);
             }
             Step::Sent(len) => {
                 let c = &self.conns[slot];
@@ -654,7 +592,7 @@ impl<'a, T: Transport> Worker<'a, T> {
                     // Sent means its bytes reached the socket, once per request.
                     if c.deliveries == 1 {
                         self.rec.sent += 1;
-                        self.rec.protocols[usize::from(self.mux.is_some())] += 1;
+                        self.rec.protocols[W::INDEX] += 1;
                     }
                 }
             }
@@ -691,20 +629,18 @@ impl<'a, T: Transport> Worker<'a, T> {
         while i < self.more_next.len() {
             let (slot, gen) = self.more_next[i];
             i += 1;
-            if slot & H2_FLAG != 0 {
-                self.h2_read_more(slot & !H2_FLAG, gen, now);
-                continue;
-            }
-            let c = &mut self.conns[slot];
-            if c.gen == gen && matches!(c.phase, Phase::Writing | Phase::Reading) {
-                let step = c.receive(&mut self.buf, READS_PER_TURN, self.reuse);
-                self.apply(slot, step, now);
-            }
+            W::read_more(self, slot, gen, now);
         }
         self.more_next.clear();
     }
 
-    fn complete(&mut self, slot: usize, status: u16, reusable: bool, now: Instant) {
+    pub(in crate::engine) fn complete(
+        &mut self,
+        slot: usize,
+        status: u16,
+        reusable: bool,
+        now: Instant,
+    ) {
         let c = &self.conns[slot];
         let forgiven = if self.schedule.is_some() {
             self.cfg.pacing_slack
@@ -731,12 +667,13 @@ impl<'a, T: Transport> Worker<'a, T> {
         self.after_request(slot, reusable, now);
     }
 
-    fn fail(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
+    pub(in crate::engine) fn fail(&mut self, slot: usize, kind: ErrorKind, now: Instant) {
         let c = &self.conns[slot];
         let hs = c.stream.as_ref().and_then(T::handshake);
-        // HTTP/1.1's own connection failed while it connected (HTTP/2's are counted per
-        // connection in mux.rs; a connect that failed at once, in `open_socket`).
-        if c.phase == Phase::Connecting && c.stream.is_some() && c.link.is_none() {
+        // The slot's own connection (HTTP/1.1's) failed while it connected. A connection the
+        // slots share (they hold none) is counted per connection by its protocol; a connect
+        // that failed at once, in `open_socket`.
+        if c.phase == Phase::Connecting && c.stream.is_some() {
             let counted = c.counted;
             self.connect_lost(kind, hs, counted, now);
         }
@@ -745,9 +682,15 @@ impl<'a, T: Transport> Worker<'a, T> {
 
     /// A failed request, `hs` being the handshake of the connection it was on: the slot's own
     /// (HTTP/1.1), or the HTTP/2 connection its stream rode (the slot holds none).
-    fn fail_after(&mut self, slot: usize, kind: ErrorKind, hs: Option<Handshake>, now: Instant) {
-        self.h2_release(slot);
-        if self.retry_stale(slot, kind, now) {
+    pub(in crate::engine) fn fail_after(
+        &mut self,
+        slot: usize,
+        kind: ErrorKind,
+        hs: Option<Handshake>,
+        now: Instant,
+    ) {
+        W::release(self, slot);
+        if W::retry(self, slot, kind, now) {
             return;
         }
         if self.conns[slot].counted {
@@ -786,7 +729,12 @@ impl<'a, T: Transport> Worker<'a, T> {
 
     /// A connection is up: its TCP connect and, over TLS, the handshake after it, timed apart
     /// (both protocols' connections).
-    fn record_connected(&mut self, hs: Option<Handshake>, connect_start: Instant, now: Instant) {
+    pub(in crate::engine) fn record_connected(
+        &mut self,
+        hs: Option<Handshake>,
+        connect_start: Instant,
+        now: Instant,
+    ) {
         self.rec.connections_opened += 1;
         let tcp_at = hs.and_then(|h| h.tcp_connected).unwrap_or(now);
         self.rec
@@ -797,29 +745,6 @@ impl<'a, T: Transport> Worker<'a, T> {
         }
     }
 
-    /// The keep-alive race (see [`Conn::stale_race`]): the request goes once more on a fresh
-    /// connection; `retries` counts it. Returns true when the retry is under way.
-    fn retry_stale(&mut self, slot: usize, kind: ErrorKind, now: Instant) -> bool {
-        let c = &self.conns[slot];
-        let idempotent = match &c.own {
-            Some(p) => p.idempotent(),
-            None => self.idempotent[c.req],
-        };
-        if !c.stale_race(kind, idempotent) {
-            return false;
-        }
-        if c.counted {
-            self.rec.retries += 1;
-        }
-        self.close_socket(slot);
-        self.conns[slot].restart();
-        // The deadline stays the request's own (connect keeps it): the retry adds no time.
-        if let Err(kind) = self.connect(slot, now) {
-            self.connect_failed(slot, kind, now);
-        }
-        true
-    }
-
     /// After a response or an error: keep or close the socket, then the slot's next move.
     fn after_request(&mut self, slot: usize, keep: bool, now: Instant) {
         if !keep {
@@ -827,11 +752,8 @@ impl<'a, T: Transport> Worker<'a, T> {
         }
         if matches!(self.cfg.load, Load::Open { .. }) {
             if keep {
-                let c = &mut self.conns[slot];
-                c.phase = Phase::Idle;
-                let entry = (slot, c.gen);
-                let addr = c.addr;
-                self.idle[addr].push(entry);
+                self.conns[slot].phase = Phase::Idle;
+                W::pool(self, slot);
             } else {
                 self.free_slot(slot);
             }
@@ -846,7 +768,7 @@ impl<'a, T: Transport> Worker<'a, T> {
     }
 
     fn scan_timeouts(&mut self, now: Instant) {
-        self.h2_scan(now);
+        W::scan(self, now);
         for i in 0..self.conns.len() {
             if let Some(kind) = self.conns[i].expired(now) {
                 self.fail(i, kind, now);
@@ -869,9 +791,7 @@ impl<'a, T: Transport> Worker<'a, T> {
                 self.conns[i].phase = Phase::Free;
             }
         }
-        if self.mux.is_some() {
-            self.h2_close_all();
-        }
+        W::close_all(self);
         self.rec.stopped(in_flight, now);
     }
 }

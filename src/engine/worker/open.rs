@@ -2,13 +2,14 @@
 //! connections or new ones, up to the thread's share of `--connections`.
 use super::Worker;
 use crate::engine::conn::{Conn, Phase};
+use crate::engine::protocol::Wire;
 use crate::engine::transport::Transport;
 use std::time::Instant;
 
-impl<T: Transport> Worker<'_, T> {
+impl<T: Transport, W: Wire<T>> Worker<'_, T, W> {
     /// Sends every arrival that is due, as long as connections allow; the rest stay queued
     /// (implicitly: the schedule does not advance) and their wait shows as send lag.
-    pub(super) fn dispatch(&mut self, now: Instant) {
+    pub(in crate::engine) fn dispatch(&mut self, now: Instant) {
         let Some(mut sched) = self.schedule.take() else {
             return;
         };
@@ -41,12 +42,7 @@ impl<T: Transport> Worker<'_, T> {
                 }
             };
             let addr = self.cfg.requests[req].addr;
-            let slot = if self.mux.is_some() {
-                // HTTP/2: a slot per request, sent when a stream is free.
-                self.h2_room(Some(addr)).then(|| self.alloc_slot(now))
-            } else {
-                self.h1_slot(addr, now)
-            };
+            let slot = W::dispatch_slot(self, addr, now);
             let Some(slot) = slot else {
                 self.rec.pool_waits += 1;
                 break;
@@ -60,40 +56,7 @@ impl<T: Transport> Worker<'_, T> {
         self.schedule = Some(sched);
     }
 
-    /// An idle kept-alive connection to `addr`, or a slot for a new one while the pool allows.
-    fn h1_slot(&mut self, addr: usize, now: Instant) -> Option<usize> {
-        let slot = if self.cfg.keep_alive {
-            self.pop_idle(addr)
-        } else {
-            None
-        };
-        match slot {
-            Some(s) => Some(s),
-            None if self.open < self.max_conns => Some(self.alloc_slot(now)),
-            None => {
-                // Pool full: an idle connection to another address makes room.
-                if let Some(other) = (0..self.idle.len()).find_map(|a| self.pop_idle(a)) {
-                    self.close_socket(other);
-                    self.free_slot(other);
-                    Some(self.alloc_slot(now))
-                } else {
-                    None
-                }
-            }
-        }
-    }
-
-    pub(super) fn pop_idle(&mut self, addr: usize) -> Option<usize> {
-        while let Some((slot, gen)) = self.idle[addr].pop() {
-            let c = &self.conns[slot];
-            if c.gen == gen && c.phase == Phase::Idle {
-                return Some(slot);
-            }
-        }
-        None
-    }
-
-    pub(super) fn alloc_slot(&mut self, now: Instant) -> usize {
+    pub(in crate::engine) fn alloc_slot(&mut self, now: Instant) -> usize {
         match self.free_slots.pop() {
             Some(s) => s,
             None => {
@@ -103,7 +66,7 @@ impl<T: Transport> Worker<'_, T> {
         }
     }
 
-    pub(super) fn free_slot(&mut self, slot: usize) {
+    pub(in crate::engine) fn free_slot(&mut self, slot: usize) {
         self.conns[slot].phase = Phase::Free;
         self.free_slots.push(slot);
     }

@@ -11,6 +11,7 @@
 //! scenario (completed) or its first failure (failed), and its connections close.
 use super::Worker;
 use crate::engine::conn::{Phase, NO_USER};
+use crate::engine::protocol::Wire;
 use crate::engine::transport::Transport;
 use crate::metrics::{ErrorKind, SessionTally};
 use crate::scenario::{Plan, User, Verdict};
@@ -178,7 +179,7 @@ pub(super) fn choose_slot(
         .or(Some(SlotChoice::Open))
 }
 
-impl<T: Transport> Worker<'_, T> {
+impl<T: Transport, W: Wire<T>> Worker<'_, T, W> {
     /// The user whose connection `slot` is.
     fn visitor_of(&self, slot: usize) -> Option<usize> {
         let u = self.conns.get(slot)?.user;

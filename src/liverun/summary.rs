@@ -1,7 +1,7 @@
 //! The terminal summary of a run.
-use super::style;
 use crate::engine::{EngineConfig, Load, Outcome};
 use crate::metrics::{ErrorKind, LatencyStats, Summary, TlsReason};
+use crate::report::style;
 use crate::units::{fmt_duration, fmt_ms, fmt_num};
 use std::fmt::Write;
 
@@ -89,27 +89,6 @@ pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
         cfg.threads,
         cfg.protocol_choice.describe()
     )
-}
-
-/// The generator's effort over a run (its worker threads' CPU, arrivals that queued for a
-/// connection): one computation, for a step's record and a run's summary alike.
-pub fn generator_of(outcome: &Outcome) -> crate::store::GeneratorStats {
-    let rec = &outcome.recorder;
-    let wall = outcome
-        .finished
-        .saturating_duration_since(outcome.started)
-        .as_secs_f64()
-        .max(1e-9);
-    crate::store::GeneratorStats {
-        cpu_pct: rec.cpu.as_secs_f64() / (wall * outcome.threads.max(1) as f64) * 100.0,
-        cpu_us_per_response: if rec.responses > 0 {
-            rec.cpu.as_secs_f64() * 1e6 / rec.responses as f64
-        } else {
-            0.0
-        },
-        threads: outcome.threads,
-        pool_waits: rec.pool_waits,
-    }
 }
 
 fn arrival_name(a: crate::engine::Arrival) -> &'static str {
@@ -207,7 +186,7 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
         );
     }
     o.push_str(&requests_line(s));
-    if let Some(n) = crate::analysis::not_sent(s, &generator_of(outcome)) {
+    if let Some(n) = crate::analysis::not_sent(s, &crate::runner::step::generator_of(outcome)) {
         o.push_str(&not_sent_line(&n));
     }
     let _ = writeln!(
@@ -266,7 +245,7 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
         let _ = writeln!(o, "  protocol       {line}");
     }
     o.push_str(&errors_lines(s));
-    o.push_str(&super::names::table(s));
+    o.push_str(&crate::report::names::table(s));
     for w in warnings(s, outcome, cfg) {
         let _ = writeln!(o, "  {} {w}", style::yellow("!"));
     }

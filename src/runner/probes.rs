@@ -3,7 +3,7 @@
 use super::Stepper;
 use crate::analysis::Slo;
 use crate::engine::{Arrival, Load};
-use crate::plan::capacity::CapacitySearch;
+use crate::plan::bracket::CapacitySearch;
 use crate::store::StepRecord;
 
 /// Runs the search; returns it (bracket and probes) and why it stopped.
@@ -175,7 +175,6 @@ impl<L: Fn(f64) -> Load> Ends<'_, '_, L> {
 mod tests {
     use super::super::fake::{self, Scripted, Shape};
     use super::*;
-    use crate::report::progress::SweepProgress;
     use std::time::Duration;
 
     /// The search from 100 req/s (max 1600, 5% precision) with `repeat` runs at each end, on
@@ -194,8 +193,15 @@ mod tests {
         let base = fake::base(load);
         let mut writer = fake::writer(dir.path(), "open");
         let z = Duration::ZERO;
-        let progress = SweepProgress::new(None, z, z, z, "req/s", true);
-        let mut stepper = Stepper::new(&base, "open", Some(&slo), &mut writer, progress, exec);
+        let mut silent = super::super::Silent;
+        let mut stepper = Stepper::new(
+            &base,
+            "open",
+            Some(&slo),
+            Some(&mut writer),
+            &mut silent,
+            exec,
+        );
         let s = CapacitySearch::new(100.0, 1600.0, 0.05);
         let (s, why) = search(&mut stepper, s, Arrival::Constant, 100, z, repeat).unwrap();
         (s, why, stepper.notes)

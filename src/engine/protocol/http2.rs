@@ -1,17 +1,22 @@
-//! HTTP/2's side of a worker (`--http 2`). Exchange slots (the `Conn`s, which keep each
-//! request's intended/started/written times, so recording stays one mechanism for both
-//! protocols) ride on streams of a few multiplexed connections ([`H2Conn`]). A slot is linked
-//! to its connection while its request waits for or holds a stream; the connection answers
-//! with events naming slots.
+//! HTTP/2 (`--http 2`). Exchange slots (the `Conn`s, which keep each request's
+//! intended/started/written times, so recording stays one mechanism for both protocols) ride
+//! on streams of a few multiplexed connections ([`H2Conn`], `h2/`). A slot is linked to its
+//! connection while its request waits for or holds a stream; the connection answers with
+//! events naming slots.
 //!
 //! Open loop: an arrival goes out only when a connection has a free stream (or one more
 //! connection may open), otherwise it stays queued and its wait shows as send lag. Closed
-//! loop: each user takes one stream; a thread's users share ⌈users / streams⌉ connections.
-use super::{token, Worker, READS_PER_TURN};
+//! loop: each user takes one stream; a thread's users share ⌈users / streams⌉ connections
+//! ([`Protocol::connections_for`]).
+use super::{Protocol, Reuse, Wire};
 use crate::engine::conn::{Phase, Step as ConnStep};
 use crate::engine::h2::conn::{Event, H2Conn, Outcome, State, Step};
+use crate::engine::h2::hpack::{encode_request, RequestParts};
 use crate::engine::transport::Transport;
+use crate::engine::worker::{token, Worker, READS_PER_TURN};
+use crate::engine::{EngineConfig, Prepared};
 use crate::metrics::ErrorKind;
+use crate::plan::RequestSpec;
 use mio::Interest;
 use std::time::Instant;
 
@@ -21,10 +26,26 @@ use std::time::Instant;
 /// of a run at about the same time, so a retried request can meet the next GOAWAY too.
 const MAX_RETRIES: u8 = 3;
 
-/// Marks a token (and a `more` entry) as an HTTP/2 connection's rather than a slot's.
-pub(super) const H2_FLAG: usize = 1 << 31;
+/// HTTP/2's form of the request: its header block (HPACK, encoded once) and body, sent in
+/// DATA frames. The kept-alive HTTP/1.1 form stays beside them: it tells whether the request
+/// may be sent again (`Prepared::idempotent`).
+pub(super) fn prepare(p: &mut Prepared, spec: &RequestSpec, reuse: Reuse) {
+    p.h2_block = super::http1::exact(encode_request(&RequestParts {
+        method: &spec.method,
+        scheme: spec.url.scheme.as_str(),
+        authority: &spec.url.authority,
+        path: &spec.url.target,
+        headers: &spec.headers,
+        body_len: spec.body.as_ref().map(Vec::len),
+    }));
+    p.body = spec.body.clone().unwrap_or_default();
+    if reuse.keep_alive {
+        p.keep_alive = super::http1::exact(spec.render(false));
+    }
+}
 
-pub(super) struct Mux<T> {
+/// HTTP/2's [`Wire`]: the thread's multiplexed connections.
+pub(in crate::engine) struct H2<T> {
     conns: Vec<Option<H2Conn<T>>>,
     /// Generation per index, so a token outlives no connection.
     gens: Vec<u32>,
@@ -36,9 +57,22 @@ pub(super) struct Mux<T> {
     streams: u32,
 }
 
-impl<T> Mux<T> {
-    pub(super) fn new(streams: u32) -> Mux<T> {
-        Mux {
+impl<T: Transport> H2<T> {
+    /// Connection `ci` if it is still generation `gen`.
+    fn get(&mut self, ci: usize, gen: u32) -> Option<&mut H2Conn<T>> {
+        self.conns.get_mut(ci)?.as_mut().filter(|h| h.gen == gen)
+    }
+}
+
+impl<T: Transport> Wire<T> for H2<T> {
+    const INDEX: usize = 1;
+
+    fn new(cfg: &EngineConfig) -> H2<T> {
+        let streams = match cfg.protocol {
+            Protocol::Http2(h) => h.streams,
+            Protocol::Http1 => 1,
+        };
+        H2 {
             conns: Vec::new(),
             gens: Vec::new(),
             free: Vec::new(),
@@ -47,19 +81,67 @@ impl<T> Mux<T> {
             streams,
         }
     }
-}
 
-impl<T: Transport> Mux<T> {
-    /// Connection `ci` if it is still generation `gen`.
-    fn get(&mut self, ci: usize, gen: u32) -> Option<&mut H2Conn<T>> {
-        self.conns.get_mut(ci)?.as_mut().filter(|h| h.gen == gen)
+    fn can_dispatch(w: &Worker<'_, T, Self>) -> bool {
+        w.h2_room(None)
+    }
+
+    /// A slot per request, sent when a stream is free.
+    fn dispatch_slot(w: &mut Worker<'_, T, Self>, addr: usize, now: Instant) -> Option<usize> {
+        w.h2_room(Some(addr)).then(|| w.alloc_slot(now))
+    }
+
+    // Its answers never leave a slot holding a connection: the slots' requests share them.
+    fn pool(_: &mut Worker<'_, T, Self>, _: usize) {}
+
+    fn start(w: &mut Worker<'_, T, Self>, slot: usize, _: usize, now: Instant) {
+        w.h2_start(slot, now);
+    }
+
+    // Requests are written by their connection (`H2Conn::submit`, flushed once per turn).
+    fn write(_: &mut Worker<'_, T, Self>, _: usize, _: Instant) {}
+
+    fn event(
+        w: &mut Worker<'_, T, Self>,
+        ci: usize,
+        gen: u32,
+        readable: bool,
+        writable: bool,
+        read_closed: bool,
+    ) {
+        w.h2_event(ci, gen, readable, writable, read_closed);
+    }
+
+    fn read_more(w: &mut Worker<'_, T, Self>, ci: usize, gen: u32, now: Instant) {
+        w.h2_read_more(ci, gen, now);
+    }
+
+    fn flush(w: &mut Worker<'_, T, Self>) {
+        w.h2_flush();
+    }
+
+    fn release(w: &mut Worker<'_, T, Self>, slot: usize) {
+        w.h2_release(slot);
+    }
+
+    // Unprocessed requests are retried as their connection reports them (`h2_apply`).
+    fn retry(_: &mut Worker<'_, T, Self>, _: usize, _: ErrorKind, _: Instant) -> bool {
+        false
+    }
+
+    fn scan(w: &mut Worker<'_, T, Self>, now: Instant) {
+        w.h2_scan(now);
+    }
+
+    fn close_all(w: &mut Worker<'_, T, Self>) {
+        w.h2_close_all();
     }
 }
 
-impl<T: Transport> Worker<'_, T> {
+impl<T: Transport> Worker<'_, T, H2<T>> {
     /// Could a request to `addr` get a stream now, or on a connection still allowed to open?
-    pub(super) fn h2_room(&self, addr: Option<usize>) -> bool {
-        let Some(mux) = &self.mux else { return false };
+    fn h2_room(&self, addr: Option<usize>) -> bool {
+        let mux = &self.wire;
         self.open < self.max_conns
             || mux
                 .conns
@@ -69,10 +151,10 @@ impl<T: Transport> Worker<'_, T> {
     }
 
     /// Puts the slot's request (already begun) on a stream.
-    pub(super) fn h2_start(&mut self, slot: usize, now: Instant) {
+    fn h2_start(&mut self, slot: usize, now: Instant) {
         let addr = self.cfg.requests[self.conns[slot].req].addr;
         self.conns[slot].addr = addr;
-        let Some(mux) = self.mux.as_ref() else { return };
+        let mux = &self.wire;
         let usable =
             |h: &H2Conn<T>| h.addr == addr && matches!(h.state, State::Open | State::Connecting);
         let with_room = mux.conns.iter().enumerate().filter_map(|(i, h)| {
@@ -80,7 +162,7 @@ impl<T: Transport> Worker<'_, T> {
                 .filter(|h| usable(h) && h.has_room())
                 .map(|h| (i, h))
         });
-        let mut found = if self.conns[slot].h2_retries > 0 {
+        let mut found = if self.conns[slot].resends > 0 {
             // A retry after a GOAWAY goes to the youngest connection: the others of the run
             // may be as close to the server's per-connection limit as the one that went away.
             with_room.min_by_key(|(_, h)| h.opened()).map(|(i, _)| i)
@@ -106,7 +188,7 @@ impl<T: Transport> Worker<'_, T> {
                 Err(kind) => return self.connect_failed(slot, kind, now),
             },
         };
-        let mux = self.mux.as_mut().expect("HTTP/2 mode");
+        let mux = &mut self.wire;
         let h = mux.conns[ci].as_mut().expect("a live connection");
         let c = &mut self.conns[slot];
         c.link = Some((ci, h.gen));
@@ -128,7 +210,7 @@ impl<T: Transport> Worker<'_, T> {
 
     fn h2_connect(&mut self, addr: usize, now: Instant) -> Result<usize, ErrorKind> {
         let mut stream = self.open_socket(addr, now >= self.warm_end, now)?;
-        let mux = self.mux.as_mut().expect("HTTP/2 mode");
+        let mux = &mut self.wire;
         let i = match mux.free.pop() {
             Some(i) => i,
             None => {
@@ -141,7 +223,7 @@ impl<T: Transport> Worker<'_, T> {
         let gen = mux.gens[i];
         if let Err(e) = stream.register(
             self.poll.registry(),
-            token(i | H2_FLAG, gen),
+            token(i, gen),
             Interest::READABLE | Interest::WRITABLE,
         ) {
             mux.free.push(i);
@@ -162,36 +244,26 @@ impl<T: Transport> Worker<'_, T> {
 
     /// Writes what this turn's requests left in the connections' buffers: one write per
     /// connection per turn, however many streams it opened.
-    pub(super) fn h2_flush(&mut self) {
-        let Some(mux) = self.mux.as_mut() else { return };
-        if mux.dirty.is_empty() {
+    fn h2_flush(&mut self) {
+        if self.wire.dirty.is_empty() {
             return;
         }
         let now = Instant::now();
         let mut i = 0;
-        while let Some(&(ci, gen)) = self.mux.as_ref().and_then(|m| m.dirty.get(i)) {
+        while let Some(&(ci, gen)) = self.wire.dirty.get(i) {
             i += 1;
-            if let Some(h) = self.mux.as_mut().and_then(|m| m.get(ci, gen)) {
+            if let Some(h) = self.wire.get(ci, gen) {
                 h.flush();
                 self.h2_drain(ci, now);
             }
         }
-        if let Some(mux) = self.mux.as_mut() {
-            mux.dirty.clear();
-        }
+        self.wire.dirty.clear();
     }
 
     /// A readiness event for connection `ci`.
-    pub(super) fn h2_event(
-        &mut self,
-        ci: usize,
-        gen: u32,
-        readable: bool,
-        writable: bool,
-        read_closed: bool,
-    ) {
+    fn h2_event(&mut self, ci: usize, gen: u32, readable: bool, writable: bool, read_closed: bool) {
         let now = Instant::now();
-        let Some(h) = self.mux.as_mut().and_then(|m| m.get(ci, gen)) else {
+        let Some(h) = self.wire.get(ci, gen) else {
             return;
         };
         let connecting = h.state == State::Connecting;
@@ -210,8 +282,8 @@ impl<T: Transport> Worker<'_, T> {
     }
 
     /// Resumes the reads connection `ci` left for this turn.
-    pub(super) fn h2_read_more(&mut self, ci: usize, gen: u32, now: Instant) {
-        let Some(h) = self.mux.as_mut().and_then(|m| m.get(ci, gen)) else {
+    fn h2_read_more(&mut self, ci: usize, gen: u32, now: Instant) {
+        let Some(h) = self.wire.get(ci, gen) else {
             return;
         };
         if h.state == State::Dead {
@@ -227,7 +299,7 @@ impl<T: Transport> Worker<'_, T> {
             // Counted as HTTP/1.1 counts them: outside the warm-up.
             Step::Connected => {
                 let counted = now >= self.warm_end;
-                let conn = self.mux.as_mut().and_then(|m| m.get(ci, gen));
+                let conn = self.wire.get(ci, gen);
                 match conn.map(|h| (h.stream.as_ref().and_then(T::handshake), h.connect_start)) {
                     Some((hs, start)) => {
                         self.connection_up(hs, counted, now);
@@ -239,7 +311,7 @@ impl<T: Transport> Worker<'_, T> {
                     None => {}
                 }
             }
-            Step::More => self.more.push((ci | H2_FLAG, gen)),
+            Step::More => self.more.push((ci, gen)),
         }
         self.h2_drain(ci, now);
     }
@@ -247,7 +319,7 @@ impl<T: Transport> Worker<'_, T> {
     /// Applies the connection's events, then closes it if it is done.
     fn h2_drain(&mut self, ci: usize, now: Instant) {
         loop {
-            let Some(mux) = self.mux.as_mut() else { return };
+            let mux = &mut self.wire;
             let Some(h) = mux.conns[ci].as_mut() else {
                 return;
             };
@@ -268,9 +340,7 @@ impl<T: Transport> Worker<'_, T> {
             for e in evs.drain(..) {
                 self.h2_apply(ci, gen, e, now);
             }
-            if let Some(mux) = self.mux.as_mut() {
-                mux.spare = evs;
-            }
+            self.wire.spare = evs;
         }
     }
 
@@ -306,9 +376,8 @@ impl<T: Transport> Worker<'_, T> {
             Outcome::Failed(kind) => {
                 c.link = None;
                 let hs = self
-                    .mux
-                    .as_mut()
-                    .and_then(|m| m.get(ci, gen))
+                    .wire
+                    .get(ci, gen)
                     .and_then(|h| h.stream.as_ref().and_then(T::handshake));
                 self.fail_after(slot, kind, hs, now);
             }
@@ -317,8 +386,8 @@ impl<T: Transport> Worker<'_, T> {
                 if c.deliveries == 0 {
                     // Never sent: it simply goes to another connection.
                     self.h2_start(slot, now);
-                } else if self.idempotent[c.req] && c.h2_retries < MAX_RETRIES {
-                    c.h2_retries += 1;
+                } else if self.idempotent[c.req] && c.resends < MAX_RETRIES {
+                    c.resends += 1;
                     if c.counted {
                         self.rec.retries += 1;
                     }
@@ -331,11 +400,11 @@ impl<T: Transport> Worker<'_, T> {
     }
 
     /// The slot's request ends without its connection's word (timeout): withdraw it.
-    pub(super) fn h2_release(&mut self, slot: usize) {
+    fn h2_release(&mut self, slot: usize) {
         let Some((ci, gen)) = self.conns[slot].link.take() else {
             return;
         };
-        if let Some(h) = self.mux.as_mut().and_then(|m| m.get(ci, gen)) {
+        if let Some(h) = self.wire.get(ci, gen) {
             h.cancel(slot, &self.cfg.requests);
             // Waiting requests it let through, or a write that failed.
             self.h2_drain(ci, Instant::now());
@@ -343,7 +412,7 @@ impl<T: Transport> Worker<'_, T> {
     }
 
     fn h2_close(&mut self, ci: usize) {
-        let Some(mux) = self.mux.as_mut() else { return };
+        let mux = &mut self.wire;
         if let Some(mut h) = mux.conns[ci].take() {
             if let Some(mut s) = h.stream.take() {
                 let _ = s.deregister(self.poll.registry());
@@ -354,10 +423,10 @@ impl<T: Transport> Worker<'_, T> {
     }
 
     /// Connections that did not connect in time fail their waiting requests.
-    pub(super) fn h2_scan(&mut self, now: Instant) {
-        let n = self.mux.as_ref().map_or(0, |m| m.conns.len());
+    fn h2_scan(&mut self, now: Instant) {
+        let n = self.wire.conns.len();
         for ci in 0..n {
-            let Some(h) = self.mux.as_mut().and_then(|m| m.conns[ci].as_mut()) else {
+            let Some(h) = self.wire.conns[ci].as_mut() else {
                 continue;
             };
             if h.connect_expired(now) {
@@ -371,7 +440,7 @@ impl<T: Transport> Worker<'_, T> {
     /// Connection `ci` died while it connected: one failed attempt, whatever number of
     /// requests waited on it (their errors are counted as their events are applied).
     fn h2_connect_lost(&mut self, ci: usize, now: Instant) {
-        let Some(h) = self.mux.as_ref().and_then(|m| m.conns[ci].as_ref()) else {
+        let Some(h) = self.wire.conns[ci].as_ref() else {
             return;
         };
         let kind = h
@@ -387,10 +456,10 @@ impl<T: Transport> Worker<'_, T> {
     }
 
     /// The end of the run: every connection says GOAWAY and closes.
-    pub(super) fn h2_close_all(&mut self) {
-        let n = self.mux.as_ref().map_or(0, |m| m.conns.len());
+    fn h2_close_all(&mut self) {
+        let n = self.wire.conns.len();
         for ci in 0..n {
-            if let Some(h) = self.mux.as_mut().and_then(|m| m.conns[ci].as_mut()) {
+            if let Some(h) = self.wire.conns[ci].as_mut() {
                 h.goodbye();
                 self.h2_close(ci);
             }

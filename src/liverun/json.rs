@@ -30,14 +30,9 @@ struct RunJson<'a> {
     ramp: Option<&'a crate::analysis::ramp::RampAnalysis>,
 }
 
-/// `--json -`: the JSON goes to standard output (and the summary to standard error).
-pub fn is_stdout(p: &Path) -> bool {
-    p.as_os_str() == "-"
-}
-
 /// Fails early (before the load) when the output file cannot be created.
 pub fn check_writable(p: &Path) -> crate::Result<()> {
-    if is_stdout(p) {
+    if crate::report::export::is_stdout(p) {
         return Ok(());
     }
     let dir = p
@@ -88,15 +83,15 @@ pub fn write_run(
         overload_version: env!("CARGO_PKG_VERSION"),
         urls,
         interrupted: outcome.interrupted,
-        warnings: super::terminal::warnings(s, outcome, cfg),
+        warnings: super::summary::warnings(s, outcome, cfg),
         plan_carried_out: crate::analysis::plan_carried_out(s),
-        not_sent: crate::analysis::not_sent(s, &super::terminal::generator_of(outcome)),
+        not_sent: crate::analysis::not_sent(s, &crate::runner::step::generator_of(outcome)),
         summary: s,
         server,
     };
     let text = serde_json::to_string_pretty(&doc)
         .map_err(|e| crate::Error::runtime(format!("JSON: {e}")))?;
-    if is_stdout(p) {
+    if crate::report::export::is_stdout(p) {
         crate::outln!("{text}");
         return Ok(());
     }

@@ -1,0 +1,62 @@
+//! What a run shows while it goes is fed through one [`Sink`]: the stepper hands it each
+//! engine tick and each stored step, and asks it whether the user ended a step early. The
+//! use case decides what is behind it (the progress line or bar, the terminal view, the live
+//! page), so the runner knows none of them.
+use super::step::{live_series, offered_of, RunClock};
+use crate::engine::{Control, EngineConfig, Load};
+use crate::observe::ObserverHandle;
+use crate::store::{SeriesPoint, StepRecord};
+use std::time::Duration;
+
+/// One tick of the engine of the step in progress (about once a second, on the runner's
+/// thread).
+pub struct StepTick<'a> {
+    /// The step's index in the run (0 for a single run).
+    pub index: usize,
+    pub load: Load,
+    /// The step's live counters; setting its `stop` ends the step.
+    pub ctl: &'a Control,
+    /// Since the step's engine started, warm-up included.
+    pub elapsed: Duration,
+    /// The server's side, when observed.
+    pub observer: Option<&'a ObserverHandle>,
+    /// The run's engine configuration (the step's is this at `load`).
+    pub base: &'a EngineConfig,
+    pub clock: &'a RunClock,
+}
+
+impl StepTick<'_> {
+    /// The step's level: requests/s or users.
+    pub fn offered(&self) -> f64 {
+        offered_of(&self.load)
+    }
+
+    /// The closed seconds of the step so far, as the results folder will store them.
+    pub fn series(&self) -> Vec<SeriesPoint> {
+        let cfg = EngineConfig {
+            load: self.load,
+            ..self.base.clone()
+        };
+        live_series(&cfg, self.ctl, self.elapsed, self.index, self.clock)
+    }
+}
+
+pub trait Sink {
+    /// A tick of the step in progress. Must return at once.
+    fn tick(&mut self, tick: &StepTick);
+    /// A step ended and was stored (flags set).
+    fn step_done(&mut self, _rec: &StepRecord, _mode: &str) {}
+    /// Whether the user ended step `index` early (asked once, then forgotten).
+    fn take_ended_early(&mut self, _index: usize) -> bool {
+        false
+    }
+    /// The run's steps are over: give the terminal back.
+    fn close(&mut self) {}
+}
+
+/// Shows nothing.
+pub struct Silent;
+
+impl Sink for Silent {
+    fn tick(&mut self, _tick: &StepTick) {}
+}
