@@ -475,11 +475,15 @@ pub fn compression(e: &HttpEvidence) -> Check {
                 Level::Medium,
                 "text is sent uncompressed",
                 format!(
-                    "GET {} with Accept-Encoding: {ACCEPT_ENCODING} answered {} bytes of {} \
+                    "GET {} with Accept-Encoding: {ACCEPT_ENCODING} answered {} bytes {} \
                      without Content-Encoding{estimate}{}",
                     e.target,
                     num(enc.body_bytes),
-                    a.content_type(),
+                    // "of text/html", or "with no Content-Type (by its bytes: UTF-8 text)".
+                    match a.header("content-type") {
+                        Some(_) => format!("of {}", a.content_type()),
+                        None => format!("with {}", a.content_type()),
+                    },
                     ab(saved)
                 ),
                 format!(
