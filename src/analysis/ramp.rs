@@ -18,8 +18,9 @@ use serde::{Deserialize, Serialize};
 /// it): its knee and verdict need the server's raw samples, which the folder does not keep.
 pub const RAMP_FILE: &str = "ramp.json";
 
-/// Seconds in a row below the line before it counts: one slow second is noise.
-pub const WINDOW: usize = 3;
+/// Seconds in a row below the line before it counts (one slow second is noise); kept beside
+/// the verdict that names it, so the verdict needs nothing from this file.
+pub use super::bottleneck::RAMP_WINDOW as WINDOW;
 /// Seconds per window the bottleneck verdict reads (its "steps").
 pub const VERDICT_WINDOW: usize = 2;
 /// Answers a second may miss without counting as below the line: those of its last

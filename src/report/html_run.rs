@@ -408,8 +408,8 @@ mod tests {
             skipped: vec![],
         });
         assert!(again.ramp.is_some(), "analysed from series.jsonl");
-        assert!(super::super::html::render(&again).contains("Ramp: "));
-        let html = super::super::html::render(&r);
+        assert!(super::super::html_page::render(&again).contains("Ramp: "));
+        let html = super::super::html_page::render(&r);
         assert!(
             html.contains("stages 0s:50, 12s:600"),
             "the stages in the headline"
@@ -426,7 +426,7 @@ mod tests {
         let mut steps = testdata::open_sweep();
         steps.truncate(1);
         let r = one_run(steps);
-        let html = super::super::html::render(&r);
+        let html = super::super::html_page::render(&r);
         for section in [
             "<h2>Timeline</h2>",
             "Timeline: responses per second",

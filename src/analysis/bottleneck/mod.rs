@@ -22,6 +22,10 @@ use crate::observe::{SourceObservation, StepObservation};
 use crate::store::StepRecord;
 use crate::units::fmt_num;
 
+/// A ramp's knee: seconds in a row below the offered line before it counts (one slow second
+/// is noise); the verdict names it as the knee's "time to notice" (`analysis::ramp::WINDOW`).
+pub const RAMP_WINDOW: usize = 3;
+
 /// A resource that can limit a web stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -346,7 +350,7 @@ fn verdict(
             c.load(level),
             fmt_num(pm),
             fmt_num(t),
-            crate::analysis::ramp::WINDOW
+            RAMP_WINDOW
         ),
         None => format!(
             "knee at {} (step {})",
