@@ -260,3 +260,74 @@ fn study_files_parse() {
         );
     }
 }
+
+/// `stages` in an experiment: each configuration runs one ramp (`run --stages`), its folder
+/// holds the ramp's analysis, and the comparison's table says where each one's throughput
+/// left the offered line: 2 workers × 20 ms (100 req/s) before 4 (200 req/s).
+#[test]
+fn a_ramp_experiment_finds_each_configurations_knee() {
+    let _g = serial();
+    let scratch = scratch();
+    let d = scratch.path();
+    let exe = env!("CARGO_BIN_EXE_overload");
+    let port = free_port();
+    let text = format!(
+        r#"
+name = "ramp"
+warmup = "0s"
+[request]
+path = "/sleep?ms=20"
+[load]
+stages = "0s:20, 7s:400"
+warmup = "0s"
+[[config]]
+name = "w2"
+setup = "exec {exe} target --listen 127.0.0.1:{port} --workers 2"
+ready = "http://127.0.0.1:{port}/"
+[[config]]
+name = "w4"
+setup = "exec {exe} target --listen 127.0.0.1:{port} --workers 4"
+ready = "http://127.0.0.1:{port}/"
+"#
+    );
+    let f = d.join("ramp.toml");
+    std::fs::write(&f, text).unwrap();
+    let dry = output_within(
+        bin().args(["experiment", f.to_str().unwrap(), "--dry-run"]),
+        QUICK,
+    );
+    let text = String::from_utf8_lossy(&dry.stdout);
+    assert!(dry.status.success(), "{text}");
+    assert!(text.contains("ramp of req/s '0s:20, 7s:400'"), "{text}");
+    assert!(
+        text.contains("overload run") && text.contains("--stages"),
+        "{text}"
+    );
+    let out = d.join("exp");
+    let o = output_within(
+        bin()
+            .args(["experiment", f.to_str().unwrap(), "-q", "--out"])
+            .arg(&out),
+        Duration::from_secs(120),
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let knee = |run: &str| {
+        let v: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join(run).join("ramp.json")).unwrap(),
+        )
+        .unwrap();
+        v["knee"]["level"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{run}: no knee in {v}"))
+    };
+    let (k2, k4) = (knee("w2-r1"), knee("w4-r1"));
+    assert!(k2 < k4, "2 workers' knee {k2}, 4 workers' {k4}");
+    assert!((60.0..160.0).contains(&k2), "{k2}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("knee on the ramp"), "the table's column");
+}

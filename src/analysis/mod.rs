@@ -2,6 +2,7 @@
 //! check, the generator self-check and the Universal Scalability Law fit. Pure functions of the
 //! step records, so `report` recomputes them from a results folder.
 pub mod bottleneck;
+pub mod ramp;
 pub mod slo;
 pub mod sustained;
 pub mod usl;

@@ -27,6 +27,8 @@ const COMMON: &[(&str, &[&str])] = &[
             "--users",
             "--concurrency",
             "--think",
+            "--stages",
+            "--user-stages",
             "--duration",
             "--requests",
             "--warmup",

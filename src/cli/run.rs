@@ -3,6 +3,7 @@ use super::load_args::RequestArgs;
 use super::load_args::{parse_dur, parse_think, parse_usize_count, ConnArgs, Dur, OpenLoopArgs};
 use super::observe_args::ObserveFlags;
 use super::segment_args::SegmentArgs;
+use crate::plan::stages::Stages;
 use crate::units::{parse_count, parse_duration, parse_rate};
 use crate::usecase::{run, RunConfig, RunLoad, DEFAULT_DURATION, DEFAULT_USERS};
 use crate::Error;
@@ -20,6 +21,21 @@ pub struct RunArgs {
     /// --wsess).
     #[arg(long, short = 'R', value_parser = parse_rate, conflicts_with = "users", help_heading = "Load")]
     pub rate: Option<f64>,
+    /// Open loop: a ramping rate, e.g. '0s:50, 60s:600' (DURATION:TARGET, …).
+    ///
+    /// Ramp linearly to each TARGET req/s over each DURATION, from 0 (a 0s stage jumps), e.g.
+    /// '30s:100, 2m:2000, 1m:2000, 30s:0'. Arrivals stay on one exact schedule (constant or
+    /// Poisson); the run lasts the sum of the stages (no --duration; --warmup holds the
+    /// starting level), and the summary finds where throughput left the offered line (the
+    /// knee, ± the ramp's slope × 3 s).
+    #[arg(long, value_name = "STAGES", value_parser = parse_stages, help_heading = "Load")]
+    pub stages: Option<Stages>,
+    /// Closed loop: ramping users, e.g. '1m:200, 30s:0' (DURATION:TARGET, …).
+    ///
+    /// Ramp linearly to each TARGET users over each DURATION, as --stages does the rate;
+    /// users start along the ramp and stop after their current request when it falls.
+    #[arg(long, value_name = "STAGES", value_parser = parse_stages, help_heading = "Load")]
+    pub user_stages: Option<Stages>,
     #[command(flatten)]
     pub open: OpenLoopArgs,
     /// Closed loop: users, each waiting for its answer [default: 10].
@@ -102,14 +118,27 @@ pub struct RunArgs {
 impl RunArgs {
     /// Checks the arguments into the library's configuration.
     pub fn config(mut self) -> crate::Result<RunConfig> {
+        let stages = self.stages_of()?;
         if let Some(c) = self.concurrency {
             match self.rate {
                 Some(_) => self.open.connections = c,
                 None => self.users = Some(c),
             }
         }
-        let load = match self.rate {
-            Some(rate) => {
+        let load = match (self.rate, &stages) {
+            (_, Some((true, st))) => RunLoad::Users {
+                users: st.peak() as usize,
+                think: self.think,
+            },
+            (_, Some((false, st))) => {
+                if self.think.is_some() {
+                    return Err(Error::usage(
+                        "--think applies to the closed loop (--user-stages), not to --stages",
+                    ));
+                }
+                RunLoad::Rate(st.peak())
+            }
+            (Some(rate), None) => {
                 if self.think.is_some() {
                     return Err(Error::usage(
                         "--think applies to the closed loop (--users), not to --rate",
@@ -117,7 +146,7 @@ impl RunArgs {
                 }
                 RunLoad::Rate(rate)
             }
-            None => RunLoad::Users {
+            (None, None) => RunLoad::Users {
                 users: self.users.unwrap_or(DEFAULT_USERS),
                 think: self.think,
             },
@@ -126,7 +155,8 @@ impl RunArgs {
         // A replay lasts the log's span unless cut (the library knows it once the log is read).
         let replaying = self.access_log.replay_speed.is_some();
         let duration = match (self.duration, self.requests) {
-            (None, None) if !replaying => Some(DEFAULT_DURATION),
+            // Stages last their sum.
+            (None, None) if !replaying && stages.is_none() => Some(DEFAULT_DURATION),
             (d, _) => d,
         };
         let access_log = self
@@ -134,6 +164,7 @@ impl RunArgs {
             .config(self.request.scenario.allow_unsafe_methods);
         Ok(RunConfig {
             load,
+            stages: stages.map(|s| s.1),
             open: self.open.into(),
             duration,
             requests: self.requests,
@@ -158,6 +189,50 @@ impl RunArgs {
             observe: self.observe.into(),
             segment: self.segment.into(),
         })
+    }
+}
+
+fn parse_stages(s: &str) -> Result<Stages, String> {
+    Stages::parse(s)
+}
+
+impl RunArgs {
+    /// The stages given, and whether they are users' (`--user-stages`); a plan form that
+    /// sets the level too is refused, naming it.
+    fn stages_of(&mut self) -> crate::Result<Option<(bool, Stages)>> {
+        let (users, st) = match (self.stages.take(), self.user_stages.take()) {
+            (Some(_), Some(_)) => {
+                return Err(Error::usage(
+                    "--stages ramps the rate, --user-stages the users: give one",
+                ))
+            }
+            (Some(s), None) => (false, s),
+            (None, Some(s)) => (true, s),
+            (None, None) => return Ok(None),
+        };
+        let flag = if users { "--user-stages" } else { "--stages" };
+        let level = if users { "users" } else { "rate" };
+        let clash = [
+            (self.rate.is_some(), "--rate"),
+            (self.users.is_some(), "--users"),
+            (self.concurrency.is_some() && users, "-c/--concurrency"),
+            (self.duration.is_some(), "--duration"),
+        ];
+        if let Some((_, other)) = clash.iter().find(|c| c.0) {
+            let what = if *other == "--duration" {
+                "the run's length (the sum of its stages)".to_string()
+            } else {
+                format!("the {level} along the ramp")
+            };
+            return Err(Error::usage(format!(
+                "{flag} sets {what}; leave out {other}"
+            )));
+        }
+        // -c with --stages: the most connections, as with --rate.
+        if let (Some(c), false) = (self.concurrency.take(), users) {
+            self.open.connections = c;
+        }
+        Ok(Some((users, st)))
     }
 }
 

@@ -236,15 +236,31 @@ group = "cap"
 setup = "true"
 ready = "http://127.0.0.1:18990/"
 load = { kind = "capacity", slo = "p99<100ms", start = 100, max = 800, precision = "10%" }
+[[config]]
+name = "ramp"
+group = "ramp"
+setup = "true"
+ready = "http://127.0.0.1:18990/"
+load = { stages = "0s:50, 1m:600", arrival = "poisson", warmup = "2s" }
+[[config]]
+name = "user-ramp"
+group = "user-ramp"
+setup = "true"
+ready = "http://127.0.0.1:18990/"
+load = { user_stages = "30s:20, 10s:0", think = "10ms" }
 "#;
     use crate::experiment::plan::{self, Measure};
     let x = crate::experiment::spec::parse(text, Path::new("m.toml"), false).unwrap();
-    assert_eq!(x.configs.len(), 5);
+    assert_eq!(x.configs.len(), 7);
     for c in &x.configs {
         let base = plan::base_url(c);
         match plan::measure(c, &base, Path::new("/tmp/x"), "x", true) {
             Measure::Sweep(s) => assert_eq!(sweep_back(&s), s),
             Measure::Capacity(k) => assert_eq!(capacity_back(&k), k),
+            Measure::Ramp(r) => match parse(&r.to_string()) {
+                Command::Run(a) => assert_eq!(a.config().unwrap(), r),
+                _ => panic!("not a run: {r}"),
+            },
         }
         let w = plan::warm_up(c, &base);
         match parse(&w.to_string()) {

@@ -147,6 +147,11 @@ pub struct EngineConfig {
     /// Open loop on a recorded clock (`--replay-speed`): the arrivals and their requests
     /// replace the rate's schedule and the pick.
     pub replay: Option<Arc<Replay>>,
+    /// `--stages`: the level moves along this profile (warm-up included, seconds from the
+    /// start): the open loop's rate (its schedule follows the profile's integral; `Load`'s
+    /// rate is then the measured window's mean) or the closed loop's users (`Load`'s users
+    /// are the peak; users start and stop along it).
+    pub ramp: Option<Arc<crate::plan::stages::Profile>>,
     /// Open loop with a scenario: most sessions in flight (`--max-sessions`).
     pub max_sessions: usize,
     /// Which answers count as success (`--ok-status`).
@@ -186,6 +191,7 @@ impl Default for EngineConfig {
             names: Vec::new(),
             weights: Arc::default(),
             replay: None,
+            ramp: None,
             max_sessions: 10_000,
             ok_status: crate::metrics::OkStatus::default(),
             protocol_choice: crate::metrics::ProtocolChoice::default(),

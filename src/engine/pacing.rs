@@ -10,7 +10,14 @@
 //! Poisson lanes draw every gap of the global stream and keep their own: R draws a second
 //! per thread whatever the split (a few ms of CPU a second at 100k/s), the price of an exact
 //! split. Gaps are whole nanoseconds added as integers, so every lane sums them identically.
+//!
+//! On a moving rate (`--stages`: a piecewise linear r(t), `plan::stages::Profile`) the same
+//! global indices are mapped through the integrated rate Λ: constant arrival n is due when
+//! Λ(t) = n; Poisson arrival n when Λ(t) reaches the sum of n+1 unit-exponential gaps (a
+//! Poisson process in Λ's time is one of rate r(t) in real time). Closed form per piece, no
+//! drift, nothing allocated per arrival; lanes still partition the arrivals.
 use crate::plan::segment::Lane;
+use crate::plan::stages::Profile;
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use std::os::fd::RawFd;
@@ -60,6 +67,11 @@ pub struct Schedule {
     at_ns: u64,
     /// Replaying a recorded schedule instead of the rate's.
     replay: Option<Arc<Replay>>,
+    /// A moving rate: its profile, the piece the last arrival fell in, and (Poisson) the
+    /// running sum of unit-exponential gaps, in arrivals.
+    ramp: Option<Arc<Profile>>,
+    piece: usize,
+    units: f64,
 }
 
 impl Schedule {
@@ -75,7 +87,28 @@ impl Schedule {
             drawn: None,
             at_ns: 0,
             replay: None,
+            ramp: None,
+            piece: 0,
+            units: 0.0,
         };
+        s.next = s.due(s.index);
+        s
+    }
+
+    /// A lane of the schedule of a moving rate: arrivals follow `profile`'s integral.
+    pub fn ramp(
+        origin: Instant,
+        profile: Arc<Profile>,
+        arrival: Arrival,
+        lane: Lane,
+        seed: u64,
+    ) -> Schedule {
+        let mut s = Schedule::new(origin, profile.peak().max(1e-9), arrival, lane, seed);
+        // Rewind what `new` drew for the constant rate: the stream starts over in Λ's time.
+        s.rng = fastrand::Rng::with_seed(seed);
+        s.drawn = None;
+        s.at_ns = 0;
+        s.ramp = Some(profile);
         s.next = s.due(s.index);
         s
     }
@@ -100,6 +133,22 @@ impl Schedule {
         if let Some(r) = &self.replay {
             return match r.at_ns.get(i as usize) {
                 Some(&ns) => self.origin + Duration::from_nanos(ns),
+                None => self.origin + NEVER,
+            };
+        }
+        if let Some(p) = &self.ramp {
+            let x = match self.arrival {
+                Arrival::Constant => i as f64,
+                Arrival::Poisson => {
+                    while self.drawn.is_none_or(|d| d < i) {
+                        self.units += -(1.0 - self.rng.f64()).ln();
+                        self.drawn = Some(self.drawn.map_or(0, |d| d + 1));
+                    }
+                    self.units
+                }
+            };
+            return match p.inverse(x, &mut self.piece) {
+                Some(t) => self.origin + Duration::from_secs_f64(t),
                 None => self.origin + NEVER,
             };
         }
@@ -231,6 +280,102 @@ mod tests {
                         let n = (6000 - lane.offset).div_ceil(lane.stride) as usize;
                         let mut s = Schedule::new(t0, 1500.0, arrival, lane, 42);
                         all.extend(take(&mut s, t0, n));
+                    }
+                }
+                all.sort();
+                assert_eq!(all, reference, "{arrival:?} over {threads:?}");
+            }
+        }
+    }
+
+    /// A ramp's schedule: the arrivals of each second are the integral of the rate over that
+    /// second within one arrival (constant), or near it (Poisson, over a 10 s ramp).
+    #[test]
+    fn ramp_counts_per_second_follow_the_integral() {
+        use crate::plan::stages::Stages;
+        let t0 = Instant::now();
+        let stages = Stages::parse("0s:50, 12s:600, 3s:600, 5s:0").unwrap();
+        let profile = Arc::new(stages.profile(Duration::from_secs(2)));
+        let end = profile.end();
+        let whole = Segment::WHOLE.lane(0, 1);
+        let per_second = |arrival| {
+            let mut s = Schedule::ramp(t0, Arc::clone(&profile), arrival, whole, 9);
+            let mut counts = vec![0u64; end.ceil() as usize];
+            loop {
+                let t = s.next().duration_since(t0).as_secs_f64();
+                if t >= end {
+                    break;
+                }
+                counts[t as usize] += 1;
+                s.advance();
+            }
+            counts
+        };
+        let constant = per_second(Arrival::Constant);
+        let mut before = 0u64;
+        for (sec, &n) in constant.iter().enumerate() {
+            // Arrivals in [0, t) are ⌈Λ(t)⌉: each second's count is within 1 of its integral,
+            // and the running count never drifts.
+            let want = profile.integral(sec as f64 + 1.0) - profile.integral(sec as f64);
+            assert!(
+                (n as f64 - want).abs() <= 1.0,
+                "second {sec}: {n} vs {want}"
+            );
+            before += n;
+            let cum = profile.integral(sec as f64 + 1.0);
+            assert!(
+                (before as f64 - cum).abs() <= 1.0,
+                "drift at {sec}: {before} vs {cum}"
+            );
+        }
+        // The ramp down to 0 sends nothing past its end, and the level-0 tail holds none.
+        assert_eq!(
+            constant.iter().sum::<u64>() as f64,
+            profile.integral(end).ceil()
+        );
+        // Poisson: 5-second windows of the ramp within 4 standard deviations of the integral.
+        let poisson = per_second(Arrival::Poisson);
+        for w in (0..poisson.len()).step_by(5) {
+            let hi = (w + 5).min(poisson.len());
+            let n: u64 = poisson[w..hi].iter().sum();
+            let want = profile.integral(hi as f64) - profile.integral(w as f64);
+            assert!(
+                (n as f64 - want).abs() <= 4.0 * want.sqrt() + 1.0,
+                "{w}..{hi}: {n} vs {want}"
+            );
+        }
+    }
+
+    /// Lanes of a ramp (threads of several hosts) reassemble into the schedule one thread
+    /// sends alone, constant and Poisson.
+    #[test]
+    fn ramp_lanes_partition_the_arrivals() {
+        use crate::plan::stages::Stages;
+        let t0 = Instant::now();
+        let profile = Arc::new(
+            Stages::parse("5s:800, 5s:100")
+                .unwrap()
+                .profile(Duration::ZERO),
+        );
+        let total = profile.integral(profile.end()).ceil() as usize;
+        for arrival in [Arrival::Constant, Arrival::Poisson] {
+            let mk = |lane| Schedule::ramp(t0, Arc::clone(&profile), arrival, lane, 3);
+            let mut whole = mk(Segment::WHOLE.lane(0, 1));
+            let reference = take(&mut whole, t0, total);
+            for threads in [vec![1usize, 1], vec![3, 2, 1]] {
+                let count = threads.len() as u32;
+                let mut all = Vec::new();
+                for (index, &t) in threads.iter().enumerate() {
+                    let seg = Segment {
+                        index: index as u32,
+                        count,
+                    };
+                    for k in 0..t {
+                        let lane = seg.lane(k, t);
+                        let n = (total as u64)
+                            .saturating_sub(lane.offset)
+                            .div_ceil(lane.stride);
+                        all.extend(take(&mut mk(lane), t0, n as usize));
                     }
                 }
                 all.sort();

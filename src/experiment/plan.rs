@@ -143,6 +143,7 @@ pub fn max_steps(c: &Config) -> usize {
     let l = &c.load;
     match l.kind {
         Kind::Sweep | Kind::Steps => l.levels.len(),
+        Kind::Ramp => 1,
         Kind::Capacity => {
             // Doubling from start up to max, then bisecting to the precision.
             let grow = (l.max / l.start).log2().ceil().max(0.0) as usize + 1;
@@ -155,6 +156,9 @@ pub fn max_steps(c: &Config) -> usize {
 /// Upper bound of one run's length: restart, warm-up round, every step with its warm-up,
 /// rests between steps.
 pub fn run_duration(c: &Config) -> Duration {
+    if let Some(st) = &c.load.stages {
+        return restart_cost(c) + c.warmup + c.load.warmup + st.duration();
+    }
     let n = max_steps(c) as u32;
     restart_cost(c)
         + c.warmup
@@ -196,6 +200,16 @@ pub fn quick(exp: &mut Experiment) {
         .max(Duration::from_secs(1));
     for c in &mut exp.configs {
         c.load.step = c.load.step.min(per_step);
+        // A ramp keeps its shape, its stages shortened in proportion.
+        if let Some(st) = &mut c.load.stages {
+            let total = st.duration();
+            if total > per_step {
+                let f = per_step.as_secs_f64() / total.as_secs_f64();
+                for s in &mut st.0 {
+                    s.duration = s.duration.mul_f64(f);
+                }
+            }
+        }
     }
 }
 
@@ -331,6 +345,8 @@ fn think(c: &Config) -> Option<(Duration, Duration)> {
 pub enum Measure {
     Sweep(SweepConfig),
     Capacity(CapacityConfig),
+    /// One run on stages (`overload run --stages`).
+    Ramp(RunConfig),
 }
 
 /// The equivalent `overload sweep|capacity` command line.
@@ -339,6 +355,7 @@ impl std::fmt::Display for Measure {
         match self {
             Measure::Sweep(s) => s.fmt(f),
             Measure::Capacity(c) => c.fmt(f),
+            Measure::Ramp(r) => r.fmt(f),
         }
     }
 }
@@ -358,6 +375,25 @@ pub fn measure(c: &Config, base: &str, out: &Path, name: &str, quiet: bool) -> M
         ..Output::default()
     };
     match l.kind {
+        Kind::Ramp => Measure::Ramp(RunConfig {
+            request: request_config(c, base),
+            // As the command line has it: the stages set the level.
+            load: ramp_load(c),
+            stages: l.stages.clone(),
+            open: open_config(c),
+            duration: None,
+            warmup: l.warmup,
+            conn: conn_config(c),
+            // `run` observes only when told what (its sampling period is then shown too).
+            observe: Some(observe_args(c, base))
+                .filter(|o| {
+                    !o.watch.is_empty() || !o.fpm_status.is_empty() || !o.apache_status.is_empty()
+                })
+                .unwrap_or_default(),
+            slo: l.slo.clone(),
+            output: output.clone(),
+            ..RunConfig::default()
+        }),
         Kind::Capacity => Measure::Capacity(CapacityConfig {
             request: request_config(c, base),
             start: l.start,
@@ -408,11 +444,35 @@ pub fn measure(c: &Config, base: &str, out: &Path, name: &str, quiet: bool) -> M
     }
 }
 
+/// A ramp's load as `run --stages` / `--user-stages` resolves it: the peak of its stages.
+fn ramp_load(c: &Config) -> RunLoad {
+    let peak = c.load.stages.as_ref().map_or(0.0, |s| s.peak());
+    if c.load.closed {
+        RunLoad::Users {
+            users: peak as usize,
+            think: think(c),
+        }
+    } else {
+        RunLoad::Rate(peak)
+    }
+}
+
 /// The warm-up round: the plan's first level for the warm-up's length, not stored.
 pub fn warm_up(c: &Config, base: &str) -> RunConfig {
     let l = &c.load;
+    // A ramp warms up at the first level its stages head for.
+    let first = l
+        .stages
+        .as_ref()
+        .and_then(|st| st.0.iter().map(|s| s.target).find(|t| *t > 0.0))
+        .unwrap_or(1.0);
     let load = match (l.kind, l.closed) {
         (Kind::Capacity, _) => RunLoad::Rate(l.start),
+        (Kind::Ramp, true) => RunLoad::Users {
+            users: first.max(1.0) as usize,
+            think: think(c),
+        },
+        (Kind::Ramp, false) => RunLoad::Rate(first),
         (_, true) => RunLoad::Users {
             users: l.levels[0] as usize,
             think: think(c),
@@ -498,14 +558,18 @@ pub fn describe(exp: &Experiment, dir: &str) -> String {
             Server::Command { setup, ready, .. } => format!("setup `{setup}`, ready at {ready}"),
         };
         let l = &c.load;
-        let levels = match l.kind {
-            Kind::Capacity => format!(
+        let levels = match (l.kind, &l.stages) {
+            (Kind::Ramp, Some(st)) => format!(
+                "ramp of {} '{st}'",
+                if l.closed { "users" } else { "req/s" }
+            ),
+            (Kind::Capacity, _) => format!(
                 "capacity search {}..{} req/s under '{}'",
                 l.start,
                 l.max,
                 l.slo.as_deref().unwrap_or("")
             ),
-            _ => format!(
+            (_, _) => format!(
                 "{} {} {}",
                 l.kind.name(),
                 if l.closed { "users" } else { "req/s" },

@@ -175,6 +175,11 @@ fn config_rows(g: &Group) -> Vec<Vec<String>> {
         "runs".to_string(),
         "max load1".to_string(),
     ]];
+    // Ramps: where each run's throughput left the offered line.
+    let ramps = g.sets.iter().flatten().any(|r| r.ramp.is_some());
+    if ramps {
+        rows[0].push("knee on the ramp".to_string());
+    }
     for (c, set) in g.configs.iter().zip(&g.sets) {
         let load1 = set
             .iter()
@@ -182,15 +187,19 @@ fn config_rows(g: &Group) -> Vec<Vec<String>> {
             .reduce(f64::max)
             .map_or("–".to_string(), |v| format!("{v:.1}"));
         let l = &c.load;
-        rows.push(vec![
-            c.name.clone(),
-            server_text(c),
-            format!(
+        let plan_text = match &l.stages {
+            Some(st) => format!("ramp of {} {st}", if l.closed { "users" } else { "req/s" }),
+            None => format!(
                 "{} {} × {}",
                 l.kind.name(),
                 plan::max_steps(c),
                 crate::units::fmt_duration(l.step)
             ),
+        };
+        let mut row = vec![
+            c.name.clone(),
+            server_text(c),
+            plan_text,
             set.iter()
                 .map(|r| {
                     r.data
@@ -201,7 +210,28 @@ fn config_rows(g: &Group) -> Vec<Vec<String>> {
                 .collect::<Vec<_>>()
                 .join(" "),
             load1,
-        ]);
+        ];
+        if ramps {
+            let knees: Vec<String> = set
+                .iter()
+                .map(|r| match r.ramp.as_ref().map(|a| (a, &a.knee)) {
+                    Some((_, Some(k))) => {
+                        let unit = if l.closed { "users" } else { "req/s" };
+                        format!(
+                            "{} ± {} {unit}",
+                            crate::units::fmt_num(k.level),
+                            crate::units::fmt_num(k.uncertainty)
+                        )
+                    }
+                    Some((a, None)) => {
+                        format!("none up to {}", crate::units::fmt_num(a.peak_offered))
+                    }
+                    None => "–".to_string(),
+                })
+                .collect();
+            row.push(knees.join("; "));
+        }
+        rows.push(row);
     }
     rows
 }

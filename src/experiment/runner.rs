@@ -58,6 +58,12 @@ fn measure(m: &Measure, exec: &mut dyn Executor) -> crate::Result<i32> {
             crate::out!("{o}");
             Ok(o.exit_code())
         }
+        // A ramp is one run of `overload run --stages`, on the real engine.
+        Measure::Ramp(cfg) => {
+            let o = crate::usecase::run::run(cfg)?;
+            crate::out!("{o}");
+            Ok(o.exit_code())
+        }
     }
 }
 

@@ -149,7 +149,7 @@ fn page(dir: &Path, running: &Running) -> String {
                     .into_iter()
                     .filter(|p| !r.steps.iter().any(|s| s.step == p.step)),
             );
-            crate::report::html::render(&r).replacen("<head>", &format!("<head>{REFRESH}"), 1)
+            crate::report::html_page::render(&r).replacen("<head>", &format!("<head>{REFRESH}"), 1)
         }
         Err(e) => format!(
             "<!DOCTYPE html><html><head>{REFRESH}<title>overload: waiting</title></head>\

@@ -25,6 +25,9 @@ struct RunJson<'a> {
     /// What was observed on the server during the run (with --watch and friends).
     #[serde(skip_serializing_if = "Option::is_none")]
     server: Option<&'a crate::observe::StepObservation>,
+    /// On stages: the knee found on the ramp and its verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ramp: Option<&'a crate::analysis::ramp::RampAnalysis>,
     /// What each metrics sink got (`--prometheus-remote-write`, `--otlp`).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     push: &'a [crate::push::PushReport],
@@ -68,16 +71,28 @@ pub fn check_writable(p: &Path) -> crate::Result<()> {
     Ok(())
 }
 
+/// What a run's JSON holds beside its summary, each absent when the run had none of it.
+#[derive(Default)]
+pub struct Beside<'a> {
+    /// The server's side, when observed.
+    pub server: Option<&'a crate::observe::StepObservation>,
+    /// On stages: the knee found on the ramp and its verdict.
+    pub ramp: Option<&'a crate::analysis::ramp::RampAnalysis>,
+    /// What each metrics sink got (`--prometheus-remote-write`, `--otlp`).
+    pub push: &'a [crate::push::PushReport],
+}
+
 pub fn write_run(
     p: &Path,
     s: &Summary,
     outcome: &Outcome,
     cfg: &EngineConfig,
     urls: &[String],
-    server: Option<&crate::observe::StepObservation>,
-    push: &[crate::push::PushReport],
+    beside: Beside,
 ) -> crate::Result<()> {
+    let Beside { server, ramp, push } = beside;
     let doc = RunJson {
+        ramp,
         format_version: FORMAT_VERSION,
         overload_version: env!("CARGO_PKG_VERSION"),
         urls,

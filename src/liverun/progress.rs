@@ -154,6 +154,9 @@ pub struct Progress {
     view: Option<Box<dyn LiveView>>,
     /// The run's level (rate or users), for the view.
     offered: f64,
+    /// A ramp (`--stages`): the level moves along this profile, this generator's share of it
+    /// (the divisor: the plan's parts).
+    ramp: Option<(std::sync::Arc<crate::plan::stages::Profile>, f64)>,
 }
 
 impl Progress {
@@ -169,7 +172,14 @@ impl Progress {
                 let (rate, users) = cfg.offered();
                 rate.unwrap_or(users.unwrap_or(0) as f64)
             },
+            ramp: cfg.ramp.clone().map(|p| (p, f64::from(cfg.segment.count))),
         }
+    }
+
+    /// The level now: the run's, or on a ramp where the ramp is `elapsed` after the start.
+    fn offered_at(&self, elapsed: Duration) -> Option<f64> {
+        let (p, parts) = self.ramp.as_ref()?;
+        Some(p.level(elapsed.as_secs_f64()) / parts)
     }
 
     /// Shows the run in `view` instead of the progress line.
@@ -185,12 +195,13 @@ impl Progress {
         elapsed: Duration,
         obs: Option<&crate::observe::ObserverHandle>,
     ) {
+        let offered = self.offered_at(elapsed);
         if let Some(view) = self.view.as_mut() {
             let tick = self.ticker.read(ctl, elapsed);
             if let Some(o) = obs {
                 view.server(latest_samples(o));
             }
-            view.tick(None, self.offered, &tick);
+            view.tick(None, offered.unwrap_or(self.offered), &tick);
             return;
         }
         if self.quiet {
@@ -205,8 +216,9 @@ impl Progress {
             Some(_) => ", draining".to_string(),
             None => String::new(),
         };
+        let level = offered.map_or(String::new(), |l| format!(" (ramp at {l:.0})"));
         let line = format!(
-            "[{:>4}s] {done} responses, {rate}/s, {errors} errors{eta}",
+            "[{:>4}s] {done} responses, {rate}/s{level}, {errors} errors{eta}",
             elapsed.as_secs()
         );
         let mut err = std::io::stderr().lock();

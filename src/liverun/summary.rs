@@ -32,6 +32,17 @@ pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
                 format!(", {}", think_text(&think))
             }
         ),
+        // A ramp (--stages): its rate moves, peak and mean said.
+        Load::Open {
+            rate,
+            arrival,
+            max_connections,
+        } if cfg.ramp.is_some() => format!(
+            "open loop on stages, up to {} req/s (mean {}) {} arrivals, up to {max_connections} connections",
+            fmt_num(cfg.ramp.as_deref().map_or(rate, |p| p.peak())),
+            fmt_num(rate),
+            arrival_name(arrival)
+        ),
         Load::Open {
             rate,
             arrival,
@@ -41,6 +52,12 @@ pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
             fmt_num(rate),
             arrival_name(arrival)
         ),
+        Load::Closed { users, .. } if cfg.ramp.is_some() => {
+            format!(
+                "closed loop on stages, up to {users} users, {}",
+                think_text(&think)
+            )
+        }
         Load::Closed { users, .. } => {
             format!("closed loop, {users} users, {}", think_text(&think))
         }
@@ -637,6 +654,18 @@ mod tests {
             line.contains("open loop, replaying 3 recorded arrivals over 1.5s (mean 2 req/s), up to 10 connections;"),
             "{line}"
         );
+        // A ramp says it moves, its peak and its mean.
+        let mut ramp = config(open, None);
+        let stages = crate::plan::stages::Stages::parse("0s:2, 10s:8").unwrap();
+        ramp.ramp = Some(std::sync::Arc::new(stages.profile(Duration::ZERO)));
+        let line = plan_line(&ramp, &url);
+        assert!(
+            line.contains("open loop on stages, up to 8 req/s (mean 5) constant arrivals"),
+            "{line}"
+        );
+        ramp.load = closed(0);
+        let line = plan_line(&ramp, &url);
+        assert!(line.contains("closed loop on stages, up to "), "{line}");
     }
 
     #[test]

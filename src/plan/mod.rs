@@ -5,6 +5,7 @@ pub mod naming;
 pub mod origin;
 pub mod request;
 pub mod segment;
+pub mod stages;
 pub mod steps;
 pub mod urls_file;
 

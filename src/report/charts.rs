@@ -624,6 +624,17 @@ pub fn run_charts(r: &RunReport) -> Vec<Chart> {
             c.add(key.clone());
         }
     }
+    // A ramp: where throughput left the offered line, on every timeline.
+    if let Some(k) = r.ramp.as_ref().and_then(|a| a.knee.as_ref()) {
+        let label = format!(
+            "knee {} ± {}",
+            r.load_text(k.level),
+            crate::units::fmt_num(k.uncertainty)
+        );
+        for c in [&mut rate, &mut rt, &mut lag] {
+            c.vline(k.at_s, label.clone(), SATURATION_COLOR);
+        }
+    }
     vec![rate, rt, lag]
 }
 

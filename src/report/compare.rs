@@ -579,7 +579,7 @@ mod tests {
         assert!(page.contains(&format!("≥ {}", bound.load_text(cb))));
         let json = serde_json::to_value(&bound.analysis).unwrap();
         assert_eq!(json["capacity_lower_bound"], true);
-        let report = super::super::html::render(&bound);
+        let report = super::super::html_page::render(&bound);
         assert!(report.contains(&format!("≥ {}", esc(&bound.load_text(cb)))));
     }
 

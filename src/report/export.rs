@@ -22,7 +22,7 @@ pub enum Format {
 impl Format {
     pub fn exporter(self) -> &'static dyn Exporter {
         match self {
-            Format::Html => &super::html::HtmlExporter,
+            Format::Html => &super::html_page::HtmlExporter,
             Format::Csv => &super::csv::CsvExporter,
             Format::Json => &super::jsonfmt::JsonExporter,
             Format::Gnuplot => &super::gnuplot::GnuplotExporter,

@@ -3,14 +3,13 @@
 //! system's. The markup is XHTML-compatible (closed empty tags, numeric entities only) so
 //! any XML parser can check it.
 use super::charts::{self, chart_grid};
-use super::model::Exporter;
+
 use super::model::RunReport;
 use super::server;
 use super::svg::esc;
 use crate::units::fmt_ms;
 use crate::units::{fmt_num, fmt_unix_ms, shell_join};
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
 
 /// The page's style sheet, shared with `compare`.
 pub const CSS: &str = r#"
@@ -189,14 +188,12 @@ pub fn drawn(r: &RunReport) -> std::borrow::Cow<'_, RunReport> {
         steps: kept,
         analysis: r.analysis.clone(),
         notes,
+        ramp: r.ramp.clone(),
     })
 }
 
-pub fn render(r: &RunReport) -> String {
-    // One step has no load axis: its page is made for one run (html_run.rs).
-    if r.steps.len() == 1 {
-        return super::html_run::render(r);
-    }
+/// A sweep's page (a one-step folder gets `html_run`'s; `html_page` picks).
+pub(super) fn render_sweep(r: &RunReport) -> String {
     let d = drawn(r);
     let info = &r.data.info;
     let a = &r.analysis;
@@ -640,19 +637,6 @@ pub(super) fn run_info(o: &mut String, r: &RunReport) {
     o.push_str("</dl>\n");
 }
 
-/// `overload report --format html`.
-pub struct HtmlExporter;
-
-impl Exporter for HtmlExporter {
-    fn default_name(&self) -> &'static str {
-        "report.html"
-    }
-
-    fn serialize(&self, r: &RunReport, out: &Path) -> crate::Result<Vec<(PathBuf, Vec<u8>)>> {
-        Ok(vec![(out.to_path_buf(), render(r).into_bytes())])
-    }
-}
-
 /// "saturation at …" as a sentence.
 pub(super) fn capitalized(s: &str) -> String {
     let mut c = s.chars();
@@ -704,7 +688,7 @@ mod tests {
     #[test]
     fn page_has_verdict_charts_table_and_no_external_refs() {
         let r = report(testdata::open_sweep(), true);
-        let html = render(&r);
+        let html = render_sweep(&r);
         assert!(html.starts_with("<!DOCTYPE html>"));
         assert!(html.contains("Saturation at 400 req/s offered (step"));
         // The verdict and the findings word the saturation point the same way.
@@ -727,7 +711,7 @@ mod tests {
 
     #[test]
     fn incomplete_and_empty_runs() {
-        let html = render(&report(vec![], false));
+        let html = render_sweep(&report(vec![], false));
         assert!(html.contains("Incomplete run"));
         assert!(html.contains("no data"));
         assert!(html.contains("nothing to report yet"));

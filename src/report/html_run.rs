@@ -64,8 +64,23 @@ pub fn render(r: &RunReport) -> String {
         o.push_str("</div>\n");
     }
     let _ = writeln!(o, "<p class=\"verdict\">{}</p>", esc(&verdict(r)));
-    if let Some(b) = &r.analysis.bottleneck {
-        o.push_str(&super::bottleneck::html(b));
+    // On a ramp the knee and its verdict are the ramp's (one level's verdict means little).
+    match &r.ramp {
+        Some(ramp) => {
+            let _ = writeln!(
+                o,
+                "<p class=\"verdict\">{}</p>",
+                esc(&capitalized(&ramp.describe()))
+            );
+            if let Some(b) = &ramp.bottleneck {
+                o.push_str(&super::bottleneck::html(b));
+            }
+        }
+        None => {
+            if let Some(b) = &r.analysis.bottleneck {
+                o.push_str(&super::bottleneck::html(b));
+            }
+        }
     }
 
     o.push_str("<div class=\"cards\">\n");
@@ -198,9 +213,19 @@ pub fn render(r: &RunReport) -> String {
     o
 }
 
-/// "200 req/s offered" or "16 users".
+/// "200 req/s offered" or "16 users"; on stages, the stages and the mean (or peak) level.
 fn load_words(r: &RunReport) -> String {
     let s = &r.steps[0];
+    if let Some(st) = r.data.info.config.get("stages").and_then(|v| v.as_str()) {
+        return if r.is_open() {
+            format!(
+                "stages {st} ({} offered on average)",
+                r.load_text(s.offered)
+            )
+        } else {
+            format!("stages {st} (at most {})", r.load_text(s.offered))
+        };
+    }
     if r.is_open() {
         format!("{} offered", r.load_text(s.offered))
     } else {
@@ -345,12 +370,63 @@ mod tests {
         })
     }
 
+    /// A run on stages: its stages in the headline, its knee and verdict said, and the knee
+    /// marked on the timelines where throughput left the offered line.
+    #[test]
+    fn a_ramp_shows_its_stages_and_its_knee() {
+        let mut steps = testdata::open_sweep();
+        steps.truncate(1);
+        let mut r = one_run(steps);
+        r.data.info.config["stages"] = "0s:50, 12s:600".into();
+        let series: Vec<crate::store::SeriesPoint> = r.data.series.clone();
+        r.ramp = Some(crate::analysis::ramp::RampAnalysis {
+            mode: "open".into(),
+            peak_offered: 577.0,
+            peak_throughput: 401.0,
+            knee: Some(crate::analysis::ramp::RampKnee {
+                level: 398.0,
+                uncertainty: 137.5,
+                slope: 45.8,
+                at_s: series.first().map_or(0.0, |p| p.t),
+                second: 0,
+            }),
+            latency_rise: None,
+            bottleneck: None,
+        });
+        // Without ramp.json (a merged folder), the knee is found on the series.
+        let mut again = testdata::open_sweep();
+        again.truncate(1);
+        let mut info = testdata::info("one", "open", None);
+        info.kind = "run".into();
+        info.config["stages"] = "0s:50, 12s:600".into();
+        let series = again.iter().flat_map(testdata::series).collect();
+        let again = RunReport::from_data(RunData {
+            dir: "/nonexistent/one".into(),
+            info,
+            steps: again,
+            series,
+            skipped: vec![],
+        });
+        assert!(again.ramp.is_some(), "analysed from series.jsonl");
+        assert!(super::super::html_page::render(&again).contains("Ramp: "));
+        let html = super::super::html_page::render(&r);
+        assert!(
+            html.contains("stages 0s:50, 12s:600"),
+            "the stages in the headline"
+        );
+        assert!(
+            html.contains("Ramp: knee at 398 ± 138 req/s"),
+            "the knee said"
+        );
+        assert!(html.contains("knee 398 req/s ± 138"), "the knee marked");
+    }
+
     #[test]
     fn a_one_step_folder_gets_the_page_of_one_run() {
         let mut steps = testdata::open_sweep();
         steps.truncate(1);
         let r = one_run(steps);
-        let html = super::super::html::render(&r);
+        let html = super::super::html_page::render(&r);
         for section in [
             "<h2>Timeline</h2>",
             "Timeline: responses per second",

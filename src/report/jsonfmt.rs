@@ -19,6 +19,9 @@ struct Doc<'a> {
     notes: &'a [String],
     run: &'a RunInfo,
     analysis: &'a Analysis,
+    /// A run on stages: its knee and verdict (ramp.json).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ramp: Option<&'a crate::analysis::ramp::RampAnalysis>,
     steps: Vec<serde_json::Value>,
 }
 
@@ -43,6 +46,7 @@ pub fn render(r: &RunReport) -> crate::Result<String> {
         notes: &r.notes,
         run: &r.data.info,
         analysis: &r.analysis,
+        ramp: r.ramp.as_ref(),
         steps,
     };
     // serde_json writes NaN as null, so a broken figure cannot make the document invalid.

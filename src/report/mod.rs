@@ -2,7 +2,8 @@
 //! when it ends is `liverun`'s). A results folder's reports are the model
 //! (`model.rs`, with the `Exporter` trait) and one writer per format, picked and written by
 //! `export`: the bottleneck verdict's rendering (`bottleneck.rs`), HTML with SVG charts
-//! (`html.rs`; a one-step folder's page in `html_run.rs`; `charts.rs`, `server.rs`, `svg/`), CSV, JSON
+//! (`html_page.rs` picks the page: a sweep's in `html.rs`, a one-step folder's in `html_run.rs`;
+//! `charts.rs`, `server.rs`, `svg/`), CSV, JSON
 //! (`jsonfmt.rs`) and gnuplot. `names.rs` is the table of statistics per request name.
 pub mod audit;
 pub mod bottleneck;
@@ -14,6 +15,7 @@ pub mod gnuplot;
 pub mod hist;
 pub mod html;
 pub mod html_names;
+pub mod html_page;
 pub mod html_run;
 pub mod html_sessions;
 pub mod jsonfmt;

@@ -18,6 +18,8 @@ pub struct RunReport {
     pub analysis: Analysis,
     /// What the reader must know about this report: lines skipped, an SLO that did not parse.
     pub notes: Vec<String>,
+    /// A run on stages: the knee found on its ramp and its verdict (`ramp.json`).
+    pub ramp: Option<crate::analysis::ramp::RampAnalysis>,
 }
 
 impl RunReport {
@@ -68,11 +70,21 @@ impl RunReport {
                 analysis.findings.push(f);
             }
         }
+        // A folder of stages without ramp.json (a merge of segments' parts): the knee from
+        // its series, without the server's verdict (the raw samples are not kept).
+        let ramp = read_ramp(&data.dir).or_else(|| {
+            data.info.config.get("stages")?.as_str()?;
+            Some(crate::analysis::ramp::analyze(
+                &data.info.mode,
+                &data.series,
+            ))
+        });
         RunReport {
             data,
             steps,
             analysis,
             notes,
+            ramp,
         }
     }
 
@@ -206,6 +218,15 @@ fn escape_value(v: &mut serde_json::Value) -> bool {
         }
         _ => false,
     }
+}
+
+/// The folder's `ramp.json`; None when absent or unreadable (a folder of a run without
+/// stages, or of a version before them). A few kilobytes: the cap keeps a planted huge file
+/// from filling memory.
+fn read_ramp(dir: &Path) -> Option<crate::analysis::ramp::RampAnalysis> {
+    let name = crate::analysis::ramp::RAMP_FILE;
+    let raw = crate::fsutil::read_capped(&dir.join(name), 4 << 20, name).ok()?;
+    serde_json::from_slice(&raw).ok()
 }
 
 #[cfg(test)]

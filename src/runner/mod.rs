@@ -89,6 +89,12 @@ impl<'a> Stepper<'a> {
     }
 
     /// Runs one step at `load`, appends it to the results folder, prints its line.
+    /// The engine's own account of the last step run (a local engine's), its per-second
+    /// seconds included.
+    pub fn last_engine(&self) -> Option<&crate::engine::Outcome> {
+        self.last_engine.as_ref()
+    }
+
     pub fn step(&mut self, load: Load) -> crate::Result<&StepRecord> {
         self.run_one(load)?;
         Ok(self.steps.last().expect("a step was just run"))

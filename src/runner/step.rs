@@ -207,7 +207,12 @@ pub fn series_of(
         .map(|(i, b)| SeriesPoint {
             t: start_s + i as f64,
             step: index,
-            offered,
+            // On a ramp, the second's own level: the profile's mean over it (this
+            // generator's share of it when the plan is split).
+            offered: match &cfg.ramp {
+                Some(p) => p.mean(i as f64, i as f64 + 1.0) / f64::from(cfg.segment.count),
+                None => offered,
+            },
             warmup: (i as f64) < warm_secs,
             responses: b.responses,
             ok: b.ok,

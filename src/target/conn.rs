@@ -294,8 +294,13 @@ impl<S: Stream> Conn<S> {
             None | Some(Fault::CloseIdle) => head.route,
             Some(f) => Route::Fault(f),
         };
-        // The pool's status page answers while every worker is busy: it takes no permit.
-        let limited = self.shared.gate.is_limited() && route != Route::PoolStatus;
+        // The status pages are not the load: neither counted as arrivals nor queued for a
+        // worker (they answer while every worker is busy).
+        let status_page = matches!(route, Route::PoolStatus | Route::Arrivals);
+        if !status_page {
+            self.shared.arrivals.note();
+        }
+        let limited = self.shared.gate.is_limited() && !status_page;
         let slow = matches!(route, Route::Sleep { .. } | Route::Cpu { .. });
         if slow || limited {
             // Earlier pipelined answers must not wait behind this one.
@@ -348,6 +353,10 @@ impl<S: Stream> Conn<S> {
                 // No --workers: no pool to show.
                 None => write_status_response(&mut self.wbuf, 404, conn, head.is_head),
             },
+            Route::Arrivals => {
+                let body = self.shared.arrivals.json();
+                self.small(200, body.as_bytes(), conn, head.is_head);
+            }
             Route::NotFound => write_status_response(&mut self.wbuf, 404, conn, head.is_head),
             Route::BadParam => write_status_response(&mut self.wbuf, 400, conn, head.is_head),
             Route::Fault(f) => next = faults::answer(f, self, head).await?,

@@ -95,10 +95,12 @@ async fn answer(
     shared: Arc<Shared>,
 ) {
     shared.stats.received.fetch_add(1, Ordering::Relaxed);
-    // The pool's status page answers while every worker is busy: it takes no permit.
-    let _permit = if route == Route::PoolStatus {
+    // The status pages are not the load: neither counted as arrivals nor queued for a
+    // worker (they answer while every worker is busy).
+    let _permit = if matches!(route, Route::PoolStatus | Route::Arrivals) {
         None
     } else {
+        shared.arrivals.note();
         shared.gate.enter().await
     };
     // The work first, then `--stall`: an answer due inside a freeze waits for its end, as
@@ -121,6 +123,7 @@ async fn answer(
             // No --workers: no pool to show.
             None => small(&mut respond, 404, b"", true),
         },
+        Route::Arrivals => owned(&mut respond, shared.arrivals.json(), is_head),
         // The login application speaks HTTP/1.1 only.
         Route::NotFound | Route::App(_) => small(&mut respond, 404, b"", true),
         Route::BadParam => small(&mut respond, 400, b"", true),

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 mod app;
+mod arrivals;
 mod conn;
 mod faults;
 mod h2;
@@ -103,6 +104,8 @@ pub(crate) struct Shared {
     pub(crate) tls: Option<(tokio_rustls::TlsAcceptor, Option<TlsFault>)>,
     /// `/app/*`: the login application's sessions and counters.
     pub(crate) app: app::App,
+    /// Requests arrived per second (`/arrivals`).
+    pub(crate) arrivals: arrivals::Arrivals,
 }
 
 /// A running target. Dropping it stops the server, as `stop` does.
@@ -157,6 +160,7 @@ pub fn start(cfg: TargetConfig) -> crate::Result<TargetHandle> {
             .map_err(|e| crate::Error::runtime(format!("target: cannot spawn thread: {e}")))?,
         tls,
         app: app::App::default(),
+        arrivals: arrivals::Arrivals::default(),
     });
     if refuse {
         return Ok(TargetHandle {

@@ -36,6 +36,8 @@ pub(crate) enum Route {
     Status(u16),
     /// `/pool-status`: the `--workers` pool in PHP-FPM's status JSON (see workers.rs).
     PoolStatus,
+    /// `/arrivals`: requests arrived per second (arrivals.rs).
+    Arrivals,
     Fault(Fault),
     NotFound,
     /// A known route with an unusable parameter: 400, connection kept.
@@ -72,6 +74,7 @@ impl Route {
         }
         match path {
             "/pool-status" => Route::PoolStatus,
+            "/arrivals" => Route::Arrivals,
             "/sleep" => {
                 let (Some(ms), Some(jitter)) = (
                     param(query, "ms", DEFAULT_SLEEP_MS),

@@ -264,7 +264,7 @@ impl OpenLoopConfig {
 }
 
 /// Most users (closed loop) or connections (open loop) in one load.
-const MAX_USERS: usize = 1_000_000;
+pub(crate) const MAX_USERS: usize = 1_000_000;
 
 /// The checks every load passes, whoever gives it: the command line, an experiment, or a
 /// controller's step that a generator agent receives (through [`base_config_of`]): a rate

@@ -77,6 +77,7 @@ pub fn base_config_of(
         names: mix.names,
         weights: std::sync::Arc::new(mix.weights),
         replay: mix.replay,
+        ramp: None,
         max_sessions: OpenLoopConfig::default().max_sessions,
         ok_status: mix.ok_status,
         protocol_choice: choice,

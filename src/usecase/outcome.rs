@@ -22,6 +22,8 @@ pub struct RunOutcome {
     pub slo: Option<Slo>,
     /// The results folder and its report, when one was asked for (`--out`, `--report`).
     pub stored: Option<(PathBuf, PathBuf)>,
+    /// On stages: the knee found on the ramp and its verdict.
+    pub ramp: Option<crate::analysis::ramp::RampAnalysis>,
     /// What each metrics sink got (`--prometheus-remote-write`, `--otlp`).
     pub pushed: Vec<crate::push::PushReport>,
 }
@@ -70,6 +72,9 @@ impl RunOutcome {
 impl fmt::Display for RunOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&terminal::summary(&self.summary, &self.outcome, &self.cfg))?;
+        if let Some(r) = &self.ramp {
+            writeln!(f, "\n  {}", r.describe())?;
+        }
         if let Some((obs, warnings)) = &self.server {
             f.write_str(&terminal::server(obs))?;
             let (rate, users) = self.cfg.offered();

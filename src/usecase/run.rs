@@ -3,6 +3,7 @@ use super::config::parse_slo;
 use super::lifecycle::{Lifecycle, Pace};
 use super::outcome::RunOutcome;
 use super::run_config::{RunConfig, RunLoad};
+use crate::analysis::ramp::{self, RampAnalysis};
 use crate::engine::Load;
 use crate::liverun::{json, summary as terminal};
 use crate::Error;
@@ -37,7 +38,9 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
         "timeout_s": cfg.timeout.as_secs_f64(),
         "think_s": think.map(|t| [t.0.as_secs_f64(), t.1.as_secs_f64()]),
         "connections": rc.open.connections,
+        "stages": rc.stages.as_ref().map(ToString::to_string),
     });
+    let mut ramp = None;
     let ended = Lifecycle {
         kind: "run",
         mode: match cfg.load {
@@ -63,6 +66,7 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
                 crate::eoutln!("{}", terminal::plan_line(&cfg, &urls));
             }
             s.step(cfg.load)?;
+            ramp = ramp_of(&cfg, s)?;
             Ok(if s.interrupted {
                 "interrupted"
             } else {
@@ -88,8 +92,11 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
             &outcome,
             &cfg,
             &urls,
-            server.as_ref().map(|s| &s.0),
-            &ended.pushed,
+            json::Beside {
+                server: server.as_ref().map(|s| &s.0),
+                ramp: ramp.as_ref(),
+                push: &ended.pushed,
+            },
         )?;
     }
     Ok(RunOutcome {
@@ -99,6 +106,38 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
         server,
         slo,
         stored: ended.stored.map(|s| (s.dir, s.report)),
+        ramp,
         pushed: ended.pushed,
     })
+}
+
+/// On stages, right after the load: the knee on the ramp from its per-second series, and
+/// the sweep's bottleneck verdict on windows of its seconds with the server's samples of
+/// each (when observed); written as ramp.json into the folder, before its report.
+fn ramp_of(
+    cfg: &crate::engine::EngineConfig,
+    s: &crate::runner::Stepper,
+) -> crate::Result<Option<RampAnalysis>> {
+    let (Some(_), Some(outcome), Some(rec)) = (&cfg.ramp, s.last_engine(), s.steps.last()) else {
+        return Ok(None);
+    };
+    let clock = &s.clock;
+    let start_s = clock.secs(outcome.started);
+    let series = crate::runner::step::series_of(cfg, &outcome.recorder.seconds, 0, start_s);
+    let at = |t: f64| clock.start_unix_ms + (t * 1000.0) as u64;
+    let windows = ramp::windows(&series, rec, |t0, t1| {
+        let samples = s.observer.as_ref()?.samples_between(at(t0), at(t1));
+        (!samples.is_empty()).then(|| crate::observe::summarize(&samples))
+    });
+    let mode = match cfg.load {
+        Load::Open { .. } => "open",
+        Load::Closed { .. } => "closed",
+    };
+    let a = ramp::analyze_with_verdict(mode, &series, &windows, Default::default());
+    if let Some(w) = s.writer.as_ref() {
+        let text = serde_json::to_vec_pretty(&a)
+            .map_err(|e| Error::runtime(format!("{}: {e}", ramp::RAMP_FILE)))?;
+        crate::fsutil::write_atomic(&w.dir().join(ramp::RAMP_FILE), &text)?;
+    }
+    Ok(Some(a))
 }

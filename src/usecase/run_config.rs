@@ -5,6 +5,7 @@ use super::config::{ConnConfig, OpenLoopConfig, Output, RequestConfig, SegmentCo
 use super::engine_config::base_config;
 use crate::engine::{EngineConfig, Load};
 use crate::observe::ObserveArgs;
+use crate::plan::stages::Stages;
 use crate::Error;
 use std::fmt;
 use std::path::PathBuf;
@@ -25,7 +26,10 @@ pub enum RunLoad {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunConfig {
     pub request: RequestConfig,
+    /// With `stages`, which level moves (its number: the stages' peak).
     pub load: RunLoad,
+    /// `--stages` / `--user-stages`: the level ramps through these; the run lasts their sum.
+    pub stages: Option<Stages>,
     pub open: OpenLoopConfig,
     /// Length of the measured run; `None` with `requests` set: until the count is reached.
     pub duration: Option<Duration>,
@@ -61,6 +65,7 @@ impl Default for RunConfig {
                 users: DEFAULT_USERS,
                 think: None,
             },
+            stages: None,
             open: OpenLoopConfig::default(),
             duration: Some(DEFAULT_DURATION),
             requests: None,
@@ -79,6 +84,9 @@ impl Default for RunConfig {
 impl RunConfig {
     /// Validates the configuration into an engine configuration (plus the URLs for display).
     pub fn engine_config(&self) -> crate::Result<(EngineConfig, Vec<String>)> {
+        if let Some(st) = &self.stages {
+            return self.ramp_config(st);
+        }
         let load = match self.load {
             RunLoad::Rate(rate) => {
                 self.open.validate()?;
@@ -149,6 +157,83 @@ impl RunConfig {
         Ok((cfg, urls))
     }
 
+    /// The flag that gave the stages, for messages.
+    pub fn stages_flag(&self) -> &'static str {
+        match self.load {
+            RunLoad::Rate(_) => "--stages",
+            RunLoad::Users { .. } => "--user-stages",
+        }
+    }
+
+    /// [`RunConfig::engine_config`] on stages: the run lasts their sum (after the warm-up,
+    /// which holds the level they start from); the engine follows their profile. `Load`
+    /// carries the measured window's mean rate (open loop) or the peak of users (closed).
+    fn ramp_config(&self, st: &Stages) -> crate::Result<(EngineConfig, Vec<String>)> {
+        let flag = self.stages_flag();
+        let length = crate::units::fmt_duration(st.duration());
+        if self.duration.is_some() {
+            return Err(Error::usage(format!(
+                "{flag} sets the run's length (the sum of its stages, {length}); leave out \
+                 --duration"
+            )));
+        }
+        let replaying = self.request.access_log.as_ref();
+        if replaying.is_some_and(|a| a.replay_speed.is_some()) {
+            return Err(Error::usage(format!(
+                "{flag} and --replay-speed both set when requests go out; give one"
+            )));
+        }
+        if self.requests == Some(0) {
+            return Err(Error::usage("--requests must be at least 1"));
+        }
+        let profile = st.profile(self.warmup);
+        let load = match self.load {
+            RunLoad::Rate(_) => {
+                self.open.validate()?;
+                let secs = st.duration().as_secs_f64();
+                let w = self.warmup.as_secs_f64();
+                let mean = (profile.integral(w + secs) - profile.integral(w)) / secs;
+                self.open.load(mean)
+            }
+            RunLoad::Users { think, .. } => {
+                st.check_users()
+                    .map_err(|e| Error::usage(format!("{flag}: {e}")))?;
+                let most = crate::usecase::config::MAX_USERS;
+                if st.peak() > most as f64 {
+                    return Err(Error::usage(format!(
+                        "{flag}: the stages reach {} users; at most {most} are supported",
+                        crate::units::fmt_num(st.peak())
+                    )));
+                }
+                if self.request.scenario.is_some() {
+                    return Err(Error::usage(
+                        "--user-stages does not ramp --scenario users; use --stages (sessions \
+                         per second) with the scenario",
+                    ));
+                }
+                Load::Closed {
+                    users: st.peak() as usize,
+                    think: think.unwrap_or((Duration::ZERO, Duration::ZERO)),
+                }
+            }
+        };
+        crate::usecase::config::check_load(&load)?;
+        self.segment
+            .validate(st.duration() + self.warmup, &[load])?;
+        let (mut cfg, urls) = base_config(
+            &self.request,
+            &self.conn,
+            load,
+            Some(st.duration()),
+            self.requests,
+            self.warmup,
+        )?;
+        cfg.segment = self.segment.segment;
+        cfg.max_sessions = self.open.max_sessions;
+        cfg.ramp = Some(std::sync::Arc::new(profile));
+        Ok((cfg, urls))
+    }
+
     /// Server-side sampling was asked for (a plain run stays a pure load generator).
     pub fn observing(&self) -> bool {
         let o = &self.observe;
@@ -164,12 +249,20 @@ impl fmt::Display for RunConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut a = Argv::new("run");
         command::request(&mut a, &self.request, &self.conn);
-        match self.load {
-            RunLoad::Rate(r) => {
+        match (self.load, &self.stages) {
+            (RunLoad::Rate(_), Some(st)) => {
+                command::open_loop(&mut a, &self.open);
+                a.opt("--stages", st.to_string());
+            }
+            (RunLoad::Rate(r), None) => {
                 command::open_loop(&mut a, &self.open);
                 a.opt("--rate", r.to_string());
             }
-            RunLoad::Users { users, think } => {
+            (RunLoad::Users { think, .. }, Some(st)) => {
+                command::think(&mut a, think);
+                a.opt("--user-stages", st.to_string());
+            }
+            (RunLoad::Users { users, think }, None) => {
                 command::think(&mut a, think);
                 a.opt("--users", users.to_string());
             }

@@ -77,11 +77,11 @@ pub(super) fn pool(c: &Ctx) -> Option<Candidate> {
         Some(i) => {
             let queue = if q1 > 0.0 || q0 > 0.0 {
                 format!(
-                    " (queue {} at step {} → {} at step {})",
+                    " (queue {} at {} → {} at {})",
                     int(q0),
-                    c.steps[i0].step + 1,
+                    c.step_name(i0),
                     int(q1),
-                    c.steps[i1].step + 1
+                    c.step_name(i1)
                 )
             } else if scoreboard {
                 " (none idle, no scoreboard slot free)".to_string()
@@ -171,7 +171,11 @@ pub(super) fn cpu(c: &Ctx) -> Option<Candidate> {
             x.seen = format!(
                 "the host was {busy:.0}% busy at the knee; the server's own share is unknown \
                  (--watch its processes){}",
-                if watched { " in that step" } else { "" }
+                match (watched, c.ramp.is_some()) {
+                    (false, _) => "",
+                    (true, false) => " in that step",
+                    (true, true) => " in those seconds",
+                }
             );
             x.brief = format!("host CPU {busy:.0}% (server's share unknown)");
         }

@@ -22,6 +22,10 @@ use crate::observe::{SourceObservation, StepObservation};
 use crate::store::StepRecord;
 use crate::units::fmt_num;
 
+/// A ramp's knee: seconds in a row below the offered line before it counts (one slow second
+/// is noise); the verdict names it as the knee's "time to notice" (`analysis::ramp::WINDOW`).
+pub const RAMP_WINDOW: usize = 3;
+
 /// A resource that can limit a web stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -136,11 +140,37 @@ impl Context {
 
 /// The verdict for the knee at `knee` (index into `steps`, which are in load order).
 pub fn diagnose(mode: &str, steps: &[StepRecord], knee: usize, cx: Context) -> Bottleneck {
+    diagnose_on(mode, steps, knee, cx, None)
+}
+
+/// The verdict on a ramp (`analysis::ramp`): `windows` are spans of its seconds in time
+/// order, each `step` the second it starts at; the knee is given as (level, ± uncertainty,
+/// seconds into the run), since a window's mean level is coarser than the knee found.
+pub fn diagnose_ramp(
+    mode: &str,
+    windows: &[StepRecord],
+    knee: usize,
+    cx: Context,
+    at: (f64, f64, f64),
+) -> Bottleneck {
+    let mut b = diagnose_on(mode, windows, knee, cx, Some(at));
+    b.knee_load = at.0;
+    b
+}
+
+fn diagnose_on(
+    mode: &str,
+    steps: &[StepRecord],
+    knee: usize,
+    cx: Context,
+    ramp: Option<(f64, f64, f64)>,
+) -> Bottleneck {
     let knee = knee.min(steps.len().saturating_sub(1));
     let c = Ctx {
         mode,
         steps: &steps[..(knee + 1).min(steps.len())],
         rise: latency_rise(steps, knee),
+        ramp,
         link_bps: cx.link_bps,
     };
     let mut not_observed = Vec::new();
@@ -213,6 +243,9 @@ struct Ctx<'a> {
     /// The steps up to and including the knee: what came after did not cause it.
     steps: &'a [StepRecord],
     rise: usize,
+    /// On a ramp: the knee's (level, ± uncertainty, seconds into the run); steps are
+    /// windows of seconds, named by the second they start at.
+    ramp: Option<(f64, f64, f64)>,
     /// The link's speed, bits/s (`--link-speed`).
     link_bps: Option<f64>,
 }
@@ -227,10 +260,22 @@ impl Ctx<'_> {
         format!("{} {unit}", fmt_num(x))
     }
 
-    /// "step 7 at 377 req/s".
+    /// "step 7 at 377 req/s"; on a ramp "12 s at 377 req/s".
     fn at(&self, i: usize) -> String {
         let s = &self.steps[i];
-        format!("step {} at {}", s.step + 1, self.load(s.offered))
+        match self.ramp {
+            Some(_) => format!("{:.0} s at {}", s.start_s, self.load(s.offered)),
+            None => format!("step {} at {}", s.step + 1, self.load(s.offered)),
+        }
+    }
+
+    /// "step 7", or on a ramp "12 s" (the window's start).
+    fn step_name(&self, i: usize) -> String {
+        let s = &self.steps[i];
+        match self.ramp {
+            Some(_) => format!("{:.0} s", s.start_s),
+            None => format!("step {}", s.step + 1),
+        }
     }
 
     fn knee(&self) -> &StepRecord {
@@ -299,11 +344,20 @@ fn verdict(
     cands: &[Candidate],
     not_observed: &[String],
 ) -> String {
-    let head = format!(
-        "knee at {} (step {})",
-        c.load(load),
-        c.steps.get(knee).map_or(knee, |s| s.step) + 1
-    );
+    let head = match c.ramp {
+        Some((level, pm, t)) => format!(
+            "knee at {} ± {} ({} s into the run; ± the ramp's slope × {} s to notice)",
+            c.load(level),
+            fmt_num(pm),
+            fmt_num(t),
+            RAMP_WINDOW
+        ),
+        None => format!(
+            "knee at {} (step {})",
+            c.load(load),
+            c.steps.get(knee).map_or(knee, |s| s.step) + 1
+        ),
+    };
     let others = |skip: usize| {
         cands[skip..]
             .iter()

@@ -657,3 +657,60 @@ fn candidates_name_their_sources_flags() {
     let (_, _, pool_kinds) = super::CANDIDATES[0];
     assert_eq!(pool_kinds, crate::observe::source::pool_kinds());
 }
+
+/// A ramp (50 → 600 req/s over 12 s against a 4-worker pool answering 400 req/s), its
+/// windows observed as the pool's status page saw them: full, with a queue, from the
+/// seconds it could no longer keep up. The verdict names the pool, in seconds, not steps.
+#[test]
+fn a_ramp_names_the_pool_at_its_knee() {
+    use crate::analysis::ramp::{analyze_with_verdict, windows};
+    let series: Vec<crate::store::SeriesPoint> = (0..12)
+        .map(|i| {
+            let offered = 50.0 + 550.0 / 12.0 * (i as f64 + 0.5);
+            let thr = offered.min(400.0);
+            let over = (offered - 400.0).max(0.0);
+            crate::store::SeriesPoint {
+                t: i as f64,
+                step: 0,
+                offered,
+                warmup: false,
+                responses: thr as u64,
+                ok: thr as u64,
+                errors: 0,
+                bytes_in: 0,
+                response_time_mean_ms: 10.0 + over,
+                response_time_max_ms: 20.0 + over,
+                send_lag_mean_ms: 0.0,
+                response_time_p50_ms: Some(10.0 + over),
+                response_time_p95_ms: Some(12.0 + over),
+                response_time_p99_ms: Some(15.0 + over),
+                server: None,
+            }
+        })
+        .collect();
+    let base = step(0, 325.0, summary(325.0, 300.0, 10.0, 0));
+    let w = windows(&series, &base, |t0, _| {
+        // Busy with the load's share of 4 workers; full with a queue past 400 req/s (7.6 s).
+        let level = 50.0 + 550.0 / 12.0 * t0;
+        let busy = (level / 100.0).min(4.0).floor();
+        let queue = if level >= 390.0 { 30.0 } else { 0.0 };
+        Some(obs(&Srv {
+            fpm: Some((busy, 4.0, queue, u64::from(queue > 0.0))),
+            ..Srv::default()
+        }))
+    });
+    let a = analyze_with_verdict("open", &series, &w, Context::default());
+    let k = a.knee.as_ref().expect("a knee");
+    assert!((k.level - 400.0).abs() <= 40.0, "{k:?}");
+    let b = a.bottleneck.expect("a verdict");
+    assert_eq!(b.outcome, Diagnosis::Limit, "{}", b.verdict);
+    let lead = b.leader().unwrap();
+    assert_eq!(lead.limit, Limit::WorkerPool);
+    assert!(lead.seen.contains(" s at "), "{}", lead.seen);
+    assert!(!b.verdict.contains("step"), "{}", b.verdict);
+    assert!(
+        b.verdict.starts_with("knee at 400 req/s ± 138"),
+        "{}",
+        b.verdict
+    );
+}

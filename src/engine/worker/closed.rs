@@ -1,11 +1,16 @@
 //! The closed loop's side of a worker: each slot is a user who sends, waits for the answer,
-//! thinks, and sends again.
+//! thinks, and sends again. On `--stages` the users the level asks for run: the others
+//! start when it reaches them and stop after their current request when it falls below.
 use super::Worker;
 use crate::engine::conn::{Phase, NO_USER};
 use crate::engine::protocol::Wire;
 use crate::engine::transport::Transport;
 use std::cmp::Reverse;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How often a thread on a users' ramp starts the users the level has reached: 10 ms, finer
+/// than anyone reads a users' timeline, cheap beside the requests.
+const RAMP_CHECK: Duration = Duration::from_millis(10);
 
 impl<T: Transport, W: Wire<T>> Worker<'_, T, W> {
     /// A user decides what to do next: think, send, or stop. `first`: the user's first
@@ -13,6 +18,10 @@ impl<T: Transport, W: Wire<T>> Worker<'_, T, W> {
     pub(super) fn user_next(&mut self, u: usize, now: Instant, first: bool) {
         if !self.may_send(now) {
             self.end_user(u);
+            return;
+        }
+        if !self.user_wanted(u, now) {
+            self.ramp_stop(u);
             return;
         }
         // A scenario's step may set its own think time.
@@ -70,8 +79,55 @@ impl<T: Transport, W: Wire<T>> Worker<'_, T, W> {
             self.think.pop();
             // The user's next request was intended when its think time ended.
             if self.conns[u].phase == Phase::Thinking {
-                self.user_send(u, t, now);
+                if self.user_wanted(u, now) {
+                    self.user_send(u, t, now);
+                } else {
+                    self.ramp_stop(u);
+                }
             }
         }
+    }
+
+    /// How many of this thread's users run now: all, unless on a ramp, whose level (whole
+    /// users) runs the global numbers below it; this thread's users are numbered in order
+    /// (`offset + u × stride`), so they are its first ones.
+    fn users_wanted(&self, now: Instant) -> usize {
+        let (Some(lane), Some(p)) = (self.ramp_lane, &self.cfg.ramp) else {
+            return usize::MAX;
+        };
+        // The profile's clock starts with the warm-up.
+        let origin = self.warm_end.checked_sub(self.cfg.warmup);
+        let t = origin.map_or(0.0, |o| now.saturating_duration_since(o).as_secs_f64());
+        let level = (p.level(t) + 1e-9).floor() as u64;
+        level.saturating_sub(lane.offset).div_ceil(lane.stride) as usize
+    }
+
+    /// A user the ramp no longer wants stops; the next check starts it again from there if
+    /// the level is back up by then.
+    fn ramp_stop(&mut self, u: usize) {
+        self.end_user(u);
+        self.ramp_running = self.ramp_running.min(u);
+    }
+
+    /// Whether user `u` of this thread runs now (see `users_wanted`).
+    pub(super) fn user_wanted(&self, u: usize, now: Instant) -> bool {
+        u < self.users_wanted(now)
+    }
+
+    /// On a users' ramp: starts the users the level has reached since the last check
+    /// (those it left stop on their own, after their current request: `user_next`). A user
+    /// still busy from before a fall simply goes on.
+    pub(super) fn ramp_users(&mut self, now: Instant) {
+        if self.ramp_lane.is_none() || now < self.next_ramp {
+            return;
+        }
+        self.next_ramp = now + RAMP_CHECK;
+        let n = self.users_wanted(now).min(self.conns.len());
+        for u in self.ramp_running.min(n)..n {
+            if self.conns[u].phase == Phase::Free {
+                self.user_next(u, now, true);
+            }
+        }
+        self.ramp_running = n;
     }
 }

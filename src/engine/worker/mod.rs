@@ -21,6 +21,7 @@ use super::protocol::{Reuse, Wire};
 use super::transport::{Handshake, Transport};
 use super::{Control, EngineConfig, Load, Pick};
 use crate::metrics::{ErrorKind, Recorder, TlsReason};
+use crate::plan::segment::Lane;
 use mio::{Events, Poll, Token};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -97,6 +98,13 @@ pub(in crate::engine) struct Worker<'a, T: Transport, W: Wire<T>> {
     held: Vec<(usize, Option<usize>, bool)>,
     /// Spaces connect attempts out while every one of the last second failed.
     backoff: Backoff,
+    /// Closed loop on `--stages`: this thread's users' global numbers (user `u` is
+    /// `offset + u × stride`, so the threads' users interleave) and when next to start the
+    /// users the level has reached (see `closed.rs`).
+    ramp_lane: Option<Lane>,
+    next_ramp: Instant,
+    /// The users the ramp ran at its last check (those below were started then).
+    ramp_running: usize,
 }
 
 /// The fds a worker needs besides its connections: its epoll and its timer. The engine opens
@@ -130,14 +138,26 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             } => {
                 let cap = share(max_connections as u64).max(1) as usize;
                 let lane = cfg.segment.lane(id, threads);
-                let s = match &cfg.replay {
-                    Some(r) => Schedule::replay(origin, Arc::clone(r), lane),
-                    None => Schedule::new(origin, rate, arrival, lane, cfg.seed),
+                let s = match (&cfg.replay, &cfg.ramp) {
+                    (Some(r), _) => Schedule::replay(origin, Arc::clone(r), lane),
+                    (None, Some(p)) => {
+                        Schedule::ramp(origin, Arc::clone(p), arrival, lane, cfg.seed)
+                    }
+                    (None, None) => Schedule::new(origin, rate, arrival, lane, cfg.seed),
                 };
                 (0, cap, Some(s), (Duration::ZERO, Duration::ZERO))
             }
             Load::Closed { users, think } => {
-                let n = share(users as u64) as usize;
+                let n = match &cfg.ramp {
+                    // Users numbered globally: this thread's are those of its lane.
+                    Some(_) => {
+                        let lane = cfg.segment.lane(id, threads);
+                        (users as u64)
+                            .saturating_sub(lane.offset)
+                            .div_ceil(lane.stride) as usize
+                    }
+                    None => share(users as u64) as usize,
+                };
                 let conns = cfg.protocol.connections_for(n);
                 (n, conns, None, think)
             }
@@ -220,6 +240,12 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             threads,
             held: Vec::new(),
             backoff: Backoff::default(),
+            ramp_lane: match (&cfg.ramp, cfg.load) {
+                (Some(_), Load::Closed { .. }) => Some(cfg.segment.lane(id, threads)),
+                _ => None,
+            },
+            next_ramp: origin,
+            ramp_running: 0,
         })
     }
 
@@ -229,8 +255,12 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
         let cpu_start = crate::metrics::recorder::thread_cpu_time();
         let now = Instant::now();
         if self.schedule.is_none() {
-            for u in 0..self.conns.len() {
-                self.user_next(u, now, true);
+            if self.ramp_lane.is_some() {
+                self.ramp_users(now);
+            } else {
+                for u in 0..self.conns.len() {
+                    self.user_next(u, now, true);
+                }
             }
         }
         let mut stopping = false;
@@ -248,8 +278,12 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             if stopping && !self.conns.iter().any(|c| c.in_flight()) {
                 break;
             }
-            // Closed loop: every user has finished (budget spent, or nothing left to do).
-            if self.schedule.is_none() && self.conns.iter().all(|c| c.phase == Phase::Free) {
+            // Closed loop: every user has finished (budget spent, or nothing left to do); on a
+            // ramp, users may start later while sending.
+            if self.schedule.is_none()
+                && !(sending && self.ramp_lane.is_some())
+                && self.conns.iter().all(|c| c.phase == Phase::Free)
+            {
                 break;
             }
             // Sleep until the next thing to do: an arrival, a user waking, a timeout scan.
@@ -267,6 +301,9 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
                 }
                 if let Some(end) = self.send_end {
                     wake = wake.min(end);
+                }
+                if self.ramp_lane.is_some() {
+                    wake = wake.min(self.next_ramp);
                 }
             }
             let timeout = if wake <= now || !self.more.is_empty() {
@@ -305,6 +342,7 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             let now = Instant::now();
             if self.may_send(now) {
                 self.wake_thinkers(now);
+                self.ramp_users(now);
             }
             // Also when the loop woke just after the send window: arrivals intended before its
             // end still go out (dispatch sends nothing intended later), not counted as unsent.

@@ -14,19 +14,37 @@ use std::path::{Path, PathBuf};
 
 pub(super) fn load_plan(file: &Path, label: &str, l: &RawLoad) -> crate::Result<LoadPlan> {
     let key = |k: &str| format!("{label} load.{k}");
-    let kind = match l.kind.as_deref().unwrap_or("sweep") {
-        "sweep" => Kind::Sweep,
-        "steps" => Kind::Steps,
-        "capacity" => Kind::Capacity,
-        other => {
+    let ramp = stages_of(file, label, l)?;
+    let kind = match (l.kind.as_deref(), &ramp) {
+        (None | Some("ramp"), Some(_)) => Kind::Ramp,
+        (Some("ramp"), None) => {
+            return Err(err(
+                file,
+                &key("stages"),
+                "a ramp needs stages = \"30s:100, 1m:2000\" (or user_stages)",
+            ))
+        }
+        (Some(k), Some((users, _))) => {
+            let which = if *users { "user_stages" } else { "stages" };
+            return Err(err(
+                file,
+                &key(which),
+                format!("{which} make a ramp, not a {k}: leave out kind (or kind = \"ramp\")"),
+            ));
+        }
+        (None | Some("sweep"), None) => Kind::Sweep,
+        (Some("steps"), None) => Kind::Steps,
+        (Some("capacity"), None) => Kind::Capacity,
+        (Some(other), None) => {
             return Err(err(
                 file,
                 &key("kind"),
-                format!("'{other}' is not one of sweep, steps, capacity"),
+                format!("'{other}' is not one of sweep, steps, capacity, ramp"),
             ))
         }
     };
     let (closed, levels) = match (&l.users, &l.rates, kind) {
+        (_, _, Kind::Ramp) => (ramp.as_ref().is_some_and(|r| r.0), Vec::new()),
         (Some(_), _, Kind::Capacity) => {
             return Err(err(
                 file,
@@ -123,6 +141,7 @@ pub(super) fn load_plan(file: &Path, label: &str, l: &RawLoad) -> crate::Result<
         kind,
         closed,
         levels,
+        stages: ramp.map(|r| r.1),
         think,
         step,
         warmup: dur(file, &key("warmup"), &l.warmup, timing.warmup)?,
@@ -137,6 +156,41 @@ pub(super) fn load_plan(file: &Path, label: &str, l: &RawLoad) -> crate::Result<
         arrival,
         connections,
     })
+}
+
+/// `stages` / `user_stages`: (of users, the stages); one at most, and not beside levels.
+fn stages_of(
+    file: &Path,
+    label: &str,
+    l: &RawLoad,
+) -> crate::Result<Option<(bool, crate::plan::stages::Stages)>> {
+    use crate::plan::stages::Stages;
+    let key = |k: &str| format!("{label} load.{k}");
+    let (users, text) = match (&l.stages, &l.user_stages) {
+        (Some(_), Some(_)) => {
+            return Err(err(
+                file,
+                &key("user_stages"),
+                "stages ramp the rate, user_stages the users: give one",
+            ))
+        }
+        (Some(t), None) => (false, t),
+        (None, Some(t)) => (true, t),
+        (None, None) => return Ok(None),
+    };
+    let which = if users { "user_stages" } else { "stages" };
+    if l.users.is_some() || l.rates.is_some() {
+        return Err(err(
+            file,
+            &key(which),
+            format!("{which} set the levels: leave out users and rates"),
+        ));
+    }
+    let st = Stages::parse(text).map_err(|e| err(file, &key(which), e))?;
+    if users {
+        st.check_users().map_err(|e| err(file, &key(which), e))?;
+    }
+    Ok(Some((users, st)))
 }
 
 pub(super) fn request_of(file: &Path, label: &str, r: &RawRequest) -> crate::Result<Request> {

@@ -94,6 +94,8 @@ pub enum Kind {
     Sweep,
     Steps,
     Capacity,
+    /// One run on stages (`stages` / `user_stages`): the load moves along them.
+    Ramp,
 }
 
 impl Kind {
@@ -102,6 +104,7 @@ impl Kind {
             Kind::Sweep => "sweep",
             Kind::Steps => "steps",
             Kind::Capacity => "capacity",
+            Kind::Ramp => "ramp",
         }
     }
 }
@@ -111,8 +114,10 @@ pub struct LoadPlan {
     pub kind: Kind,
     /// Closed loop (users) or open loop (rates).
     pub closed: bool,
-    /// Users or rates; for capacity, empty.
+    /// Users or rates; for capacity and ramps, empty.
     pub levels: Vec<f64>,
+    /// A ramp's stages (of users when `closed`).
+    pub stages: Option<crate::plan::stages::Stages>,
     pub think: Option<(Duration, Duration)>,
     pub step: Duration,
     pub warmup: Duration,
@@ -659,11 +664,35 @@ load = { users = "1:9:4", step = "2s" }
             // 10^12 points: refused before a single one is built.
             (format!("{base}[[config]]\nstack = 'nginx-fpm'\nknobs = {{ workers = [{l}], max_clients = [{l}], keepalive = [{l}], pm_max_requests = [{l}] }}\n", l = (1..=1000).map(|i| i.to_string()).collect::<Vec<_>>().join(",")), "config[1] knobs"),
             (format!("{base}{cfg}[[config]]\nname = 'b'\nsetup = 'true'\nready = 'http://127.0.0.1:9/'\nload = {{ rates = 5 }}\n"), "mixes closed loop"),
+            // Stages: the key, the stage and what is wrong.
+            (format!("[load]\nstages = '10s:100, 5m'\n{cfg}"), "config 'a' load.stages: stage 2 '5m': expected DURATION:TARGET"),
+            (format!("[load]\nstages = '10s:100'\nrates = 5\n{cfg}"), "load.stages: stages set the levels: leave out users and rates"),
+            (format!("[load]\nkind = 'sweep'\nstages = '10s:100'\n{cfg}"), "stages make a ramp, not a sweep"),
+            (format!("[load]\nkind = 'ramp'\nusers = 2\n{cfg}"), "a ramp needs stages"),
+            (format!("[load]\nuser_stages = '10s:2.5'\n{cfg}"), "load.user_stages: stage 1 '10s:2.5': users are whole"),
+            (format!("[load]\nstages = '10s:100'\nuser_stages = '10s:2'\n{cfg}"), "give one"),
+            (format!("[load]\nstages = '10s:100'\nthink = '1s'\n{cfg}"), "load.think"),
         ];
         for (text, want) in cases {
             let s = e(&text);
             assert!(s.contains(want), "expected '{want}' in: {s}");
         }
+    }
+
+    /// A ramp: its stages replace inherited levels, and the run lasts their sum.
+    #[test]
+    fn stages_make_a_ramp() {
+        let text = "[load]\nusers = [1, 2]\n[[config]]\nname = 'a'\nsetup = 'true'\n\
+                    ready = 'http://127.0.0.1:9/'\nload = { user_stages = '0s:2, 10s:20, 5s:0' }\n";
+        let x = parse(text, Path::new("e.toml"), false).unwrap();
+        let l = &x.configs[0].load;
+        assert_eq!(l.kind, Kind::Ramp);
+        assert!(l.closed && l.levels.is_empty());
+        assert_eq!(l.stages.as_ref().unwrap().to_string(), "0s:2, 10s:20, 5s:0");
+        assert_eq!(
+            crate::experiment::plan::run_duration(&x.configs[0]),
+            Duration::from_secs(1) + x.configs[0].warmup + l.warmup + Duration::from_secs(15)
+        );
     }
 
     #[test]

@@ -133,6 +133,10 @@ pub struct RawLoad {
     pub kind: Option<String>,
     pub users: Option<Text>,
     pub rates: Option<Text>,
+    /// A ramp (`run --stages`): the rate moves through these stages.
+    pub stages: Option<String>,
+    /// A ramp of users (`run --user-stages`).
+    pub user_stages: Option<String>,
     pub think: Option<Text>,
     pub step: Option<Text>,
     pub warmup: Option<Text>,
@@ -255,16 +259,23 @@ impl Merge for RawLoad {
         // Levels come as a pair: an override that names users or rates replaces both, so a
         // configuration can switch between open and closed loop.
         // A capacity search finds its own rates: inherited levels do not apply to it.
+        // Stages are levels too: naming any of the four replaces them all.
         let to_capacity = over.kind.as_deref() == Some("capacity");
-        let (users, rates) = if over.users.is_some() || over.rates.is_some() || to_capacity {
-            (over.users.clone(), over.rates.clone())
+        let names_levels = over.users.is_some()
+            || over.rates.is_some()
+            || over.stages.is_some()
+            || over.user_stages.is_some();
+        let from = if names_levels || to_capacity {
+            over
         } else {
-            (self.users.clone(), self.rates.clone())
+            self
         };
         RawLoad {
             kind: over.kind.clone().or_else(|| self.kind.clone()),
-            users,
-            rates,
+            users: from.users.clone(),
+            rates: from.rates.clone(),
+            stages: from.stages.clone(),
+            user_stages: from.user_stages.clone(),
             think: pick(&self.think, &over.think),
             step: pick(&self.step, &over.step),
             warmup: pick(&self.warmup, &over.warmup),
