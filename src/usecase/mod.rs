@@ -10,7 +10,8 @@
 //! hdr-log and analysis); each kind's file holds only its validation and its driver (which
 //! step next), its configuration is in `<kind>_config.rs` and its outcome in `outcome.rs`.
 //! `config.rs` holds the option types they share, `mix.rs` the request mix, `probe.rs` the
-//! ALPN probe and `engine_config.rs` the engine configuration built from them.
+//! ALPN probe, `engine_config.rs` the engine configuration built from them, and `ramp.rs` a
+//! run on stages' knee, read right after its load.
 pub mod audit;
 pub mod capacity;
 pub mod capacity_config;
@@ -23,6 +24,7 @@ pub mod lifecycle;
 pub mod mix;
 pub mod outcome;
 pub mod probe;
+mod ramp;
 pub mod results;
 pub mod run;
 pub mod run_config;

@@ -4,9 +4,37 @@ use super::{bin, output_within};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// The study files pin their lab stacks' ports (the stacks' documented defaults, which the
+/// studies' figures name): two suites on one machine (two checkouts, two CI jobs) would
+/// collide on them, so their study files take turns on one machine-wide lock, held until
+/// the returned file is dropped. Never through a link, never another user's file.
+fn ports_lock() -> std::fs::File {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    use std::os::unix::io::AsRawFd;
+    let path = "/tmp/overload-study-ports.lock";
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    assert_eq!(
+        f.metadata().unwrap().uid(),
+        uid,
+        "{path} belongs to another user: remove it"
+    );
+    // SAFETY: a valid descriptor; blocks until the other suite's study file is done.
+    assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }, 0);
+    f
+}
+
 /// Runs experiments/NAME.toml with --quick in a private lab prefix and checks it completed
 /// with its report (the S5 file: its two charts).
 pub fn study_quick(name: &str) {
+    let _ports = ports_lock();
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("experiments/{name}.toml"));
     let dir = super::scratch();
     let out = dir.path().join("exp");

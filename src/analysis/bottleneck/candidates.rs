@@ -84,7 +84,7 @@ pub(super) fn pool(c: &Ctx) -> Option<Candidate> {
                     c.step_name(i1)
                 )
             } else if scoreboard {
-                " (none idle, no scoreboard slot free)".to_string()
+                " (under one idle on average, no scoreboard slot free)".to_string()
             } else {
                 format!(" (max children reached {} times)", int(reached as f64))
             };
