@@ -202,15 +202,7 @@ pub(super) fn render_sweep(r: &RunReport) -> String {
 
     // Header.
     let _ = writeln!(o, "<header>\n<h1>{}</h1>", esc(&name));
-    let span = match info.finished_unix_ms {
-        Some(f) if f >= info.started_unix_ms => {
-            format!(
-                ", lasted {}",
-                fmt_span((f - info.started_unix_ms) as f64 / 1000.0)
-            )
-        }
-        _ => String::new(),
-    };
+    let span = lasted(info);
     let _ = writeln!(
         o,
         "<p class=\"sub\">{} · {} loop · {} step{} · started {}{} · {}</p>",
@@ -635,6 +627,19 @@ pub(super) fn run_info(o: &mut String, r: &RunReport) {
         row("config", format!("<pre>{}</pre>", esc(&cfg)));
     }
     o.push_str("</dl>\n");
+}
+
+/// ", lasted 1 min 2 s" for a finished run's page header; nothing while it runs.
+pub(super) fn lasted(info: &crate::store::RunInfo) -> String {
+    match info.finished_unix_ms {
+        Some(f) if f >= info.started_unix_ms => {
+            format!(
+                ", lasted {}",
+                fmt_span((f - info.started_unix_ms) as f64 / 1000.0)
+            )
+        }
+        _ => String::new(),
+    }
 }
 
 /// "saturation at …" as a sentence.

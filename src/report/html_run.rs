@@ -5,7 +5,9 @@
 //! words (saturation, capacity, "vs offered") have no meaning for one load level and are
 //! left out; what the analysis found wrong with the step is said in the run's own words.
 use super::charts::{self, chart_grid};
-use super::html::{capitalized, card, fmt_span, notes_list, page_end, page_start, run_info};
+use super::html::{
+    capitalized, card, fmt_span, lasted, notes_list, page_end, page_start, run_info,
+};
 use super::model::RunReport;
 use super::server;
 use super::svg::esc;
@@ -23,15 +25,7 @@ pub fn render(r: &RunReport) -> String {
     let mut o = page_start(&format!("overload report: {name}"));
 
     let _ = writeln!(o, "<header>\n<h1>{}</h1>", esc(&name));
-    let span = match info.finished_unix_ms {
-        Some(f) if f >= info.started_unix_ms => {
-            format!(
-                ", lasted {}",
-                fmt_span((f - info.started_unix_ms) as f64 / 1000.0)
-            )
-        }
-        _ => String::new(),
-    };
+    let span = lasted(info);
     let _ = writeln!(
         o,
         "<p class=\"sub\">{} · {} loop at {} · started {}{} · {}</p>",
