@@ -36,6 +36,11 @@ pub enum LabCommand {
     Url(UrlArgs),
     /// Print the path of a running app stack's URL file (siege's format, for `--urls`).
     Urls(UrlArgs),
+    /// Run a command across a network path with delay, jitter and loss (root only).
+    ///
+    /// Two network namespaces (load, stack) made for the run and removed after it, joined
+    /// by the kernel's netem or overload's own user-space bridge. See docs/lab.md.
+    Netem(super::lab_netem::NetemArgs),
 }
 
 #[derive(Args, Debug)]
@@ -183,6 +188,7 @@ pub fn run(args: LabArgs) -> Result<i32> {
             crate::outln!("{}", lab::urls_file(a.stack, &opts)?.display());
             Ok(0)
         }
+        LabCommand::Netem(a) => super::lab_netem::run(a),
     }
 }
 

@@ -18,6 +18,7 @@ mod help;
 mod hints;
 pub mod lab;
 pub mod lab_app_args;
+pub mod lab_netem;
 pub mod live_args;
 pub mod load_args;
 pub mod merge;

@@ -19,6 +19,7 @@ pub mod gallery;
 pub mod launch;
 mod login;
 pub mod mariadb;
+pub mod netem;
 pub mod process;
 pub mod render;
 pub mod resolve;
