@@ -126,7 +126,8 @@ fn across(path: &NetPath, a: &NetemArgs) -> Result<i32> {
     let mut stack = match &a.stack_cmd {
         Some(cmd) => {
             let mut c = Command::new("sh");
-            c.arg("-c").arg(cmd);
+            // Its output goes to stderr: stdout is the command's (a run's `--json -`).
+            c.arg("-c").arg(cmd).stdout(std::io::stderr());
             Some(spawn_in(path.stack_ns(), c, "--stack-cmd")?)
         }
         None => None,
