@@ -110,6 +110,8 @@ pub struct H3Conn {
     pub verified: bool,
     /// Requests went out as 0-RTT data.
     early: bool,
+    /// `--calls-per-connection` is reached: it takes no new request and closes when empty.
+    last_call: bool,
     tx: Vec<u8>,
     /// The packet counts (sent, received, lost) already added to the run's.
     pub counted_packets: (u64, u64, u64),
@@ -160,6 +162,7 @@ impl H3Conn {
             goaway: None,
             verified: false,
             early: false,
+            last_call: false,
             tx: Vec::with_capacity(1500 * TRANSMIT_BATCH),
             counted_packets: (0, 0, 0),
         };
@@ -176,6 +179,7 @@ impl H3Conn {
     /// Could it take one more request now?
     pub fn has_room(&self) -> bool {
         matches!(self.state, State::Open | State::Connecting)
+            && !self.last_call
             && self.load() < self.max_streams.min(self.peer_cap.unwrap_or(u32::MAX))
             && self.calls_left.is_none_or(|n| n > self.load())
     }
@@ -185,8 +189,14 @@ impl H3Conn {
         match self.state {
             State::Dead => true,
             State::Draining => self.load() == 0,
-            _ => false,
+            State::Open => self.last_call && self.load() == 0,
+            State::Connecting => false,
         }
+    }
+
+    /// May carry new requests (not past its last call, no GOAWAY).
+    pub fn usable(&self) -> bool {
+        matches!(self.state, State::Open | State::Connecting) && !self.last_call
     }
 
     /// When quinn-proto next needs [`H3Conn::on_timeout`].
@@ -218,6 +228,16 @@ impl H3Conn {
             *n = n.saturating_sub(1);
         }
         self.queued.push_back((slot, req));
+        if self.calls_left == Some(0) {
+            // Its last call (--calls-per-connection): no new request; it closes when done.
+            self.state = match self.state {
+                State::Open | State::Connecting if self.goaway.is_none() => {
+                    self.last_call = true;
+                    self.state
+                }
+                s => s,
+            };
+        }
         self.open_streams(requests, now);
     }
 

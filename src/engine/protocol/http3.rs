@@ -188,7 +188,7 @@ impl<T: Transport> Worker<'_, T, H3> {
     fn h3_start(&mut self, slot: usize, now: Instant) {
         let addr = self.cfg.requests[self.conns[slot].req].addr;
         self.conns[slot].addr = addr;
-        let usable = |h: &H3Conn| h.addr == addr && matches!(h.state, State::Open | State::Connecting);
+        let usable = |h: &H3Conn| h.addr == addr && h.usable();
         let mut found = self
             .wire
             .conns
