@@ -296,7 +296,12 @@ pub struct TlsArgs {
     ///
     /// Needs --tls-resumption on; requests that are not idempotent (POST) wait for the
     /// handshake. Handshakes whose early data the server accepted are counted apart.
-    #[arg(long = "0rtt", value_enum, default_value = "off", value_name = "on|off")]
+    #[arg(
+        long = "0rtt",
+        value_enum,
+        default_value = "off",
+        value_name = "on|off"
+    )]
     pub zero_rtt: OnOff,
 }
 

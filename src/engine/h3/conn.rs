@@ -270,8 +270,7 @@ impl H3Conn {
                 break;
             }
             let Some(id) = self.quic.streams().open(Dir::Bi) else {
-                if self.state == State::Open && self.active < self.max_streams && self.active > 0
-                {
+                if self.state == State::Open && self.active < self.max_streams && self.active > 0 {
                     // The server's MAX_STREAMS holds us below --streams.
                     self.peer_cap = Some(self.peer_cap.map_or(self.active, |c| c.max(self.active)));
                 }
@@ -391,7 +390,10 @@ impl H3Conn {
                     self.tx.clear();
                     match ep.handle(now, self.remote, None, None, data, &mut self.tx) {
                         Some(DatagramEvent::ConnectionEvent(h, ev)) if h == self.handle => {
-                            crate::engine::tls::watch_verified(|| self.quic.handle_event(ev), &mut self.verified);
+                            crate::engine::tls::watch_verified(
+                                || self.quic.handle_event(ev),
+                                &mut self.verified,
+                            );
                         }
                         Some(DatagramEvent::Response(t)) => {
                             let _ = sock.send(&self.tx[..t.size]);
@@ -505,10 +507,15 @@ impl H3Conn {
             .quic
             .crypto_session()
             .handshake_data()
-            .and_then(|d| d.downcast::<quinn_proto::crypto::rustls::HandshakeData>().ok())
+            .and_then(|d| {
+                d.downcast::<quinn_proto::crypto::rustls::HandshakeData>()
+                    .ok()
+            })
             .and_then(|d| d.protocol);
         if alpn.as_deref() != Some(b"h3".as_slice()) {
-            self.note = Some("the server did not negotiate h3 in the QUIC handshake (ALPN); try --http 2".into());
+            self.note = Some(
+                "the server did not negotiate h3 in the QUIC handshake (ALPN); try --http 2".into(),
+            );
             self.close_with(frame::H3_GENERAL_PROTOCOL_ERROR, now);
             self.fail_all(ErrorKind::QuicHandshake);
             return;
@@ -557,7 +564,8 @@ impl H3Conn {
             StreamEvent::Opened { dir: Dir::Bi } => {
                 // Servers open no request streams (§6.1): refuse it.
                 while let Some(id) = self.quic.streams().accept(Dir::Bi) {
-                    let code = VarInt::from_u64(frame::H3_STREAM_CREATION_ERROR).unwrap_or(VarInt::MAX);
+                    let code =
+                        VarInt::from_u64(frame::H3_STREAM_CREATION_ERROR).unwrap_or(VarInt::MAX);
                     let _ = self.quic.recv_stream(id).stop(code);
                     let _ = self.quic.send_stream(id).reset(code);
                 }
@@ -682,8 +690,7 @@ impl H3Conn {
         let outcome = if let Some(kind) = failure {
             Some(Outcome::Failed(kind))
         } else if fin {
-            if s.status == 0 || !s.decoder.at_boundary() || s.length.is_some_and(|l| l != s.data)
-            {
+            if s.status == 0 || !s.decoder.at_boundary() || s.length.is_some_and(|l| l != s.data) {
                 Some(Outcome::Failed(ErrorKind::Protocol))
             } else {
                 Some(Outcome::Done {
@@ -800,7 +807,11 @@ impl H3Conn {
         if fin
             && matches!(
                 kind,
-                Some(frame::STREAM_CONTROL | frame::STREAM_QPACK_ENCODER | frame::STREAM_QPACK_DECODER)
+                Some(
+                    frame::STREAM_CONTROL
+                        | frame::STREAM_QPACK_ENCODER
+                        | frame::STREAM_QPACK_DECODER
+                )
             )
         {
             return self.protocol_error(frame::H3_CLOSED_CRITICAL_STREAM, now);

@@ -14,7 +14,16 @@ fn frames(pieces: &[&[u8]], max: usize) -> Result<Vec<String>, FrameError> {
 
 #[test]
 fn varints_round_trip_at_every_length() {
-    for v in [0, 63, 64, 16_383, 16_384, (1 << 30) - 1, 1 << 30, VARINT_MAX] {
+    for v in [
+        0,
+        63,
+        64,
+        16_383,
+        16_384,
+        (1 << 30) - 1,
+        1 << 30,
+        VARINT_MAX,
+    ] {
         let mut b = Vec::new();
         put_varint(&mut b, v);
         assert_eq!(varint(&b), Some((v, b.len())), "{v}");
@@ -109,7 +118,10 @@ fn the_request_head_and_the_control_stream_are_well_formed() {
         true
     })
     .unwrap();
-    assert_eq!(got, ["Headers([0, 0, 209])", "Data([104, 101, 108, 108, 111])"]);
+    assert_eq!(
+        got,
+        ["Headers([0, 0, 209])", "Data([104, 101, 108, 108, 111])"]
+    );
     assert!(d.at_boundary());
     let ctl = control_stream(65_536);
     assert_eq!(ctl[0], STREAM_CONTROL as u8);
@@ -128,8 +140,14 @@ fn the_request_head_and_the_control_stream_are_well_formed() {
 
 #[test]
 fn settings_twice_or_of_http2_are_refused() {
-    assert_eq!(check_settings(&[0x01, 0x00, 0x01, 0x00]), Err(FrameError(H3_SETTINGS_ERROR)));
-    assert_eq!(check_settings(&[0x02, 0x00]), Err(FrameError(H3_SETTINGS_ERROR)));
+    assert_eq!(
+        check_settings(&[0x01, 0x00, 0x01, 0x00]),
+        Err(FrameError(H3_SETTINGS_ERROR))
+    );
+    assert_eq!(
+        check_settings(&[0x02, 0x00]),
+        Err(FrameError(H3_SETTINGS_ERROR))
+    );
     assert_eq!(check_settings(&[0x06]), Err(FrameError(H3_FRAME_ERROR)));
     assert_eq!(check_settings(&[0x21, 0x05]), Ok(()));
 }

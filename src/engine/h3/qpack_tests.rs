@@ -7,7 +7,21 @@ fn decode(section: &[u8]) -> Result<Head, SectionError> {
 #[test]
 fn static_entries_and_literals_decode() {
     // :status 200 (index 25), content-length with a value (name ref 4), a literal name.
-    let mut s = vec![0, 0, 0xc0 | 25, 0x54, 2, b'4', b'2', 0x23, b'f', b'o', b'o', 1, b'x'];
+    let mut s = vec![
+        0,
+        0,
+        0xc0 | 25,
+        0x54,
+        2,
+        b'4',
+        b'2',
+        0x23,
+        b'f',
+        b'o',
+        b'o',
+        1,
+        b'x',
+    ];
     assert_eq!(
         decode(&s),
         Ok(Head {
@@ -18,7 +32,10 @@ fn static_entries_and_literals_decode() {
     // A second :status is malformed; a trailer section has none.
     s.push(0xc0 | 25);
     assert_eq!(decode(&s), Err(SectionError::Malformed));
-    assert_eq!(decode(&[0, 0, 0x23, b'f', b'o', b'o', 0]).map(|h| h.status), Ok(0));
+    assert_eq!(
+        decode(&[0, 0, 0x23, b'f', b'o', b'o', 0]).map(|h| h.status),
+        Ok(0)
+    );
 }
 
 #[test]
@@ -34,7 +51,10 @@ fn huffman_values_decode_as_in_hpack() {
         seen.push((n.to_vec(), v.to_vec()))
     })
     .unwrap();
-    assert_eq!(seen[1], (b":authority".to_vec(), b"www.example.com".to_vec()));
+    assert_eq!(
+        seen[1],
+        (b":authority".to_vec(), b"www.example.com".to_vec())
+    );
     // A Huffman literal name (H at 0x08) and value: "custom-key: custom-value" (C.4.3).
     let mut s = vec![0, 0, 0x28 | 0x07, 0x01];
     s.extend_from_slice(&[0x25, 0xa8, 0x49, 0xe9, 0x5b, 0xa9, 0x7d, 0x7f]);
@@ -47,7 +67,10 @@ fn huffman_values_decode_as_in_hpack() {
     .unwrap();
     assert_eq!(seen, [(b"custom-key".to_vec(), b"custom-value".to_vec())]);
     // Bad padding is a decompression failure.
-    assert_eq!(decode(&[0, 0, 0x50, 0x81, 0x00]), Err(SectionError::Decompression));
+    assert_eq!(
+        decode(&[0, 0, 0x50, 0x81, 0x00]),
+        Err(SectionError::Decompression)
+    );
 }
 
 #[test]
@@ -63,7 +86,10 @@ fn the_dynamic_table_is_refused() {
         assert_eq!(decode(s), Err(SectionError::Decompression), "{s:?}");
     }
     // Past the static table's 99 entries.
-    assert_eq!(decode(&[0, 0, 0xff, 99 - 63]), Err(SectionError::Decompression));
+    assert_eq!(
+        decode(&[0, 0, 0xff, 99 - 63]),
+        Err(SectionError::Decompression)
+    );
 }
 
 #[test]
@@ -78,7 +104,10 @@ fn truncated_and_oversized_input_fails_without_allocating_its_length() {
     );
     assert_eq!(value.capacity(), 0);
     for cut in 0..3 {
-        assert_eq!(decode(&[0, 0, 0x54, 2, b'4', b'2'][..3 + cut]), Err(SectionError::Decompression));
+        assert_eq!(
+            decode(&[0, 0, 0x54, 2, b'4', b'2'][..3 + cut]),
+            Err(SectionError::Decompression)
+        );
     }
     // Larger than the cap.
     let mut s = vec![0, 0, 0xc0 | 25, 0x23, b'f', b'o', b'o'];

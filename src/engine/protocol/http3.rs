@@ -222,7 +222,9 @@ impl<T: Transport> Worker<'_, T, H3> {
         c.deadline = c.started + self.cfg.timeout;
         if h.state == State::Connecting {
             c.phase = Phase::Connecting;
-            c.deadline = c.deadline.min(h.deadline.max(c.started + self.cfg.connect_timeout));
+            c.deadline = c
+                .deadline
+                .min(h.deadline.max(c.started + self.cfg.connect_timeout));
         } else {
             c.phase = Phase::Writing;
         }
@@ -274,10 +276,10 @@ impl<T: Transport> Worker<'_, T, H3> {
         mux.gens[i] = mux.gens[i].wrapping_add(1);
         let gen = mux.gens[i];
         let mut socket = socket;
-        if let Err(e) = self
-            .poll
-            .registry()
-            .register(&mut socket, token(i, gen), Interest::READABLE)
+        if let Err(e) =
+            self.poll
+                .registry()
+                .register(&mut socket, token(i, gen), Interest::READABLE)
         {
             mux.free.push(i);
             return Err(ErrorKind::from_io(&e, true));
@@ -319,7 +321,11 @@ impl<T: Transport> Worker<'_, T, H3> {
     /// Datagrams arrived on connection `ci` (or were left from last turn).
     fn h3_receive(&mut self, ci: usize, gen: u32, now: Instant) {
         let mux = &mut self.wire;
-        let Some(h) = mux.conns.get_mut(ci).and_then(|h| h.as_mut()).filter(|h| h.gen == gen)
+        let Some(h) = mux
+            .conns
+            .get_mut(ci)
+            .and_then(|h| h.as_mut())
+            .filter(|h| h.gen == gen)
         else {
             return;
         };
