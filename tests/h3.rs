@@ -11,9 +11,18 @@ fn http3_on_an_http_url_or_with_tls12_is_a_one_line_usage_error() {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}/");
     for (args, says) in [
-        (vec![&url[..], "--http", "3"], "--http 3 needs https:// URLs"),
         (
-            vec!["https://127.0.0.1:1/", "--http", "3", "--tls-version", "1.2"],
+            vec![&url[..], "--http", "3"],
+            "--http 3 needs https:// URLs",
+        ),
+        (
+            vec![
+                "https://127.0.0.1:1/",
+                "--http",
+                "3",
+                "--tls-version",
+                "1.2",
+            ],
             "QUIC carries TLS 1.3 only",
         ),
         (
@@ -44,8 +53,19 @@ fn a_server_that_answers_only_tcp_is_a_counted_quic_handshake_error_with_advice(
     let m = run_measured(
         None,
         &[
-            "run", &t.url, "--http", "3", "--insecure", "-n", "20", "-c", "2", "--threads",
-            "1", "--connect-timeout", "5s",
+            "run",
+            &t.url,
+            "--http",
+            "3",
+            "--insecure",
+            "-n",
+            "20",
+            "-c",
+            "2",
+            "--threads",
+            "1",
+            "--connect-timeout",
+            "5s",
         ],
         true,
         Duration::from_secs(60),
