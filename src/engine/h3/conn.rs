@@ -997,3 +997,7 @@ fn reason_text(r: &[u8]) -> String {
         .collect();
     format!(": {text}")
 }
+
+#[cfg(test)]
+#[path = "conn_tests.rs"]
+mod tests;
