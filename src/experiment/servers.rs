@@ -31,6 +31,8 @@ enum Started {
         part: PartInfo,
         child: Child,
         url: String,
+        /// The impaired path, and this thread inside its load namespace (left first).
+        net: Option<Box<(lab::netem::ns::Entered, lab::netem::NetPath)>>,
     },
 }
 
@@ -61,6 +63,7 @@ fn spawn_shell(
     log: &Path,
     run_dir: &Path,
     tag: &str,
+    netns: Option<&std::fs::File>,
 ) -> crate::Result<(Child, PartInfo)> {
     let out = std::fs::OpenOptions::new()
         .create(true)
@@ -76,6 +79,10 @@ fn spawn_shell(
         .stdin(Stdio::null())
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err));
+    if let Some(ns) = netns {
+        c.env(lab::netem::STACK_ENV, lab::netem::STACK_ADDR);
+        lab::netem::ns::command_in(&mut c, ns);
+    }
     // SAFETY: setsid() is async-signal-safe and the only thing run between fork and exec.
     unsafe {
         c.pre_exec(|| {
@@ -109,6 +116,22 @@ fn probe(url: &str, timeout: Duration) -> Option<u16> {
     crate::http_get::get(&u, &u.target, &[], timeout, 64 << 10)
         .ok()
         .map(|r| r.status)
+}
+
+/// Whether the URL's host accepts a TCP connection on its port (from this thread's
+/// namespace).
+fn accepts(url: &str) -> bool {
+    use std::net::ToSocketAddrs;
+    let Ok(u) = crate::url::Url::parse(url) else {
+        return false;
+    };
+    (u.host.as_str(), u.port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .is_some_and(|a| {
+            std::net::TcpStream::connect_timeout(&a, Duration::from_millis(500)).is_ok()
+        })
 }
 
 /// The port of a loopback URL (the only kind whose listener this host can watch).
@@ -163,8 +186,21 @@ fn start(
             ready,
             url,
             ready_timeout,
+            network,
             ..
         } => {
+            // The path first: the server starts in its stack namespace, and this thread
+            // (the readiness probe, the load's threads it starts) moves to its load side.
+            let net = match network {
+                Some(spec) => {
+                    let path = lab::netem::NetPath::create(*spec)?;
+                    crate::outln!("  network: {}", path.describe());
+                    let p = path.probe(20)?;
+                    crate::outln!("  network: {}", p.describe());
+                    Some(path)
+                }
+                None => None,
+            };
             let logs = dir.join("logs");
             std::fs::create_dir_all(&logs)?;
             let log = logs.join(format!("{}.setup.log", run.id));
@@ -174,7 +210,17 @@ fn start(
                 crate::clock::unix_ms(),
                 run.id
             );
-            let (mut child, part) = spawn_shell(setup, &log, &dir.join(&run.id), &tag)?;
+            let (mut child, part) = spawn_shell(
+                setup,
+                &log,
+                &dir.join(&run.id),
+                &tag,
+                net.as_ref().map(|p| p.stack_ns()),
+            )?;
+            let net = match net {
+                Some(p) => Some(Box::new((lab::netem::ns::Entered::enter(p.load_ns())?, p))),
+                None => None,
+            };
             state.server = Some(ServerState {
                 run: run.id.clone(),
                 pid: part.pid,
@@ -200,7 +246,13 @@ fn start(
                         exited_ok = true;
                     }
                 }
-                if probe(ready, Duration::from_millis(500)).is_some_and(|s| s < 500) {
+                // Across a path, the stack's own TLS certificate is the target's, trusted by
+                // no one: its port accepting is the readiness.
+                let up = match &net {
+                    Some(_) => accepts(ready),
+                    None => probe(ready, Duration::from_millis(500)).is_some_and(|s| s < 500),
+                };
+                if up {
                     break;
                 }
                 if Instant::now() >= deadline || crate::signals::interrupted() {
@@ -222,6 +274,7 @@ fn start(
                 part,
                 child,
                 url: url.clone(),
+                net,
             })
         }
     }
@@ -229,7 +282,7 @@ fn start(
 
 /// Runs `cmd` with a deadline; kills its group when it overruns.
 fn run_bounded(cmd: &str, log: &Path, run_dir: &Path, limit: Duration) -> crate::Result<()> {
-    let (mut child, part) = spawn_shell(cmd, log, run_dir, "teardown")?;
+    let (mut child, part) = spawn_shell(cmd, log, run_dir, "teardown", None)?;
     let deadline = Instant::now() + limit;
     loop {
         if let Some(st) = child.try_wait()? {
@@ -265,6 +318,7 @@ fn stop(c: &Config, s: Started, run: &Run, dir: &Path) -> crate::Result<()> {
             part,
             mut child,
             url,
+            net,
         } => {
             let mut first = None;
             if let Server::Command {
@@ -281,6 +335,14 @@ fn stop(c: &Config, s: Started, run: &Run, dir: &Path) -> crate::Result<()> {
                 first.get_or_insert(e);
             }
             let _ = child.try_wait();
+            // Back to the host's namespace, then the path goes.
+            if let Some(b) = net {
+                let (home, path) = *b;
+                drop(home);
+                if let Err(e) = path.remove() {
+                    first.get_or_insert(e);
+                }
+            }
             // The next configuration may listen on the same port.
             if let Some(port) = local_port(&url) {
                 if let Err(e) = process::wait_port_free(port, Duration::from_secs(10)) {
@@ -403,7 +465,7 @@ mod tests {
     fn a_leftover_server_carrying_its_tag_is_stopped() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("setup.log");
-        let (mut child, part) = spawn_shell("sleep 30", &log, dir.path(), "t-1").unwrap();
+        let (mut child, part) = spawn_shell("sleep 30", &log, dir.path(), "t-1", None).unwrap();
         let mut state: State = serde_json::from_value(serde_json::json!({
             "format_version": 1, "name": "e", "file": "e.toml", "fingerprint": "f",
             "quick": false, "created_unix_ms": 0, "planned": [], "runs": [],

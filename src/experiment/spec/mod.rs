@@ -64,6 +64,9 @@ pub enum Server {
         ready: String,
         url: String,
         ready_timeout: Duration,
+        /// Set: the setup command runs in the stack namespace of an impaired path, the
+        /// load (and the readiness probe) in its load namespace.
+        network: Option<crate::lab::netem::PathSpec>,
     },
 }
 

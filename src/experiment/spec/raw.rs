@@ -207,12 +207,29 @@ pub struct RawConfig {
     pub url: Option<String>,
     pub ready_timeout: Option<Text>,
     pub warmup: Option<Text>,
+    /// The setup server in a namespace of its own, the load in another, across an
+    /// impaired path (`overload lab netem`; root only).
+    pub network: Option<RawNetwork>,
     #[serde(default)]
     pub request: RawRequest,
     #[serde(default)]
     pub load: RawLoad,
     pub observe: Option<RawObserve>,
     pub quick: Option<RawConfigQuick>,
+}
+
+/// `network = { delay = "50ms", jitter = "5ms", loss = "1%", impair = "auto" }`.
+#[derive(Deserialize, Debug, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawNetwork {
+    /// Round-trip delay.
+    pub delay: Option<Text>,
+    pub jitter: Option<Text>,
+    pub loss: Option<Text>,
+    /// auto, netem, bridge or none.
+    pub impair: Option<String>,
+    pub queue: Option<usize>,
+    pub seed: Option<u64>,
 }
 
 /// `self` with every field that `over` sets replaced.

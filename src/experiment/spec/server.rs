@@ -97,6 +97,7 @@ pub(super) fn servers(
                     ready,
                     url: url.trim_end_matches('/').to_string(),
                     ready_timeout: dur(file, &key("ready_timeout"), &c.ready_timeout, Duration::from_secs(30))?,
+                    network: network(file, label, c)?,
                 },
             )])
         }
@@ -108,9 +109,48 @@ pub(super) fn servers(
                     "teardown, ready and url go with a setup command; the lab knows its stacks",
                 ));
             }
+            if c.network.is_some() {
+                return Err(err(
+                    file,
+                    &key("network"),
+                    "a network path needs a setup command that listens on 0.0.0.0 (lab stacks listen on loopback)",
+                ));
+            }
             lab_servers(file, label, c, stacks)
         }
     }
+}
+
+/// The configuration's `network` table as a path (`lab netem`'s defaults for what it omits).
+fn network(
+    file: &Path,
+    label: &str,
+    c: &RawConfig,
+) -> crate::Result<Option<crate::lab::netem::PathSpec>> {
+    use crate::lab::netem::{PathSpec, Way};
+    let Some(n) = &c.network else {
+        return Ok(None);
+    };
+    let key = |k: &str| format!("{label} network.{k}");
+    let d = PathSpec::default();
+    let loss = match &n.loss {
+        Some(t) => crate::units::parse_share(&t.0).map_err(|e| err(file, &key("loss"), e))?,
+        None => d.loss,
+    };
+    let way: Way = match &n.impair {
+        Some(w) => w.parse().map_err(|e: Error| err(file, &key("impair"), e))?,
+        None => d.way,
+    };
+    let spec = PathSpec {
+        rtt: dur(file, &key("delay"), &n.delay, d.rtt)?,
+        jitter: dur(file, &key("jitter"), &n.jitter, d.jitter)?,
+        loss,
+        way,
+        queue: n.queue.unwrap_or(d.queue),
+        seed: n.seed.unwrap_or(d.seed),
+    };
+    spec.check().map_err(|e| err(file, &key("delay"), e))?;
+    Ok(Some(spec))
 }
 
 /// `http(s)://host:port` of an http(s):// URL.

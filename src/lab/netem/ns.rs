@@ -63,15 +63,15 @@ pub fn open(name: &str) -> Result<File> {
         .map_err(|e| Error::runtime(format!("cannot open namespace {name}: {e}")))
 }
 
-/// Makes `cmd` start inside the namespace `ns` (and in its own process group, so that the
-/// whole of it can be stopped).
+/// Makes `cmd` start inside the namespace `ns` (its process group or session is the
+/// caller's to set).
 pub fn command_in(cmd: &mut Command, ns: &File) {
     let fd = ns.as_raw_fd();
-    // SAFETY: setns and setpgid are async-signal-safe system calls; nothing else runs
-    // between fork and exec. The descriptor stays open in the parent until spawn returns.
+    // SAFETY: setns is an async-signal-safe system call; nothing else runs between fork and
+    // exec. The descriptor stays open in the parent until spawn returns.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::setns(fd, libc::CLONE_NEWNET) == -1 || libc::setpgid(0, 0) == -1 {
+            if libc::setns(fd, libc::CLONE_NEWNET) == -1 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
