@@ -52,6 +52,11 @@ fn main() {
             &[],
             bad_values_are_one_line_usage_errors,
         ),
+        harness::trial(
+            "protocols_experiment_quick_runs_every_row_across_the_path",
+            NS,
+            protocols_experiment_quick_runs_every_row_across_the_path,
+        ),
     ])
 }
 
@@ -324,4 +329,63 @@ fn bad_values_are_one_line_usage_errors() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(what), "{args:?}: {err}");
     }
+}
+
+/// experiments/protocols.toml in `--quick` (about a minute): every row (3 protocols × 4
+/// paths × resumption on/off) runs across its path, answered, and the namespaces go.
+fn protocols_experiment_quick_runs_every_row_across_the_path() {
+    let dir = common::scratch();
+    let out = dir.path().join("protocols");
+    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_overload"))
+        .parent()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/protocols.toml");
+    let mut child = bin()
+        .args(["experiment", file, "--quick", "--out"])
+        .arg(&out)
+        .env("PATH", path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = {
+        let status =
+            wait_within(&mut child, Duration::from_secs(300)).expect("the experiment ended");
+        let mut s = String::new();
+        use std::io::Read;
+        child.stdout.take().unwrap().read_to_string(&mut s).unwrap();
+        child.stderr.take().unwrap().read_to_string(&mut s).unwrap();
+        (status, s)
+    };
+    assert!(o.0.success(), "{}", o.1);
+    assert!(
+        o.1.contains("network: bridge") || o.1.contains("network: netem"),
+        "{}",
+        o.1
+    );
+    let mut rows = 0;
+    for proto in ["h1", "h2", "h3"] {
+        for net in ["rtt0-loss0", "rtt0-loss1", "rtt50-loss0", "rtt50-loss1"] {
+            for res in ["resumed", "full"] {
+                let run = out.join(format!("{proto}-{net}-{res}-r1"));
+                let steps = std::fs::read_to_string(run.join("steps.jsonl"))
+                    .unwrap_or_else(|e| panic!("{}: {e}", run.display()));
+                assert!(steps.contains("\"responses\""), "{}", run.display());
+                rows += 1;
+            }
+        }
+    }
+    assert_eq!(rows, 24);
+    assert!(
+        namespaces_of(pid).is_empty(),
+        "left: {:?}",
+        namespaces_of(pid)
+    );
 }

@@ -747,6 +747,43 @@ load = { users = "1:9:4", step = "2s" }
         );
     }
 
+    /// A configuration's `network` table: read into the setup server's path; bad values and
+    /// a lab stack refused in one line that names the key.
+    #[test]
+    fn network_table() {
+        let setup = "[load]\nusers = [1]\n[[config]]\nname = \"a\"\nsetup = \"true\"\nready = \"http://10.77.0.2:80/\"\n";
+        let x = p(&format!(
+            "{setup}network = {{ delay = \"50ms\", jitter = \"4ms\", loss = \"1%\", impair = \"bridge\" }}\n"
+        ))
+        .unwrap();
+        match &x.configs[0].server {
+            Server::Command {
+                network: Some(n), ..
+            } => {
+                assert_eq!(n.rtt, Duration::from_millis(50));
+                assert_eq!(n.jitter, Duration::from_millis(4));
+                assert_eq!(n.loss, 0.01);
+                assert_eq!(n.way, crate::lab::netem::Way::Bridge);
+            }
+            other => panic!("{other:?}"),
+        }
+        for (extra, want) in [
+            ("network = { loss = \"120%\" }", "network.loss"),
+            ("network = { delay = \"-1\" }", "network.delay"),
+            ("network = { impair = \"tc\" }", "network.impair"),
+            (
+                "network = { delay = \"10ms\", jitter = \"20ms\" }",
+                "--jitter",
+            ),
+            ("network = { lag = \"1s\" }", "lag"),
+        ] {
+            let got = e(&format!("{setup}{extra}\n"));
+            assert!(got.contains(want), "{extra}: {got}");
+        }
+        let got = e("[load]\nusers = [1]\n[[config]]\nstack = \"nginx-fpm\"\nnetwork = { delay = \"50ms\" }\n");
+        assert!(got.contains("network"), "{got}");
+    }
+
     #[test]
     fn protocol_and_tls_keys() {
         let x = p(r#"
