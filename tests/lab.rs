@@ -72,6 +72,11 @@ fn main() {
             LAB,
             caddy_fpm_serves_three_protocols_and_its_log_counts_them,
         ),
+        harness::trial_or_ignored(
+            "caddy_writes_nothing_outside_its_prefix",
+            LAB,
+            caddy_writes_nothing_outside_its_prefix,
+        ),
         harness::trial(
             "failed_up_leaves_nothing_running",
             LAB,
@@ -788,6 +793,62 @@ fn study_files_run_quick() {
     for name in ["s1-lamp", "s5-prefork-vs-fpm"] {
         study_quick(name);
     }
+}
+
+/// Caddy gets a HOME and XDG directories inside the stack's folder: started from a scratch
+/// working directory, it leaves nothing there (its autosave.json went to ./caddy/ without
+/// them) and does not warn that it had none.
+fn caddy_writes_nothing_outside_its_prefix() -> Option<String> {
+    if !std::path::Path::new("/usr/bin/caddy").exists() {
+        return Some("caddy is not installed (apt-get install caddy)".into());
+    }
+    let lab = Lab::new("caddyhome");
+    let cwd = common::scratch();
+    let port = free_port().to_string();
+    let out = output_within(
+        bin()
+            .args([
+                "lab",
+                "up",
+                "caddy-fpm",
+                "--tls",
+                "--no-db",
+                "--port",
+                &port,
+            ])
+            .arg("--prefix")
+            .arg(&lab.prefix)
+            .current_dir(cwd.path()),
+        Duration::from_secs(180),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = lab.prefix.join("caddy-fpm/logs/caddy.out");
+    // Caddy autosaves its config once it has started serving.
+    common::wait_until("caddy's autosave", Duration::from_secs(20), || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.contains("autosaved config"))
+    });
+    let text = std::fs::read_to_string(&log).unwrap();
+    let left: Vec<_> = std::fs::read_dir(cwd.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "written in the working directory: {left:?}\n{text}"
+    );
+    assert!(!text.contains("nor $HOME"), "{text}");
+    let home = lab.prefix.join("caddy-fpm/home");
+    assert!(
+        text.contains(&home.display().to_string()),
+        "autosaved outside {}: {text}",
+        home.display()
+    );
+    None
 }
 
 /// `lab up caddy-fpm --tls`: HTTP/1.1 and HTTP/2 runs of overload and HTTP/3 requests (the

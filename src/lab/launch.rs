@@ -44,8 +44,24 @@ impl Launch {
         extra_logs: Vec<PathBuf>,
         user: Option<(u32, u32)>,
     ) -> Result<()> {
+        self.spawn_env(name, program, args, logs_dir, extra_logs, user, &[])
+    }
+
+    /// [`Launch::spawn`] with variables added to the part's (otherwise cleared)
+    /// environment: directories a server writes to when it has no HOME of its own.
+    #[allow(clippy::too_many_arguments)]
+    pub fn spawn_env(
+        &mut self,
+        name: &str,
+        program: &str,
+        args: Vec<String>,
+        logs_dir: &Path,
+        extra_logs: Vec<PathBuf>,
+        user: Option<(u32, u32)>,
+        env: &[(&str, &Path)],
+    ) -> Result<()> {
         let out = logs_dir.join(format!("{name}.out"));
-        match process::spawn(name, program, &args, &out, &extra_logs, user) {
+        match process::spawn(name, program, &args, &out, &extra_logs, user, env) {
             Ok(p) => {
                 self.started.push(p);
                 Ok(())

@@ -233,6 +233,7 @@ pub fn spawn(
     out_log: &Path,
     extra_logs: &[PathBuf],
     user: Option<(u32, u32)>,
+    env: &[(&str, &Path)],
 ) -> Result<(Child, PartInfo)> {
     let log = fs::OpenOptions::new()
         .create(true)
@@ -245,6 +246,7 @@ pub fn spawn(
         .env_clear()
         .env("PATH", DAEMON_PATH)
         .env("LANG", "C")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::from(log))
         .stderr(Stdio::from(log2));
@@ -503,6 +505,7 @@ mod tests {
             &log,
             &[],
             None,
+            &[],
         )
         .unwrap();
         let t0 = Instant::now();
@@ -550,6 +553,30 @@ mod tests {
     /// A record naming a live process by pid and start time, but not the program the lab
     /// launched there (an edited or confused state file), never gets it signalled.
     #[test]
+    fn a_part_gets_the_variables_given_and_nothing_of_the_callers() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("out.log");
+        let home = dir.path().join("home");
+        std::env::set_var("OVERLOAD_LEAK_CHECK", "leaked");
+        let (mut child, _) = spawn(
+            "sh",
+            "/bin/sh",
+            &[
+                "-c".into(),
+                "echo home=$HOME leak=$OVERLOAD_LEAK_CHECK".into(),
+            ],
+            &log,
+            &[],
+            None,
+            &[("HOME", &home)],
+        )
+        .unwrap();
+        child.wait().unwrap();
+        let out = fs::read_to_string(&log).unwrap();
+        assert_eq!(out.trim(), format!("home={} leak=", home.display()));
+    }
+
+    #[test]
     fn a_process_is_signalled_only_if_it_runs_what_was_launched() {
         let dir = std::env::temp_dir().join(format!("overload-proc-match-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
@@ -560,6 +587,7 @@ mod tests {
             &dir.join("out.log"),
             &[],
             None,
+            &[],
         )
         .unwrap();
         assert!(is_alive(&real));

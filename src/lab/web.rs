@@ -193,7 +193,16 @@ pub fn launch(
             )?;
         }
         Stack::CaddyFpm => {
-            run.spawn(
+            // Without HOME (the environment is cleared) Caddy falls back to its working
+            // directory for its autosaved config and data: a home inside the stack's folder.
+            let home = l.dir.join("home");
+            let (config, data) = (home.join(".config"), home.join(".local/share"));
+            for d in [&config, &data] {
+                std::fs::create_dir_all(d).map_err(|e| {
+                    crate::Error::runtime(format!("cannot create {}: {e}", d.display()))
+                })?;
+            }
+            run.spawn_env(
                 "caddy",
                 "caddy",
                 vec![
@@ -206,6 +215,11 @@ pub fn launch(
                 &l.logs,
                 vec![],
                 None,
+                &[
+                    ("HOME", &home),
+                    ("XDG_CONFIG_HOME", &config),
+                    ("XDG_DATA_HOME", &data),
+                ],
             )?;
         }
         Stack::Mariadb | Stack::Wordpress | Stack::Gallery | Stack::Symfony => {}
