@@ -53,6 +53,11 @@ fn main() {
             bad_values_are_one_line_usage_errors,
         ),
         harness::trial(
+            "without_root_it_is_a_one_line_usage_error",
+            &[Need::Root],
+            without_root_it_is_a_one_line_usage_error,
+        ),
+        harness::trial(
             "protocols_experiment_quick_runs_every_row_across_the_path",
             NS,
             protocols_experiment_quick_runs_every_row_across_the_path,
@@ -388,4 +393,22 @@ fn protocols_experiment_quick_runs_every_row_across_the_path() {
         "left: {:?}",
         namespaces_of(pid)
     );
+}
+
+/// Run as nobody (setpriv drops root): one line, exit 2, nothing made.
+fn without_root_it_is_a_one_line_usage_error() {
+    for args in [&["--", "true"][..], &["--cleanup"][..]] {
+        let o = output_within(
+            Command::new("setpriv")
+                .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+                .arg(env!("CARGO_BIN_EXE_overload"))
+                .args(["lab", "netem"])
+                .args(args),
+            LIMIT,
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("needs root"), "{err}");
+    }
 }

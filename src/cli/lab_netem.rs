@@ -14,8 +14,9 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 #[command(after_help = "\
 The load side is 10.77.0.1, the stack side 10.77.0.2 (also in $OVERLOAD_NETEM_STACK; `{stack}`
 in COMMAND's arguments is replaced by it). Root only. Example:
-  overload lab netem --delay 50ms --loss 1% --stack-cmd 'overload target --listen 0.0.0.0:8080' \\
-    --stack-port 8080 -- overload run http://{stack}:8080/ -d 10s --rate 200")]
+  overload lab netem --delay 50ms --loss 1% \\
+    --stack-cmd 'overload target --listen 0.0.0.0:8080 --allow-remote' --stack-port 8080 \\
+    -- overload run http://{stack}:8080/ -d 10s --rate 200")]
 pub struct NetemArgs {
     /// Round-trip delay added to the path (half each way).
     #[arg(long, value_parser = parse_duration, value_name = "DURATION", default_value = "0s",
