@@ -16,7 +16,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, ClientConnection, DigitallySignedStruct};
 use std::io::{self, ErrorKind as IoKind, Read, Write};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 use std::time::Instant;
@@ -608,7 +608,7 @@ impl Tls {
 impl Transport for Tls {
     type Setup = TlsSetup;
 
-    fn connect(setup: &TlsSetup, addr: SocketAddr) -> io::Result<Tls> {
+    fn connect(setup: &TlsSetup, addr: SocketAddr, from: Option<IpAddr>) -> io::Result<Tls> {
         let name = setup
             .names
             .iter()
@@ -618,7 +618,7 @@ impl Transport for Tls {
         let conn = ClientConnection::new(Arc::clone(&setup.config), name)
             .map_err(|e| io::Error::other(e.to_string()))?;
         Ok(Tls {
-            tcp: TcpStream::connect(addr)?,
+            tcp: super::transport::connect_tcp(addr, from)?,
             conn,
             tcp_connected: None,
             failure: None,

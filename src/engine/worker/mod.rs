@@ -105,6 +105,8 @@ pub(in crate::engine) struct Worker<'a, T: Transport, W: Wire<T>> {
     next_ramp: Instant,
     /// The users the ramp ran at its last check (those below were started then).
     ramp_running: usize,
+    /// `--source`: where this thread is in the list of local addresses.
+    source: super::source::Cursor,
 }
 
 /// The fds a worker needs besides its connections: its epoll and its timer. The engine opens
@@ -246,6 +248,11 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             },
             next_ramp: origin,
             ramp_running: 0,
+            source: cfg
+                .source
+                .as_ref()
+                .map(|s| s.cursor(id))
+                .unwrap_or_default(),
         })
     }
 
@@ -498,7 +505,12 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
         if counted {
             self.rec.connect_attempts += 1;
         }
-        T::connect(&self.setup, self.cfg.addrs[addr]).map_err(|e| {
+        let target = self.cfg.addrs[addr];
+        let from = match &self.cfg.source {
+            Some(s) => s.next(&mut self.source, &target),
+            None => None,
+        };
+        T::connect(&self.setup, target, from).map_err(|e| {
             let kind = ErrorKind::from_io(&e, true);
             if kind == ErrorKind::FdUnavail {
                 // Our own limit, not the host's answer: its own rule (see below), no backoff.
