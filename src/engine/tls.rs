@@ -526,7 +526,9 @@ pub fn reason(e: &rustls::Error) -> TlsReason {
 /// One TLS connection.
 pub struct Tls {
     tcp: TcpStream,
-    conn: ClientConnection,
+    /// Boxed: rustls's state is about a kilobyte, and a slot holds its transport inline, so
+    /// a slot without a connection (a closed-loop user between connections) would pay it too.
+    conn: Box<ClientConnection>,
     tcp_connected: Option<Instant>,
     failure: Option<TlsReason>,
     /// The server's close_notify (or the TCP end) was read: see [`Transport::read_ended`].
@@ -619,7 +621,7 @@ impl Transport for Tls {
             .map_err(|e| io::Error::other(e.to_string()))?;
         Ok(Tls {
             tcp: super::transport::connect_tcp(addr, from)?,
-            conn,
+            conn: Box::new(conn),
             tcp_connected: None,
             failure: None,
             ended: false,
