@@ -104,7 +104,8 @@ kb() {
 }
 
 # Starts the command lines given (one per process), waits until `want` connections are
-# established (or WAIT s), lets them settle, prints "held rss_kb hwm_kb", stops them.
+# established (or WAIT s), lets them settle, writes "held rss_kb hwm_kb" to $WORK/result, stops
+# them and waits for their connections to close.
 hold() {
     local want=$1; shift
     PIDS=()
@@ -116,7 +117,7 @@ hold() {
     while held=$(established); [ "$held" -lt "$want" ] && [ $SECONDS -lt $end ]; do sleep 1; done
     sleep "$SETTLE"
     held=$(established)
-    echo "$held $(kb VmRSS "${PIDS[@]}") $(kb VmHWM "${PIDS[@]}")"
+    echo "$held $(kb VmRSS "${PIDS[@]}") $(kb VmHWM "${PIDS[@]}")" >"$WORK/result"
     grep -h "TCP:" /proc/net/sockstat >"$WORK/sockstat"
     stop_all keep-nginx
     # The connections close before the next tool starts counting.
@@ -158,8 +159,10 @@ run_tool() {
     local -a small big
     mapfile -t small < <(lines "$tool" "$THREADS" "$io")
     mapfile -t big < <(lines "$tool" "$N" "$io")
-    read -r h0 r0 w0 < <(hold "$THREADS" "${small[@]}")
-    read -r h1 r1 w1 < <(hold "$N" "${big[@]}")
+    hold "$THREADS" "${small[@]}"
+    read -r h0 r0 w0 <"$WORK/result"
+    hold "$N" "${big[@]}"
+    read -r h1 r1 w1 <"$WORK/result"
     local per=$(( (r1 - r0) * 1024 / (h1 > 0 ? h1 : 1) ))
     local perw=$(( (w1 - w0) * 1024 / (h1 > 0 ? h1 : 1) ))
     printf '%-18s %9d %11s %11s %12d %12d   %s\n' "$label" "$h1" "$((r1 / 1024))" \
