@@ -53,7 +53,14 @@ ip link set lo up
 sysctl -qw net.ipv4.ip_local_port_range="1024 65535"
 sysctl -qw net.core.somaxconn=65535
 sysctl -qw net.ipv4.tcp_max_syn_backlog=65535
+# Root may raise the hard limit up to fs.nr_open: a shell's default (often 20,000 or less)
+# would cap every tool below N.
+ulimit -Hn "$(cat /proc/sys/fs/nr_open)" 2>/dev/null || true
 ulimit -n "$(ulimit -Hn)"
+if [ "$(ulimit -n)" -lt $((N + 100)) ]; then
+    echo "idle-conns: the fd limit is $(ulimit -n) per process (no CAP_SYS_RESOURCE to raise it):" \
+        "each process holds fewer than N connections; the table says how many were held" >&2
+fi
 
 WORK=$(mktemp -d /tmp/idle-conns.XXXXXX)
 trap 'stop_all; rm -rf "$WORK"' EXIT
