@@ -508,27 +508,13 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
         counted: bool,
         now: Instant,
     ) -> Result<T, ErrorKind> {
-<<<<<<< HEAD
         self.may_connect(counted, now)?;
-        T::connect(&self.setup, self.cfg.addrs[addr]).map_err(|e| {
-=======
-        if let Some(kind) = self.backoff.holds(now) {
-            if counted {
-                self.rec.connects_held += 1;
-            }
-            return Err(kind);
-        }
-        self.backoff.attempt(now);
-        if counted {
-            self.rec.connect_attempts += 1;
-        }
         let target = self.cfg.addrs[addr];
         let from = match &self.cfg.source {
             Some(s) => s.next(&mut self.source, &target),
             None => None,
         };
         T::connect(&self.setup, target, from).map_err(|e| {
->>>>>>> scale
             let kind = ErrorKind::from_io(&e, true);
             if kind == ErrorKind::FdUnavail {
                 // Our own limit, not the host's answer: its own rule (see below), no backoff.
