@@ -105,6 +105,10 @@ pub(in crate::engine) struct Worker<'a, T: Transport, W: Wire<T>> {
     next_ramp: Instant,
     /// The users the ramp ran at its last check (those below were started then).
     ramp_running: usize,
+    /// The level the closed loop's users follow (`--stages`, or live control's), and the
+    /// version of the run's steer it was last taken at.
+    level: Option<Arc<crate::plan::stages::Profile>>,
+    steer_seen: u64,
 }
 
 /// The fds a worker needs besides its connections: its epoll and its timer. The engine opens
@@ -246,6 +250,8 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             },
             next_ramp: origin,
             ramp_running: 0,
+            level: cfg.ramp.clone(),
+            steer_seen: cfg.steer.as_ref().map_or(0, |s| s.version()),
         })
     }
 
@@ -270,6 +276,7 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
                 self.abort_in_flight();
                 break;
             }
+            self.follow_steer();
             let sending = self.may_send(now);
             if !sending && !stopping {
                 stopping = true;
@@ -363,6 +370,30 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             Recorder::new(Instant::now(), Instant::now(), 0),
         );
         Ok((rec, std::mem::take(&mut self.notes)))
+    }
+
+    /// Takes the run's level anew when live control changed it (one atomic load a turn
+    /// otherwise): the schedule, or the users, follow it from the change on.
+    fn follow_steer(&mut self) {
+        let Some(st) = &self.cfg.steer else {
+            return;
+        };
+        let v = st.version();
+        if v == self.steer_seen {
+            return;
+        }
+        self.steer_seen = v;
+        let Some(p) = st.profile() else {
+            return;
+        };
+        if let Some(s) = &mut self.schedule {
+            s.follow(Arc::clone(&p));
+        }
+        if self.ramp_lane.is_some() {
+            self.level = Some(p);
+            // Users the new level adds start at the next check.
+            self.next_ramp = Instant::now();
+        }
     }
 
     fn may_send(&self, now: Instant) -> bool {
