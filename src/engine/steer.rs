@@ -241,6 +241,14 @@ impl Steer {
         self.inner().bound.as_ref().map(|b| Arc::clone(&b.now))
     }
 
+    /// A change moved the step in progress.
+    pub fn steered(&self) -> bool {
+        let g = self.inner();
+        g.bound
+            .as_ref()
+            .is_some_and(|b| g.log.iter().any(|a| a.step == b.step))
+    }
+
     /// Every change of the run so far.
     pub fn log(&self) -> Vec<Applied> {
         self.inner().log.clone()

@@ -87,6 +87,7 @@ fn segment(index: u32, count: u32, values: &[Vec<u64>; 2]) -> RunData {
         },
         steps,
         series,
+        events: Vec::new(),
         skipped: Vec::new(),
     }
 }

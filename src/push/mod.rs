@@ -129,6 +129,8 @@ impl RunPush {
         let Some(maker) = self.maker.as_mut() else {
             return;
         };
+        // The level moves on a ramp or under live control: the gauge shows this tick's.
+        maker.offered = offered;
         let mut frames = maker.seconds(series);
         let mut now = maker.frame(&Reading::of(ctl));
         now.add_server(server, &step);
@@ -307,6 +309,32 @@ mod tests {
             Some(rec.summary.responses as f64)
         );
         assert_eq!(points("overload_throughput", "1"), [(origin + 1_000, 90.0)]);
+    }
+
+    /// The offered gauge follows the level each tick is at (a ramp's, or live control's),
+    /// not the level the step started at.
+    #[test]
+    fn the_offered_gauge_follows_the_level_of_each_tick() {
+        use crate::engine::Control;
+        let kept = std::sync::Arc::default();
+        let mut push = RunPush::of(vec![Pusher::start(
+            "test",
+            Box::new(Kept(std::sync::Arc::clone(&kept))),
+            QUEUE_FRAMES,
+        )]);
+        let ctl = Control::new(1);
+        for level in [100.0, 250.0, 400.0] {
+            push.tick(0, Offered::Rate(level), &ctl, &[], 1_000_000, &[]);
+        }
+        push.finish();
+        let frames = kept.lock().unwrap();
+        let gauge: Vec<f64> = frames
+            .iter()
+            .flat_map(|f| f.points.iter())
+            .filter(|p| p.metric == "overload_offered_rate")
+            .map(|p| p.value)
+            .collect();
+        assert_eq!(gauge, [100.0, 250.0, 400.0]);
     }
 
     /// A sink's error answer is reported as its first line, without control characters,

@@ -683,6 +683,7 @@ mod tests {
             info: testdata::info("t", mode, Some("p99<100ms")),
             steps,
             series,
+            events: Vec::new(),
             skipped: vec![],
         })
     }

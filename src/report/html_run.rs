@@ -360,6 +360,7 @@ mod tests {
             info,
             steps,
             series,
+            events: Vec::new(),
             skipped: vec![],
         })
     }
@@ -399,6 +400,7 @@ mod tests {
             info,
             steps: again,
             series,
+            events: Vec::new(),
             skipped: vec![],
         });
         assert!(again.ramp.is_some(), "analysed from series.jsonl");

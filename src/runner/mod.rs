@@ -146,6 +146,7 @@ impl<'a> Stepper<'a> {
         }
         let rec = self.steps.last().expect("just pushed");
         if let Some(w) = self.writer.as_mut() {
+            w.append_events(&result.events)?;
             w.append_step(rec, &result.series)?;
         }
         self.sink.step_done(rec, &result.series, self.mode);

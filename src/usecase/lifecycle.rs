@@ -343,7 +343,7 @@ struct Shown {
 impl Sink for Shown {
     fn tick(&mut self, t: &StepTick) {
         match &mut self.show {
-            Show::Line(p) => p.tick(t.ctl, t.elapsed, t.observer),
+            Show::Line(p) => p.tick(t.ctl, t.elapsed, t.observer, t.moving_level()),
             Show::Bar(p) => p.tick(t.index, t.offered(), t.ctl, t.elapsed, t.observer),
         }
         let series = match (&self.page, &self.push) {
@@ -351,13 +351,12 @@ impl Sink for Shown {
             _ => t.series(),
         };
         if let Some(push) = &mut self.push {
-            let cfg = EngineConfig {
-                load: t.load,
-                ..t.base.clone()
-            };
-            let offered = match cfg.offered() {
-                (Some(rate), _) => crate::push::Offered::Rate(rate),
-                (None, users) => crate::push::Offered::Users(users.unwrap_or(0)),
+            // The level at this tick: a ramp's, or as live control set it.
+            let offered = match t.load {
+                crate::engine::Load::Open { .. } => crate::push::Offered::Rate(t.offered()),
+                crate::engine::Load::Closed { .. } => {
+                    crate::push::Offered::Users(t.offered().round() as u64)
+                }
             };
             let server = t
                 .observer
