@@ -72,7 +72,7 @@ impl LivePage {
 
 /// Beyond loopback, the page (plain HTTP) shows its secret path and the report to whoever
 /// watches the network between the browser and this host.
-fn plain_remote_warning(bound: SocketAddr) -> Option<&'static str> {
+pub(super) fn plain_remote_warning(bound: SocketAddr) -> Option<&'static str> {
     (!bound.ip().is_loopback()).then_some(
         "served beyond loopback over plain HTTP: the secret path and the report travel in \
          clear text (an SSH tunnel to a loopback --live-port keeps them private)",
@@ -80,7 +80,7 @@ fn plain_remote_warning(bound: SocketAddr) -> Option<&'static str> {
 }
 
 /// 128 random bits from the kernel, in hex: the page's secret path.
-fn token() -> crate::Result<String> {
+pub(super) fn token() -> crate::Result<String> {
     let mut b = [0u8; 16];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut b))

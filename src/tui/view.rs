@@ -511,10 +511,27 @@ fn footer(f: &mut Frame, area: Rect, m: &Model) {
         if m.setup.end_step_key {
             spans.push(Span::styled(" n ", key));
             spans.push(Span::raw(match (m.ending_step, short) {
-                (true, _) => " ending this step…",
-                (false, false) => " end this step, go on to the next",
-                (false, true) => " end this step",
+                (true, _) => " ending this step…  ",
+                (false, false) => " end this step, go on to the next  ",
+                (false, true) => " end this step  ",
             }));
+        }
+        if m.setup.steer_keys {
+            spans.push(Span::styled(" +/- ", key));
+            spans.push(Span::raw(if short {
+                " load  "
+            } else {
+                " raise/lower the load  "
+            }));
+            spans.push(Span::styled(" p ", key));
+            spans.push(Span::raw(match (m.paused, short) {
+                (true, _) => " resume  ",
+                (false, false) => " pause  ",
+                (false, true) => " pause  ",
+            }));
+            if let Some(n) = &m.control_note {
+                spans.push(Span::raw(n.clone()));
+            }
         }
         Line::from(spans)
     };

@@ -154,13 +154,34 @@ impl Lifecycle<'_> {
             }),
             segment: self.segment.segment.to_string(),
         };
+        // Live control: the view's keys and --control-port steer the engine through one
+        // channel; its port is up before the load, and says where.
+        let c = out.control;
+        let steer = (c.port.is_some() || (out.live_view && !out.quiet)).then(|| {
+            crate::engine::steer::Steer::new(crate::engine::steer::Settings {
+                step: c.step,
+                max: c.max,
+            })
+        });
+        let _control_port = match (&steer, c.port) {
+            (Some(st), Some(addr)) => {
+                let p = crate::live::ControlPort::start(addr, std::sync::Arc::clone(st))?;
+                crate::eoutln!("overload: live control at {}", p.url());
+                Some(p)
+            }
+            _ => None,
+        };
+        let steered_base = EngineConfig {
+            steer: steer.clone(),
+            ..self.base.clone()
+        };
         let mut sink = Shown {
-            show: self.show()?,
+            show: self.show(steer.clone())?,
             page,
             push: (!out.push.is_empty()).then(|| crate::push::RunPush::start(&out.push, labels)),
         };
         let mut stepper = Stepper::new(
-            self.base,
+            &steered_base,
             self.mode,
             self.slo,
             writer.as_mut(),
@@ -197,7 +218,10 @@ impl Lifecycle<'_> {
     }
 
     /// The progress (line or bar), or the terminal view when asked for and not quiet.
-    fn show(&self) -> crate::Result<Show> {
+    fn show(
+        &self,
+        steer: Option<std::sync::Arc<crate::engine::steer::Steer>>,
+    ) -> crate::Result<Show> {
         let out = self.output;
         let unit = if self.mode == "open" {
             "req/s"
@@ -213,18 +237,24 @@ impl Lifecycle<'_> {
             ),
         };
         let view = if out.live_view && !out.quiet {
-            Some(crate::tui::LiveScreen::start(crate::tui::Setup {
-                command: self.kind,
-                target: match &out.title {
-                    Some(t) => format!("{t} · {}", self.urls.first().map_or("", |u| u.as_str())),
-                    None => self.urls.first().cloned().unwrap_or_default(),
+            Some(crate::tui::LiveScreen::start(
+                crate::tui::Setup {
+                    command: self.kind,
+                    target: match &out.title {
+                        Some(t) => {
+                            format!("{t} · {}", self.urls.first().map_or("", |u| u.as_str()))
+                        }
+                        None => self.urls.first().cloned().unwrap_or_default(),
+                    },
+                    unit,
+                    planned,
+                    step_len,
+                    per_step: per_step.unwrap_or(Duration::ZERO),
+                    end_step_key: per_step.is_some(),
+                    steer_keys: false,
                 },
-                unit,
-                planned,
-                step_len,
-                per_step: per_step.unwrap_or(Duration::ZERO),
-                end_step_key: per_step.is_some(),
-            })?)
+                steer,
+            )?)
         } else {
             None
         };
