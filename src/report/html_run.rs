@@ -280,7 +280,8 @@ fn findings(r: &RunReport) -> Vec<String> {
         "capacity under SLO",
         "no step met the SLO",
     ];
-    r.analysis
+    let mut out: Vec<String> = r
+        .analysis
         .findings
         .iter()
         .filter(|f| !SWEEP_ONLY.iter().any(|p| f.starts_with(p)))
@@ -288,7 +289,21 @@ fn findings(r: &RunReport) -> Vec<String> {
             let f = f.strip_prefix("step 1: ").unwrap_or(f);
             f.replace("this step", "this run")
         })
-        .collect()
+        .collect();
+    if !r.data.events.is_empty() {
+        let changes: Vec<String> = r
+            .data
+            .events
+            .iter()
+            .map(|e| format!("{} at {:.1} s", e.label(), e.t))
+            .collect();
+        out.push(format!(
+            "steered by live control: {} (marked on the timelines); the load was not one \
+             fixed level, so these figures are no capacity",
+            changes.join(", ")
+        ));
+    }
+    out
 }
 
 /// Response time, service time, send lag and the rest: p50 to max, one row each.
