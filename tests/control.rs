@@ -160,3 +160,109 @@ fn a_bad_control_port_is_a_usage_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("'nowhere': give a port"), "{err}");
 }
+
+/// Closed loop: `/users` raises the users of a 2-user run to 6; the seconds after the change
+/// offer 6 users and the run ends normally; `/rate` is refused on it; a cap above the most
+/// users live control may hold is a usage error before anything runs.
+#[test]
+fn users_of_a_closed_loop_are_steered_too() {
+    let target = Target::start(&["--threads", "1"]);
+    let d = common::scratch();
+    let url = format!("{}/sleep?ms=20", target.url);
+    let mut child = common::bin()
+        .current_dir(d.path())
+        .args([
+            "run",
+            "-c",
+            "2",
+            "-d",
+            "6s",
+            "--control-port",
+            "0",
+            "--out",
+            "res",
+            &url,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let base = control_url(&mut err);
+    let drain = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = err.read_to_string(&mut rest);
+        rest
+    });
+    wait_until("the state of the step", Duration::from_secs(20), || {
+        call("GET", &base, "state").0 == 200
+    });
+    let (status, body) = call("POST", &base, "rate?to=5");
+    assert_eq!(status, 409);
+    assert!(body.contains("use /users"), "{body}");
+    let (status, body) = call("POST", &base, "users?to=6");
+    assert_eq!(status, 200, "{body}");
+    let status = common::wait_within(&mut child, Duration::from_secs(60)).expect("the run ends");
+    let stderr = drain.join().unwrap();
+    assert!(status.success(), "{stderr}");
+    let series = std::fs::read_to_string(d.path().join("res/series.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = series
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let event = lines
+        .iter()
+        .find(|l| l["event"].is_string())
+        .expect("the change");
+    assert_eq!(
+        (event["what"].as_str(), event["to"].as_f64()),
+        (Some("users"), Some(6.0))
+    );
+    let t = event["t"].as_f64().unwrap();
+    let after: Vec<&serde_json::Value> = lines
+        .iter()
+        // The seconds of the send window (the drain after it offers nothing).
+        .filter(|l| {
+            let s = l["t"].as_f64().unwrap();
+            l["event"].is_null() && s >= t && s + 1.0 <= 6.5
+        })
+        .collect();
+    assert!(!after.is_empty());
+    for p in &after {
+        assert!((p["offered"].as_f64().unwrap() - 6.0).abs() < 1e-6, "{p}");
+    }
+    // Six users at 20 ms answer more than two did: the users really ran.
+    let full: Vec<f64> = after
+        .iter()
+        .filter(|p| p["t"].as_f64().unwrap() + 2.0 <= 6.0)
+        .map(|p| p["responses"].as_f64().unwrap())
+        .collect();
+    let before: Vec<f64> = lines
+        .iter()
+        .filter(|l| l["event"].is_null() && l["t"].as_f64().unwrap() + 1.0 <= t)
+        .map(|p| p["responses"].as_f64().unwrap())
+        .collect();
+    if let (Some(a), Some(b)) = (full.first(), before.first()) {
+        assert!(a > b, "after {full:?} before {before:?}");
+    }
+
+    let out = common::output_within(
+        common::bin().args([
+            "run",
+            "-c",
+            "2",
+            "-d",
+            "1s",
+            "--control-max",
+            "200000",
+            &url,
+        ]),
+        common::QUICK,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--control-max 200000: at most 100000 users"),
+        "{err}"
+    );
+}

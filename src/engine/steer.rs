@@ -159,6 +159,10 @@ pub struct Steer {
     inner: Mutex<Inner>,
 }
 
+/// The most users live control may run: each is a connection slot the closed loop holds
+/// from the step's start, so the cap is bounded whatever `--control-max` says.
+pub const MAX_USERS: f64 = 100_000.0;
+
 /// Far past any run's end: a run bounded by its request count holds its level this long.
 const FOREVER: f64 = 1e9;
 
@@ -194,7 +198,10 @@ impl Steer {
         let plan =
             plan.unwrap_or_else(|| Arc::new(Profile::from_points(&[(0.0, level), (end, level)])));
         let peak = plan.peak().max(level);
-        let max = self.settings.max.unwrap_or(10.0 * peak).max(peak);
+        let mut max = self.settings.max.unwrap_or(10.0 * peak).max(peak);
+        if unit == Unit::Users {
+            max = max.min(MAX_USERS.max(peak)).floor();
+        }
         let step = self.next_step.load(Ordering::Relaxed) as usize;
         let mut g = self.inner();
         g.refused = None;

@@ -325,13 +325,23 @@ fn a_steered_parts_changes_are_kept() {
     b.steps[0].flags.push("steered".into());
     let m = merge(&[a, b]).unwrap();
     let ts: Vec<f64> = m.events.iter().map(|e| e.t).collect();
-    assert_eq!(ts, [2.5, 7.5], "sorted; a step not merged leaves its change out");
-    assert!(m.notes.iter().any(|n| n.contains("steered by live control (2 change(s))")));
+    assert_eq!(
+        ts,
+        [2.5, 7.5],
+        "sorted; a step not merged leaves its change out"
+    );
+    assert!(m
+        .notes
+        .iter()
+        .any(|n| n.contains("steered by live control (2 change(s))")));
     assert!(m.steps[0].0.flags.contains(&"steered".to_string()));
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("merged");
     write(&out, &m).unwrap();
     let back = crate::store::load(&out).unwrap();
     assert_eq!(back.events, m.events);
-    assert_eq!(back.series.len(), m.steps.iter().map(|s| s.1.len()).sum::<usize>());
+    assert_eq!(
+        back.series.len(),
+        m.steps.iter().map(|s| s.1.len()).sum::<usize>()
+    );
 }

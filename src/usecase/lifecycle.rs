@@ -96,6 +96,16 @@ impl Lifecycle<'_> {
     ) -> crate::Result<Ended<T>> {
         let out = self.output;
         results::check_hdr_log(out.hdr_log.as_deref())?;
+        if let (Some(m), "closed") = (out.control.max, self.mode) {
+            if m > crate::engine::steer::MAX_USERS {
+                return Err(Error::usage(format!(
+                    "--control-max {}: at most {} users (each is a connection slot held from the start)",
+                    crate::units::fmt_num(m),
+                    crate::units::fmt_num(crate::engine::steer::MAX_USERS)
+                )));
+            }
+        }
+
         if let Some(t) = &out.title {
             check_title(t)?;
             // Kept for the report's title (and the record).
