@@ -14,8 +14,8 @@ pub struct ViewArgs {
     ///
     /// The live view shows when standard output and error are terminals (not with --quiet); its keys: q quits as Ctrl-C does (what ran
     /// is recorded, the report written), n ends the step in progress and goes on to the next,
-    /// + and - (or the arrows) raise and lower the load by --control-step, p pauses and
-    /// resumes it (live control: every change is recorded and marked on the report).
+    /// the keys + and - (or the arrows) raise and lower the load by --control-step, p pauses
+    /// and resumes it (live control: every change is recorded and marked on the report).
     #[arg(long)]
     pub no_tui: bool,
     /// When the run ends, write HdrHistogram's interval log (one interval per step) to FILE,
