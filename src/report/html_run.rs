@@ -432,6 +432,31 @@ mod tests {
         assert!(html.contains("knee 398 req/s ± 138"), "the knee marked");
     }
 
+    /// A steered run: each change of live control marked with its label on the timelines,
+    /// and said in the findings (its figures are no capacity); the sweep page marks them too.
+    #[test]
+    fn a_steered_run_marks_its_changes_and_says_so() {
+        let mut steps = testdata::open_sweep();
+        steps.truncate(1);
+        let mut r = one_run(steps);
+        let plain = super::super::html_page::render(&r);
+        assert!(!plain.contains("steered"), "an unsteered run says nothing of it");
+        r.data.events = vec![crate::store::ControlEvent {
+            event: "control".into(),
+            t: 4.25,
+            step: 0,
+            what: "rate".into(),
+            from: 100.0,
+            to: 150.0,
+            by: "keys".into(),
+        }];
+        let html = super::super::html_page::render(&r);
+        assert_eq!(html.matches("rate 100→150 (keys)").count(), 4, "3 timelines + findings");
+        assert!(html.contains("steered by live control: rate 100→150 (keys) at 4.2 s"));
+        let sweep = super::super::html::render_sweep(&r);
+        assert!(sweep.contains("rate 100→150 (keys)"), "the sweep page's timelines");
+    }
+
     #[test]
     fn a_one_step_folder_gets_the_page_of_one_run() {
         let mut steps = testdata::open_sweep();
