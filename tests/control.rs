@@ -60,6 +60,8 @@ fn the_control_port_takes_authenticated_bounded_changes() {
             "8s",
             "--control-port",
             "0",
+            "--live-port",
+            "0",
             "--out",
             "res",
             "--json",
@@ -71,6 +73,7 @@ fn the_control_port_takes_authenticated_bounded_changes() {
         .spawn()
         .unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
+    let page = common::live_url(&mut err);
     let base = control_url(&mut err);
     assert!(base.starts_with("http://127.0.0.1:"), "loopback: {base}");
     let drain = std::thread::spawn(move || {
@@ -124,6 +127,22 @@ fn the_control_port_takes_authenticated_bounded_changes() {
     assert_eq!(
         (v["from"].as_f64(), v["to"].as_f64()),
         (Some(50.0), Some(100.0))
+    );
+    // The live page marks it while the run goes (its one step is stored only at the end,
+    // 6 s or more from here).
+    let changed = Instant::now();
+    wait_until(
+        "the live page marks the change",
+        Duration::from_secs(20),
+        || {
+            let (status, body) = call("GET", &page, "");
+            status == 200 && body.contains("rate 50→100 (port)")
+        },
+    );
+    assert!(
+        changed.elapsed() < Duration::from_secs(4),
+        "marked only after {:?}: not while the run went",
+        changed.elapsed()
     );
     let status = common::wait_within(&mut child, Duration::from_secs(60)).expect("the run ends");
     let stderr = drain.join().unwrap();

@@ -440,7 +440,10 @@ mod tests {
         steps.truncate(1);
         let mut r = one_run(steps);
         let plain = super::super::html_page::render(&r);
-        assert!(!plain.contains("steered"), "an unsteered run says nothing of it");
+        assert!(
+            !plain.contains("steered"),
+            "an unsteered run says nothing of it"
+        );
         r.data.events = vec![crate::store::ControlEvent {
             event: "control".into(),
             t: 4.25,
@@ -451,10 +454,17 @@ mod tests {
             by: "keys".into(),
         }];
         let html = super::super::html_page::render(&r);
-        assert_eq!(html.matches("rate 100→150 (keys)").count(), 4, "3 timelines + findings");
+        assert_eq!(
+            html.matches("rate 100→150 (keys)").count(),
+            4,
+            "3 timelines + findings"
+        );
         assert!(html.contains("steered by live control: rate 100→150 (keys) at 4.2 s"));
         let sweep = super::super::html::render_sweep(&r);
-        assert!(sweep.contains("rate 100→150 (keys)"), "the sweep page's timelines");
+        assert!(
+            sweep.contains("rate 100→150 (keys)"),
+            "the sweep page's timelines"
+        );
     }
 
     #[test]

@@ -49,6 +49,21 @@ impl StepTick<'_> {
         Some(p.level(self.elapsed.as_secs_f64()) / f64::from(self.base.segment.count))
     }
 
+    /// The changes live control made to the step so far, as series.jsonl will record them.
+    pub fn events(&self) -> Vec<crate::store::ControlEvent> {
+        let Some(st) = &self.base.steer else {
+            return Vec::new();
+        };
+        let started = std::time::Instant::now()
+            .checked_sub(self.elapsed)
+            .unwrap_or(self.clock.start);
+        let start_s = self.clock.secs(started);
+        st.changes_of(self.index)
+            .iter()
+            .map(|a| super::step::control_event(a, start_s))
+            .collect()
+    }
+
     /// The closed seconds of the step so far, as the results folder will store them.
     pub fn series(&self) -> Vec<SeriesPoint> {
         let cfg = EngineConfig {

@@ -406,7 +406,7 @@ impl Sink for Shown {
             push.tick(t.index, offered, t.ctl, &series, origin, &server);
         }
         if let Some(page) = &self.page {
-            page.show_series(series);
+            page.show_series(series, t.events());
         }
     }
 
