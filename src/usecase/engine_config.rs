@@ -88,6 +88,7 @@ pub fn base_config_of(
         ok_status: mix.ok_status,
         protocol_choice: choice,
         source: conn.source.clone(),
+        steer: None,
     };
     if let Some(s) = &cfg.source {
         // Once per run, before any connection: a wrong --source is one line, not an error

@@ -109,6 +109,10 @@ pub(in crate::engine) struct Worker<'a, T: Transport, W: Wire<T>> {
     source: super::source::Cursor,
     /// Slots in flight at the last timeout scan (the progress line's figure).
     in_flight: u64,
+    /// The level the closed loop's users follow (`--stages`, or live control's), and the
+    /// version of the run's steer it was last taken at.
+    level: Option<Arc<crate::plan::stages::Profile>>,
+    steer_seen: u64,
 }
 
 /// The fds a worker needs besides its connections: its epoll and its timer. The engine opens
@@ -261,6 +265,8 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
                 .map(|s| s.cursor(id))
                 .unwrap_or_default(),
             in_flight: 0,
+            level: cfg.ramp.clone(),
+            steer_seen: cfg.steer.as_ref().map_or(0, |s| s.version()),
         })
     }
 
@@ -285,6 +291,7 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
                 self.abort_in_flight();
                 break;
             }
+            self.follow_steer();
             let sending = self.may_send(now);
             if !sending && !stopping {
                 stopping = true;
@@ -384,6 +391,30 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             Recorder::new(Instant::now(), Instant::now(), 0),
         );
         Ok((rec, std::mem::take(&mut self.notes)))
+    }
+
+    /// Takes the run's level anew when live control changed it (one atomic load a turn
+    /// otherwise): the schedule, or the users, follow it from the change on.
+    fn follow_steer(&mut self) {
+        let Some(st) = &self.cfg.steer else {
+            return;
+        };
+        let v = st.version();
+        if v == self.steer_seen {
+            return;
+        }
+        self.steer_seen = v;
+        let Some(p) = st.profile() else {
+            return;
+        };
+        if let Some(s) = &mut self.schedule {
+            s.follow(Arc::clone(&p));
+        }
+        if self.ramp_lane.is_some() {
+            self.level = Some(p);
+            // Users the new level adds start at the next check.
+            self.next_ramp = Instant::now();
+        }
     }
 
     fn may_send(&self, now: Instant) -> bool {
