@@ -8,7 +8,7 @@
 //! `protocol/` the protocol seam (a [`Protocol`] value; HTTP/1.1 and HTTP/2 each a
 //! `protocol::Wire`), `http.rs` the HTTP/1.1 response parser, `h2/` HTTP/2 (frames, HPACK,
 //! one connection's streams), `pacing.rs` the arrival schedule and timer, `backoff.rs` the
-//! connect backoff.
+//! connect backoff, `source.rs` the local addresses connections are made from (`--source`).
 mod backoff;
 mod conn;
 pub mod h2;
@@ -16,6 +16,8 @@ pub mod h3;
 pub mod http;
 pub mod pacing;
 pub mod protocol;
+pub mod source;
+pub mod steer;
 pub mod sys;
 pub mod think;
 pub mod tls;
@@ -163,6 +165,12 @@ pub struct EngineConfig {
     /// The HTTP version spoken (`protocol` is it) and how it was chosen, for the plan line
     /// and the summary.
     pub protocol_choice: crate::metrics::ProtocolChoice,
+    /// `--source`: the local addresses connections are made from, round-robin per thread
+    /// (None: the kernel's choice).
+    pub source: Option<Arc<source::Sources>>,
+    /// Live control (the terminal view's keys, `--control-port`): the channel the run's
+    /// level may be changed through while it runs; None: the level is the plan's.
+    pub steer: Option<Arc<steer::Steer>>,
 }
 
 /// A configuration that sends nothing until given addresses, requests and a duration or a
@@ -199,6 +207,8 @@ impl Default for EngineConfig {
             max_sessions: 10_000,
             ok_status: crate::metrics::OkStatus::default(),
             protocol_choice: crate::metrics::ProtocolChoice::default(),
+            source: None,
+            steer: None,
         }
     }
 }
@@ -332,6 +342,9 @@ pub struct Outcome {
     pub fd_limit: u64,
     /// Worker threads actually used.
     pub threads: usize,
+    /// The level the run followed when live control changed it (seconds from `started`):
+    /// each second's offered load is read from it, as from a ramp's profile.
+    pub steered: Option<Arc<crate::plan::stages::Profile>>,
 }
 
 impl Outcome {
@@ -412,7 +425,14 @@ pub fn run(
     if cfg.duration.is_none() && cfg.max_requests.is_none() {
         return Err(crate::Error::usage("a run needs --duration or --requests"));
     }
-    let part = cfg.segment_part();
+    if let Some(s) = &cfg.source {
+        s.check_families(&cfg.addrs).map_err(crate::Error::usage)?;
+    }
+    let mut part = cfg.segment_part();
+    let started = Instant::now();
+    if let Some(st) = &cfg.steer {
+        bind_steer(st, cfg, &mut part, started);
+    }
     let cfg = &part;
     let fd_limit = sys::raise_fd_limit();
     // No thread without work: a thread with no user (or no connection) would idle to the end.
@@ -427,7 +447,6 @@ pub fn run(
         .max(1)
         .min(ctl.live.len().max(1))
         .min(work.max(1));
-    let started = Instant::now();
     if ctl.slots.len() < threads {
         return Err(crate::Error::runtime(
             "engine: fewer second slots than threads",
@@ -493,6 +512,7 @@ pub fn run(
             None => merged = Some(rec),
         }
     }
+    let steered = cfg.steer.as_ref().and_then(|st| st.unbind());
     let mut recorder = merged.expect("at least one worker");
     // Every worker handed over its last second as it ended: all are closed now.
     recorder.seconds = ctl.seconds().take();
@@ -509,7 +529,39 @@ pub fn run(
         notes,
         fd_limit,
         threads,
+        steered,
     })
+}
+
+/// Binds the run's steer to this step, with the level it plans (its ramp, or flat at its rate
+/// or users). A closed loop gets a user slot per user the cap allows, numbered as a ramp's
+/// (the workers start and stop them along the level); a replay cannot be steered.
+fn bind_steer(st: &steer::Steer, whole: &EngineConfig, part: &mut EngineConfig, origin: Instant) {
+    if whole.replay.is_some() {
+        st.refuse("a replay follows its recorded clock: its rate cannot be changed");
+        return;
+    }
+    let end = whole.duration.map(|d| (whole.warmup + d).as_secs_f64());
+    match whole.load {
+        Load::Open { rate, .. } => {
+            st.bind(origin, steer::Unit::Rate, rate, whole.ramp.clone(), end);
+        }
+        Load::Closed { users, think } => {
+            let cap = st.bind(
+                origin,
+                steer::Unit::Users,
+                users as f64,
+                whole.ramp.clone(),
+                end,
+            );
+            part.ramp = st.profile();
+            // Users are numbered over the whole plan, as a ramp's: the lanes split them.
+            part.load = Load::Closed {
+                users: cap.max(1.0) as usize,
+                think,
+            };
+        }
+    }
 }
 
 #[cfg(test)]

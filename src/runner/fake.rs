@@ -124,6 +124,7 @@ impl<F: FnMut(usize, f64) -> Shape> Executor for Scripted<F> {
             interrupted,
             notes: Vec::new(),
             engine: None,
+            events: Vec::new(),
         })
     }
 

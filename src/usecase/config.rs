@@ -124,6 +124,8 @@ pub struct ConnConfig {
     pub seed: u64,
     /// For https:// URLs.
     pub tls: TlsConfig,
+    /// `--source`: the local addresses connections are made from (None: the kernel's choice).
+    pub source: Option<std::sync::Arc<crate::engine::source::Sources>>,
 }
 
 /// TLS options (https:// URLs).
@@ -227,6 +229,7 @@ impl Default for ConnConfig {
             pacing_slack: Duration::from_millis(1),
             seed: 1,
             tls: TlsConfig::default(),
+            source: None,
         }
     }
 }
@@ -368,6 +371,19 @@ pub struct Output {
     /// Push the run's figures once a second to these sinks (`--prometheus-remote-write`,
     /// `--otlp`).
     pub push: Vec<crate::push::Target>,
+    /// Live control: `--control-port`, `--control-step`, `--control-max`.
+    pub control: ControlConfig,
+}
+
+/// Live control of the load while it runs (the live view's keys, `--control-port`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ControlConfig {
+    /// Take changes as authenticated requests on this address.
+    pub port: Option<std::net::SocketAddr>,
+    /// The step of `+`/`-` (None: 10% of the level, at least 1).
+    pub step: Option<f64>,
+    /// The highest level a change may set (None: 10× the planned level).
+    pub max: Option<f64>,
 }
 
 impl Output {
