@@ -619,3 +619,63 @@ fn probe(load: &File, stack: &File, n: usize, rtt: Duration) -> Result<Probe> {
         })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_read_back_to_their_pid() {
+        assert_eq!(pid_of("ovl-123-load"), Some(123));
+        assert_eq!(pid_of("ovl-9-path"), Some(9));
+        assert_eq!(pid_of("ovl-123-other"), None, "not one of ours");
+        assert_eq!(pid_of("ovl-x-load"), None);
+        assert_eq!(pid_of("netns-123-load"), None);
+    }
+
+    #[test]
+    fn the_rtt_is_split_between_the_directions() {
+        let s = PathSpec {
+            rtt: Duration::from_millis(50),
+            jitter: Duration::from_millis(4),
+            loss: 0.01,
+            ..PathSpec::default()
+        };
+        let one = s.one_way();
+        assert_eq!(one.delay, Duration::from_millis(25));
+        assert_eq!(one.jitter, Duration::from_millis(2));
+        assert_eq!(one.loss, 0.01, "loss applies to each direction as given");
+        assert_eq!(s.describe(), "50ms RTT ± 4ms, 1% loss each way");
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors() {
+        let bad = [
+            PathSpec {
+                loss: 1.2,
+                ..PathSpec::default()
+            },
+            PathSpec {
+                rtt: Duration::from_millis(10),
+                jitter: Duration::from_millis(20),
+                ..PathSpec::default()
+            },
+            PathSpec {
+                queue: 0,
+                ..PathSpec::default()
+            },
+            PathSpec {
+                rtt: Duration::from_secs(11),
+                ..PathSpec::default()
+            },
+        ];
+        for s in bad {
+            let e = s.check().unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{s:?}");
+            assert!(!e.to_string().contains('\n'));
+        }
+        assert!(PathSpec::default().check().is_ok());
+        assert!("tc".parse::<Way>().is_err());
+        assert_eq!("bridge".parse::<Way>().unwrap(), Way::Bridge);
+    }
+}
