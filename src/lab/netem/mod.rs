@@ -483,6 +483,9 @@ pub struct Probe {
     pub back: usize,
     /// Round trips of the echoes that came back, ms, sorted.
     pub rtt_ms: Vec<f64>,
+    /// The RTT the path was asked for: the median's excess over it is what the path itself
+    /// (the bridge, the veths, the host's scheduling) adds.
+    pub asked: Duration,
 }
 
 impl Probe {
@@ -492,8 +495,8 @@ impl Probe {
 
     /// `probe: 20 datagrams, 0 lost toward the stack, 0 lost back; RTT median 40.3 ms (min …, max …)`
     pub fn describe(&self) -> String {
-        let toward = self.sent - self.reached;
-        let back = self.reached - self.back;
+        let toward = self.sent.saturating_sub(self.reached);
+        let back = self.reached.saturating_sub(self.back);
         let mut s = format!(
             "probe: {} UDP datagrams, {toward} lost toward the stack ({}%), {back} of {} lost back ({}%)",
             self.sent,
@@ -504,8 +507,11 @@ impl Probe {
         if let (Some(m), Some(lo), Some(hi)) =
             (self.median_ms(), self.rtt_ms.first(), self.rtt_ms.last())
         {
+            let asked = self.asked.as_secs_f64() * 1e3;
             s.push_str(&format!(
-                "; RTT median {m:.3} ms (min {lo:.3}, max {hi:.3})"
+                "; RTT median {m:.3} ms (min {lo:.3}, max {hi:.3}): {:.3} ms above the {} asked",
+                m - asked,
+                crate::units::fmt_duration(self.asked)
             ));
         }
         s
@@ -616,6 +622,7 @@ fn probe(load: &File, stack: &File, n: usize, rtt: Duration) -> Result<Probe> {
             reached,
             back: rtt_ms.len(),
             rtt_ms,
+            asked: rtt,
         })
     })
 }
@@ -646,6 +653,22 @@ mod tests {
         assert_eq!(one.jitter, Duration::from_millis(2));
         assert_eq!(one.loss, 0.01, "loss applies to each direction as given");
         assert_eq!(s.describe(), "50ms RTT ± 4ms, 1% loss each way");
+    }
+
+    #[test]
+    fn the_probe_says_what_the_path_adds_to_the_rtt_asked() {
+        let p = Probe {
+            sent: 10,
+            reached: 9,
+            back: 8,
+            rtt_ms: vec![40.1, 40.2, 40.3, 40.4, 40.5, 40.6, 40.7, 41.0],
+            asked: Duration::from_millis(40),
+        };
+        assert_eq!(
+            p.describe(),
+            "probe: 10 UDP datagrams, 1 lost toward the stack (10%), 1 of 9 lost back (11.111%); \
+             RTT median 40.500 ms (min 40.100, max 41.000): 0.500 ms above the 40ms asked"
+        );
     }
 
     #[test]
