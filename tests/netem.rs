@@ -53,6 +53,11 @@ fn main() {
             bad_values_are_one_line_usage_errors,
         ),
         harness::trial(
+            "a_new_path_removes_what_killed_runs_left",
+            NS,
+            a_new_path_removes_what_killed_runs_left,
+        ),
+        harness::trial(
             "without_root_it_is_a_one_line_usage_error",
             &[Need::Root],
             without_root_it_is_a_one_line_usage_error,
@@ -66,6 +71,19 @@ fn main() {
 }
 
 const LIMIT: Duration = Duration::from_secs(60);
+
+/// Every path made removes what dead runs left: the tests that plant such leftovers hold
+/// this for writing, the ones that make paths for reading, so that no other test's path
+/// removes a planted leftover before the test has seen it go.
+static PATHS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn making_paths() -> std::sync::RwLockReadGuard<'static, ()> {
+    PATHS.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn planting_leftovers() -> std::sync::RwLockWriteGuard<'static, ()> {
+    PATHS.write().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The namespaces named after `pid`.
 fn namespaces_of(pid: u32) -> Vec<String> {
@@ -132,6 +150,7 @@ fn text(o: &std::process::Output) -> String {
 }
 
 fn namespaces_are_made_and_removed_on_success() {
+    let _paths = making_paths();
     // The command sees the load side's address and lists the namespaces that exist while
     // it runs; its exit code is lab netem's.
     let (pid, o) = netem(&[
@@ -158,6 +177,7 @@ fn namespaces_are_made_and_removed_on_success() {
 }
 
 fn namespaces_are_removed_when_the_stack_fails() {
+    let _paths = making_paths();
     let (pid, o) = netem(&[
         "--impair",
         "bridge",
@@ -184,6 +204,7 @@ fn namespaces_are_removed_when_the_stack_fails() {
 }
 
 fn namespaces_are_removed_on_sigint() {
+    let _paths = making_paths();
     let mut child = bin()
         .args(["lab", "netem", "--impair", "bridge", "--probe", "0"])
         .args(["--stack-cmd", "sleep 60", "--", "sleep", "60"])
@@ -228,6 +249,7 @@ fn number_after(t: &str, label: &str) -> f64 {
 }
 
 fn bridge_delay_is_the_rtt_asked() {
+    let _paths = making_paths();
     let (_, o) = netem(&[
         "--impair", "bridge", "--delay", "40ms", "--probe", "50", "--", "true",
     ]);
@@ -241,6 +263,7 @@ fn bridge_delay_is_the_rtt_asked() {
 }
 
 fn bridge_loses_the_share_asked() {
+    let _paths = making_paths();
     let (_, o) = netem(&[
         "--impair", "bridge", "--loss", "10%", "--probe", "1000", "--", "true",
     ]);
@@ -257,6 +280,7 @@ fn bridge_loses_the_share_asked() {
 }
 
 fn a_load_run_across_the_bridge() {
+    let _paths = making_paths();
     let target = format!(
         "{} target --listen 10.77.0.2:8080 --allow-remote",
         env!("CARGO_BIN_EXE_overload")
@@ -294,6 +318,7 @@ fn a_load_run_across_the_bridge() {
 }
 
 fn cleanup_removes_only_dead_runs_namespaces() {
+    let _paths = planting_leftovers();
     // A pid that no longer runs, and one that does (this test's).
     let mut gone = Command::new("true").spawn().unwrap();
     let dead = gone.id();
@@ -339,6 +364,7 @@ fn bad_values_are_one_line_usage_errors() {
 /// experiments/protocols.toml in `--quick` (about a minute): every row (3 protocols × 4
 /// paths × resumption on/off) runs across its path, answered, and the namespaces go.
 fn protocols_experiment_quick_runs_every_row_across_the_path() {
+    let _paths = making_paths();
     let dir = common::scratch();
     let out = dir.path().join("protocols");
     let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_overload"))
@@ -411,4 +437,26 @@ fn without_root_it_is_a_one_line_usage_error() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains("needs root"), "{err}");
     }
+}
+
+/// A run killed with SIGKILL leaves its namespaces; the next path (a `lab netem` or an
+/// experiment's run) removes them first, and says so.
+fn a_new_path_removes_what_killed_runs_left() {
+    let _paths = planting_leftovers();
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let left = format!("ovl-{dead}-path");
+    assert!(Command::new("ip")
+        .args(["netns", "add", &left])
+        .status()
+        .unwrap()
+        .success());
+    let (_, o) = netem(&["--probe", "0", "--", "true"]);
+    let t = text(&o);
+    let still = !namespaces_of(dead).is_empty();
+    let _ = Command::new("ip").args(["netns", "del", &left]).status();
+    assert!(o.status.success(), "{t}");
+    assert!(!still, "{left} left: {t}");
+    assert!(t.contains(&format!("removed {left}")), "{t}");
 }

@@ -190,13 +190,16 @@ impl NetPath {
             ));
         }
         let pid = std::process::id();
-        // Namespaces of this pid can only be a dead run's, whose pid was reused.
-        remove_names(
-            &ns::list()
-                .into_iter()
-                .filter(|n| pid_of(n) == Some(pid))
-                .collect::<Vec<_>>(),
-        );
+        // What killed runs left goes first (namespaces of this pid can only be a dead run's
+        // too, whose pid was reused): a run killed with SIGKILL never removes its own.
+        let leftovers: Vec<String> = ns::list()
+            .into_iter()
+            .filter(|n| pid_of(n).is_some_and(|p| p == pid || !pid_runs(p)))
+            .collect();
+        let stuck = remove_names(&leftovers);
+        for n in leftovers.iter().filter(|n| !stuck.contains(n)) {
+            crate::eoutln!("lab netem: removed {n} (left by a killed run)");
+        }
         let mut made = Partial { names: Vec::new() };
         let (load, stack) = (name(pid, "load"), name(pid, "stack"));
         for n in [&load, &stack] {
@@ -423,6 +426,10 @@ pub fn pid_of(name: &str) -> Option<u32> {
     pid.parse().ok()
 }
 
+fn pid_runs(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
 /// Removes the namespaces of runs whose process is gone; returns their names.
 pub fn cleanup() -> Result<Vec<String>> {
     if !is_root() {
@@ -432,9 +439,7 @@ pub fn cleanup() -> Result<Vec<String>> {
     }
     let dead: Vec<String> = ns::list()
         .into_iter()
-        .filter(|n| {
-            pid_of(n).is_some_and(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
-        })
+        .filter(|n| pid_of(n).is_some_and(|p| !pid_runs(p)))
         .collect();
     let left = remove_names(&dead);
     if !left.is_empty() {
