@@ -3,8 +3,6 @@
 mod common;
 use common::h3::{rss_kib, tally, H3Target, Outcome};
 use common::{bin, output_within};
-use std::io::{Read, Write};
-use std::sync::Arc;
 use std::time::Duration;
 
 #[test]
