@@ -279,6 +279,10 @@ impl H3Conn {
                 break;
             };
             self.queued.pop_front();
+            if self.peer_cap.is_some_and(|c| self.active >= c) {
+                // The server raised its limit past what it allowed when we noted it.
+                self.peer_cap = None;
+            }
             if self.state == State::Connecting {
                 self.early = true;
             }
