@@ -2,6 +2,7 @@
 //! connection handling and timeouts, and the steps' timing. Each group turns into its part of
 //! the library's configuration (`usecase::config`); the defaults shown by `--help` come from
 //! those configurations' `Default`, so they exist once.
+use crate::engine::source::Sources;
 use crate::engine::tls::TlsVersion;
 use crate::engine::{Arrival, Pick};
 use crate::units::{parse_duration, parse_duration_range, parse_share};
@@ -249,8 +250,20 @@ pub struct ConnArgs {
     /// Seed for random choices (arrivals, think times, URL picks), for repeatable plans.
     #[arg(long, default_value_t = ConnConfig::default().seed)]
     pub seed: u64,
+    /// Make connections from these local addresses, round-robin per thread: a list, range or
+    /// CIDR block (127.0.0.1-127.0.0.250, 127.0.0.0/24, 10.0.0.5,10.0.0.6, IPv6 too).
+    ///
+    /// One source address has about 28,000 local ports per server (net.ipv4.ip_local_port_range);
+    /// more addresses hold more connections (a million over 250 loopback addresses). Each must
+    /// be an address of this host, of the target's family; at most 65536.
+    #[arg(long, value_name = "ADDRS", value_parser = parse_source)]
+    pub source: Option<Sources>,
     #[command(flatten)]
     pub tls: TlsArgs,
+}
+
+fn parse_source(s: &str) -> Result<Sources, String> {
+    Sources::parse(s)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -336,6 +349,7 @@ impl From<ConnArgs> for ConnConfig {
             pacing_slack: a.pacing_slack.0,
             seed: a.seed,
             tls: a.tls.into(),
+            source: a.source.map(std::sync::Arc::new),
         }
     }
 }

@@ -8,7 +8,7 @@
 //! `protocol/` the protocol seam (a [`Protocol`] value; HTTP/1.1 and HTTP/2 each a
 //! `protocol::Wire`), `http.rs` the HTTP/1.1 response parser, `h2/` HTTP/2 (frames, HPACK,
 //! one connection's streams), `pacing.rs` the arrival schedule and timer, `backoff.rs` the
-//! connect backoff.
+//! connect backoff, `source.rs` the local addresses connections are made from (`--source`).
 mod backoff;
 mod conn;
 pub mod h2;
@@ -16,6 +16,7 @@ pub mod h3;
 pub mod http;
 pub mod pacing;
 pub mod protocol;
+pub mod source;
 pub mod sys;
 pub mod think;
 pub mod tls;
@@ -163,6 +164,9 @@ pub struct EngineConfig {
     /// The HTTP version spoken (`protocol` is it) and how it was chosen, for the plan line
     /// and the summary.
     pub protocol_choice: crate::metrics::ProtocolChoice,
+    /// `--source`: the local addresses connections are made from, round-robin per thread
+    /// (None: the kernel's choice).
+    pub source: Option<Arc<source::Sources>>,
 }
 
 /// A configuration that sends nothing until given addresses, requests and a duration or a
@@ -199,6 +203,7 @@ impl Default for EngineConfig {
             max_sessions: 10_000,
             ok_status: crate::metrics::OkStatus::default(),
             protocol_choice: crate::metrics::ProtocolChoice::default(),
+            source: None,
         }
     }
 }
@@ -411,6 +416,9 @@ pub fn run(
     }
     if cfg.duration.is_none() && cfg.max_requests.is_none() {
         return Err(crate::Error::usage("a run needs --duration or --requests"));
+    }
+    if let Some(s) = &cfg.source {
+        s.check_families(&cfg.addrs).map_err(crate::Error::usage)?;
     }
     let part = cfg.segment_part();
     let cfg = &part;

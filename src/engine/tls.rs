@@ -16,7 +16,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, ClientConnection, DigitallySignedStruct};
 use std::io::{self, ErrorKind as IoKind, Read, Write};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 use std::time::Instant;
@@ -597,7 +597,9 @@ pub fn reason(e: &rustls::Error) -> TlsReason {
 /// One TLS connection.
 pub struct Tls {
     tcp: TcpStream,
-    conn: ClientConnection,
+    /// Boxed: rustls's state is about a kilobyte, and a slot holds its transport inline, so
+    /// a slot without a connection (a closed-loop user between connections) would pay it too.
+    conn: Box<ClientConnection>,
     tcp_connected: Option<Instant>,
     failure: Option<TlsReason>,
     /// The server's close_notify (or the TCP end) was read: see [`Transport::read_ended`].
@@ -679,7 +681,7 @@ impl Tls {
 impl Transport for Tls {
     type Setup = TlsSetup;
 
-    fn connect(setup: &TlsSetup, addr: SocketAddr) -> io::Result<Tls> {
+    fn connect(setup: &TlsSetup, addr: SocketAddr, from: Option<IpAddr>) -> io::Result<Tls> {
         let name = setup
             .names
             .iter()
@@ -689,8 +691,8 @@ impl Transport for Tls {
         let conn = ClientConnection::new(Arc::clone(&setup.config), name)
             .map_err(|e| io::Error::other(e.to_string()))?;
         Ok(Tls {
-            tcp: TcpStream::connect(addr)?,
-            conn,
+            tcp: super::transport::connect_tcp(addr, from)?,
+            conn: Box::new(conn),
             tcp_connected: None,
             failure: None,
             ended: false,

@@ -74,11 +74,15 @@ pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
     } else {
         format!(" after {} warm-up", fmt_duration(cfg.warmup))
     };
-    let conn = if cfg.keep_alive {
+    let mut conn = if cfg.keep_alive {
         "keep-alive"
     } else {
         "new connection per request"
-    };
+    }
+    .to_string();
+    if let Some(s) = &cfg.source {
+        conn += &format!(" from {} source addresses ({})", s.len(), s.given());
+    }
     let target = match urls {
         [one] => one.clone(),
         many => format!("{} URLs", many.len()),
@@ -624,6 +628,28 @@ mod tests {
             "{errs}"
         );
         assert!(!errs.contains("none"), "{errs}");
+    }
+
+    /// `--source`: the plan line says how many addresses the connections come from.
+    #[test]
+    fn the_plan_line_names_the_source_addresses() {
+        use crate::engine::source::Sources;
+        use crate::engine::think::tests::config;
+        let load = Load::Closed {
+            users: 1_000_000,
+            think: (std::time::Duration::ZERO, std::time::Duration::ZERO),
+        };
+        let url = ["http://h/".to_string()];
+        let mut cfg = config(load, None);
+        assert!(!plan_line(&cfg, &url).contains("source"));
+        cfg.source = Some(std::sync::Arc::new(
+            Sources::parse("127.0.0.1-127.0.0.250").unwrap(),
+        ));
+        let line = plan_line(&cfg, &url);
+        assert!(
+            line.contains("keep-alive from 250 source addresses (127.0.0.1-127.0.0.250);"),
+            "{line}"
+        );
     }
 
     /// The plan line states the plan: a scenario's own think times (not "no think time"),

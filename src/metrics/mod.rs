@@ -212,8 +212,10 @@ impl ErrorKind {
                  /etc/security/limits.conf) and fs.file-max, or lower --connections (--users)",
             ),
             ErrorKind::AddrUnavail => Some(
-                "ran out of local ports: widen net.ipv4.ip_local_port_range, set \
-                 net.ipv4.tcp_tw_reuse=1, or use keep-alive instead of --no-keep-alive",
+                "ran out of local ports: spread the connections over more source addresses \
+                 (--source 127.0.0.1-127.0.0.250 on loopback, or this host's addresses), widen \
+                 net.ipv4.ip_local_port_range, set net.ipv4.tcp_tw_reuse=1, or use keep-alive \
+                 instead of --no-keep-alive",
             ),
             _ => None,
         }
@@ -345,6 +347,14 @@ mod tests {
         }
         assert_eq!(TlsReason::Expired.kind(), ErrorKind::TlsCertificate);
         assert_eq!(TlsReason::Timeout.kind(), ErrorKind::TlsHandshake);
+    }
+
+    /// Local ports run out per source address: the advice names the flag that adds addresses.
+    #[test]
+    fn running_out_of_local_ports_advises_more_source_addresses() {
+        let a = ErrorKind::AddrUnavail.advice().unwrap();
+        assert!(a.contains("--source"), "{a}");
+        assert_eq!(ErrorKind::AddrUnavail.describe(), "no local port left");
     }
 
     #[test]

@@ -283,6 +283,12 @@ impl WireConn {
     /// refused: it must not leave this host).
     pub fn of(c: &ConnConfig) -> crate::Result<WireConn> {
         let t = &c.tls;
+        if c.source.is_some() {
+            return Err(crate::Error::usage(
+                "--source names this host's addresses, not the generators': with --generators, \
+                 give each agent its own (agent --generate --source ADDRS)",
+            ));
+        }
         if t.client_cert.is_some() || t.client_key.is_some() {
             return Err(crate::Error::usage(
                 "--client-cert/--client-key: a client key is not sent to generator agents; \
@@ -357,6 +363,9 @@ impl WireConn {
                 early_data: self.tls.early_data,
                 ..TlsConfig::default()
             },
+            // The controller's addresses mean nothing on the agent: it has its own
+            // (`agent --generate --source`).
+            source: None,
         }
     }
 }
@@ -410,6 +419,7 @@ mod tests {
                 resumption: false,
                 ..TlsConfig::default()
             },
+            source: None,
         };
         let wire = WireConn::of(&c).unwrap();
         let text = serde_json::to_string(&wire).unwrap();
@@ -422,6 +432,15 @@ mod tests {
             };
             assert_eq!(WireConn::of(&c).unwrap().conn(), c);
         }
+        // This host's source addresses are not the generators': refused, in one line.
+        let c = ConnConfig {
+            source: Some(std::sync::Arc::new(
+                crate::engine::source::Sources::parse("127.0.0.1-127.0.0.4").unwrap(),
+            )),
+            ..ConnConfig::default()
+        };
+        let e = WireConn::of(&c).unwrap_err().to_string();
+        assert!(e.contains("agent --generate --source"), "{e}");
     }
 
     #[test]

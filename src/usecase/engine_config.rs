@@ -87,6 +87,13 @@ pub fn base_config_of(
         max_sessions: OpenLoopConfig::default().max_sessions,
         ok_status: mix.ok_status,
         protocol_choice: choice,
+        source: conn.source.clone(),
     };
+    if let Some(s) = &cfg.source {
+        // Once per run, before any connection: a wrong --source is one line, not an error
+        // per connect.
+        s.check_families(&cfg.addrs).map_err(Error::usage)?;
+        s.probe().map_err(Error::usage)?;
+    }
     Ok((cfg, mix.urls))
 }

@@ -21,7 +21,7 @@ struct Script {
 
 impl Transport for Script {
     type Setup = ();
-    fn connect(_: &(), _: SocketAddr) -> io::Result<Script> {
+    fn connect(_: &(), _: SocketAddr, _: Option<std::net::IpAddr>) -> io::Result<Script> {
         Ok(Script::default())
     }
     fn register(&mut self, _: &Registry, _: Token, _: Interest) -> io::Result<()> {

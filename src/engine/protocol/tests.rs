@@ -37,7 +37,7 @@ struct Fake(Rc<RefCell<Pipe>>);
 impl Transport for Fake {
     type Setup = Pipes;
 
-    fn connect(pipes: &Pipes, _: SocketAddr) -> io::Result<Fake> {
+    fn connect(pipes: &Pipes, _: SocketAddr, _: Option<std::net::IpAddr>) -> io::Result<Fake> {
         let p = Rc::new(RefCell::new(Pipe::default()));
         pipes.borrow_mut().push(Rc::clone(&p));
         Ok(Fake(p))
