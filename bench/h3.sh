@@ -81,7 +81,8 @@ run_one() {
         n=$(python3 -c "import json;print(json.load(open('$out'))['responses'])" 2>/dev/null || echo 0)
         ;;
     oha-h3)
-        timeout $((SECS + 30)) /usr/bin/time -f '%U %S' -o "$t" taskset -c 1 "$OHA" --no-tui \
+        # oha waits about 30 s after its last answer before it exits (its QUIC close).
+        timeout $((SECS + 60)) /usr/bin/time -f '%U %S' -o "$t" taskset -c 1 "$OHA" --no-tui \
             --http-version 3 --insecure -c 10 -p 10 -z "${SECS}s" --output-format json "$url" \
             >"$out" 2>/dev/null || true
         n=$(python3 -c "
