@@ -23,7 +23,7 @@ use crate::metrics::ErrorKind;
 use crate::plan::RequestSpec;
 use mio::net::UdpSocket;
 use mio::Interest;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -256,7 +256,8 @@ impl<T: Transport> Worker<'_, T, H3> {
             .find(|(a, _)| *a == remote)
             .map_or_else(|| remote.ip().to_string(), |(_, n)| n.clone());
         let config = quic.config.clone();
-        let socket = match udp_socket(remote) {
+        let from = self.source_for(&remote);
+        let socket = match udp_socket(remote, from) {
             Ok(s) => s,
             Err(e) => {
                 let kind = ErrorKind::from_io(&e, true);
@@ -557,12 +558,13 @@ impl<T: Transport> Worker<'_, T, H3> {
     }
 }
 
-/// A non-blocking UDP socket connected to `remote`: the kernel then filters other senders'
-/// datagrams and reports an ICMP refusal as an error on it.
-fn udp_socket(remote: SocketAddr) -> std::io::Result<UdpSocket> {
-    let local: SocketAddr = match remote {
-        SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
-        SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+/// A non-blocking UDP socket connected to `remote`, from `from` (`--source`) when given: the
+/// kernel then filters other senders' datagrams and reports an ICMP refusal as an error on it.
+fn udp_socket(remote: SocketAddr, from: Option<IpAddr>) -> std::io::Result<UdpSocket> {
+    let local: SocketAddr = match (from, remote) {
+        (Some(ip), _) => (ip, 0).into(),
+        (None, SocketAddr::V4(_)) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+        (None, SocketAddr::V6(_)) => (Ipv6Addr::UNSPECIFIED, 0).into(),
     };
     let s = UdpSocket::bind(local)?;
     s.connect(remote)?;

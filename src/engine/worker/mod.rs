@@ -530,6 +530,18 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
         self.think.push(Reverse((at, slot)));
     }
 
+    /// The local address a new connection to `target` is made from (`--source`), if any:
+    /// the next of this thread's list (TCP's connections and HTTP/3's UDP sockets alike).
+    pub(in crate::engine) fn source_for(
+        &mut self,
+        target: &std::net::SocketAddr,
+    ) -> Option<std::net::IpAddr> {
+        match &self.cfg.source {
+            Some(s) => s.next(&mut self.source, target),
+            None => None,
+        }
+    }
+
     /// Starts a connect to address `addr` (both protocols' connections), unless the backoff
     /// holds attempts back: then the request fails as the last attempt did, with no attempt.
     /// `counted`: the attempt is in the measured window.
@@ -541,10 +553,7 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
     ) -> Result<T, ErrorKind> {
         self.may_connect(counted, now)?;
         let target = self.cfg.addrs[addr];
-        let from = match &self.cfg.source {
-            Some(s) => s.next(&mut self.source, &target),
-            None => None,
-        };
+        let from = self.source_for(&target);
         T::connect(&self.setup, target, from).map_err(|e| {
             let kind = ErrorKind::from_io(&e, true);
             if kind == ErrorKind::FdUnavail {
