@@ -247,8 +247,17 @@ pub struct ConnArgs {
     /// Seed for random choices (arrivals, think times, URL picks), for repeatable plans.
     #[arg(long, default_value_t = ConnConfig::default().seed)]
     pub seed: u64,
+    /// I/O backend: io_uring (one ring per thread, one submit per loop turn, multishot
+    /// receives) or epoll. auto: io_uring where the kernel allows it, else epoll; the plan
+    /// line and the summary say which ran.
+    #[arg(long, value_name = "auto|epoll|uring", default_value = "auto", value_parser = parse_io)]
+    pub io: crate::engine::IoChoice,
     #[command(flatten)]
     pub tls: TlsArgs,
+}
+
+fn parse_io(s: &str) -> Result<crate::engine::IoChoice, String> {
+    crate::engine::IoChoice::parse(s)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -322,6 +331,7 @@ impl From<ConnArgs> for ConnConfig {
             pacing_slack: a.pacing_slack.0,
             seed: a.seed,
             tls: a.tls.into(),
+            io: a.io,
         }
     }
 }

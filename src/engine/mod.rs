@@ -13,6 +13,7 @@ mod backoff;
 mod conn;
 pub mod h2;
 pub mod http;
+pub mod io;
 pub mod pacing;
 pub mod protocol;
 pub mod sys;
@@ -22,6 +23,7 @@ pub mod transport;
 mod worker;
 
 pub use crate::plan::segment::Segment;
+pub use io::{Backend, IoChoice};
 pub use pacing::{Arrival, Replay};
 pub use protocol::{Http2, Protocol, Reuse};
 pub use think::Think;
@@ -159,6 +161,8 @@ pub struct EngineConfig {
     /// The HTTP version spoken (`protocol` is it) and how it was chosen, for the plan line
     /// and the summary.
     pub protocol_choice: crate::metrics::ProtocolChoice,
+    /// The I/O backend asked for (`--io`); the run resolves it (`Outcome::io`).
+    pub io: IoChoice,
 }
 
 /// A configuration that sends nothing until given addresses, requests and a duration or a
@@ -195,6 +199,7 @@ impl Default for EngineConfig {
             max_sessions: 10_000,
             ok_status: crate::metrics::OkStatus::default(),
             protocol_choice: crate::metrics::ProtocolChoice::default(),
+            io: IoChoice::default(),
         }
     }
 }
@@ -328,6 +333,8 @@ pub struct Outcome {
     pub fd_limit: u64,
     /// Worker threads actually used.
     pub threads: usize,
+    /// The I/O backend the workers ran on.
+    pub io: Backend,
 }
 
 impl Outcome {
@@ -369,7 +376,7 @@ struct Spawn<'a> {
     threads: usize,
     started: Instant,
     ctl: &'a Arc<Control>,
-    fds: (mio::Poll, pacing::TimerFd),
+    fds: io::Opened,
 }
 
 impl Spawn<'_> {
@@ -408,6 +415,7 @@ pub fn run(
     if cfg.duration.is_none() && cfg.max_requests.is_none() {
         return Err(crate::Error::usage("a run needs --duration or --requests"));
     }
+    let backend = cfg.io.resolve()?;
     let part = cfg.segment_part();
     let cfg = &part;
     let fd_limit = sys::raise_fd_limit();
@@ -431,9 +439,9 @@ pub fn run(
     }
     let (tx, rx) = std::sync::mpsc::channel();
     let mut handles = Vec::with_capacity(threads);
-    // Every thread's epoll and timer fds, before any connection (see worker::event_fds).
+    // Every thread's poller fds, before any connection (see worker::event_fds).
     let fds = (0..threads)
-        .map(|_| worker::event_fds())
+        .map(|_| worker::event_fds(backend))
         .collect::<crate::Result<Vec<_>>>()?;
     for (k, fds) in fds.into_iter().enumerate() {
         let cfg = cfg.clone();
@@ -442,8 +450,8 @@ pub fn run(
         let h = std::thread::Builder::new()
             .name(format!("overload-w{k}"))
             .spawn(move || {
-                // The transport and the protocol are picked once per thread: the loop is
-                // generic over both (static dispatch on the hot path).
+                // The backend, the transport and the protocol are picked once per thread: the
+                // loop is generic over them (static dispatch on the hot path).
                 let spawn = Spawn {
                     cfg: &cfg,
                     id: k,
@@ -452,9 +460,18 @@ pub fn run(
                     ctl: &ctl,
                     fds,
                 };
-                let r = match &cfg.tls {
-                    None => cfg.protocol.work::<transport::Tcp>(spawn, ()),
-                    Some(tls) => cfg.protocol.work::<tls::Tls>(spawn, tls.for_thread()),
+                use io::uring::UringSocket;
+                let r = match (&cfg.tls, backend) {
+                    (None, Backend::Epoll) => cfg.protocol.work::<transport::Tcp>(spawn, ()),
+                    (None, Backend::Uring) => {
+                        cfg.protocol.work::<transport::Tcp<UringSocket>>(spawn, ())
+                    }
+                    (Some(tls), Backend::Epoll) => {
+                        cfg.protocol.work::<tls::Tls>(spawn, tls.for_thread())
+                    }
+                    (Some(tls), Backend::Uring) => cfg
+                        .protocol
+                        .work::<tls::Tls<UringSocket>>(spawn, tls.for_thread()),
                 };
                 let _ = tx.send(());
                 r
@@ -505,6 +522,7 @@ pub fn run(
         notes,
         fd_limit,
         threads,
+        io: backend,
     })
 }
 

@@ -120,6 +120,8 @@ pub struct ConnConfig {
     pub seed: u64,
     /// For https:// URLs.
     pub tls: TlsConfig,
+    /// The I/O backend (`--io`).
+    pub io: crate::engine::IoChoice,
 }
 
 /// TLS options (https:// URLs).
@@ -218,6 +220,7 @@ impl Default for ConnConfig {
             pacing_slack: Duration::from_millis(1),
             seed: 1,
             tls: TlsConfig::default(),
+            io: crate::engine::IoChoice::Auto,
         }
     }
 }

@@ -81,6 +81,7 @@ pub fn base_config_of(
         max_sessions: OpenLoopConfig::default().max_sessions,
         ok_status: mix.ok_status,
         protocol_choice: choice,
+        io: conn.io,
     };
     Ok((cfg, mix.urls))
 }

@@ -1,0 +1,151 @@
+//! The I/O backend seam: how a worker's loop waits for its connections and moves their bytes.
+//!
+//! Two backends, picked once per run (`--io auto|epoll|uring`) and per thread compiled into the
+//! loop (the worker is generic over its transport, whose [`Socket`] names its [`Poller`]):
+//!
+//! - `epoll.rs`: readiness. mio's edge-triggered epoll and a timerfd for sub-millisecond
+//!   wake-ups; the transports read and write the sockets themselves.
+//! - `uring.rs`: completions. One io_uring per thread; each connection is a registered (fixed)
+//!   file with a multishot receive into a provided-buffer ring, and its writes become send
+//!   submissions; the loop submits and waits once per turn, with the wake-up time as the
+//!   wait's own timeout. Completions are turned into the same readiness events epoll gives
+//!   (`Ready`), so the protocols (`Wire`) and transports (TCP, TLS) run unchanged on both.
+use crate::metrics::ErrorKind;
+use mio::Token;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::time::Instant;
+
+pub mod epoll;
+pub mod uring;
+
+/// What the user asked for (`--io`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoChoice {
+    /// io_uring where the kernel allows it, else epoll.
+    #[default]
+    Auto,
+    Epoll,
+    Uring,
+}
+
+impl IoChoice {
+    pub fn parse(s: &str) -> Result<IoChoice, String> {
+        match s {
+            "auto" => Ok(IoChoice::Auto),
+            "epoll" => Ok(IoChoice::Epoll),
+            "uring" | "io_uring" => Ok(IoChoice::Uring),
+            _ => Err(format!("--io: '{s}' is not one of auto, epoll, uring")),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            IoChoice::Auto => "auto",
+            IoChoice::Epoll => "epoll",
+            IoChoice::Uring => "uring",
+        }
+    }
+
+    /// The backend this choice runs on here: `Auto` probes the kernel (once per process);
+    /// an explicit `uring` the kernel refuses is a usage error naming why.
+    pub fn resolve(self) -> crate::Result<Backend> {
+        match self {
+            IoChoice::Epoll => Ok(Backend::Epoll),
+            IoChoice::Auto => Ok(match uring::probe() {
+                Ok(()) => Backend::Uring,
+                Err(_) => Backend::Epoll,
+            }),
+            IoChoice::Uring => match uring::probe() {
+                Ok(()) => Ok(Backend::Uring),
+                Err(why) => Err(crate::Error::usage(format!(
+                    "--io uring: io_uring is not usable here ({why}); use --io epoll or auto"
+                ))),
+            },
+        }
+    }
+}
+
+/// The backend a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backend {
+    #[default]
+    Epoll,
+    Uring,
+}
+
+impl Backend {
+    /// Its name in the plan line, summary and results (`epoll`, `io_uring`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Epoll => "epoll",
+            Backend::Uring => "io_uring",
+        }
+    }
+
+    /// Why `--io uring` cannot run here, or None when it can (tests skip on it).
+    pub fn uring_refused() -> Option<String> {
+        uring::probe().err()
+    }
+}
+
+/// One connection's readiness this turn, as epoll reports it (io_uring's completions are
+/// translated into the same).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ready {
+    pub token: Token,
+    pub readable: bool,
+    pub writable: bool,
+    pub read_closed: bool,
+}
+
+/// A thread's poller as opened before the threads start (every thread's fds are taken
+/// before any connection, see `worker::event_fds`), to be started on its own thread.
+pub enum Opened {
+    Epoll(epoll::Opened),
+    Uring(Box<uring::Opened>),
+}
+
+impl Opened {
+    pub fn open(backend: Backend) -> crate::Result<Opened> {
+        Ok(match backend {
+            Backend::Epoll => Opened::Epoll(epoll::Opened::open()?),
+            Backend::Uring => Opened::Uring(Box::new(uring::Opened::open()?)),
+        })
+    }
+}
+
+/// A worker's event source.
+pub trait Poller: Sized {
+    /// What a socket registers with.
+    type Registry;
+
+    /// Starts the poller on its worker thread.
+    fn start(opened: Opened) -> crate::Result<Self>;
+
+    fn registry(&self) -> &Self::Registry;
+
+    /// Submits what the turn queued and waits for readiness until `wake` (None: do not
+    /// wait). `events` is refilled with this turn's readiness, one entry per connection.
+    fn wait(&mut self, events: &mut Vec<Ready>, wake: Option<Instant>) -> io::Result<()>;
+}
+
+/// A non-blocking TCP byte stream of one backend, under a [`super::transport::Transport`]
+/// (plain TCP, or TLS on top). `read` and `write` follow `std::io` as a non-blocking socket
+/// does: `WouldBlock` until the next readiness event; a short read means drained.
+pub trait Socket: Read + Write + Sized {
+    type Poller: Poller;
+
+    fn connect(addr: SocketAddr) -> io::Result<Self>;
+
+    fn register(
+        &mut self,
+        registry: &<Self::Poller as Poller>::Registry,
+        token: Token,
+    ) -> io::Result<()>;
+
+    fn deregister(&mut self, registry: &<Self::Poller as Poller>::Registry) -> io::Result<()>;
+
+    /// Ok(true) once the non-blocking connect completed (see `transport::tcp_established`).
+    fn established(&mut self) -> Result<bool, ErrorKind>;
+}
