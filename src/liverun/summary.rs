@@ -79,12 +79,17 @@ pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
     } else {
         "new connection per request"
     };
+    // A backend that cannot run is the run's own error; the plan line just leaves it out.
+    let io = match cfg.io.resolve() {
+        Ok(b) => format!("I/O {}; ", b.describe(cfg.io)),
+        Err(_) => String::new(),
+    };
     let target = match urls {
         [one] => one.clone(),
         many => format!("{} URLs", many.len()),
     };
     format!(
-        "overload: {load}; {}{warm}; {} threads, {conn}; {}; {target}",
+        "overload: {load}; {}{warm}; {} threads, {conn}; {}; {io}{target}",
         bound.join(" or "),
         cfg.threads,
         cfg.protocol_choice.describe()
@@ -244,6 +249,7 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
         };
         let _ = writeln!(o, "  protocol       {line}");
     }
+    let _ = writeln!(o, "  I/O            {}", outcome.io.describe(cfg.io));
     o.push_str(&errors_lines(s));
     o.push_str(&crate::report::names::table(s));
     for w in warnings(s, outcome, cfg) {

@@ -67,10 +67,12 @@ impl IoChoice {
 }
 
 /// The backend a run uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum Backend {
     #[default]
+    #[serde(rename = "epoll")]
     Epoll,
+    #[serde(rename = "io_uring")]
     Uring,
 }
 
@@ -80,6 +82,19 @@ impl Backend {
         match self {
             Backend::Epoll => "epoll",
             Backend::Uring => "io_uring",
+        }
+    }
+
+    /// How the plan line and the summary name it: the backend, and how it was chosen (auto
+    /// falling back to epoll says why).
+    pub fn describe(self, choice: IoChoice) -> String {
+        match (choice, self) {
+            (IoChoice::Auto, Backend::Epoll) => match uring::probe() {
+                Err(why) => format!("epoll (auto: io_uring refused: {why})"),
+                Ok(()) => "epoll (auto)".to_string(),
+            },
+            (IoChoice::Auto, b) => format!("{} (auto)", b.name()),
+            (_, b) => b.name().to_string(),
         }
     }
 
