@@ -715,6 +715,7 @@ mod tests {
         );
         assert!(!requests_line(&s).contains("never sent"));
         let g = crate::store::GeneratorStats {
+            io: None,
             cpu_pct: 97.0,
             cpu_us_per_response: 1.0,
             threads: 2,
