@@ -267,13 +267,15 @@ struct Slot {
     event: u32,
 }
 
-/// A thread's ring, shared by the poller and the sockets (one thread: `Rc<RefCell>`).
-pub struct Ring {
-    /// Dropped first: the kernel lets go of the buffers before they are freed.
-    ring: IoUring,
+/// The connections' side of a thread's ring, apart from the kernel: what completions do to
+/// the slots and which readiness they make, what reads and writes take and queue. It only
+/// queues submissions (`sqes`); [`Ring`] hands them to the kernel. (Unit-tested on scripted
+/// completions, `uring_tests.rs`.)
+struct State {
     bufs: BufRing,
     slots: Vec<Slot>,
     free: Vec<u32>,
+    /// Fixed-file slots the ring has (connections this thread may hold).
     files: u32,
     /// Slots whose multishot receive ended (out of buffers) and must be armed again.
     rearm: Vec<u32>,
@@ -281,19 +283,56 @@ pub struct Ring {
     marked: Vec<u32>,
     /// Slots whose last operation completed after they were closed: unregistered next turn.
     closed: Vec<u32>,
+    /// Submissions queued this turn.
+    sqes: Vec<squeue::Entry>,
 }
 
-impl Ring {
-    /// Queues a submission; a full queue is submitted first.
-    fn push(&mut self, e: &squeue::Entry) {
-        loop {
-            // SAFETY: every entry points at memory that outlives its completion: slots'
-            // `inflight` buffers (kept until the send completes) and the buffer ring.
-            if unsafe { self.ring.submission().push(e) }.is_ok() {
-                return;
-            }
-            let _ = self.ring.submit();
+impl State {
+    fn new(bufs: BufRing, files: u32) -> State {
+        State {
+            bufs,
+            slots: Vec::new(),
+            free: Vec::new(),
+            files,
+            rearm: Vec::new(),
+            marked: Vec::new(),
+            closed: Vec::new(),
+            sqes: Vec::with_capacity(SQ_ENTRIES as usize),
         }
+    }
+
+    fn take_slot(&mut self) -> io::Result<u32> {
+        if let Some(i) = self.free.pop() {
+            return Ok(i);
+        }
+        if (self.slots.len() as u32) < self.files {
+            self.slots.push(Slot::default());
+            return Ok(self.slots.len() as u32 - 1);
+        }
+        Err(io::Error::from_raw_os_error(libc::EMFILE))
+    }
+
+    /// A connecting socket registered in slot `idx` as `token`: its connect's end is asked
+    /// for (a one-shot poll for writability, as epoll would report it).
+    fn open(&mut self, idx: u32, token: Token) {
+        let s = &mut self.slots[idx as usize];
+        debug_assert!(s.rx.is_empty() && s.out.is_empty());
+        s.token = token.0;
+        s.live = true;
+        s.ops = 1;
+        s.recv_armed = false;
+        s.eof = false;
+        s.err = None;
+        s.rx_off = 0;
+        s.inflight.clear();
+        s.sending = false;
+        s.want_write = false;
+        s.event = 0;
+        self.sqes.push(
+            opcode::PollAdd::new(types::Fixed(idx), libc::POLLOUT as u32)
+                .build()
+                .user_data(user_data(idx, OP_CONNECT)),
+        );
     }
 
     fn arm_recv(&mut self, idx: u32) {
@@ -303,10 +342,11 @@ impl Ring {
         }
         s.recv_armed = true;
         s.ops += 1;
-        let e = opcode::RecvMulti::new(types::Fixed(idx), BGID)
-            .build()
-            .user_data(user_data(idx, OP_RECV));
-        self.push(&e);
+        self.sqes.push(
+            opcode::RecvMulti::new(types::Fixed(idx), BGID)
+                .build()
+                .user_data(user_data(idx, OP_RECV)),
+        );
     }
 
     /// Submits the queued output of `idx` when no send is in flight.
@@ -317,27 +357,20 @@ impl Ring {
         }
         std::mem::swap(&mut s.out, &mut s.inflight);
         s.sent = 0;
-        s.sending = true;
-        s.ops += 1;
-        let e = opcode::Send::new(
-            types::Fixed(idx),
-            s.inflight.as_ptr(),
-            s.inflight.len() as u32,
-        )
-        .build()
-        .user_data(user_data(idx, OP_SEND));
-        self.push(&e);
+        self.send_rest(idx);
     }
 
-    /// The rest of a partly sent buffer.
-    fn resend(&mut self, idx: u32) {
+    /// A send of what `inflight` holds past `sent`.
+    fn send_rest(&mut self, idx: u32) {
         let s = &mut self.slots[idx as usize];
+        s.sending = true;
         s.ops += 1;
         let rest = &s.inflight[s.sent..];
-        let e = opcode::Send::new(types::Fixed(idx), rest.as_ptr(), rest.len() as u32)
-            .build()
-            .user_data(user_data(idx, OP_SEND));
-        self.push(&e);
+        self.sqes.push(
+            opcode::Send::new(types::Fixed(idx), rest.as_ptr(), rest.len() as u32)
+                .build()
+                .user_data(user_data(idx, OP_SEND)),
+        );
     }
 
     /// Notes readiness of slot `idx` in this turn's events (one entry per connection).
@@ -369,6 +402,16 @@ impl Ring {
         r.read_closed |= closed;
     }
 
+    /// A new turn: last turn's event marks are cleared.
+    fn new_turn(&mut self) {
+        for idx in self.marked.drain(..) {
+            self.slots[idx as usize].event = 0;
+        }
+        while let Some(idx) = self.rearm.pop() {
+            self.arm_recv(idx);
+        }
+    }
+
     /// Turns one completion into the slot's state and readiness.
     fn complete(&mut self, events: &mut Vec<Ready>, ud: u64, res: i32, flags: u32) {
         let idx = (ud >> 8) as u32;
@@ -393,6 +436,8 @@ impl Ring {
                 let s = &mut self.slots[idx as usize];
                 match res {
                     n if n > 0 => {
+                        // A multishot receive may end while the stream goes on (its
+                        // buffers ran out): armed again next turn.
                         if !more {
                             self.rearm.push(idx);
                         }
@@ -412,23 +457,19 @@ impl Ring {
             }
             OP_SEND => {
                 s.ops -= 1;
-                if !s.live {
-                    s.sending = false;
+                s.sending = false;
+                if !s.live || res == -libc::ECANCELED {
+                    // Closed meanwhile: nothing to say.
                 } else if res < 0 {
-                    s.sending = false;
-                    if res != -libc::ECANCELED {
-                        s.err = Some(-res);
-                        self.mark(events, idx, true, true, false);
-                    }
+                    s.err = Some(-res);
+                    self.mark(events, idx, true, true, false);
                 } else {
                     s.sent += res as usize;
                     if res > 0 && s.sent < s.inflight.len() {
-                        self.resend(idx);
+                        self.send_rest(idx);
                     } else {
                         s.inflight.clear();
-                        s.sending = false;
-                        let waiting = s.want_write;
-                        s.want_write = false;
+                        let waiting = std::mem::take(&mut s.want_write);
                         self.start_send(idx);
                         if waiting {
                             self.mark(events, idx, false, true, false);
@@ -449,26 +490,6 @@ impl Ring {
         }
     }
 
-    /// Closed slots with nothing in flight: out of the fixed-file table (the socket's last
-    /// reference: the kernel closes it) and free for the next connection.
-    fn release_closed(&mut self) {
-        while let Some(idx) = self.closed.pop() {
-            let _ = self.ring.submitter().register_files_update(idx, &[-1]);
-            self.free.push(idx);
-        }
-    }
-
-    fn take_slot(&mut self) -> io::Result<u32> {
-        if let Some(i) = self.free.pop() {
-            return Ok(i);
-        }
-        if (self.slots.len() as u32) < self.files {
-            self.slots.push(Slot::default());
-            return Ok(self.slots.len() as u32 - 1);
-        }
-        Err(io::Error::from_raw_os_error(libc::EMFILE))
-    }
-
     /// The socket's owner let go of it: its operations are cancelled, its unread buffers
     /// returned; the slot is released once the kernel completed them all.
     fn close(&mut self, idx: u32) {
@@ -479,21 +500,117 @@ impl Ring {
         s.live = false;
         s.out.clear();
         s.want_write = false;
-        let rx = std::mem::take(&mut s.rx);
-        let has_ops = s.ops > 0;
-        for (bid, _) in &rx {
-            self.bufs.give(*bid);
+        s.rx_off = 0;
+        for (bid, _) in s.rx.drain(..) {
+            self.bufs.give(bid);
         }
-        self.slots[idx as usize].rx = rx;
-        self.slots[idx as usize].rx.clear();
-        if has_ops {
-            self.slots[idx as usize].ops += 1;
-            let e = opcode::AsyncCancel2::new(types::CancelBuilder::fd(types::Fixed(idx)).all())
-                .build()
-                .user_data(user_data(idx, OP_CANCEL));
-            self.push(&e);
+        if s.ops > 0 {
+            s.ops += 1;
+            self.sqes.push(
+                opcode::AsyncCancel2::new(types::CancelBuilder::fd(types::Fixed(idx)).all())
+                    .build()
+                    .user_data(user_data(idx, OP_CANCEL)),
+            );
         } else {
             self.closed.push(idx);
+        }
+    }
+
+    /// Copies received bytes out of the provided buffers (each handed back once read whole);
+    /// short when nothing more has arrived: the next completion is a new readiness event.
+    fn read(&mut self, idx: u32, buf: &mut [u8]) -> io::Result<usize> {
+        let s = &mut self.slots[idx as usize];
+        let mut n = 0;
+        while n < buf.len() {
+            let Some(&(bid, len)) = s.rx.front() else {
+                break;
+            };
+            let from = s.rx_off as usize;
+            let take = (len as usize - from).min(buf.len() - n);
+            buf[n..n + take].copy_from_slice(self.bufs.bytes(bid, from, from + take));
+            n += take;
+            if from + take == len as usize {
+                s.rx.pop_front();
+                s.rx_off = 0;
+                self.bufs.give(bid);
+            } else {
+                s.rx_off += take as u32;
+            }
+        }
+        if n > 0 || buf.is_empty() {
+            return Ok(n);
+        }
+        match (s.err, s.eof) {
+            (Some(e), _) => Err(io::Error::from_raw_os_error(e)),
+            (None, true) => Ok(0),
+            (None, false) => Err(IoKind::WouldBlock.into()),
+        }
+    }
+
+    /// Queues the bytes for the turn's submission; they are sent in order, one send in flight
+    /// per connection. A send's error shows on the next read or write.
+    fn write(&mut self, idx: u32, buf: &[u8]) -> io::Result<usize> {
+        let s = &mut self.slots[idx as usize];
+        if let Some(e) = s.err {
+            return Err(io::Error::from_raw_os_error(e));
+        }
+        let room = OUT_CAP.saturating_sub(s.out.len() + s.inflight.len());
+        if room == 0 {
+            s.want_write = true;
+            return Err(IoKind::WouldBlock.into());
+        }
+        let n = room.min(buf.len());
+        s.out.extend_from_slice(&buf[..n]);
+        self.start_send(idx);
+        Ok(n)
+    }
+}
+
+/// A thread's ring and its connections' state, shared by the poller and the sockets (one
+/// thread: `Rc<RefCell>`).
+pub struct Ring {
+    /// Dropped first: the kernel lets go of the buffers (in `state`) before they are freed.
+    ring: IoUring,
+    state: State,
+}
+
+impl Ring {
+    /// Hands the queued submissions to the submission queue (a full one is submitted first).
+    fn queue(&mut self) {
+        for e in self.state.sqes.drain(..) {
+            // SAFETY: every entry points at memory that outlives its completion: slots'
+            // `inflight` buffers (kept until the send completes) and the buffer ring.
+            while unsafe { self.ring.submission().push(&e) }.is_err() {
+                let _ = self.ring.submit();
+            }
+        }
+    }
+
+    /// Closed slots with nothing in flight: out of the fixed-file table (the socket's last
+    /// reference: the kernel closes it) and free for the next connection.
+    fn release_closed(&mut self) {
+        while let Some(idx) = self.state.closed.pop() {
+            let _ = self.ring.submitter().register_files_update(idx, &[-1]);
+            self.state.free.push(idx);
+        }
+    }
+
+    /// Every completion waiting, handled.
+    fn reap(&mut self, events: &mut Vec<Ready>) {
+        // Copied out in batches: the completion queue borrows the ring the handling needs.
+        let mut batch = [(0u64, 0i32, 0u32); 64];
+        loop {
+            let mut n = 0;
+            for c in self.ring.completion().take(batch.len()) {
+                batch[n] = (c.user_data(), c.result(), c.flags());
+                n += 1;
+            }
+            if n == 0 {
+                return;
+            }
+            for &(ud, res, flags) in &batch[..n] {
+                self.state.complete(events, ud, res, flags);
+            }
         }
     }
 }
@@ -502,26 +619,22 @@ impl Drop for Ring {
     /// The kernel may still hold sends over our buffers: cancel everything and wait (briefly)
     /// for the completions before the memory goes.
     fn drop(&mut self) {
-        let any = opcode::AsyncCancel2::new(types::CancelBuilder::any())
-            .build()
-            .user_data(user_data(u32::MAX >> 8, OP_CANCEL));
-        self.push(&any);
+        self.state.sqes.push(
+            opcode::AsyncCancel2::new(types::CancelBuilder::any())
+                .build()
+                .user_data(user_data(u32::MAX >> 8, OP_CANCEL)),
+        );
+        self.queue();
         let end = Instant::now() + std::time::Duration::from_secs(1);
         let mut scratch = Vec::new();
-        while self.slots.iter().any(|s| s.ops > 0) && Instant::now() < end {
+        while self.state.slots.iter().any(|s| s.ops > 0) && Instant::now() < end {
             let ts = types::Timespec::new().nsec(10_000_000);
             let _ = self
                 .ring
                 .submitter()
                 .submit_with_args(1, &types::SubmitArgs::new().timespec(&ts));
-            let done: Vec<_> = self
-                .ring
-                .completion()
-                .map(|c| (c.user_data(), c.result(), c.flags()))
-                .collect();
-            for (ud, res, flags) in done {
-                self.complete(&mut scratch, ud, res, flags);
-            }
+            self.reap(&mut scratch);
+            self.state.sqes.clear();
         }
     }
 }
@@ -569,13 +682,7 @@ impl Poller for Uring {
         Ok(Uring {
             shared: Rc::new(RefCell::new(Ring {
                 ring,
-                bufs,
-                slots: Vec::new(),
-                free: Vec::new(),
-                files,
-                rearm: Vec::new(),
-                marked: Vec::new(),
-                closed: Vec::new(),
+                state: State::new(bufs, files),
             })),
         })
     }
@@ -586,15 +693,11 @@ impl Poller for Uring {
 
     fn wait(&mut self, events: &mut Vec<Ready>, wake: Option<Instant>) -> io::Result<()> {
         let r = &mut *self.shared.borrow_mut();
-        for idx in r.marked.drain(..) {
-            r.slots[idx as usize].event = 0;
-        }
         events.clear();
+        r.state.new_turn();
         r.release_closed();
-        while let Some(idx) = r.rearm.pop() {
-            r.arm_recv(idx);
-        }
-        r.bufs.publish();
+        r.queue();
+        r.state.bufs.publish();
         let now = Instant::now();
         // Completions already waiting: only submit. Else wait until the wake-up time.
         let res = match wake {
@@ -625,21 +728,7 @@ impl Poller for Uring {
                 ) => {}
             Err(e) => return Err(e),
         }
-        // Copied out in batches: the completion queue borrows the ring the handling needs.
-        let mut batch = [(0u64, 0i32, 0u32); 64];
-        loop {
-            let mut n = 0;
-            for c in r.ring.completion().take(batch.len()) {
-                batch[n] = (c.user_data(), c.result(), c.flags());
-                n += 1;
-            }
-            if n == 0 {
-                break;
-            }
-            for &(ud, res, flags) in &batch[..n] {
-                r.complete(events, ud, res, flags);
-            }
-        }
+        r.reap(events);
         Ok(())
     }
 }
@@ -674,37 +763,20 @@ impl Socket for UringSocket {
     /// poll for writability, as epoll would report it).
     fn register(&mut self, registry: &Rc<RefCell<Ring>>, token: Token) -> io::Result<()> {
         let r = &mut *registry.borrow_mut();
-        let idx = r.take_slot()?;
-        if let Err(e) = r
-            .ring
-            .submitter()
-            .register_files_update(idx, &[self.stream.as_raw_fd()])
-        {
-            r.free.push(idx);
+        let idx = r.state.take_slot()?;
+        let fd = self.stream.as_raw_fd();
+        if let Err(e) = r.ring.submitter().register_files_update(idx, &[fd]) {
+            r.state.free.push(idx);
             return Err(e);
         }
-        let s = &mut r.slots[idx as usize];
-        s.token = token.0;
-        s.live = true;
-        s.ops = 1;
-        s.recv_armed = false;
-        s.eof = false;
-        s.err = None;
-        s.rx_off = 0;
-        s.sending = false;
-        s.want_write = false;
-        s.event = 0;
-        let e = opcode::PollAdd::new(types::Fixed(idx), libc::POLLOUT as u32)
-            .build()
-            .user_data(user_data(idx, OP_CONNECT));
-        r.push(&e);
+        r.state.open(idx, token);
         self.ring = Some((Rc::clone(registry), idx));
         Ok(())
     }
 
     fn deregister(&mut self, _: &Rc<RefCell<Ring>>) -> io::Result<()> {
         if let Some((ring, idx)) = self.ring.take() {
-            ring.borrow_mut().close(idx);
+            ring.borrow_mut().state.close(idx);
         }
         Ok(())
     }
@@ -718,7 +790,7 @@ impl Socket for UringSocket {
         let up = tcp_established(&self.stream)?;
         if up {
             self.connected = true;
-            self.slot(|r, idx| r.arm_recv(idx));
+            self.slot(|r, idx| r.state.arm_recv(idx));
         }
         Ok(up)
     }
@@ -727,72 +799,29 @@ impl Socket for UringSocket {
 impl Drop for UringSocket {
     fn drop(&mut self) {
         if let Some((ring, idx)) = self.ring.take() {
-            ring.borrow_mut().close(idx);
+            ring.borrow_mut().state.close(idx);
         }
     }
 }
 
 impl Read for UringSocket {
-    /// Copies received bytes out of the provided buffers (each handed back once read whole);
-    /// short when nothing more has arrived: the next completion is a new readiness event.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let Some((ring, idx)) = self.ring.as_ref() else {
-            return Err(IoKind::NotConnected.into());
-        };
-        let r = &mut *ring.borrow_mut();
-        let s = &mut r.slots[*idx as usize];
-        let mut n = 0;
-        while n < buf.len() {
-            let Some(&(bid, len)) = s.rx.front() else {
-                break;
-            };
-            let from = s.rx_off as usize;
-            let take = (len as usize - from).min(buf.len() - n);
-            buf[n..n + take].copy_from_slice(r.bufs.bytes(bid, from, from + take));
-            n += take;
-            if from + take == len as usize {
-                s.rx.pop_front();
-                s.rx_off = 0;
-                r.bufs.give(bid);
-            } else {
-                s.rx_off += take as u32;
-            }
-        }
-        if n > 0 || buf.is_empty() {
-            return Ok(n);
-        }
-        match (s.err, s.eof) {
-            (Some(e), _) => Err(io::Error::from_raw_os_error(e)),
-            (None, true) => Ok(0),
-            (None, false) => Err(IoKind::WouldBlock.into()),
-        }
+        self.slot(|r, idx| r.state.read(idx, buf))
+            .unwrap_or_else(|| Err(IoKind::NotConnected.into()))
     }
 }
 
 impl Write for UringSocket {
-    /// Queues the bytes for the turn's submission; they are sent in order, one send in flight
-    /// per connection. A send's error shows on the next read or write.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let Some((ring, idx)) = self.ring.as_ref() else {
-            return Err(IoKind::NotConnected.into());
-        };
-        let r = &mut *ring.borrow_mut();
-        let s = &mut r.slots[*idx as usize];
-        if let Some(e) = s.err {
-            return Err(io::Error::from_raw_os_error(e));
-        }
-        let room = OUT_CAP.saturating_sub(s.out.len() + s.inflight.len());
-        if room == 0 {
-            s.want_write = true;
-            return Err(IoKind::WouldBlock.into());
-        }
-        let n = room.min(buf.len());
-        s.out.extend_from_slice(&buf[..n]);
-        r.start_send(*idx);
-        Ok(n)
+        self.slot(|r, idx| r.state.write(idx, buf))
+            .unwrap_or_else(|| Err(IoKind::NotConnected.into()))
     }
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "uring_tests.rs"]
+mod tests;
