@@ -249,8 +249,9 @@ pub struct ConnArgs {
     pub seed: u64,
     /// I/O backend: io_uring (one ring per thread, one submit per loop turn, multishot
     /// receives) or epoll. auto: io_uring where the kernel allows it, else epoll; the plan
-    /// line and the summary say which ran.
-    #[arg(long, value_name = "auto|epoll|uring", default_value = "auto", value_parser = parse_io)]
+    /// line and the summary say which ran. `--io uring` where the kernel refuses it is an
+    /// error.
+    #[arg(long, value_name = "auto|epoll|uring", default_value = "auto", env = "OVERLOAD_IO", value_parser = parse_io)]
     pub io: crate::engine::IoChoice,
     #[command(flatten)]
     pub tls: TlsArgs,

@@ -35,6 +35,8 @@ pub fn base_config_of(
 ) -> crate::Result<(EngineConfig, Vec<String>)> {
     conn.validate()?;
     check_load(&load)?;
+    // An `--io uring` the kernel refuses is a usage error before anything runs.
+    conn.io.resolve()?;
     let (tls, protocol, choice) = if mix.tls_servers.is_empty() {
         if conn.tls.any_set() {
             return Err(Error::usage(
