@@ -17,8 +17,11 @@ use std::time::Duration;
 /// `--io` values and the name the results give the backend.
 const BACKENDS: [(&str, &str); 2] = [("epoll", "epoll"), ("uring", "io_uring")];
 
+/// A case run once per backend, given the `--io` value.
+type Case = (&'static str, fn(&str));
+
 fn main() {
-    let cases: [(&str, fn(&str)); 8] = [
+    let cases: [Case; 8] = [
         ("keep_alive_closed_loop", keep_alive_closed_loop),
         ("new_connection_per_request", new_connection_per_request),
         ("open_loop_on_time", open_loop_on_time),
