@@ -30,15 +30,17 @@ use std::time::Instant;
 
 /// Submission queue size; the completion queue is 4× (a turn's receives, sends and connects).
 const SQ_ENTRIES: u32 = 1024;
-/// Provided buffers per thread, and their size: 8 MiB a thread, enough for every connection
-/// of a busy thread to have an answer waiting; a 16 KiB buffer holds a small answer whole.
-const BUFS: u16 = 512;
-const BUF_SIZE: usize = 16 * 1024;
+/// Provided buffers per thread, and their size: 8 MiB a thread, so that a thousand
+/// connections can each have an answer waiting; a small answer fits one buffer whole. (Out of
+/// buffers, a connection's receive ends and is armed again once some are read.)
+const BUFS: u16 = 1024;
+const BUF_SIZE: usize = 8 * 1024;
 const BGID: u16 = 0;
 /// Output a connection may queue before `write` says WouldBlock (a large request body).
 const OUT_CAP: usize = 1 << 20;
-/// Fixed-file slots per ring (connections a thread may hold), capped by the fd limit.
-const MAX_FILES: u32 = 1 << 16;
+/// Fixed-file slots per ring (connections a thread may hold), capped by the fd limit: the
+/// kernel's own maximum (8 bytes of kernel memory a slot).
+const MAX_FILES: u32 = 1 << 20;
 
 /// The operation a completion belongs to (the low byte of its user data; the slot above).
 const OP_RECV: u64 = 1;
@@ -673,7 +675,7 @@ impl Poller for Uring {
                 .register_enable_rings()
                 .map_err(|e| fail("enable", e))?;
         }
-        let files = (crate::engine::sys::raise_fd_limit() as u32).clamp(64, MAX_FILES);
+        let files = crate::engine::sys::raise_fd_limit().clamp(64, u64::from(MAX_FILES)) as u32;
         ring.submitter()
             .register_files_sparse(files)
             .map_err(|e| fail("fixed files", e))?;
