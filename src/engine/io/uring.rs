@@ -675,7 +675,7 @@ impl Poller for Uring {
                 .register_enable_rings()
                 .map_err(|e| fail("enable", e))?;
         }
-        let files = crate::engine::sys::raise_fd_limit().clamp(64, u64::from(MAX_FILES)) as u32;
+        let files = crate::engine::sys::raise_fd_limit().clamp(1, u64::from(MAX_FILES)) as u32;
         ring.submitter()
             .register_files_sparse(files)
             .map_err(|e| fail("fixed files", e))?;
