@@ -81,7 +81,7 @@ pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
     };
     // A backend that cannot run is the run's own error; the plan line just leaves it out.
     let io = match cfg.io.resolve() {
-        Ok(b) => format!("I/O {}; ", b.describe(cfg.io)),
+        Ok(b) => format!("I/O {}; ", crate::engine::io::describe(b, cfg.io)),
         Err(_) => String::new(),
     };
     let target = match urls {
@@ -249,7 +249,11 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
         };
         let _ = writeln!(o, "  protocol       {line}");
     }
-    let _ = writeln!(o, "  I/O            {}", outcome.io.describe(cfg.io));
+    let _ = writeln!(
+        o,
+        "  I/O            {}",
+        crate::engine::io::describe(outcome.io, cfg.io)
+    );
     o.push_str(&errors_lines(s));
     o.push_str(&crate::report::names::table(s));
     for w in warnings(s, outcome, cfg) {

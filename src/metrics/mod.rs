@@ -12,7 +12,7 @@ pub use names::{NameStats, NameSummary};
 pub use recorder::{Recorder, SessionTally};
 pub use second::{SecondBucket, SecondLog, SecondSlot};
 pub use status::OkStatus;
-pub use summary::{ConnectSummary, ProtocolChoice, SessionSummary, Summary, TlsSummary};
+pub use summary::{ConnectSummary, IoBackend, ProtocolChoice, SessionSummary, Summary, TlsSummary};
 
 /// Transport-level failures. HTTP statuses (4xx, 5xx) are answers, counted apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -75,7 +75,7 @@ pub struct GeneratorStats {
     pub pool_waits: u64,
     /// The I/O backend the workers ran on (absent from older results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub io: Option<crate::engine::Backend>,
+    pub io: Option<crate::metrics::IoBackend>,
 }
 
 /// One line of `steps.jsonl`: a finished step.

@@ -83,7 +83,7 @@ impl Need {
             }
             Need::SockDiag => SOCK_DIAG.get_or_init(probe_sock_diag),
             Need::IoUring => IO_URING.get_or_init(|| {
-                overload::engine::Backend::uring_refused()
+                overload::engine::io::uring_refused()
                     .map(|why| format!("the kernel refuses io_uring: {why}"))
             }),
             Need::Prometheus => PROMETHEUS.get_or_init(|| {

@@ -66,42 +66,25 @@ impl IoChoice {
     }
 }
 
-/// The backend a run uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-pub enum Backend {
-    #[default]
-    #[serde(rename = "epoll")]
-    Epoll,
-    #[serde(rename = "io_uring")]
-    Uring,
+/// The backend a run uses (a metrics type: the results name it).
+pub use crate::metrics::IoBackend as Backend;
+
+/// How the plan line and the summary name the backend that runs: its name, and how it was
+/// chosen (auto falling back to epoll says why).
+pub fn describe(backend: Backend, choice: IoChoice) -> String {
+    match (choice, backend) {
+        (IoChoice::Auto, Backend::Epoll) => match uring::probe() {
+            Err(why) => format!("epoll (auto: io_uring refused: {why})"),
+            Ok(()) => "epoll (auto)".to_string(),
+        },
+        (IoChoice::Auto, b) => format!("{} (auto)", b.name()),
+        (_, b) => b.name().to_string(),
+    }
 }
 
-impl Backend {
-    /// Its name in the plan line, summary and results (`epoll`, `io_uring`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Epoll => "epoll",
-            Backend::Uring => "io_uring",
-        }
-    }
-
-    /// How the plan line and the summary name it: the backend, and how it was chosen (auto
-    /// falling back to epoll says why).
-    pub fn describe(self, choice: IoChoice) -> String {
-        match (choice, self) {
-            (IoChoice::Auto, Backend::Epoll) => match uring::probe() {
-                Err(why) => format!("epoll (auto: io_uring refused: {why})"),
-                Ok(()) => "epoll (auto)".to_string(),
-            },
-            (IoChoice::Auto, b) => format!("{} (auto)", b.name()),
-            (_, b) => b.name().to_string(),
-        }
-    }
-
-    /// Why `--io uring` cannot run here, or None when it can (tests skip on it).
-    pub fn uring_refused() -> Option<String> {
-        uring::probe().err()
-    }
+/// Why `--io uring` cannot run here, or None when it can (tests skip on it).
+pub fn uring_refused() -> Option<String> {
+    uring::probe().err()
 }
 
 /// One connection's readiness this turn, as epoll reports it (io_uring's completions are
