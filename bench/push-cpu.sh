@@ -4,10 +4,12 @@
 # falls on both). The target (overload target, 1 thread) is pinned to CPU 0, the generator
 # (open loop, 1 thread) to CPU 1, a local Prometheus (the sink, its remote-write receiver on)
 # to whatever is left. CPU = user + sys of the generator process (/usr/bin/time), per
-# completed request. The push's own cost is shown apart: each thread's CPU (the push thread,
-# `push-prometheus`; the main thread, which builds the frames) one second before the end of
-# the run, free of the noise that other processes put on the whole process's figure. Every
-# run is bounded by `timeout`.
+# completed request. The push's own cost is measured apart, in the same run, on the threads'
+# own clocks (the run's --json): the push thread's CPU (`push[].cpu_ms`, `push-prometheus`
+# reading CLOCK_THREAD_CPUTIME_ID after each exchange) and the frames' making on the runner's
+# thread (`push[].frames_cpu_ms`) against the load threads' (`generator.cpu_ms`): free of
+# the noise that other processes put on the whole process's figure. Also each thread's CPU
+# ticks from /proc one second before the end. Every run is bounded by `timeout`.
 #
 #   bench/push-cpu.sh [SECONDS] [ROUNDS] [RATE]     (defaults: 20 s, 3 rounds, 5000 req/s)
 #
@@ -54,7 +56,7 @@ threads() {
   done > "$DIR/threads"
 }
 
-# One run: prints "cpu_us_per_request responses".
+# One run: prints "cpu_us_per_request responses push_ms frames_ms load_ms".
 one() {
   local json="$DIR/run.json"
   timeout $((D + 60)) /usr/bin/time -f '%U %S' -o "$DIR/time" \
@@ -70,17 +72,23 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 u, s = map(float, open(sys.argv[2]).read().split()[-2:])
 n = r["responses"]
-print(f"{(u + s) * 1e6 / max(n, 1):.3f} {n}")
+push = r.get("push") or [{}]
+print(f"{(u + s) * 1e6 / max(n, 1):.3f} {n} {push[0].get('cpu_ms', 0):.2f} "
+      f"{push[0].get('frames_cpu_ms', 0):.2f} {r['generator']['cpu_ms']:.1f}")
 PY
 }
 
-without=(); with=()
+without=(); with=(); shares=()
 for i in $(seq "$ROUNDS"); do
-  read -r c n < <(one); without+=("$c"); echo "round $i without: $c µs/request ($n responses)"
-  read -r c n < <(one --prometheus-remote-write "http://127.0.0.1:$PPORT/api/v1/write")
+  read -r c n _ _ _ < <(one); without+=("$c"); echo "round $i without: $c µs/request ($n responses)"
+  read -r c n pm fm lm < <(one --prometheus-remote-write "http://127.0.0.1:$PPORT/api/v1/write")
   with+=("$c"); echo "round $i with:    $c µs/request ($n responses)"
+  share=$(python3 -c "print(f'{($pm + $fm) / max($lm, 1e-9) * 100:.3f}')")
+  shares+=("$share")
+  echo "  push thread $pm ms + frames $fm ms, load threads $lm ms: the push is $share% of the load's CPU"
   echo "  CPU ticks (10 ms) by thread at $((D - 1)) s: $(cat "$DIR/threads")"
 done
+echo "the push's own CPU against the load threads', each round: ${shares[*]} (%)"
 python3 - "${without[*]}" "${with[*]}" <<'PY'
 import statistics, sys
 a = [float(x) for x in sys.argv[1].split()]

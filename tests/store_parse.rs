@@ -23,10 +23,31 @@ fn seeds_parse() {
 
     let text = std::fs::read_to_string(format!("{SEEDS}/series.jsonl")).unwrap();
     let mut skipped = Vec::new();
-    let series = parse_series(&text, "series.jsonl", &mut skipped);
-    assert_eq!(series.len(), 30);
+    let (series, events) = parse_series(&text, "series.jsonl", &mut skipped);
+    assert_eq!((series.len(), events.len()), (30, 0));
     assert_eq!(skipped.len(), 1);
     assert!(skipped[0].contains("series.jsonl:31: skipped truncated last line"));
+}
+
+/// Live control's event lines in series.jsonl are read apart from the seconds (an older
+/// reader skipped them as lines it did not know); a damaged event line is reported as an
+/// event's, not a second's.
+#[test]
+fn series_event_lines_are_read_apart_from_the_seconds() {
+    let text = std::fs::read_to_string(format!("{SEEDS}/series.jsonl")).unwrap();
+    let mut lines: Vec<&str> = text.lines().take(3).collect();
+    let event =
+        r#"{"event":"control","t":1.25,"step":0,"what":"rate","from":50.0,"to":100.0,"by":"keys"}"#;
+    lines.insert(1, event);
+    lines.push(r#"{"event":"control","t":"soon"}"#);
+    let mut skipped = Vec::new();
+    let (series, events) = parse_series(&(lines.join("\n") + "\n"), "series.jsonl", &mut skipped);
+    assert_eq!(series.len(), 3);
+    assert_eq!(events.len(), 1);
+    assert_eq!((events[0].what.as_str(), events[0].to), ("rate", 100.0));
+    assert_eq!(events[0].label(), "rate 50→100 (keys)");
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert!(skipped[0].contains("series.jsonl:5:"), "{skipped:?}");
 }
 
 #[test]

@@ -44,6 +44,11 @@ fn main() {
             at_80x24_every_figure_on_the_view_is_whole,
         ),
         harness::trial(
+            "keys_raise_the_rate_twice_and_the_run_records_it",
+            &[Need::Tmux],
+            keys_raise_the_rate_twice_and_the_run_records_it,
+        ),
+        harness::trial(
             "hdr_log_on_run_and_sweep_is_the_reports_log",
             &[],
             hdr_log_on_run_and_sweep_is_the_reports_log,
@@ -548,4 +553,112 @@ fn run_live_listen_shows_the_seconds_as_they_come() {
     let folder = runs[0].as_ref().unwrap().path();
     assert_eq!(steps(&folder).len(), 1);
     assert!(folder.join("report.html").is_file());
+}
+
+/// Live control from the keys: a run at 50 req/s, `+` twice (steps of 50) raises it to 100,
+/// then 150. series.jsonl holds the two changes at the seconds they took effect, by keys, and
+/// its seconds move there: offered and answered near 50 before the first, near 150 after the
+/// second; the report marks both on its timelines; the summary says the run was steered.
+fn keys_raise_the_rate_twice_and_the_run_records_it() {
+    let target = Target::start(&["--threads", "1"]);
+    let d = common::scratch();
+    let url = format!("{}/", target.url);
+    let args = [
+        "run",
+        "-R",
+        "50",
+        "-d",
+        "12s",
+        "--control-step",
+        "50",
+        "--out",
+        "res",
+        &url,
+    ];
+    let t = Tmux::start(d.path(), "steer", &args);
+    t.wait_for("responses so far", SEEN);
+    assert!(t.capture().contains(" +/- "), "the footer names the keys");
+    // About 3 s at 50 req/s, then the first raise; about 3 s at 100, then the second.
+    wait_until("150 responses", SEEN, || {
+        responses(&t.capture()).is_some_and(|n| n >= 150)
+    });
+    t.keys("+");
+    t.wait_for("rate 50→100 req/s", SEEN);
+    wait_until("450 responses", SEEN, || {
+        responses(&t.capture()).is_some_and(|n| n >= 450)
+    });
+    t.keys("+");
+    t.wait_for("rate 100→150 req/s", SEEN);
+    let end = t.wait_for("tty:", LOAD);
+    assert!(end.contains("overload-exited-0"), "{end}");
+    assert!(end.contains("steered: rate 50→100 (keys) at"), "{end}");
+
+    let res = d.path().join("res");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(res.join("series.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let events: Vec<&serde_json::Value> = lines.iter().filter(|l| l["event"].is_string()).collect();
+    assert_eq!(events.len(), 2, "{events:?}");
+    for (e, (from, to)) in events.iter().zip([(50.0, 100.0), (100.0, 150.0)]) {
+        assert_eq!(e["event"], "control");
+        assert_eq!(e["what"], "rate");
+        assert_eq!(e["by"], "keys");
+        assert_eq!(
+            (e["from"].as_f64(), e["to"].as_f64()),
+            (Some(from), Some(to))
+        );
+    }
+    let (t1, t2) = (
+        events[0]["t"].as_f64().unwrap(),
+        events[1]["t"].as_f64().unwrap(),
+    );
+    assert!(1.0 < t1 && t1 + 1.0 < t2 && t2 < 12.0, "{t1} {t2}");
+    // The seconds wholly before the first change, and wholly after the second (the last
+    // one, drained at the end, left out).
+    let seconds: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["t"].is_f64() && l["event"].is_null())
+        .collect();
+    let at = |p: &serde_json::Value, k: &str| p[k].as_f64().unwrap();
+    let before: Vec<_> = seconds.iter().filter(|p| at(p, "t") + 1.0 <= t1).collect();
+    let after: Vec<_> = seconds
+        .iter()
+        .filter(|p| at(p, "t") >= t2 && at(p, "t") + 2.0 <= 12.0)
+        .collect();
+    assert!(!before.is_empty() && !after.is_empty(), "{seconds:?}");
+    for p in &before {
+        assert_eq!(at(p, "offered"), 50.0, "{p}");
+        let n = at(p, "responses");
+        assert!((25.0..=75.0).contains(&n), "before the raises: {p}");
+    }
+    for p in &after {
+        assert!((at(p, "offered") - 150.0).abs() < 1e-6, "{p}");
+        let n = at(p, "responses");
+        assert!((110.0..=190.0).contains(&n), "after the second raise: {p}");
+    }
+    // The second the change fell in offers between the levels it joins.
+    let straddling = seconds
+        .iter()
+        .find(|p| at(p, "t") < t1 && t1 < at(p, "t") + 1.0)
+        .expect("the second of the first change");
+    let o = at(straddling, "offered");
+    assert!((50.0..=100.0).contains(&o), "{straddling}");
+    let html = std::fs::read_to_string(res.join("report.html")).unwrap();
+    assert!(
+        html.contains("rate 50→100 (keys)"),
+        "the first change marked"
+    );
+    assert!(
+        html.contains("rate 100→150 (keys)"),
+        "the second change marked"
+    );
+    assert!(html.contains("steered by live control"), "the page says so");
+    let steps = steps(&res);
+    assert!(
+        flags(&steps[0]).contains(&"steered".to_string()),
+        "{:?}",
+        steps[0]
+    );
 }

@@ -13,8 +13,8 @@ fuzz_target!(|data: &[u8]| {
     let steps = parse_steps(&text, "steps.jsonl", &mut skipped);
     assert_eq!(steps.len() + skipped.len(), lines);
     let mut skipped = Vec::new();
-    let series = parse_series(&text, "series.jsonl", &mut skipped);
-    assert_eq!(series.len() + skipped.len(), lines);
+    let (series, events) = parse_series(&text, "series.jsonl", &mut skipped);
+    assert_eq!(series.len() + events.len() + skipped.len(), lines);
     // The first line doubles as an SLO expression, to reach the SLO parser too.
     let first = text.lines().next().unwrap_or("");
     let slos = [

@@ -27,6 +27,10 @@ pub struct GenerateArgs {
     /// --generate: most connections (open loop) or users (closed loop) this agent holds.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_connections)]
     pub max_connections: usize,
+    /// --generate: make the steps' connections from these addresses of this host (a list,
+    /// range or CIDR block; see `run --source`).
+    #[arg(long, value_name = "ADDRS", value_parser = crate::engine::source::Sources::parse)]
+    pub source: Option<crate::engine::source::Sources>,
     /// Serve over TLS with this certificate chain (PEM); with --tls-key.
     #[arg(
         long,
@@ -51,10 +55,11 @@ impl GenerateArgs {
             let stray = !self.allow_target.is_empty()
                 || self.max_rate != Limits::default().max_rate
                 || self.max_duration != "5m"
-                || self.max_connections != Limits::default().max_connections;
+                || self.max_connections != Limits::default().max_connections
+                || self.source.is_some();
             return if stray {
                 Err(Error::usage(
-                    "--allow-target and the --max-* limits apply to --generate",
+                    "--allow-target, --source and the --max-* limits apply to --generate",
                 ))
             } else {
                 Ok(None)
@@ -85,6 +90,7 @@ impl GenerateArgs {
                 max_connections: self.max_connections,
             },
         )
+        .and_then(|g| g.with_source(self.source.clone()))
         .map(Some)
         .map_err(Error::usage)
     }

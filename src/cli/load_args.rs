@@ -2,6 +2,7 @@
 //! connection handling and timeouts, and the steps' timing. Each group turns into its part of
 //! the library's configuration (`usecase::config`); the defaults shown by `--help` come from
 //! those configurations' `Default`, so they exist once.
+use crate::engine::source::Sources;
 use crate::engine::tls::TlsVersion;
 use crate::engine::{Arrival, Pick};
 use crate::units::{parse_duration, parse_duration_range, parse_share};
@@ -199,15 +200,17 @@ impl From<OpenLoopArgs> for OpenLoopConfig {
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Connections")]
 pub struct ConnArgs {
-    /// HTTP version: 1.1, 2 or auto.
+    /// HTTP version: 1.1, 2, 3 or auto.
     ///
-    /// auto: what TLS negotiates, HTTP/1.1 over cleartext. `2` on an http:// URL is h2c
-    /// with prior knowledge.
+    /// auto: what TLS negotiates (h2 or http/1.1; auto never picks HTTP/3, which runs over
+    /// UDP: ask for it with `3`), HTTP/1.1 over cleartext. `2` on an http:// URL is h2c with
+    /// prior knowledge. `3`: HTTP/3 over QUIC, https:// only (certificates checked as for
+    /// TLS: --cacert, --insecure).
     #[arg(long, value_name = "VERSION", default_value = ConnConfig::default().http.as_str(),
           value_parser = parse_http)]
     pub http: HttpVersion,
-    /// HTTP/2: concurrent streams per connection (capped by the server's
-    /// SETTINGS_MAX_CONCURRENT_STREAMS). Closed loop: each user takes one stream, so users
+    /// HTTP/2 and HTTP/3: concurrent streams per connection (capped by the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS, or QUIC's MAX_STREAMS). Closed loop: each user takes one stream, so users
     /// share ⌈users / streams⌉ connections.
     #[arg(long, value_name = "N", default_value_t = ConnConfig::default().streams)]
     pub streams: u32,
@@ -253,12 +256,24 @@ pub struct ConnArgs {
     /// error.
     #[arg(long, value_name = "auto|epoll|uring", default_value = "auto", env = "OVERLOAD_IO", value_parser = parse_io)]
     pub io: crate::engine::IoChoice,
+    /// Make connections from these local addresses, round-robin per thread: a list, range or
+    /// CIDR block (127.0.0.1-127.0.0.250, 127.0.0.0/24, 10.0.0.5,10.0.0.6, IPv6 too).
+    ///
+    /// One source address has about 28,000 local ports per server (net.ipv4.ip_local_port_range);
+    /// more addresses hold more connections (a million over 250 loopback addresses). Each must
+    /// be an address of this host, of the target's family; at most 65536.
+    #[arg(long, value_name = "ADDRS", value_parser = parse_source)]
+    pub source: Option<Sources>,
     #[command(flatten)]
     pub tls: TlsArgs,
 }
 
 fn parse_io(s: &str) -> Result<crate::engine::IoChoice, String> {
     crate::engine::IoChoice::parse(s)
+}
+
+fn parse_source(s: &str) -> Result<Sources, String> {
+    Sources::parse(s)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -300,6 +315,17 @@ pub struct TlsArgs {
     /// browsers keep); off: every new connection does a full handshake.
     #[arg(long, value_enum, default_value = "on", value_name = "on|off")]
     pub tls_resumption: OnOff,
+    /// HTTP/3: send idempotent requests as 0-RTT early data on resumed connections.
+    ///
+    /// Needs --tls-resumption on; requests that are not idempotent (POST) wait for the
+    /// handshake. Handshakes whose early data the server accepted are counted apart.
+    #[arg(
+        long = "0rtt",
+        value_enum,
+        default_value = "off",
+        value_name = "on|off"
+    )]
+    pub zero_rtt: OnOff,
 }
 
 impl From<TlsArgs> for TlsConfig {
@@ -314,6 +340,7 @@ impl From<TlsArgs> for TlsConfig {
                 TlsVersionArg::V13 => TlsVersion::V13,
             }),
             resumption: a.tls_resumption == OnOff::On,
+            early_data: a.zero_rtt == OnOff::On,
             ..TlsConfig::default()
         }
     }
@@ -333,6 +360,7 @@ impl From<ConnArgs> for ConnConfig {
             seed: a.seed,
             tls: a.tls.into(),
             io: a.io,
+            source: a.source.map(std::sync::Arc::new),
         }
     }
 }

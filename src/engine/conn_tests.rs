@@ -44,7 +44,7 @@ impl Transport for Scripted {
     type Setup = ();
     type Poller = crate::engine::io::epoll::Epoll;
 
-    fn connect(_: &(), _: SocketAddr) -> io::Result<Scripted> {
+    fn connect(_: &(), _: SocketAddr, _: Option<std::net::IpAddr>) -> io::Result<Scripted> {
         Ok(Scripted::default())
     }
 
@@ -126,6 +126,7 @@ fn get() -> Prepared {
         keep_alive: b"GET / HTTP/1.1\r\nHost: t\r\n\r\n".to_vec(),
         close: b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".to_vec(),
         head_only: false,
+        h3_head: Vec::new(),
         h2_block: Vec::new(),
         body: Vec::new(),
         name: 0,
@@ -560,4 +561,20 @@ fn transport_output_is_flushed_on_writable_while_reading() {
     r.io().pending = 37;
     r.io().flush_result = Some(libc::EPIPE);
     assert_eq!(r.event(false, true, false), Step::Failed(ErrorKind::Reset));
+}
+
+/// A slot's memory, as the engine holds one per connection (and one per closed-loop user
+/// from the start): at a million connections each byte of it is a megabyte. Printed for the
+/// record (`cargo test --lib slot_sizes -- --nocapture`), bounded so that a field that grows
+/// it shows. TLS's rustls state is boxed, allocated per connection, not per slot.
+#[test]
+fn slot_sizes_stay_small() {
+    use crate::engine::tls::Tls;
+    use crate::engine::transport::Tcp;
+    let tcp = std::mem::size_of::<Conn<Tcp>>();
+    let tls = std::mem::size_of::<Conn<Tls>>();
+    let client = std::mem::size_of::<rustls::ClientConnection>();
+    println!("Conn<Tcp> {tcp} B, Conn<Tls> {tls} B (+ rustls ClientConnection {client} B per connection)");
+    assert!(tcp <= 320, "Conn<Tcp> is {tcp} bytes");
+    assert!(tls <= 384, "Conn<Tls> is {tls} bytes");
 }

@@ -2,8 +2,8 @@
 //! the body is framed (Content-Length, chunked, until close) and counted, never stored.
 //!
 //! The parser is fed whatever each `read` returned, in any split: a head cut across reads is
-//! kept in a small per-connection buffer (allocated once, reused), everything else is parsed in
-//! place from the thread's shared read buffer.
+//! kept in a small per-connection buffer (allocated when a head comes split, freed once it is
+//! parsed), everything else is parsed in place from the thread's shared read buffer.
 
 /// Largest response head accepted; beyond it the response is a protocol error.
 pub const MAX_HEAD: usize = 64 * 1024;
@@ -318,7 +318,8 @@ impl ResponseParser {
                 c.head.extend_from_slice(&self.head[..head_len]);
             }
         }
-        self.head.clear();
+        // The copy of a split head goes once parsed: an idle connection holds no buffer.
+        self.head = Vec::new();
         if (100..200).contains(&status) && status != 101 {
             // Interim response: the final one follows on the same connection.
             return Ok(used);
@@ -478,6 +479,24 @@ fn parse_content_length(v: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A head split across reads is copied aside until it is whole; then the copy is freed,
+    /// so an idle kept-alive connection holds no buffer (a million of them would hold a
+    /// million heads).
+    #[test]
+    fn a_split_head_leaves_no_buffer_behind() {
+        let mut p = ResponseParser::new();
+        p.start(false);
+        assert_eq!(p.feed(b"HTTP/1.1 200 OK\r\nContent-Le").unwrap().1, None);
+        assert!(p.head.capacity() > 0, "the first part is kept");
+        let (_, done) = p.feed(b"ngth: 2\r\n\r\nok").unwrap();
+        assert_eq!(done.map(|r| r.status), Some(200));
+        assert_eq!(
+            p.head.capacity(),
+            0,
+            "the copy is freed with the head parsed"
+        );
+    }
 
     /// Feeds `chunks` one after another; returns the response and leftover byte count.
     fn parse_split(

@@ -8,14 +8,17 @@
 //! `protocol/` the protocol seam (a [`Protocol`] value; HTTP/1.1 and HTTP/2 each a
 //! `protocol::Wire`), `http.rs` the HTTP/1.1 response parser, `h2/` HTTP/2 (frames, HPACK,
 //! one connection's streams), `pacing.rs` the arrival schedule and timer, `backoff.rs` the
-//! connect backoff.
+//! connect backoff, `source.rs` the local addresses connections are made from (`--source`).
 mod backoff;
 mod conn;
 pub mod h2;
+pub mod h3;
 pub mod http;
 pub mod io;
 pub mod pacing;
 pub mod protocol;
+pub mod source;
+pub mod steer;
 pub mod sys;
 pub mod think;
 pub mod tls;
@@ -25,7 +28,7 @@ mod worker;
 pub use crate::plan::segment::Segment;
 pub use io::{Backend, IoChoice};
 pub use pacing::{Arrival, Replay};
-pub use protocol::{Http2, Protocol, Reuse};
+pub use protocol::{Http2, Http3, Protocol, Reuse};
 pub use think::Think;
 
 use crate::metrics::{Recorder, SecondLog, SecondSlot};
@@ -47,8 +50,11 @@ pub struct Prepared {
     pub head_only: bool,
     /// HTTP/2: the request's header block (HPACK, see [`h2::hpack::encode_request`]).
     pub h2_block: Vec<u8>,
-    /// HTTP/2: the request body, sent in DATA frames.
+    /// HTTP/2: the request body, sent in DATA frames (HTTP/3: in one DATA frame).
     pub body: Vec<u8>,
+    /// HTTP/3: the request's HEADERS frame (QPACK, see [`h3::qpack::encode_request`]) and
+    /// the header of its DATA frame, if it has a body.
+    pub h3_head: Vec<u8>,
     /// Its name: an index into [`EngineConfig::names`], for the statistics per name.
     pub name: u16,
 }
@@ -163,6 +169,12 @@ pub struct EngineConfig {
     pub protocol_choice: crate::metrics::ProtocolChoice,
     /// The I/O backend asked for (`--io`); the run resolves it (`Outcome::io`).
     pub io: IoChoice,
+    /// `--source`: the local addresses connections are made from, round-robin per thread
+    /// (None: the kernel's choice).
+    pub source: Option<Arc<source::Sources>>,
+    /// Live control (the terminal view's keys, `--control-port`): the channel the run's
+    /// level may be changed through while it runs; None: the level is the plan's.
+    pub steer: Option<Arc<steer::Steer>>,
 }
 
 /// A configuration that sends nothing until given addresses, requests and a duration or a
@@ -200,11 +212,19 @@ impl Default for EngineConfig {
             ok_status: crate::metrics::OkStatus::default(),
             protocol_choice: crate::metrics::ProtocolChoice::default(),
             io: IoChoice::default(),
+            source: None,
+            steer: None,
         }
     }
 }
 
 impl EngineConfig {
+    /// The I/O backend the run uses: `io` resolved on this kernel, for this protocol.
+    pub fn backend(&self) -> crate::Result<Backend> {
+        self.io
+            .resolve_for(matches!(self.protocol, Protocol::Http3(_)))
+    }
+
     /// The offered load: the rate in open loop, the users in closed loop.
     /// This generator's segment's share of it: the segments' offered loads add up to the plan's.
     pub fn offered(&self) -> (Option<f64>, Option<u64>) {
@@ -335,6 +355,9 @@ pub struct Outcome {
     pub threads: usize,
     /// The I/O backend the workers ran on.
     pub io: Backend,
+    /// The level the run followed when live control changed it (seconds from `started`):
+    /// each second's offered load is read from it, as from a ramp's profile.
+    pub steered: Option<Arc<crate::plan::stages::Profile>>,
 }
 
 impl Outcome {
@@ -409,14 +432,21 @@ pub fn run(
     }
     if cfg.scenario.is_some() && !cfg.protocol.carries_scenarios() {
         return Err(crate::Error::usage(
-            "--scenario speaks HTTP/1.1; --http 2 is not supported with it",
+            "--scenario speaks HTTP/1.1; --http 2 and --http 3 are not supported with it",
         ));
     }
     if cfg.duration.is_none() && cfg.max_requests.is_none() {
         return Err(crate::Error::usage("a run needs --duration or --requests"));
     }
-    let backend = cfg.io.resolve()?;
-    let part = cfg.segment_part();
+    let backend = cfg.backend()?;
+    if let Some(s) = &cfg.source {
+        s.check_families(&cfg.addrs).map_err(crate::Error::usage)?;
+    }
+    let mut part = cfg.segment_part();
+    let started = Instant::now();
+    if let Some(st) = &cfg.steer {
+        bind_steer(st, cfg, &mut part, started);
+    }
     let cfg = &part;
     let fd_limit = sys::raise_fd_limit();
     // No thread without work: a thread with no user (or no connection) would idle to the end.
@@ -431,7 +461,6 @@ pub fn run(
         .max(1)
         .min(ctl.live.len().max(1))
         .min(work.max(1));
-    let started = Instant::now();
     if ctl.slots.len() < threads {
         return Err(crate::Error::runtime(
             "engine: fewer second slots than threads",
@@ -506,6 +535,7 @@ pub fn run(
             None => merged = Some(rec),
         }
     }
+    let steered = cfg.steer.as_ref().and_then(|st| st.unbind());
     let mut recorder = merged.expect("at least one worker");
     // Every worker handed over its last second as it ended: all are closed now.
     recorder.seconds = ctl.seconds().take();
@@ -523,7 +553,39 @@ pub fn run(
         fd_limit,
         threads,
         io: backend,
+        steered,
     })
+}
+
+/// Binds the run's steer to this step, with the level it plans (its ramp, or flat at its rate
+/// or users). A closed loop gets a user slot per user the cap allows, numbered as a ramp's
+/// (the workers start and stop them along the level); a replay cannot be steered.
+fn bind_steer(st: &steer::Steer, whole: &EngineConfig, part: &mut EngineConfig, origin: Instant) {
+    if whole.replay.is_some() {
+        st.refuse("a replay follows its recorded clock: its rate cannot be changed");
+        return;
+    }
+    let end = whole.duration.map(|d| (whole.warmup + d).as_secs_f64());
+    match whole.load {
+        Load::Open { rate, .. } => {
+            st.bind(origin, steer::Unit::Rate, rate, whole.ramp.clone(), end);
+        }
+        Load::Closed { users, think } => {
+            let cap = st.bind(
+                origin,
+                steer::Unit::Users,
+                users as f64,
+                whole.ramp.clone(),
+                end,
+            );
+            part.ramp = st.profile();
+            // Users are numbered over the whole plan, as a ramp's: the lanes split them.
+            part.load = Load::Closed {
+                users: cap.max(1.0) as usize,
+                think,
+            };
+        }
+    }
 }
 
 #[cfg(test)]

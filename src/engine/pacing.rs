@@ -113,6 +113,23 @@ impl Schedule {
         s
     }
 
+    /// From now on, the arrivals follow `profile` (a live change, `engine::steer`): the
+    /// lane's pending arrival and every later one are mapped through its integral. The
+    /// profile equals the one followed so far up to the change, so arrivals before it keep
+    /// their times; a constant rate's schedule carries its Poisson draws over into Λ's time
+    /// (arrival n at t is Λ = R·t there). A replay keeps its recorded clock.
+    pub fn follow(&mut self, profile: Arc<Profile>) {
+        if self.replay.is_some() {
+            return;
+        }
+        if self.ramp.is_none() {
+            self.units = self.at_ns as f64 * 1e-9 * self.rate;
+        }
+        self.ramp = Some(profile);
+        self.piece = 0;
+        self.next = self.due(self.index);
+    }
+
     /// A lane of a recorded schedule: lanes stride through its arrivals as through the rate's.
     pub fn replay(origin: Instant, replay: Arc<Replay>, lane: Lane) -> Schedule {
         let mut s = Schedule::new(origin, replay.rate(), Arrival::Constant, lane, 0);

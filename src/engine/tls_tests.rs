@@ -119,7 +119,7 @@ fn handshakes_moves_bytes_and_resumes_on_the_threads_second_connection() {
     let addr = serve(cfg, 2);
     let setup = client(Some(ca), addr, "127.0.0.1");
     for round in 0..2 {
-        let mut t = Tls::connect(&setup, addr).unwrap();
+        let mut t = Tls::connect(&setup, addr, None).unwrap();
         assert_eq!(established(&mut t), Ok(true));
         let h = t.handshake().unwrap();
         assert!(h.tcp_connected.is_some());
@@ -157,7 +157,7 @@ fn a_short_recv_ends_the_read_without_another_recv() {
     let (ca, cfg) = identity(&["127.0.0.1"], false);
     let addr = serve(cfg, 1);
     let setup = client(Some(ca), addr, "127.0.0.1");
-    let mut t = Tls::connect(&setup, addr).unwrap();
+    let mut t = Tls::connect(&setup, addr, None).unwrap();
     assert_eq!(established(&mut t), Ok(true));
     for msg in [&b"ping"[..], b"a second request"] {
         let mut sent = 0;
@@ -213,7 +213,7 @@ fn aes_128_gcm_is_offered_first_and_the_server_keeps_its_choice() {
     assert_eq!(offered[0], S::TLS13_AES_128_GCM_SHA256, "{offered:?}");
     assert!(offered.contains(&S::TLS13_AES_256_GCM_SHA384));
     assert!(offered.contains(&S::TLS13_CHACHA20_POLY1305_SHA256));
-    let mut t = Tls::connect(&setup, addr).unwrap();
+    let mut t = Tls::connect(&setup, addr, None).unwrap();
     assert_eq!(established(&mut t), Ok(true));
     let got = t.conn.negotiated_cipher_suite().map(|s| s.suite());
     assert_eq!(got, Some(S::TLS13_AES_128_GCM_SHA256));
@@ -225,7 +225,7 @@ fn aes_128_gcm_is_offered_first_and_the_server_keeps_its_choice() {
     let (ca, cfg) = identity_with(&["127.0.0.1"], false, only_256);
     let addr = serve(cfg, 1);
     let setup = client(Some(ca), addr, "127.0.0.1");
-    let mut t = Tls::connect(&setup, addr).unwrap();
+    let mut t = Tls::connect(&setup, addr, None).unwrap();
     assert_eq!(established(&mut t), Ok(true));
     let got = t.conn.negotiated_cipher_suite().map(|s| s.suite());
     assert_eq!(got, Some(S::TLS13_AES_256_GCM_SHA384));
@@ -242,7 +242,7 @@ fn refused_certificates_say_why() {
         let addr = serve(cfg, 1);
         // Without --cacert the system's roots cannot know this CA.
         let setup = client(ca.then_some(ca_pem), addr, "127.0.0.1");
-        let mut t = Tls::connect(&setup, addr).unwrap();
+        let mut t = Tls::connect(&setup, addr, None).unwrap();
         assert_eq!(
             established(&mut t),
             Err(ErrorKind::TlsCertificate),
@@ -334,7 +334,7 @@ proptest! {
         }
         let (addr, ca) = scripted_peer(bytes, after_handshake);
         let setup = client(Some(ca), addr, "127.0.0.1");
-        let mut t = Tls::connect(&setup, addr).unwrap();
+        let mut t = Tls::connect(&setup, addr, None).unwrap();
         match established(&mut t) {
             Ok(true) => {
                 prop_assert!(after_handshake);

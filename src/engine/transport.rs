@@ -10,7 +10,7 @@ use crate::metrics::{ErrorKind, TlsReason};
 use mio::net::TcpStream;
 use mio::Token;
 use std::io::{self, ErrorKind as IoKind};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
 /// What a TLS transport tells the loop about its handshake, for the metrics.
@@ -38,9 +38,10 @@ pub trait Transport: Sized {
     /// The I/O backend's poller its socket registers with.
     type Poller: Poller;
 
-    /// Starts a non-blocking connect. An error here means no connection was even attempted
-    /// (no fd, no local port, refused at once).
-    fn connect(setup: &Self::Setup, addr: SocketAddr) -> io::Result<Self>;
+    /// Starts a non-blocking connect, from the local address `from` when given (`--source`;
+    /// else the kernel's choice). An error here means no connection was even attempted (no
+    /// fd, no local port, refused at once).
+    fn connect(setup: &Self::Setup, addr: SocketAddr, from: Option<IpAddr>) -> io::Result<Self>;
 
     /// Registers the underlying socket with the loop's poller, for reading and writing.
     fn register(
@@ -85,6 +86,15 @@ pub trait Transport: Sized {
     }
 }
 
+/// The TCP socket of every transport: a non-blocking connect to `addr`, bound to `from`
+/// when given (see `source.rs`).
+pub(super) fn connect_tcp(addr: SocketAddr, from: Option<IpAddr>) -> io::Result<TcpStream> {
+    match from {
+        None => TcpStream::connect(addr),
+        Some(ip) => super::source::connect_from(ip, addr),
+    }
+}
+
 /// The TCP half of `establish`: Ok(true) once the non-blocking connect completed.
 pub(super) fn tcp_established(s: &TcpStream) -> Result<bool, ErrorKind> {
     match s.take_error() {
@@ -117,8 +127,8 @@ impl<S: Socket> Transport for Tcp<S> {
     type Setup = ();
     type Poller = S::Poller;
 
-    fn connect(_: &(), addr: SocketAddr) -> io::Result<Tcp<S>> {
-        S::connect(addr).map(Tcp)
+    fn connect(_: &(), addr: SocketAddr, from: Option<IpAddr>) -> io::Result<Tcp<S>> {
+        S::connect(addr, from).map(Tcp)
     }
 
     fn register(
@@ -179,7 +189,7 @@ mod tests {
     #[test]
     fn tcp_establishes_then_moves_bytes_both_ways() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let mut t = Tcp::connect(&(), listener.local_addr().unwrap()).unwrap();
+        let mut t = Tcp::connect(&(), listener.local_addr().unwrap(), None).unwrap();
         assert_eq!(established(&mut t), Ok(true));
         let (mut server, _) = listener.accept().unwrap();
         assert!(!t.wants_write());
@@ -247,7 +257,7 @@ mod tests {
             .unwrap()
             .local_addr()
             .unwrap(); // the listener is dropped: nothing listens there now
-        match Tcp::connect(&(), addr) {
+        match Tcp::connect(&(), addr, None) {
             Ok(mut t) => assert_eq!(established(&mut t), Err(ErrorKind::ConnectRefused)),
             Err(e) => assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::ConnectRefused),
         }

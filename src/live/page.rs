@@ -5,7 +5,7 @@
 //! them its page would stay empty until then).
 use crate::listen::{Head, Limits, Reply, Service};
 use crate::report::RunReport;
-use crate::store::SeriesPoint;
+use crate::store::{ControlEvent, SeriesPoint};
 use crate::Error;
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener};
@@ -43,7 +43,7 @@ impl LivePage {
         }
         let path = format!("/{}/", token()?);
         let url = format!("http://{bound}{path}");
-        let running = Arc::new(Mutex::new(Vec::new()));
+        let running = Arc::new(Mutex::new((Vec::new(), Vec::new())));
         let page = Page {
             path,
             dir: dir.to_path_buf(),
@@ -59,9 +59,10 @@ impl LivePage {
     }
 
     /// The per-second series of the step in progress so far (replacing the last ones
-    /// shown); the page shows them beside the folder's until that step is stored.
-    pub fn show_series(&self, points: Vec<SeriesPoint>) {
-        *self.running.lock().unwrap_or_else(|e| e.into_inner()) = points;
+    /// shown), with live control's changes to it; the page shows them beside the folder's
+    /// until that step is stored.
+    pub fn show_series(&self, points: Vec<SeriesPoint>, events: Vec<ControlEvent>) {
+        *self.running.lock().unwrap_or_else(|e| e.into_inner()) = (points, events);
     }
 
     /// The page's address, token included.
@@ -72,7 +73,7 @@ impl LivePage {
 
 /// Beyond loopback, the page (plain HTTP) shows its secret path and the report to whoever
 /// watches the network between the browser and this host.
-fn plain_remote_warning(bound: SocketAddr) -> Option<&'static str> {
+pub(super) fn plain_remote_warning(bound: SocketAddr) -> Option<&'static str> {
     (!bound.ip().is_loopback()).then_some(
         "served beyond loopback over plain HTTP: the secret path and the report travel in \
          clear text (an SSH tunnel to a loopback --live-port keeps them private)",
@@ -80,7 +81,7 @@ fn plain_remote_warning(bound: SocketAddr) -> Option<&'static str> {
 }
 
 /// 128 random bits from the kernel, in hex: the page's secret path.
-fn token() -> crate::Result<String> {
+pub(super) fn token() -> crate::Result<String> {
     let mut b = [0u8; 16];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut b))
@@ -88,7 +89,7 @@ fn token() -> crate::Result<String> {
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
-type Running = Mutex<Vec<SeriesPoint>>;
+type Running = Mutex<(Vec<SeriesPoint>, Vec<ControlEvent>)>;
 
 /// The page as the server core sees it.
 struct Page {
@@ -131,7 +132,7 @@ pub fn respond(buf: &[u8], secret: &str, dir: &Path) -> Option<Reply> {
     let page = Page {
         path: secret.to_string(),
         dir: dir.to_path_buf(),
-        running: Arc::new(Mutex::new(Vec::new())),
+        running: Arc::new(Mutex::new((Vec::new(), Vec::new()))),
     };
     crate::listen::respond(&page, buf, LIMITS.max_head)
 }
@@ -142,13 +143,16 @@ fn page(dir: &Path, running: &Running) -> String {
     const REFRESH: &str = "<meta http-equiv=\"refresh\" content=\"1\"/>";
     match RunReport::load(dir) {
         Ok(mut r) => {
-            let shown = running.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            // Once its step is stored, the folder has these seconds (and the server's side).
-            r.data.series.extend(
-                shown
-                    .into_iter()
-                    .filter(|p| !r.steps.iter().any(|s| s.step == p.step)),
-            );
+            let (shown, events) = running.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            // Once its step is stored, the folder has these seconds (and the server's side)
+            // and these changes.
+            let stored = |step: usize| r.steps.iter().any(|s| s.step == step);
+            r.data
+                .series
+                .extend(shown.into_iter().filter(|p| !stored(p.step)));
+            r.data
+                .events
+                .extend(events.into_iter().filter(|e| !stored(e.step)));
             crate::report::html_page::render(&r).replacen("<head>", &format!("<head>{REFRESH}"), 1)
         }
         Err(e) => format!(

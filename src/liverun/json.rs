@@ -34,6 +34,23 @@ struct RunJson<'a> {
     /// What each metrics sink got (`--prometheus-remote-write`, `--otlp`).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     push: &'a [crate::push::PushReport],
+    /// The generator's own effort: its load threads' CPU (beside the push's own, in `push`).
+    generator: GeneratorJson,
+    /// The changes live control made to the load while it ran (absent: the plan's load
+    /// throughout). A steered run's figures are not a fixed level's.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    steered: &'a [crate::store::ControlEvent],
+}
+
+/// The generator's effort over the run, as the JSON says it.
+#[derive(Serialize)]
+struct GeneratorJson {
+    /// Worker (load) threads.
+    threads: usize,
+    /// CPU time of the load threads, ms (their own clocks, summed).
+    cpu_ms: f64,
+    /// Of that, per response, µs.
+    cpu_us_per_response: f64,
 }
 
 /// Fails early (before the load) when the output file cannot be created.
@@ -83,6 +100,8 @@ pub struct Beside<'a> {
     pub ramp: Option<&'a crate::analysis::ramp::RampAnalysis>,
     /// What each metrics sink got (`--prometheus-remote-write`, `--otlp`).
     pub push: &'a [crate::push::PushReport],
+    /// The changes of live control, when steered.
+    pub steered: &'a [crate::store::ControlEvent],
 }
 
 pub fn write_run(
@@ -93,7 +112,12 @@ pub fn write_run(
     urls: &[String],
     beside: Beside,
 ) -> crate::Result<()> {
-    let Beside { server, ramp, push } = beside;
+    let Beside {
+        server,
+        ramp,
+        push,
+        steered,
+    } = beside;
     let doc = RunJson {
         ramp,
         format_version: FORMAT_VERSION,
@@ -108,6 +132,12 @@ pub fn write_run(
         summary: s,
         server,
         push,
+        generator: GeneratorJson {
+            threads: outcome.threads,
+            cpu_ms: outcome.recorder.cpu.as_secs_f64() * 1e3,
+            cpu_us_per_response: crate::runner::step::generator_of(outcome).cpu_us_per_response,
+        },
+        steered,
     };
     let text = serde_json::to_string_pretty(&doc)
         .map_err(|e| crate::Error::runtime(format!("JSON: {e}")))?;

@@ -154,9 +154,8 @@ pub struct Progress {
     view: Option<Box<dyn LiveView>>,
     /// The run's level (rate or users), for the view.
     offered: f64,
-    /// A ramp (`--stages`): the level moves along this profile, this generator's share of it
-    /// (the divisor: the plan's parts).
-    ramp: Option<(std::sync::Arc<crate::plan::stages::Profile>, f64)>,
+    /// On a ramp (`--stages`), else the level was steered (live control).
+    ramp: bool,
 }
 
 impl Progress {
@@ -172,14 +171,8 @@ impl Progress {
                 let (rate, users) = cfg.offered();
                 rate.unwrap_or(users.unwrap_or(0) as f64)
             },
-            ramp: cfg.ramp.clone().map(|p| (p, f64::from(cfg.segment.count))),
+            ramp: cfg.ramp.is_some(),
         }
-    }
-
-    /// The level now: the run's, or on a ramp where the ramp is `elapsed` after the start.
-    fn offered_at(&self, elapsed: Duration) -> Option<f64> {
-        let (p, parts) = self.ramp.as_ref()?;
-        Some(p.level(elapsed.as_secs_f64()) / parts)
     }
 
     /// Shows the run in `view` instead of the progress line.
@@ -188,14 +181,15 @@ impl Progress {
         self
     }
 
-    /// A tick of the engine; `obs`: the server's observer, when observed.
+    /// A tick of the engine; `obs`: the server's observer, when observed; `offered`: the
+    /// level now when it moves (a ramp, or live control: `runner::StepTick::moving_level`).
     pub fn tick(
         &mut self,
         ctl: &Control,
         elapsed: Duration,
         obs: Option<&crate::observe::ObserverHandle>,
+        offered: Option<f64>,
     ) {
-        let offered = self.offered_at(elapsed);
         if let Some(view) = self.view.as_mut() {
             let tick = self.ticker.read(ctl, elapsed);
             if let Some(o) = obs {
@@ -216,7 +210,8 @@ impl Progress {
             Some(_) => ", draining".to_string(),
             None => String::new(),
         };
-        let level = offered.map_or(String::new(), |l| format!(" (ramp at {l:.0})"));
+        let what = if self.ramp { "ramp at" } else { "steered to" };
+        let level = offered.map_or(String::new(), |l| format!(" ({what} {l:.0})"));
         let line = format!(
             "[{:>4}s] {done} responses, {rate}/s{level}, {errors} errors{eta}",
             elapsed.as_secs()

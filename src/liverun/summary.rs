@@ -74,13 +74,17 @@ pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
     } else {
         format!(" after {} warm-up", fmt_duration(cfg.warmup))
     };
-    let conn = if cfg.keep_alive {
+    let mut conn = if cfg.keep_alive {
         "keep-alive"
     } else {
         "new connection per request"
-    };
+    }
+    .to_string();
+    if let Some(s) = &cfg.source {
+        conn += &format!(" from {} source addresses ({})", s.len(), s.given());
+    }
     // A backend that cannot run is the run's own error; the plan line just leaves it out.
-    let io = match cfg.io.resolve() {
+    let io = match cfg.backend() {
         Ok(b) => format!("I/O {}; ", crate::engine::io::describe(b, cfg.io)),
         Err(_) => String::new(),
     };
@@ -218,8 +222,17 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
     lat_row(&mut o, "first byte", &s.first_byte_ms);
     lat_row(&mut o, "connect", &s.connect_time_ms);
     if let Some(t) = &s.tls {
-        lat_row(&mut o, "TLS handshake", &t.handshake_time_ms);
+        // HTTP/3's handshake is QUIC's (TLS 1.3 inside it, no TCP connect before it).
+        let label = if s.quic.is_some() {
+            "QUIC handshake"
+        } else {
+            "TLS handshake"
+        };
+        lat_row(&mut o, label, &t.handshake_time_ms);
         o.push_str(&tls_line(t));
+    }
+    if let Some(q) = &s.quic {
+        o.push_str(&quic_line(q));
     }
     let statuses: Vec<String> = s
         .statuses
@@ -283,6 +296,24 @@ pub fn tls_line(t: &crate::metrics::TlsSummary) -> String {
         } else {
             format!(", {} failed ({})", t.failed_count(), failures.join(", "))
         }
+    )
+}
+
+/// HTTP/3: QUIC's packets per answer, and the 0-RTT handshakes.
+pub fn quic_line(q: &crate::metrics::QuicSummary) -> String {
+    let early = if q.zero_rtt_accepted > 0 {
+        format!("; 0-RTT accepted on {} handshakes", q.zero_rtt_accepted)
+    } else {
+        String::new()
+    };
+    format!(
+        "  QUIC           packets per answer: {:.2} sent, {:.2} received, {:.3} lost \
+         ({} lost of {} sent){early}\n",
+        q.packets_sent_per_response,
+        q.packets_received_per_response,
+        q.packets_lost_per_response,
+        q.packets_lost,
+        q.packets_sent,
     )
 }
 
@@ -607,6 +638,28 @@ mod tests {
             "{errs}"
         );
         assert!(!errs.contains("none"), "{errs}");
+    }
+
+    /// `--source`: the plan line says how many addresses the connections come from.
+    #[test]
+    fn the_plan_line_names_the_source_addresses() {
+        use crate::engine::source::Sources;
+        use crate::engine::think::tests::config;
+        let load = Load::Closed {
+            users: 1_000_000,
+            think: (std::time::Duration::ZERO, std::time::Duration::ZERO),
+        };
+        let url = ["http://h/".to_string()];
+        let mut cfg = config(load, None);
+        assert!(!plan_line(&cfg, &url).contains("source"));
+        cfg.source = Some(std::sync::Arc::new(
+            Sources::parse("127.0.0.1-127.0.0.250").unwrap(),
+        ));
+        let line = plan_line(&cfg, &url);
+        assert!(
+            line.contains("keep-alive from 250 source addresses (127.0.0.1-127.0.0.250);"),
+            "{line}"
+        );
     }
 
     /// The plan line states the plan: a scenario's own think times (not "no think time"),

@@ -31,6 +31,9 @@ pub struct Merged {
     pub steps: Vec<(StepRecord, Vec<SeriesPoint>)>,
     /// What the user must know (segments that stopped at different steps…).
     pub notes: Vec<String>,
+    /// Live control's changes in any part (each part's own: a generator steered alone
+    /// changed its share only), in time order.
+    pub events: Vec<crate::store::ControlEvent>,
 }
 
 /// How far apart the segments' starts of one step may be: a tenth of the step's window,
@@ -193,16 +196,30 @@ pub fn merge(runs: &[RunData]) -> Result<Merged, String> {
             }),
         );
     }
+    let mut events: Vec<crate::store::ControlEvent> = Vec::new();
+    for r in runs {
+        let mine: Vec<_> = r.events.iter().filter(|e| e.step < n_steps).collect();
+        if !mine.is_empty() {
+            notes.push(format!(
+                "'{}' was steered by live control ({} change(s)): its share of the load was not the plan's",
+                name(r),
+                mine.len()
+            ));
+        }
+        events.extend(mine.into_iter().cloned());
+    }
+    events.sort_by(|a, b| a.t.total_cmp(&b.t));
     Ok(Merged {
         info,
         steps: steps.into_iter().zip(seconds).collect(),
         notes,
+        events,
     })
 }
 
 /// The flags about one generator that a merged step keeps when any part raised them.
 fn kept_flags(parts: &[(String, &StepRecord)]) -> Vec<String> {
-    ["generator-bound", "interrupted", "not-sustained"]
+    ["generator-bound", "interrupted", "not-sustained", "steered"]
         .into_iter()
         .filter(|kept| parts.iter().any(|(_, s)| s.flags.iter().any(|f| f == kept)))
         .map(String::from)
@@ -591,6 +608,16 @@ fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, S
         // The parts ran one plan, each asking its first server the same question.
         protocol: s0.summary.protocol.clone(),
         tls: tls.as_ref().map(|(t, _)| t.clone()),
+        // QUIC's packets add up as the requests do.
+        quic: parts
+            .iter()
+            .filter_map(|(_, s)| s.summary.quic.as_ref())
+            .map(crate::metrics::QuicSummary::tally)
+            .reduce(|mut a, b| {
+                a.add(&b);
+                a
+            })
+            .map(|t| crate::metrics::QuicSummary::of(&t, responses)),
         names: Vec::new(),
         // Generators' sessions add up as their requests do.
         sessions: match &s0.summary.sessions {
@@ -753,6 +780,7 @@ fn merge_series(
 /// a planted link, never over a folder that already holds results).
 pub fn write(out: &Path, m: &Merged) -> crate::Result<()> {
     let mut w = crate::store::Writer::create(out, m.info.clone())?;
+    w.append_events(&m.events)?;
     w.append_steps(m.steps.iter().map(|(rec, series)| (rec, series.as_slice())))?;
     w.finish_at(
         m.info.complete,

@@ -87,6 +87,7 @@ fn segment(index: u32, count: u32, values: &[Vec<u64>; 2]) -> RunData {
         },
         steps,
         series,
+        events: Vec::new(),
         skipped: Vec::new(),
     }
 }
@@ -301,4 +302,46 @@ fn connect_attempts_add_up_and_older_parts_leave_them_unknown() {
     let m = merge(&runs).unwrap();
     assert!(m.steps[0].0.summary.connects.is_none());
     assert!(m.steps[1].0.summary.connects.is_some());
+}
+
+/// Live control's changes in a part are kept by the merge (a part steered alone changed
+/// its share: said in the notes, the step flagged), in time order, and written back with the
+/// merged seconds.
+#[test]
+fn a_steered_parts_changes_are_kept() {
+    let v = [values(1, 50), values(2, 50)];
+    let event = |t: f64, step: usize| crate::store::ControlEvent {
+        event: "control".into(),
+        t,
+        step,
+        what: "rate".into(),
+        from: 50.0,
+        to: 100.0,
+        by: "port".into(),
+    };
+    let a = segment(0, 2, &v);
+    let mut b = segment(1, 2, &v);
+    b.events = vec![event(7.5, 1), event(2.5, 0), event(99.0, 9)];
+    b.steps[0].flags.push("steered".into());
+    let m = merge(&[a, b]).unwrap();
+    let ts: Vec<f64> = m.events.iter().map(|e| e.t).collect();
+    assert_eq!(
+        ts,
+        [2.5, 7.5],
+        "sorted; a step not merged leaves its change out"
+    );
+    assert!(m
+        .notes
+        .iter()
+        .any(|n| n.contains("steered by live control (2 change(s))")));
+    assert!(m.steps[0].0.flags.contains(&"steered".to_string()));
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("merged");
+    write(&out, &m).unwrap();
+    let back = crate::store::load(&out).unwrap();
+    assert_eq!(back.events, m.events);
+    assert_eq!(
+        back.series.len(),
+        m.steps.iter().map(|s| s.1.len()).sum::<usize>()
+    );
 }

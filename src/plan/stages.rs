@@ -274,6 +274,39 @@ impl Profile {
         (self.integral(t1) - self.integral(t0)) / (t1 - t0)
     }
 
+    /// This profile up to `at`, then `tail` (points from `at` on, in time order): the level
+    /// changed from `at` on, its integral before `at` untouched, so every arrival due before
+    /// `at` stays where it was (a live change, `engine::steer`).
+    pub fn splice(&self, at: f64, tail: &[(f64, f64)]) -> Profile {
+        let mut points = vec![(0.0, self.level(0.0))];
+        for p in &self.pieces {
+            if p.t0 >= at {
+                break;
+            }
+            let t1 = (p.t0 + p.dt).min(at);
+            points.push((p.t0, p.r0));
+            points.push((t1, p.level(t1 - p.t0)));
+        }
+        points.extend_from_slice(tail);
+        Profile::from_points(&points)
+    }
+
+    /// The profile's own points from `at` on (its level at `at` first): what a level that
+    /// follows the plan again goes on with.
+    pub fn tail_from(&self, at: f64) -> Vec<(f64, f64)> {
+        let mut points = vec![(at, self.level(at))];
+        for p in &self.pieces {
+            let t1 = p.t0 + p.dt;
+            if t1 <= at {
+                continue;
+            }
+            let s = p.t0.max(at);
+            points.push((s, p.level(s - p.t0)));
+            points.push((t1, p.r1));
+        }
+        points
+    }
+
     /// The first time at which Λ reaches `x` inside a piece with load (a piece at level 0
     /// holds no arrival); None past the end. `cursor` is the piece to search from, moved
     /// forward: callers asking for growing `x` pay O(1) per call.

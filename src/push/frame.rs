@@ -275,7 +275,8 @@ pub enum Offered {
 /// of the step's per-second series once, when it closes. Every point gets the step label.
 #[derive(Debug)]
 pub struct FrameMaker {
-    offered: Offered,
+    /// The level the gauges show (each tick sets the level it is at).
+    pub offered: Offered,
     step: String,
     /// Unix ms the counters count from (the step's first frame).
     start_ms: u64,

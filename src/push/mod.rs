@@ -94,6 +94,8 @@ pub struct RunPush {
     pushers: Vec<Pusher>,
     /// The step in progress.
     maker: Option<frame::FrameMaker>,
+    /// CPU time spent making frames on the caller's thread (its ticks and steps' ends).
+    frames_cpu: std::time::Duration,
 }
 
 impl RunPush {
@@ -106,6 +108,7 @@ impl RunPush {
         RunPush {
             pushers,
             maker: None,
+            frames_cpu: std::time::Duration::ZERO,
         }
     }
 
@@ -122,6 +125,20 @@ impl RunPush {
         origin_ms: u64,
         server: &[crate::observe::Sample],
     ) {
+        let cpu = crate::metrics::recorder::thread_cpu_time();
+        self.tick_frames(index, offered, ctl, series, origin_ms, server);
+        self.frames_cpu += crate::metrics::recorder::thread_cpu_time().saturating_sub(cpu);
+    }
+
+    fn tick_frames(
+        &mut self,
+        index: usize,
+        offered: Offered,
+        ctl: &crate::engine::Control,
+        series: &[crate::store::SeriesPoint],
+        origin_ms: u64,
+        server: &[crate::observe::Sample],
+    ) {
         let step = index.to_string();
         if self.maker.as_ref().is_none_or(|m| m.step() != step) {
             self.maker = Some(frame::FrameMaker::new(offered, index, origin_ms));
@@ -129,6 +146,8 @@ impl RunPush {
         let Some(maker) = self.maker.as_mut() else {
             return;
         };
+        // The level moves on a ramp or under live control: the gauge shows this tick's.
+        maker.offered = offered;
         let mut frames = maker.seconds(series);
         let mut now = maker.frame(&Reading::of(ctl));
         now.add_server(server, &step);
@@ -139,6 +158,16 @@ impl RunPush {
     /// Step `rec` ended with `series`: the seconds that closed after its last tick, then
     /// its summary (the counters end on the figures its JSON holds, per name too).
     pub fn step_done(
+        &mut self,
+        rec: &crate::store::StepRecord,
+        series: &[crate::store::SeriesPoint],
+    ) {
+        let cpu = crate::metrics::recorder::thread_cpu_time();
+        self.step_frames(rec, series);
+        self.frames_cpu += crate::metrics::recorder::thread_cpu_time().saturating_sub(cpu);
+    }
+
+    fn step_frames(
         &mut self,
         rec: &crate::store::StepRecord,
         series: &[crate::store::SeriesPoint],
@@ -179,9 +208,13 @@ impl RunPush {
     /// them together.
     pub fn finish(self) -> Vec<PushReport> {
         let deadline = std::time::Instant::now() + DRAIN_DEADLINE;
+        let frames_cpu_ms = self.frames_cpu.as_secs_f64() * 1e3;
         self.pushers
             .into_iter()
-            .map(|p| p.finish(deadline.saturating_duration_since(std::time::Instant::now())))
+            .map(|p| PushReport {
+                frames_cpu_ms,
+                ..p.finish(deadline.saturating_duration_since(std::time::Instant::now()))
+            })
             .collect()
     }
 }
@@ -307,6 +340,60 @@ mod tests {
             Some(rec.summary.responses as f64)
         );
         assert_eq!(points("overload_throughput", "1"), [(origin + 1_000, 90.0)]);
+    }
+
+    /// The push's cost is measured on its own thread: a sink that spends 30 ms of CPU per
+    /// exchange reports at least that as the thread's `cpu_ms` (its own clock, not the
+    /// process's, so the load's threads are not in it); the frames' making is counted apart.
+    #[test]
+    fn the_push_threads_own_cpu_is_reported() {
+        struct Burn;
+        impl Sink for Burn {
+            fn send(&mut self, _: &[Frame]) -> Result<(), SendError> {
+                let t0 = crate::metrics::recorder::thread_cpu_time();
+                while crate::metrics::recorder::thread_cpu_time() - t0
+                    < std::time::Duration::from_millis(30)
+                {
+                    std::hint::spin_loop();
+                }
+                Ok(())
+            }
+        }
+        let mut push = RunPush::of(vec![Pusher::start("test", Box::new(Burn), QUEUE_FRAMES)]);
+        let ctl = crate::engine::Control::new(1);
+        push.tick(0, Offered::Rate(10.0), &ctl, &[], 0, &[]);
+        // This thread's CPU meanwhile is not the push thread's.
+        let report = push.finish();
+        assert_eq!(report[0].pushed, 1);
+        assert!(report[0].cpu_ms >= 30.0, "{:?}", report[0]);
+        assert!(report[0].cpu_ms < 5_000.0, "{:?}", report[0]);
+        assert!(report[0].frames_cpu_ms >= 0.0);
+    }
+
+    /// The offered gauge follows the level each tick is at (a ramp's, or live control's),
+    /// not the level the step started at.
+    #[test]
+    fn the_offered_gauge_follows_the_level_of_each_tick() {
+        use crate::engine::Control;
+        let kept = std::sync::Arc::default();
+        let mut push = RunPush::of(vec![Pusher::start(
+            "test",
+            Box::new(Kept(std::sync::Arc::clone(&kept))),
+            QUEUE_FRAMES,
+        )]);
+        let ctl = Control::new(1);
+        for level in [100.0, 250.0, 400.0] {
+            push.tick(0, Offered::Rate(level), &ctl, &[], 1_000_000, &[]);
+        }
+        push.finish();
+        let frames = kept.lock().unwrap();
+        let gauge: Vec<f64> = frames
+            .iter()
+            .flat_map(|f| f.points.iter())
+            .filter(|p| p.metric == "overload_offered_rate")
+            .map(|p| p.value)
+            .collect();
+        assert_eq!(gauge, [100.0, 250.0, 400.0]);
     }
 
     /// A sink's error answer is reported as its first line, without control characters,

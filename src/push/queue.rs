@@ -38,6 +38,12 @@ pub struct PushReport {
     /// Request names left out of the per-name metrics (beyond the cap).
     #[serde(skip_serializing_if = "is_zero")]
     pub names_left_out: usize,
+    /// The CPU time of the sink's own thread (`push-KIND`: encoding and sending), ms: the
+    /// push's cost measured on its thread, apart from the load's (`generator.cpu_ms`).
+    pub cpu_ms: f64,
+    /// The CPU time spent making the frames on the runner's thread (once a second), ms;
+    /// shared by every sink of the run.
+    pub frames_cpu_ms: f64,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -176,6 +182,8 @@ fn send_loop(shared: &Shared, mut sink: Box<dyn Sink>) {
         };
         let result = sink.send(&batch);
         let mut st = shared.lock();
+        // Read on the thread itself after each exchange (once a second): its own CPU.
+        st.report.cpu_ms = crate::metrics::recorder::thread_cpu_time().as_secs_f64() * 1e3;
         let n = batch.len() as u64;
         if st.abandoned {
             st.report.dropped += n;

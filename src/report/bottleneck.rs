@@ -165,6 +165,7 @@ mod tests {
                 info: info("x", "open", None),
                 steps,
                 series: vec![],
+                events: Vec::new(),
                 skipped: vec![],
             })
         };

@@ -18,6 +18,8 @@ pub const SATURATION_COLOR: &str = "#dc2626";
 pub const CAPACITY_COLOR: &str = "#16a34a";
 pub const IDEAL_COLOR: &str = "#9ca3af";
 pub const WARN_COLOR: &str = "#f59e0b";
+/// Live control's changes of load, marked on the timelines.
+pub const CONTROL_COLOR: &str = "#7c3aed";
 /// The shade of a step's warm-up seconds on the timelines.
 pub const WARMUP_FILL: &str = "#fdf3d3";
 
@@ -493,7 +495,18 @@ pub fn timeline_charts(r: &RunReport) -> Vec<Chart> {
         .marker(Marker::None)
         .width(1.5),
     );
+    mark_control(&mut [&mut a, &mut b], r);
     vec![a, b]
+}
+
+/// Live control's changes of load (series.jsonl's events): a labelled mark at the second
+/// each took effect, on every timeline.
+pub fn mark_control(charts: &mut [&mut Chart], r: &RunReport) {
+    for e in &r.data.events {
+        for c in charts.iter_mut() {
+            c.vline(e.t, e.label(), CONTROL_COLOR);
+        }
+    }
 }
 
 /// The timelines of a one-step run (a page made for one run, not a sweep's): responses per
@@ -635,6 +648,7 @@ pub fn run_charts(r: &RunReport) -> Vec<Chart> {
             c.vline(k.at_s, label.clone(), SATURATION_COLOR);
         }
     }
+    mark_control(&mut [&mut rate, &mut rt, &mut lag], r);
     vec![rate, rt, lag]
 }
 
@@ -683,6 +697,7 @@ mod tests {
             info: testdata::info("t", mode, Some("p99<100ms")),
             steps,
             series,
+            events: Vec::new(),
             skipped: vec![],
         })
     }

@@ -506,6 +506,7 @@ mod tests {
             info: testdata::info(name, mode, Some("p99<100ms")),
             steps,
             series: vec![],
+            events: Vec::new(),
             skipped: vec![],
         })
     }

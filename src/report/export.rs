@@ -130,6 +130,7 @@ mod tests {
             info: testdata::info("t", "open", None),
             series: steps.iter().flat_map(testdata::series).collect(),
             steps,
+            events: Vec::new(),
             skipped: vec![],
         })
     }

@@ -304,6 +304,7 @@ mod tests {
             info: testdata::info("t", "open", Some("p99<100ms")),
             steps,
             series,
+            events: Vec::new(),
             skipped: vec![],
         })
     }

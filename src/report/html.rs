@@ -183,6 +183,7 @@ pub fn drawn(r: &RunReport) -> std::borrow::Cow<'_, RunReport> {
             info: r.data.info.clone(),
             steps: Vec::new(),
             series: seconds,
+            events: r.data.events.clone(),
             skipped: r.data.skipped.clone(),
         },
         steps: kept,
@@ -664,6 +665,7 @@ mod tests {
             info,
             steps,
             series,
+            events: Vec::new(),
             skipped: vec!["steps.jsonl:6: skipped truncated last line".into()],
         })
     }

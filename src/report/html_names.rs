@@ -208,6 +208,7 @@ mod tests {
             info: testdata::info("t", "open", None),
             steps,
             series: vec![],
+            events: Vec::new(),
             skipped: vec![],
         })
     }

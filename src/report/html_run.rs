@@ -280,7 +280,8 @@ fn findings(r: &RunReport) -> Vec<String> {
         "capacity under SLO",
         "no step met the SLO",
     ];
-    r.analysis
+    let mut out: Vec<String> = r
+        .analysis
         .findings
         .iter()
         .filter(|f| !SWEEP_ONLY.iter().any(|p| f.starts_with(p)))
@@ -288,7 +289,21 @@ fn findings(r: &RunReport) -> Vec<String> {
             let f = f.strip_prefix("step 1: ").unwrap_or(f);
             f.replace("this step", "this run")
         })
-        .collect()
+        .collect();
+    if !r.data.events.is_empty() {
+        let changes: Vec<String> = r
+            .data
+            .events
+            .iter()
+            .map(|e| format!("{} at {:.1} s", e.label(), e.t))
+            .collect();
+        out.push(format!(
+            "steered by live control: {} (marked on the timelines); the load was not one \
+             fixed level, so these figures are no capacity",
+            changes.join(", ")
+        ));
+    }
+    out
 }
 
 /// Response time, service time, send lag and the rest: p50 to max, one row each.
@@ -360,6 +375,7 @@ mod tests {
             info,
             steps,
             series,
+            events: Vec::new(),
             skipped: vec![],
         })
     }
@@ -399,6 +415,7 @@ mod tests {
             info,
             steps: again,
             series,
+            events: Vec::new(),
             skipped: vec![],
         });
         assert!(again.ramp.is_some(), "analysed from series.jsonl");
@@ -413,6 +430,41 @@ mod tests {
             "the knee said"
         );
         assert!(html.contains("knee 398 req/s ± 138"), "the knee marked");
+    }
+
+    /// A steered run: each change of live control marked with its label on the timelines,
+    /// and said in the findings (its figures are no capacity); the sweep page marks them too.
+    #[test]
+    fn a_steered_run_marks_its_changes_and_says_so() {
+        let mut steps = testdata::open_sweep();
+        steps.truncate(1);
+        let mut r = one_run(steps);
+        let plain = super::super::html_page::render(&r);
+        assert!(
+            !plain.contains("steered"),
+            "an unsteered run says nothing of it"
+        );
+        r.data.events = vec![crate::store::ControlEvent {
+            event: "control".into(),
+            t: 4.25,
+            step: 0,
+            what: "rate".into(),
+            from: 100.0,
+            to: 150.0,
+            by: "keys".into(),
+        }];
+        let html = super::super::html_page::render(&r);
+        assert_eq!(
+            html.matches("rate 100→150 (keys)").count(),
+            4,
+            "3 timelines + findings"
+        );
+        assert!(html.contains("steered by live control: rate 100→150 (keys) at 4.2 s"));
+        let sweep = super::super::html::render_sweep(&r);
+        assert!(
+            sweep.contains("rate 100→150 (keys)"),
+            "the sweep page's timelines"
+        );
     }
 
     #[test]

@@ -100,6 +100,7 @@ mod tests {
             info: testdata::info("t", "open", None),
             steps: testdata::open_sweep(),
             series: vec![],
+            events: Vec::new(),
             skipped: vec![],
         });
         assert_eq!(

@@ -84,6 +84,7 @@ mod tests {
             info: testdata::info("t", "open", Some("p99<100ms")),
             steps,
             series: vec![],
+            events: Vec::new(),
             skipped: vec![],
         });
         let s = render(&r).unwrap();

@@ -259,6 +259,7 @@ mod tests {
             info: testdata::info("t", "open", None),
             steps,
             series: Vec::new(),
+            events: Vec::new(),
             skipped: Vec::new(),
         });
         assert_eq!(r.steps[0], plain, "nothing to escape: unchanged");

@@ -507,6 +507,7 @@ mod tests {
             info: testdata::info("t", "open", Some("p99<100ms")),
             steps,
             series,
+            events: Vec::new(),
             skipped: vec![],
         })
     }

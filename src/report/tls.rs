@@ -257,6 +257,7 @@ mod tests {
             info: testdata::info("t", "open", None),
             steps,
             series: vec![],
+            events: Vec::new(),
             skipped: vec![],
         })
     }
@@ -273,6 +274,7 @@ mod tests {
             info: testdata::info("h2", "open", None),
             steps,
             series: vec![],
+            events: Vec::new(),
             skipped: vec![],
         })
     }

@@ -124,6 +124,7 @@ impl<F: FnMut(usize, f64) -> Shape> Executor for Scripted<F> {
             interrupted,
             notes: Vec::new(),
             engine: None,
+            events: Vec::new(),
         })
     }
 
@@ -205,6 +206,7 @@ pub fn record(index: usize, load: &Load, s: Shape, secs: f64) -> StepRecord {
             connect_time_ms: LatencyStats::default(),
             first_byte_ms: LatencyStats::default(),
             tls: None,
+            quic: None,
             names: Vec::new(),
             sessions: None,
         },

@@ -30,6 +30,8 @@ pub struct Finished {
     /// The engine's own account of the last step, when a local engine ran it (a single run
     /// prints its summary from it).
     pub last_engine: Option<crate::engine::Outcome>,
+    /// The changes live control made to the load, every step's, in order.
+    pub steered: Vec<crate::store::ControlEvent>,
 }
 
 pub struct Stepper<'a> {
@@ -56,6 +58,8 @@ pub struct Stepper<'a> {
     pub grid: Option<Duration>,
     /// The engine's own account of the last step run.
     last_engine: Option<crate::engine::Outcome>,
+    /// The changes live control made so far (see [`Finished::steered`]).
+    pub steered: Vec<crate::store::ControlEvent>,
 }
 
 impl<'a> Stepper<'a> {
@@ -85,6 +89,7 @@ impl<'a> Stepper<'a> {
             check_sustained: false,
             grid: None,
             last_engine: None,
+            steered: Vec::new(),
         }
     }
 
@@ -146,8 +151,22 @@ impl<'a> Stepper<'a> {
         }
         let rec = self.steps.last().expect("just pushed");
         if let Some(w) = self.writer.as_mut() {
+            w.append_events(&result.events)?;
             w.append_step(rec, &result.series)?;
         }
+        if !result.events.is_empty() {
+            self.notes.push(format!(
+                "step {}: steered by live control ({}): its load was not the plan's",
+                rec.step + 1,
+                result
+                    .events
+                    .iter()
+                    .map(|e| format!("{} at {:.1} s", e.label(), e.t))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        self.steered.extend(result.events);
         self.sink.step_done(rec, &result.series, self.mode);
         Ok(())
     }
@@ -178,6 +197,7 @@ impl<'a> Stepper<'a> {
             reason,
             observer_notes,
             last_engine: self.last_engine.take(),
+            steered: std::mem::take(&mut self.steered),
         })
     }
 

@@ -2,7 +2,7 @@
 //! engine tick and each stored step, and asks it whether the user ended a step early. The
 //! use case decides what is behind it (the progress line or bar, the terminal view, the live
 //! page), so the runner knows none of them.
-use super::step::{live_series, offered_of, RunClock};
+use super::step::{level_of, live_series, RunClock};
 use crate::engine::{Control, EngineConfig, Load};
 use crate::observe::ObserverHandle;
 use crate::store::{SeriesPoint, StepRecord};
@@ -26,9 +26,42 @@ pub struct StepTick<'a> {
 }
 
 impl StepTick<'_> {
-    /// The step's level: requests/s or users.
+    /// The step's level now: requests/s or users; on a ramp, or steered by live control,
+    /// where the level is at this tick (this generator's share of it when the plan is
+    /// split). The one reading of "offered now": the progress, the view and the push.
     pub fn offered(&self) -> f64 {
-        offered_of(&self.load)
+        self.moving_level().unwrap_or_else(|| {
+            let seg = self.base.segment;
+            match self.load {
+                Load::Open { rate, .. } => rate / f64::from(seg.count),
+                Load::Closed { users, .. } => seg.share(users as u64) as f64,
+            }
+        })
+    }
+
+    /// The level now when it moves (a ramp, or a step live control changed), else None.
+    pub fn moving_level(&self) -> Option<f64> {
+        let steered = self.base.steer.as_ref().is_some_and(|s| s.steered());
+        if self.base.ramp.is_none() && !steered {
+            return None;
+        }
+        let p = level_of(self.base)?;
+        Some(p.level(self.elapsed.as_secs_f64()) / f64::from(self.base.segment.count))
+    }
+
+    /// The changes live control made to the step so far, as series.jsonl will record them.
+    pub fn events(&self) -> Vec<crate::store::ControlEvent> {
+        let Some(st) = &self.base.steer else {
+            return Vec::new();
+        };
+        let started = std::time::Instant::now()
+            .checked_sub(self.elapsed)
+            .unwrap_or(self.clock.start);
+        let start_s = self.clock.secs(started);
+        st.changes_of(self.index)
+            .iter()
+            .map(|a| super::step::control_event(a, start_s))
+            .collect()
     }
 
     /// The closed seconds of the step so far, as the results folder will store them.

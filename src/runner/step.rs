@@ -50,6 +50,8 @@ pub struct StepResult {
     /// The engine's own account of the step (its recorder, fd limit, notes), when a local
     /// engine ran it.
     pub engine: Option<engine::Outcome>,
+    /// The changes live control made to the step's load (written to series.jsonl with it).
+    pub events: Vec<crate::store::ControlEvent>,
 }
 
 /// The load level of a step as one number: requests/s or users.
@@ -75,6 +77,9 @@ pub fn run_step(
         ..base.clone()
     };
     let ctl = Control::new(cfg.threads);
+    if let Some(st) = &cfg.steer {
+        st.step_starts(index);
+    }
     let start_unix_ms = unix_ms();
     let ctl2: Arc<Control> = Arc::clone(&ctl);
     let outcome = engine::run(&cfg, &ctl, |elapsed| on_tick(&ctl2, elapsed))?;
@@ -117,7 +122,16 @@ pub fn record_of(
         Load::Open { .. } => 0.0,
     };
     let start_s = clock.secs(outcome.started);
-    let series = series_of(cfg, &rec.seconds, index, start_s);
+    let level = outcome.steered.as_deref().or(cfg.ramp.as_deref());
+    let series = series_of(cfg, level, &rec.seconds, index, start_s);
+    let events: Vec<crate::store::ControlEvent> = match &cfg.steer {
+        Some(st) => st
+            .changes_of(index)
+            .iter()
+            .map(|a| control_event(a, start_s))
+            .collect(),
+        None => Vec::new(),
+    };
     let mut record = StepRecord {
         step: index,
         offered,
@@ -151,13 +165,42 @@ pub fn record_of(
     if outcome.interrupted {
         record.flags.push("interrupted".to_string());
     }
+    if !events.is_empty() {
+        // Its load is not the plan's: verdicts that assume a fixed level say so.
+        record.flags.push("steered".to_string());
+    }
     StepResult {
         record,
         series,
         interrupted: outcome.interrupted,
         notes: outcome.notes.clone(),
         engine: None,
+        events,
     }
+}
+
+/// A change of live control as series.jsonl records it, at the run second it took effect
+/// (its step's engine started `start_s` into the run).
+pub fn control_event(a: &engine::steer::Applied, start_s: f64) -> crate::store::ControlEvent {
+    crate::store::ControlEvent {
+        event: "control".to_string(),
+        // Whole milliseconds: the record reads as typed.
+        t: ((start_s + a.at) * 1e3).round() / 1e3,
+        step: a.step,
+        what: a.what.to_string(),
+        from: a.from,
+        to: a.to,
+        by: a.by.as_str().to_string(),
+    }
+}
+
+/// The level a step follows now, when it moves (a ramp, or live control's): the one source
+/// of "offered now" for the progress, the series and the metrics push.
+pub fn level_of(cfg: &EngineConfig) -> Option<Arc<crate::plan::stages::Profile>> {
+    cfg.steer
+        .as_ref()
+        .and_then(|st| st.profile())
+        .or_else(|| cfg.ramp.clone())
 }
 
 /// The generator's effort over a run (its worker threads' CPU, arrivals that queued for a
@@ -187,6 +230,7 @@ pub fn generator_of(outcome: &engine::Outcome) -> crate::store::GeneratorStats {
 /// as results store them and the live page shows them.
 pub fn series_of(
     cfg: &EngineConfig,
+    level: Option<&crate::plan::stages::Profile>,
     seconds: &[SecondBucket],
     index: usize,
     start_s: f64,
@@ -208,9 +252,9 @@ pub fn series_of(
         .map(|(i, b)| SeriesPoint {
             t: start_s + i as f64,
             step: index,
-            // On a ramp, the second's own level: the profile's mean over it (this
-            // generator's share of it when the plan is split).
-            offered: match &cfg.ramp {
+            // On a ramp (or steered), the second's own level: the profile's mean over it
+            // (this generator's share of it when the plan is split).
+            offered: match level {
                 Some(p) => p.mean(i as f64, i as f64 + 1.0) / f64::from(cfg.segment.count),
                 None => offered,
             },
@@ -242,7 +286,14 @@ pub fn live_series(
     // The engine started `elapsed` ago: its seconds count from there.
     let started = Instant::now().checked_sub(elapsed).unwrap_or(clock.start);
     let seconds = ctl.seconds();
-    series_of(cfg, seconds.closed(), index, clock.secs(started))
+    let level = level_of(cfg);
+    series_of(
+        cfg,
+        level.as_deref(),
+        seconds.closed(),
+        index,
+        clock.secs(started),
+    )
 }
 
 /// A step the user ended before its time (the live view's `n`): its engine was stopped as an

@@ -348,3 +348,53 @@ fn the_sink_gets_each_tick_and_each_step() {
     assert_eq!(sink.done, [0, 1, 2]);
     assert_eq!(sink.closed, 1);
 }
+
+/// "Offered now" has one source for the progress, the view and the push: a tick on a ramp
+/// reads the ramp's level at its second; steered by live control, the level set; else the
+/// step's level (this generator's share of it).
+#[test]
+fn a_ticks_offered_level_follows_the_ramp_and_live_control() {
+    use crate::engine::steer::{By, Change, Settings, Steer};
+    use crate::engine::Control;
+    use crate::plan::stages::Profile;
+    use std::sync::Arc;
+    let load = rates(&[600.0])[0];
+    let ramp = Profile::from_points(&[(0.0, 100.0), (10.0, 1100.0)]);
+    let mut base = fake::base(load);
+    base.ramp = Some(Arc::new(ramp));
+    let ctl = Control::new(1);
+    let clock = super::step::RunClock::now();
+    let tick = |base: &crate::engine::EngineConfig, secs: u64| {
+        super::StepTick {
+            index: 0,
+            load,
+            ctl: &ctl,
+            elapsed: Duration::from_secs(secs),
+            observer: None,
+            base,
+            clock: &clock,
+        }
+        .offered()
+    };
+    assert!((tick(&base, 2) - 300.0).abs() < 1e-9, "{}", tick(&base, 2));
+    assert!((tick(&base, 8) - 900.0).abs() < 1e-9);
+    // No ramp: the step's level; steered: the level live control set, from its change on.
+    let steer = Steer::new(Settings::default());
+    let mut plain = fake::base(load);
+    plain.steer = Some(Arc::clone(&steer));
+    assert_eq!(tick(&plain, 3), 600.0);
+    let t = super::step::RunClock::now();
+    steer.step_starts(0);
+    // What the engine does at the step's start.
+    steer.bind(
+        t.start,
+        crate::engine::steer::Unit::Rate,
+        600.0,
+        None,
+        Some(10.0),
+    );
+    steer
+        .apply_at(Change::To(150.0), By::Port, t.start)
+        .unwrap();
+    assert_eq!(tick(&plain, 3), 150.0);
+}

@@ -13,6 +13,7 @@
 //! of those), every step is bounded by limits the agent's owner sets (rate, warm-up + step,
 //! connections), and one step runs at a time. A refusal is a one-line answer that says why.
 use super::wire::{GeneratorInfo, StepAnswer, StepPlan, StopStep, PROTOCOL};
+use crate::engine::source::Sources;
 use crate::engine::Load;
 use crate::observe::agent::{Extension, Reply};
 use crate::runner::step::{run_step, RunClock};
@@ -20,7 +21,7 @@ use crate::usecase::engine_config::base_config_of;
 use crate::usecase::mix::Mix;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Largest step plan accepted (a long URL list fits many times over).
@@ -97,6 +98,8 @@ pub struct Generator {
     /// The start time (`start_at_unix_ms`) of the step a controller asked to end now
     /// (`POST /stop`); 0: none.
     stop_at: AtomicU64,
+    /// `agent --generate --source`: this host's addresses its steps connect from.
+    source: Option<Arc<Sources>>,
 }
 
 impl Generator {
@@ -118,7 +121,17 @@ impl Generator {
             host: crate::store::host::host_info().hostname,
             busy: Mutex::new(()),
             stop_at: AtomicU64::new(0),
+            source: None,
         })
+    }
+
+    /// Its steps connect from these addresses of this host (`--source`), checked once here.
+    pub fn with_source(mut self, source: Option<Sources>) -> Result<Generator, String> {
+        if let Some(s) = &source {
+            s.probe()?;
+        }
+        self.source = source.map(Arc::new);
+        Ok(self)
     }
 
     fn info(&self) -> GeneratorInfo {
@@ -199,6 +212,10 @@ impl Generator {
             base_config_of(mix, &conn, load, Some(plan.duration()), None, plan.warmup())
                 .map_err(|e| unprocessable(e.to_string()))?;
         cfg.segment = seg;
+        if let Some(s) = &self.source {
+            s.check_families(&cfg.addrs).map_err(unprocessable)?;
+            cfg.source = Some(Arc::clone(s));
+        }
         // The agent's cores at most: more threads than cores only adds scheduling noise.
         cfg.threads = cfg.threads.min(cores()).max(1);
         Ok(cfg)

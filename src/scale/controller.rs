@@ -365,6 +365,8 @@ impl<C: Channel> Executor for Controller<C> {
             interrupted,
             notes,
             engine: None,
+            // Generator agents are not steered (live control is the local engine's).
+            events: Vec::new(),
         })
     }
 

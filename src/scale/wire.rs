@@ -117,6 +117,8 @@ pub enum WireHttp {
     V1,
     #[serde(rename = "2")]
     V2,
+    #[serde(rename = "3")]
+    V3,
     #[serde(rename = "auto")]
     Auto,
 }
@@ -132,6 +134,9 @@ pub struct WireTls {
     pub version: Option<WireTlsVersion>,
     /// `--tls-resumption`.
     pub resumption: bool,
+    /// `--0rtt` (absent from a controller that predates it: off).
+    #[serde(default)]
+    pub early_data: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -281,6 +286,12 @@ impl WireConn {
     /// refused: it must not leave this host).
     pub fn of(c: &ConnConfig) -> crate::Result<WireConn> {
         let t = &c.tls;
+        if c.source.is_some() {
+            return Err(crate::Error::usage(
+                "--source names this host's addresses, not the generators': with --generators, \
+                 give each agent its own (agent --generate --source ADDRS)",
+            ));
+        }
         if t.client_cert.is_some() || t.client_key.is_some() {
             return Err(crate::Error::usage(
                 "--client-cert/--client-key: a client key is not sent to generator agents; \
@@ -302,6 +313,7 @@ impl WireConn {
             http: match c.http {
                 HttpVersion::V1 => WireHttp::V1,
                 HttpVersion::V2 => WireHttp::V2,
+                HttpVersion::V3 => WireHttp::V3,
                 HttpVersion::Auto => WireHttp::Auto,
             },
             streams: c.streams,
@@ -321,6 +333,7 @@ impl WireConn {
                     TlsVersion::V13 => WireTlsVersion::V13,
                 }),
                 resumption: t.resumption,
+                early_data: t.early_data,
             },
         })
     }
@@ -332,6 +345,7 @@ impl WireConn {
             http: match self.http {
                 WireHttp::V1 => HttpVersion::V1,
                 WireHttp::V2 => HttpVersion::V2,
+                WireHttp::V3 => HttpVersion::V3,
                 WireHttp::Auto => HttpVersion::Auto,
             },
             streams: self.streams,
@@ -355,8 +369,12 @@ impl WireConn {
                     WireTlsVersion::V13 => TlsVersion::V13,
                 }),
                 resumption: self.tls.resumption,
+                early_data: self.tls.early_data,
                 ..TlsConfig::default()
             },
+            // The controller's addresses mean nothing on the agent: it has its own
+            // (`agent --generate --source`).
+            source: None,
         }
     }
 }
@@ -411,6 +429,7 @@ mod tests {
                 resumption: false,
                 ..TlsConfig::default()
             },
+            source: None,
         };
         let wire = WireConn::of(&c).unwrap();
         let text = serde_json::to_string(&wire).unwrap();
@@ -423,6 +442,15 @@ mod tests {
             };
             assert_eq!(WireConn::of(&c).unwrap().conn(), c);
         }
+        // This host's source addresses are not the generators': refused, in one line.
+        let c = ConnConfig {
+            source: Some(std::sync::Arc::new(
+                crate::engine::source::Sources::parse("127.0.0.1-127.0.0.4").unwrap(),
+            )),
+            ..ConnConfig::default()
+        };
+        let e = WireConn::of(&c).unwrap_err().to_string();
+        assert!(e.contains("agent --generate --source"), "{e}");
     }
 
     #[test]

@@ -130,6 +130,40 @@ pub struct StepHists {
     pub names: BTreeMap<String, String>,
 }
 
+/// A line of `series.jsonl` that is not a second: a change of the load made while the run
+/// went (live control: the terminal view's keys, `--control-port`), at the second it took
+/// effect. `{"event":"control","t":…,"step":…,"what":"rate","from":…,"to":…,"by":"keys"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlEvent {
+    /// Always `control`: what tells the line from a second's.
+    pub event: String,
+    /// Seconds since the run started, when it took effect.
+    pub t: f64,
+    pub step: usize,
+    /// `rate`, `users`, `pause` or `resume`.
+    pub what: String,
+    pub from: f64,
+    pub to: f64,
+    /// `keys` (the terminal view) or `port` (`--control-port`).
+    pub by: String,
+}
+
+impl ControlEvent {
+    /// The mark's label on a timeline: `rate 50→100 (keys)`, `pause (port)`.
+    pub fn label(&self) -> String {
+        let n = crate::units::fmt_num;
+        match self.what.as_str() {
+            "pause" | "resume" => format!("{} ({})", self.what, self.by),
+            w => format!("{w} {}→{} ({})", n(self.from), n(self.to), self.by),
+        }
+    }
+
+    /// Whether a line of `series.jsonl` is an event (events are written starting so).
+    pub fn is_event_line(line: &str) -> bool {
+        line.trim_start().starts_with("{\"event\"")
+    }
+}
+
 /// One line of `series.jsonl`: one second of load.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SeriesPoint {

@@ -1,5 +1,5 @@
 //! Reading a results folder back, also one whose run was interrupted or killed.
-use super::{RunInfo, SeriesPoint, StepRecord};
+use super::{ControlEvent, RunInfo, SeriesPoint, StepRecord};
 use crate::fsutil;
 use crate::Error;
 use serde::de::DeserializeOwned;
@@ -11,6 +11,8 @@ pub struct RunData {
     pub info: RunInfo,
     pub steps: Vec<StepRecord>,
     pub series: Vec<SeriesPoint>,
+    /// The changes made to the load while it ran (series.jsonl's event lines), in order.
+    pub events: Vec<ControlEvent>,
     /// What was skipped while reading (a truncated last line…), one message each.
     pub skipped: Vec<String>,
 }
@@ -62,12 +64,14 @@ fn load_with(dir: &Path, strict: bool) -> crate::Result<RunData> {
     }
     let mut skipped = Vec::new();
     let steps = read_lines::<StepRecord>(&dir.join("steps.jsonl"), strict, &mut skipped)?;
-    let series = read_lines::<SeriesPoint>(&dir.join("series.jsonl"), strict, &mut skipped)?;
+    let lines = read_lines::<SeriesLine>(&dir.join("series.jsonl"), strict, &mut skipped)?;
+    let (series, events) = split_series(lines);
     Ok(RunData {
         dir: dir.to_path_buf(),
         info,
         steps,
         series,
+        events,
         skipped,
     })
 }
@@ -103,9 +107,48 @@ pub fn parse_steps(text: &str, name: &str, skipped: &mut Vec<String>) -> Vec<Ste
     parse_into(text, name, skipped)
 }
 
-/// Parses the text of a `series.jsonl` file, as [`parse_steps`] does.
-pub fn parse_series(text: &str, name: &str, skipped: &mut Vec<String>) -> Vec<SeriesPoint> {
-    parse_into(text, name, skipped)
+/// Parses the text of a `series.jsonl` file, as [`parse_steps`] does: its seconds, and the
+/// changes of load (event lines) apart.
+pub fn parse_series(
+    text: &str,
+    name: &str,
+    skipped: &mut Vec<String>,
+) -> (Vec<SeriesPoint>, Vec<ControlEvent>) {
+    split_series(parse_into(text, name, skipped))
+}
+
+/// A line of `series.jsonl`: a second, or an event (told apart by its first key, so a
+/// damaged line is reported with the error of what it claims to be).
+enum SeriesLine {
+    Point(Box<SeriesPoint>),
+    Event(ControlEvent),
+}
+
+impl<'de> serde::Deserialize<'de> for SeriesLine {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let v = serde_json::Value::deserialize(d)?;
+        if v.get("event").is_some() {
+            serde_json::from_value(v)
+                .map(SeriesLine::Event)
+                .map_err(D::Error::custom)
+        } else {
+            serde_json::from_value(v)
+                .map(|p| SeriesLine::Point(Box::new(p)))
+                .map_err(D::Error::custom)
+        }
+    }
+}
+
+fn split_series(lines: Vec<SeriesLine>) -> (Vec<SeriesPoint>, Vec<ControlEvent>) {
+    let (mut points, mut events) = (Vec::with_capacity(lines.len()), Vec::new());
+    for l in lines {
+        match l {
+            SeriesLine::Point(p) => points.push(*p),
+            SeriesLine::Event(e) => events.push(e),
+        }
+    }
+    (points, events)
 }
 
 fn parse_into<T: DeserializeOwned>(text: &str, name: &str, skipped: &mut Vec<String>) -> Vec<T> {

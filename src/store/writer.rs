@@ -120,6 +120,22 @@ impl Writer {
         Ok(())
     }
 
+    /// Appends the changes of load made during a step (series.jsonl's event lines), on disk
+    /// when this returns; written just before the step they belong to.
+    pub fn append_events(&mut self, events: &[super::ControlEvent]) -> crate::Result<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut lines = Vec::new();
+        for e in events {
+            serde_json::to_writer(&mut lines, e)
+                .map_err(|e| Error::runtime(format!("series: {e}")))?;
+            lines.push(b'\n');
+        }
+        append_all(&mut self.series, &lines)
+            .map_err(|e| write_error(&self.dir.join("series.jsonl"), &e))
+    }
+
     /// Marks the run finished (or not) and records why it stopped.
     pub fn finish(&mut self, complete: bool, stop_reason: &str) -> crate::Result<()> {
         self.finish_at(complete, stop_reason, unix_ms())

@@ -47,6 +47,8 @@ struct Shared {
     end_step: AtomicBool,
     /// The view is closing.
     stop: AtomicBool,
+    /// Live control: what `+`, `-` and `p` change.
+    steer: Option<Arc<crate::engine::steer::Steer>>,
 }
 
 impl Shared {
@@ -69,7 +71,11 @@ pub struct LiveScreen {
 
 impl LiveScreen {
     /// Takes over the terminal (alternate screen, raw mode) and starts drawing.
-    pub fn start(setup: Setup) -> crate::Result<LiveScreen> {
+    pub fn start(
+        mut setup: Setup,
+        steer: Option<Arc<crate::engine::steer::Steer>>,
+    ) -> crate::Result<LiveScreen> {
+        setup.steer_keys = steer.is_some();
         // `q` raises SIGINT: its handler must be there (idempotent; the use cases install
         // it before any load anyway).
         crate::signals::install();
@@ -79,6 +85,7 @@ impl LiveScreen {
             dirty: AtomicBool::new(true),
             end_step: AtomicBool::new(false),
             stop: AtomicBool::new(false),
+            steer,
         });
         let s = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -184,5 +191,50 @@ fn key(k: term::Key, sh: &Shared) {
                 sh.dirty.store(true, Ordering::Release);
             }
         }
+        term::Key::Raise | term::Key::Lower | term::Key::Pause => steer_key(k, sh),
     }
+}
+
+/// A key of live control: the change goes to the engine through the run's steer; the footer
+/// says what it did, or why it was refused.
+fn steer_key(k: term::Key, sh: &Shared) {
+    use crate::engine::steer::{By, Change};
+    let Some(st) = &sh.steer else {
+        return;
+    };
+    let state = st.state();
+    let change = match k {
+        term::Key::Raise => Change::Step(true),
+        term::Key::Lower => Change::Step(false),
+        _ if state.as_ref().is_some_and(|s| s.paused) => Change::Resume,
+        _ => Change::Pause,
+    };
+    let note = match st.apply(change, By::Keys) {
+        Ok(a) => {
+            let unit = match state.map(|s| s.unit) {
+                Some(crate::engine::steer::Unit::Users) => " users",
+                _ => " req/s",
+            };
+            let held = if st.state().is_some_and(|s| s.held) {
+                " (the ramp no longer leads)"
+            } else {
+                ""
+            };
+            match a.what {
+                "pause" => "paused: no new arrivals, users stop after their request".to_string(),
+                "resume" => format!("resumed at {}{unit}", crate::units::fmt_num(a.to)),
+                w => format!(
+                    "{w} {}→{}{unit}{held}",
+                    crate::units::fmt_num(a.from),
+                    crate::units::fmt_num(a.to)
+                ),
+            }
+        }
+        Err(why) => format!("not changed: {why}"),
+    };
+    let paused = st.state().is_some_and(|s| s.paused);
+    sh.update(|m| {
+        m.control_note = Some(note);
+        m.paused = paused;
+    });
 }

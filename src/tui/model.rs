@@ -27,6 +27,8 @@ pub struct Setup {
     pub per_step: Duration,
     /// `n` ends the step in progress (stepped runs).
     pub end_step_key: bool,
+    /// `+`/`-`/`p` steer the load (live control).
+    pub steer_keys: bool,
 }
 
 /// One second of the step in progress.
@@ -81,6 +83,10 @@ pub struct Model {
     pub p99: VecDeque<f64>,
     /// The (step, second) of the newest point of `p99`.
     p99_at: Option<(Option<usize>, usize)>,
+    /// What the last key of live control did (`rate 50→55 in 0.25 s`) or why it was refused.
+    pub control_note: Option<String>,
+    /// The load is paused (live control).
+    pub paused: bool,
 }
 
 impl Model {
@@ -95,6 +101,8 @@ impl Model {
             ending_step: false,
             p99: VecDeque::with_capacity(HISTORY),
             p99_at: None,
+            control_note: None,
+            paused: false,
         }
     }
 

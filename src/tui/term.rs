@@ -131,6 +131,12 @@ pub enum Key {
     Quit,
     /// `n`: end the step in progress.
     EndStep,
+    /// `+` (or `=`, its unshifted key) or Up: raise the load a step (live control).
+    Raise,
+    /// `-` or Down: lower the load a step.
+    Lower,
+    /// `p`: pause the load, or resume it.
+    Pause,
 }
 
 /// Waits at most `wait` for keys on `fd`. Never blocks longer: it reads only the bytes that
@@ -188,20 +194,36 @@ pub fn keys(bytes: &[u8]) -> Vec<Key> {
                         while i < bytes.len() && !(0x40..=0x7e).contains(&bytes[i]) {
                             i += 1;
                         }
+                        arrow(bytes.get(i), &mut out);
                     }
                     // SS3 (F1–F4, arrows in application mode): one more byte.
-                    Some(b'O') => i += 1,
+                    Some(b'O') => {
+                        i += 1;
+                        arrow(bytes.get(i), &mut out);
+                    }
                     // Alt+key, or a lone Escape.
                     _ => {}
                 }
             }
             0x03 | b'q' | b'Q' => out.push(Key::Quit),
             b'n' | b'N' => out.push(Key::EndStep),
+            b'+' | b'=' => out.push(Key::Raise),
+            b'-' | b'_' => out.push(Key::Lower),
+            b'p' | b'P' => out.push(Key::Pause),
             _ => {}
         }
         i += 1;
     }
     out
+}
+
+/// Up and Down (an escape sequence's final byte) steer the load as `+` and `-` do.
+fn arrow(last: Option<&u8>, out: &mut Vec<Key>) {
+    match last {
+        Some(b'A') => out.push(Key::Raise),
+        Some(b'B') => out.push(Key::Lower),
+        _ => {}
+    }
 }
 
 /// The terminal's size (columns, rows) now, or None; read to redraw after a resize.

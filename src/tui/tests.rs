@@ -22,6 +22,7 @@ fn sweep_setup() -> Setup {
         step_len: Some(Duration::from_secs(12)),
         per_step: Duration::from_secs(14),
         end_step_key: true,
+        steer_keys: false,
     }
 }
 
@@ -30,6 +31,7 @@ fn run_setup() -> Setup {
         command: "run",
         planned: None,
         end_step_key: false,
+        steer_keys: false,
         ..sweep_setup()
     }
 }
@@ -341,7 +343,55 @@ fn shared(setup: Setup) -> Shared {
         dirty: AtomicBool::new(false),
         end_step: AtomicBool::new(false),
         stop: AtomicBool::new(false),
+        steer: None,
     }
+}
+
+/// The keys of live control: `+`/`=`/Up raise, `-`/Down lower, `p` pauses (escape
+/// sequences other than the arrows still give nothing); each change goes to the run's steer
+/// and the footer's note says what it did, or why not.
+#[test]
+fn steer_keys_change_the_load_and_say_so() {
+    use crate::engine::steer::{Settings, Steer, Unit};
+    assert_eq!(keys(b"+=\x1b[A"), vec![Key::Raise; 3]);
+    assert_eq!(keys(b"-\x1b[B\x1bOB"), vec![Key::Lower; 3]);
+    assert_eq!(keys(b"p\x1b[C\x1b[1;5D"), vec![Key::Pause]);
+    let steer = Steer::new(Settings::default());
+    let mut sh = shared(run_setup());
+    sh.steer = Some(std::sync::Arc::clone(&steer));
+    press('+', &sh);
+    assert!(
+        sh.model()
+            .control_note
+            .as_deref()
+            .unwrap()
+            .contains("no step in progress"),
+        "{:?}",
+        sh.model().control_note
+    );
+    steer.bind(
+        std::time::Instant::now(),
+        Unit::Rate,
+        50.0,
+        None,
+        Some(60.0),
+    );
+    press('+', &sh);
+    press('+', &sh);
+    assert_eq!(
+        sh.model().control_note.as_deref(),
+        Some("rate 55→60 req/s"),
+        "the second step starts from the first's level"
+    );
+    press('p', &sh);
+    assert!(sh.model().paused);
+    press('p', &sh);
+    assert!(!sh.model().paused);
+    assert_eq!(
+        sh.model().control_note.as_deref(),
+        Some("resumed at 60 req/s")
+    );
+    assert_eq!(steer.log().len(), 4);
 }
 
 fn press(c: char, sh: &Shared) {
@@ -357,9 +407,11 @@ fn keys_are_read_from_raw_bytes_escape_sequences_skipped() {
     assert_eq!(keys(b"q"), [Key::Quit]);
     assert_eq!(keys(b"Q\x03"), [Key::Quit, Key::Quit]);
     assert_eq!(keys(b"nxN"), [Key::EndStep, Key::EndStep]);
-    // Up arrow, F1, F5 (CSI 15~), a device status answer ending in `n`, Alt+q: nothing.
-    assert_eq!(keys(b"\x1b[A\x1bOP\x1b[15~\x1b[0n\x1bq"), []);
-    assert_eq!(keys(b"\x1b[Bn"), [Key::EndStep]);
+    // F1, F5 (CSI 15~), a device status answer ending in `n`, Alt+q: nothing; the Up and
+    // Down arrows steer the load (live control), their letters are no keys.
+    assert_eq!(keys(b"\x1bOP\x1b[15~\x1b[0n\x1bq"), []);
+    assert_eq!(keys(b"\x1b[A"), [Key::Raise]);
+    assert_eq!(keys(b"\x1b[Bn"), [Key::Lower, Key::EndStep]);
     assert_eq!(keys(b"\x1b"), []);
 }
 

@@ -486,10 +486,13 @@ fn sweep_chart(f: &mut Frame, area: Rect, m: &Model) {
     f.render_widget(chart, area);
 }
 
-/// The keys, said in full where the width allows, else briefly.
+/// The keys, said in full where the width allows, else more briefly; live control's note
+/// (what the last key did) goes last and is left out before any key is.
 fn footer(f: &mut Frame, area: Rect, m: &Model) {
     let key = Style::default().add_modifier(Modifier::REVERSED);
-    let line = |short: bool| -> Line<'static> {
+    // 0: in full, 1: `q` briefer, 2: every key brief, 3: brief and no note.
+    let line = |brevity: u8| -> Line<'static> {
+        let short = brevity >= 2;
         if m.stopping {
             return Line::from(vec![
                 Span::styled(" stopping ", key),
@@ -502,27 +505,34 @@ fn footer(f: &mut Frame, area: Rect, m: &Model) {
         }
         let mut spans = vec![
             Span::styled(" q ", key),
-            Span::raw(if short {
-                " quit: what ran is recorded  "
-            } else {
-                " quit as Ctrl-C does: what ran is recorded, the report written  "
+            Span::raw(match brevity {
+                0 => " quit as Ctrl-C does: what ran is recorded, the report written  ",
+                1 => " quit as Ctrl-C does  ",
+                _ => " quit: what ran is recorded  ",
             }),
         ];
         if m.setup.end_step_key {
             spans.push(Span::styled(" n ", key));
             spans.push(Span::raw(match (m.ending_step, short) {
-                (true, _) => " ending this step…",
-                (false, false) => " end this step, go on to the next",
-                (false, true) => " end this step",
+                (true, _) => " ending this step…  ",
+                (false, false) => " end this step, go on to the next  ",
+                (false, true) => " end this step  ",
             }));
+        }
+        if m.setup.steer_keys {
+            spans.push(Span::styled(" +/- ", key));
+            spans.push(Span::raw(" load  "));
+            spans.push(Span::styled(" p ", key));
+            spans.push(Span::raw(if m.paused { " resume  " } else { " pause  " }));
+            if let (Some(n), false) = (&m.control_note, brevity >= 3) {
+                spans.push(Span::raw(n.clone()));
+            }
         }
         Line::from(spans)
     };
-    let long = line(false);
-    let shown = if long.width() <= area.width as usize {
-        long
-    } else {
-        line(true)
-    };
+    let shown = (0..3)
+        .map(line)
+        .find(|l| l.width() <= area.width as usize)
+        .unwrap_or_else(|| line(3));
     f.render_widget(Paragraph::new(shown), area);
 }

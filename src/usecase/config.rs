@@ -6,7 +6,7 @@
 //! Errors name the command-line flag, since that is how users meet these options; the
 //! experiment validates its TOML keys before it builds these, with errors naming the key.
 use crate::engine::tls::{TlsClient, TlsClientOptions, TlsVersion};
-use crate::engine::{Arrival, Http2, Load, Pick};
+use crate::engine::{Arrival, Http2, Http3, Load, Pick};
 use crate::fsutil::read_capped;
 use crate::plan::access_log::LogFormat;
 use crate::plan::segment::check_start_at;
@@ -81,6 +81,8 @@ pub enum HttpVersion {
     V1,
     /// HTTP/2: h2c with prior knowledge over cleartext (no upgrade dance).
     V2,
+    /// HTTP/3 over QUIC (https:// only).
+    V3,
     /// What the server negotiates: over cleartext there is nothing to negotiate, so HTTP/1.1.
     Auto,
 }
@@ -90,8 +92,9 @@ impl HttpVersion {
         match s {
             "1.1" | "1" => Ok(HttpVersion::V1),
             "2" | "2.0" => Ok(HttpVersion::V2),
+            "3" | "3.0" => Ok(HttpVersion::V3),
             "auto" => Ok(HttpVersion::Auto),
-            _ => Err(format!("'{s}': use 1.1, 2 or auto")),
+            _ => Err(format!("'{s}': use 1.1, 2, 3 or auto")),
         }
     }
 
@@ -99,6 +102,7 @@ impl HttpVersion {
         match self {
             HttpVersion::V1 => "1.1",
             HttpVersion::V2 => "2",
+            HttpVersion::V3 => "3",
             HttpVersion::Auto => "auto",
         }
     }
@@ -122,6 +126,8 @@ pub struct ConnConfig {
     pub tls: TlsConfig,
     /// The I/O backend (`--io`).
     pub io: crate::engine::IoChoice,
+    /// `--source`: the local addresses connections are made from (None: the kernel's choice).
+    pub source: Option<std::sync::Arc<crate::engine::source::Sources>>,
 }
 
 /// TLS options (https:// URLs).
@@ -139,6 +145,8 @@ pub struct TlsConfig {
     pub resumption: bool,
     /// ALPN protocols offered, most preferred first.
     pub alpn: Vec<String>,
+    /// HTTP/3: 0-RTT on resumed connections (`--0rtt on`), idempotent requests only.
+    pub early_data: bool,
     /// PEM certificates to trust given as text, not as a file: what a generator agent
     /// receives in a step (`scale::wire`), where paths mean nothing.
     pub ca_pem: Option<Vec<u8>>,
@@ -154,6 +162,7 @@ impl Default for TlsConfig {
             version: None,
             resumption: true,
             alpn: vec!["http/1.1".into()],
+            early_data: false,
             ca_pem: None,
         }
     }
@@ -173,6 +182,7 @@ impl TlsConfig {
             || self.client_key.is_some()
             || self.version.is_some()
             || self.resumption != d.resumption
+            || self.early_data != d.early_data
     }
 
     pub fn validate(&self) -> crate::Result<()> {
@@ -202,6 +212,7 @@ impl TlsConfig {
             version: self.version,
             resumption: self.resumption,
             alpn: self.alpn.iter().map(|p| p.as_bytes().to_vec()).collect(),
+            early_data: self.early_data,
         };
         TlsClient::new(&opts, servers).map_err(Error::usage)
     }
@@ -221,6 +232,7 @@ impl Default for ConnConfig {
             seed: 1,
             tls: TlsConfig::default(),
             io: crate::engine::IoChoice::Auto,
+            source: None,
         }
     }
 }
@@ -362,6 +374,19 @@ pub struct Output {
     /// Push the run's figures once a second to these sinks (`--prometheus-remote-write`,
     /// `--otlp`).
     pub push: Vec<crate::push::Target>,
+    /// Live control: `--control-port`, `--control-step`, `--control-max`.
+    pub control: ControlConfig,
+}
+
+/// Live control of the load while it runs (the live view's keys, `--control-port`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ControlConfig {
+    /// Take changes as authenticated requests on this address.
+    pub port: Option<std::net::SocketAddr>,
+    /// The step of `+`/`-` (None: 10% of the level, at least 1).
+    pub step: Option<f64>,
+    /// The highest level a change may set (None: 10× the planned level).
+    pub max: Option<f64>,
 }
 
 impl Output {
@@ -436,12 +461,14 @@ const MAX_STREAMS: u32 = 65_536;
 impl ConnConfig {
     /// The protocol the run speaks as `choice` chose it, with this run's HTTP/2 settings.
     pub fn protocol_of(&self, choice: &crate::metrics::ProtocolChoice) -> crate::engine::Protocol {
-        if choice.version == "2" {
-            crate::engine::Protocol::Http2(Http2 {
+        match choice.version.as_str() {
+            "2" => crate::engine::Protocol::Http2(Http2 {
                 streams: self.streams,
-            })
-        } else {
-            crate::engine::Protocol::Http1
+            }),
+            "3" => crate::engine::Protocol::Http3(Http3 {
+                streams: self.streams,
+            }),
+            _ => crate::engine::Protocol::Http1,
         }
     }
 
@@ -460,10 +487,27 @@ impl ConnConfig {
                 self.streams
             )));
         }
-        if self.http == HttpVersion::V2 && !self.keep_alive {
+        if matches!(self.http, HttpVersion::V2 | HttpVersion::V3) && !self.keep_alive {
+            let v = self.http.as_str();
+            return Err(Error::usage(format!(
+                "--http {v} and --no-keep-alive contradict each other (HTTP/{v} multiplexes \
+                 requests on kept connections; use --calls-per-connection 1 for one request per \
+                 connection)"
+            )));
+        }
+        if self.http == HttpVersion::V3 && self.tls.version == Some(TlsVersion::V12) {
             return Err(Error::usage(
-                "--http 2 and --no-keep-alive contradict each other (HTTP/2 multiplexes requests \
-                 on kept connections; use --calls-per-connection 1 for one request per connection)",
+                "--http 3 and --tls-version 1.2 contradict each other (QUIC carries TLS 1.3 only)",
+            ));
+        }
+        if self.tls.early_data && self.http != HttpVersion::V3 {
+            return Err(Error::usage(
+                "--0rtt on is for --http 3 (0-RTT over TCP's TLS is not offered)",
+            ));
+        }
+        if self.tls.early_data && !self.tls.resumption {
+            return Err(Error::usage(
+                "--0rtt on needs --tls-resumption on (0-RTT rides a resumed session)",
             ));
         }
         if self.timeout.is_zero() {

@@ -35,8 +35,6 @@ pub fn base_config_of(
 ) -> crate::Result<(EngineConfig, Vec<String>)> {
     conn.validate()?;
     check_load(&load)?;
-    // An `--io uring` the kernel refuses is a usage error before anything runs.
-    conn.io.resolve()?;
     let (tls, protocol, choice) = if mix.tls_servers.is_empty() {
         if conn.tls.any_set() {
             return Err(Error::usage(
@@ -44,6 +42,12 @@ pub fn base_config_of(
             ));
         }
         let choice = match conn.http {
+            HttpVersion::V3 => {
+                return Err(Error::usage(
+                    "--http 3 needs https:// URLs (QUIC always carries TLS); use --http 2 or \
+                     1.1 for http://",
+                ))
+            }
             HttpVersion::V2 => ProtocolChoice::new("2", "http-flag"),
             HttpVersion::V1 => ProtocolChoice::new("1.1", "http-flag"),
             HttpVersion::Auto => ProtocolChoice::new("1.1", "cleartext"),
@@ -84,6 +88,16 @@ pub fn base_config_of(
         ok_status: mix.ok_status,
         protocol_choice: choice,
         io: conn.io,
+        source: conn.source.clone(),
+        steer: None,
     };
+    if let Some(s) = &cfg.source {
+        // Once per run, before any connection: a wrong --source is one line, not an error
+        // per connect.
+        s.check_families(&cfg.addrs).map_err(Error::usage)?;
+        s.probe().map_err(Error::usage)?;
+    }
+    // An `--io uring` the kernel (or HTTP/3) refuses is a usage error before anything runs.
+    cfg.backend()?;
     Ok((cfg, mix.urls))
 }

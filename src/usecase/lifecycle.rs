@@ -96,6 +96,16 @@ impl Lifecycle<'_> {
     ) -> crate::Result<Ended<T>> {
         let out = self.output;
         results::check_hdr_log(out.hdr_log.as_deref())?;
+        if let (Some(m), "closed") = (out.control.max, self.mode) {
+            if m > crate::engine::steer::MAX_USERS {
+                return Err(Error::usage(format!(
+                    "--control-max {}: at most {} users (each is a connection slot held from the start)",
+                    crate::units::fmt_num(m),
+                    crate::units::fmt_num(crate::engine::steer::MAX_USERS)
+                )));
+            }
+        }
+
         if let Some(t) = &out.title {
             check_title(t)?;
             // Kept for the report's title (and the record).
@@ -154,13 +164,34 @@ impl Lifecycle<'_> {
             }),
             segment: self.segment.segment.to_string(),
         };
+        // Live control: the view's keys and --control-port steer the engine through one
+        // channel; its port is up before the load, and says where.
+        let c = out.control;
+        let steer = (c.port.is_some() || (out.live_view && !out.quiet)).then(|| {
+            crate::engine::steer::Steer::new(crate::engine::steer::Settings {
+                step: c.step,
+                max: c.max,
+            })
+        });
+        let _control_port = match (&steer, c.port) {
+            (Some(st), Some(addr)) => {
+                let p = crate::live::ControlPort::start(addr, std::sync::Arc::clone(st))?;
+                crate::eoutln!("overload: live control at {}", p.url());
+                Some(p)
+            }
+            _ => None,
+        };
+        let steered_base = EngineConfig {
+            steer: steer.clone(),
+            ..self.base.clone()
+        };
         let mut sink = Shown {
-            show: self.show()?,
+            show: self.show(steer.clone())?,
             page,
             push: (!out.push.is_empty()).then(|| crate::push::RunPush::start(&out.push, labels)),
         };
         let mut stepper = Stepper::new(
-            self.base,
+            &steered_base,
             self.mode,
             self.slo,
             writer.as_mut(),
@@ -197,7 +228,10 @@ impl Lifecycle<'_> {
     }
 
     /// The progress (line or bar), or the terminal view when asked for and not quiet.
-    fn show(&self) -> crate::Result<Show> {
+    fn show(
+        &self,
+        steer: Option<std::sync::Arc<crate::engine::steer::Steer>>,
+    ) -> crate::Result<Show> {
         let out = self.output;
         let unit = if self.mode == "open" {
             "req/s"
@@ -213,18 +247,24 @@ impl Lifecycle<'_> {
             ),
         };
         let view = if out.live_view && !out.quiet {
-            Some(crate::tui::LiveScreen::start(crate::tui::Setup {
-                command: self.kind,
-                target: match &out.title {
-                    Some(t) => format!("{t} · {}", self.urls.first().map_or("", |u| u.as_str())),
-                    None => self.urls.first().cloned().unwrap_or_default(),
+            Some(crate::tui::LiveScreen::start(
+                crate::tui::Setup {
+                    command: self.kind,
+                    target: match &out.title {
+                        Some(t) => {
+                            format!("{t} · {}", self.urls.first().map_or("", |u| u.as_str()))
+                        }
+                        None => self.urls.first().cloned().unwrap_or_default(),
+                    },
+                    unit,
+                    planned,
+                    step_len,
+                    per_step: per_step.unwrap_or(Duration::ZERO),
+                    end_step_key: per_step.is_some(),
+                    steer_keys: false,
                 },
-                unit,
-                planned,
-                step_len,
-                per_step: per_step.unwrap_or(Duration::ZERO),
-                end_step_key: per_step.is_some(),
-            })?)
+                steer,
+            )?)
         } else {
             None
         };
@@ -343,7 +383,7 @@ struct Shown {
 impl Sink for Shown {
     fn tick(&mut self, t: &StepTick) {
         match &mut self.show {
-            Show::Line(p) => p.tick(t.ctl, t.elapsed, t.observer),
+            Show::Line(p) => p.tick(t.ctl, t.elapsed, t.observer, t.moving_level()),
             Show::Bar(p) => p.tick(t.index, t.offered(), t.ctl, t.elapsed, t.observer),
         }
         let series = match (&self.page, &self.push) {
@@ -351,13 +391,12 @@ impl Sink for Shown {
             _ => t.series(),
         };
         if let Some(push) = &mut self.push {
-            let cfg = EngineConfig {
-                load: t.load,
-                ..t.base.clone()
-            };
-            let offered = match cfg.offered() {
-                (Some(rate), _) => crate::push::Offered::Rate(rate),
-                (None, users) => crate::push::Offered::Users(users.unwrap_or(0)),
+            // The level at this tick: a ramp's, or as live control set it.
+            let offered = match t.load {
+                crate::engine::Load::Open { .. } => crate::push::Offered::Rate(t.offered()),
+                crate::engine::Load::Closed { .. } => {
+                    crate::push::Offered::Users(t.offered().round() as u64)
+                }
             };
             let server = t
                 .observer
@@ -367,7 +406,7 @@ impl Sink for Shown {
             push.tick(t.index, offered, t.ctl, &series, origin, &server);
         }
         if let Some(page) = &self.page {
-            page.show_series(series);
+            page.show_series(series, t.events());
         }
     }
 

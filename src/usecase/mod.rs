@@ -32,7 +32,9 @@ pub mod sweep;
 pub mod sweep_config;
 
 pub use capacity_config::CapacityConfig;
-pub use config::{ConnConfig, OpenLoopConfig, Output, RequestConfig, SegmentConfig, StepTiming};
+pub use config::{
+    ConnConfig, ControlConfig, OpenLoopConfig, Output, RequestConfig, SegmentConfig, StepTiming,
+};
 pub use demo_config::DemoConfig;
 pub use outcome::{CapacityOutcome, DemoOutcome, DemoTarget, RunOutcome, SweepOutcome};
 pub use run_config::{RunConfig, RunLoad, DEFAULT_DURATION, DEFAULT_USERS};

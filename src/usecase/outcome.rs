@@ -26,6 +26,8 @@ pub struct RunOutcome {
     pub ramp: Option<crate::analysis::ramp::RampAnalysis>,
     /// What each metrics sink got (`--prometheus-remote-write`, `--otlp`).
     pub pushed: Vec<crate::push::PushReport>,
+    /// The changes live control made to the load (empty: the plan's load throughout).
+    pub steered: Vec<crate::store::ControlEvent>,
 }
 
 impl RunOutcome {
@@ -74,6 +76,19 @@ impl fmt::Display for RunOutcome {
         f.write_str(&terminal::summary(&self.summary, &self.outcome, &self.cfg))?;
         if let Some(r) = &self.ramp {
             writeln!(f, "\n  {}", r.describe())?;
+        }
+        if !self.steered.is_empty() {
+            let changes: Vec<String> = self
+                .steered
+                .iter()
+                .map(|e| format!("{} at {:.1} s", e.label(), e.t))
+                .collect();
+            writeln!(
+                f,
+                "\nsteered: {} (live control): the load was not one fixed level, so these figures \
+                 are no capacity (a sweep's steps measure that)",
+                changes.join(", ")
+            )?;
         }
         if let Some((obs, warnings)) = &self.server {
             f.write_str(&terminal::server(obs))?;

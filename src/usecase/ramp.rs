@@ -16,7 +16,8 @@ pub(super) fn analyze(
     };
     let clock = &s.clock;
     let start_s = clock.secs(outcome.started);
-    let series = crate::runner::step::series_of(cfg, &outcome.recorder.seconds, 0, start_s);
+    let level = outcome.steered.as_deref().or(cfg.ramp.as_deref());
+    let series = crate::runner::step::series_of(cfg, level, &outcome.recorder.seconds, 0, start_s);
     let at = |t: f64| clock.start_unix_ms + (t * 1000.0) as u64;
     let windows = ramp::windows(&series, rec, |t0, t1| {
         let samples = s.observer.as_ref()?.samples_between(at(t0), at(t1));

@@ -95,6 +95,7 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
                 server: server.as_ref().map(|s| &s.0),
                 ramp: ramp.as_ref(),
                 push: &ended.pushed,
+                steered: &done.steered,
             },
         )?;
     }
@@ -107,5 +108,6 @@ pub fn run(rc: &RunConfig) -> crate::Result<RunOutcome> {
         stored: ended.stored.map(|s| (s.dir, s.report)),
         ramp,
         pushed: ended.pushed,
+        steered: done.steered,
     })
 }

@@ -22,7 +22,7 @@ struct Script {
 impl Transport for Script {
     type Setup = ();
     type Poller = crate::engine::io::epoll::Epoll;
-    fn connect(_: &(), _: SocketAddr) -> io::Result<Script> {
+    fn connect(_: &(), _: SocketAddr, _: Option<std::net::IpAddr>) -> io::Result<Script> {
         Ok(Script::default())
     }
     fn register(&mut self, _: &Registry, _: Token) -> io::Result<()> {
@@ -69,6 +69,7 @@ fn request(method: &str, body: &[u8]) -> Prepared {
         keep_alive: Vec::new(),
         close: Vec::new(),
         head_only: false,
+        h3_head: Vec::new(),
         h2_block: encode_request(&RequestParts {
             method,
             scheme: "http",

@@ -2,12 +2,12 @@
 //! epoll_wait's milliseconds, and sockets the transports read and write themselves.
 use super::{Poller, Ready, Socket};
 use crate::engine::pacing::TimerFd;
-use crate::engine::transport::tcp_established;
+use crate::engine::transport::{connect_tcp, tcp_established};
 use crate::metrics::ErrorKind;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Registry, Token};
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 const TIMER: Token = Token(usize::MAX);
@@ -51,6 +51,10 @@ impl Poller for Epoll {
         self.poll.registry()
     }
 
+    fn mio_registry(&self) -> Option<&Registry> {
+        Some(self.poll.registry())
+    }
+
     fn wait(&mut self, events: &mut Vec<Ready>, wake: Option<Instant>) -> io::Result<()> {
         let now = Instant::now();
         let timeout = match wake {
@@ -83,8 +87,8 @@ impl Poller for Epoll {
 impl Socket for TcpStream {
     type Poller = Epoll;
 
-    fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
-        TcpStream::connect(addr)
+    fn connect(addr: SocketAddr, from: Option<IpAddr>) -> io::Result<TcpStream> {
+        connect_tcp(addr, from)
     }
 
     fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {

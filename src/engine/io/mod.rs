@@ -13,7 +13,7 @@
 use crate::metrics::ErrorKind;
 use mio::Token;
 use std::io::{self, Read, Write};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
 pub mod epoll;
@@ -50,6 +50,20 @@ impl IoChoice {
     /// The backend this choice runs on here: `Auto` probes the kernel (once per process);
     /// an explicit `uring` the kernel refuses is a usage error naming why.
     pub fn resolve(self) -> crate::Result<Backend> {
+        self.resolve_for(false)
+    }
+
+    /// [`IoChoice::resolve`] for a run that speaks HTTP/3 (`quic`) or not: QUIC's UDP
+    /// sockets are polled through epoll only, so auto picks it, and `--io uring` is refused.
+    pub fn resolve_for(self, quic: bool) -> crate::Result<Backend> {
+        if quic {
+            return match self {
+                IoChoice::Uring => Err(crate::Error::usage(
+                    "--io uring: HTTP/3 runs on epoll only (its UDP sockets); use --io auto or epoll",
+                )),
+                _ => Ok(Backend::Epoll),
+            };
+        }
         match self {
             IoChoice::Epoll => Ok(Backend::Epoll),
             IoChoice::Auto => Ok(match uring::probe() {
@@ -123,6 +137,11 @@ pub trait Poller: Sized {
 
     fn registry(&self) -> &Self::Registry;
 
+    /// mio's registry, for sockets other than the transports' (HTTP/3's UDP): epoll's only.
+    fn mio_registry(&self) -> Option<&mio::Registry> {
+        None
+    }
+
     /// Submits what the turn queued and waits for readiness until `wake` (None: do not
     /// wait). `events` is refilled with this turn's readiness, one entry per connection.
     fn wait(&mut self, events: &mut Vec<Ready>, wake: Option<Instant>) -> io::Result<()>;
@@ -134,7 +153,8 @@ pub trait Poller: Sized {
 pub trait Socket: Read + Write + Sized {
     type Poller: Poller;
 
-    fn connect(addr: SocketAddr) -> io::Result<Self>;
+    /// A non-blocking connect, from the local address `from` when given (`--source`).
+    fn connect(addr: SocketAddr, from: Option<IpAddr>) -> io::Result<Self>;
 
     fn register(
         &mut self,

@@ -14,7 +14,7 @@
 //! write waited for room, make it writable. The protocols and transports above do not know
 //! which backend runs (see `io/mod.rs`).
 use super::{Poller, Ready, Socket};
-use crate::engine::transport::tcp_established;
+use crate::engine::transport::{connect_tcp, tcp_established};
 use crate::metrics::ErrorKind;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use mio::net::TcpStream;
@@ -22,7 +22,7 @@ use mio::Token;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{self, ErrorKind as IoKind, Read, Write};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::sync::OnceLock;
@@ -753,9 +753,9 @@ impl UringSocket {
 impl Socket for UringSocket {
     type Poller = Uring;
 
-    fn connect(addr: SocketAddr) -> io::Result<UringSocket> {
+    fn connect(addr: SocketAddr, from: Option<IpAddr>) -> io::Result<UringSocket> {
         Ok(UringSocket {
-            stream: TcpStream::connect(addr)?,
+            stream: connect_tcp(addr, from)?,
             ring: None,
             connected: false,
         })

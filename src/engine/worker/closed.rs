@@ -92,7 +92,7 @@ impl<T: Transport, W: Wire<T>> Worker<'_, T, W> {
     /// users) runs the global numbers below it; this thread's users are numbered in order
     /// (`offset + u × stride`), so they are its first ones.
     fn users_wanted(&self, now: Instant) -> usize {
-        let (Some(lane), Some(p)) = (self.ramp_lane, &self.cfg.ramp) else {
+        let (Some(lane), Some(p)) = (self.ramp_lane, &self.level) else {
             return usize::MAX;
         };
         // The profile's clock starts with the warm-up.

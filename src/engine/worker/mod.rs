@@ -105,6 +105,14 @@ pub(in crate::engine) struct Worker<'a, T: Transport, W: Wire<T>> {
     next_ramp: Instant,
     /// The users the ramp ran at its last check (those below were started then).
     ramp_running: usize,
+    /// `--source`: where this thread is in the list of local addresses.
+    source: super::source::Cursor,
+    /// Slots in flight at the last timeout scan (the progress line's figure).
+    in_flight: u64,
+    /// The level the closed loop's users follow (`--stages`, or live control's), and the
+    /// version of the run's steer it was last taken at.
+    level: Option<Arc<crate::plan::stages::Profile>>,
+    steer_seen: u64,
 }
 
 /// The fds a worker needs besides its connections: its epoll and timer, or its ring. The
@@ -198,15 +206,20 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             ctl: Arc::clone(ctl),
             id,
             poll: T::Poller::start(opened)?,
-            conns: (0..slots)
-                .map(|u| {
+            conns: {
+                // Reserved for the pool's most, once: growing by doubling would copy every
+                // slot and, for a moment, hold both copies (a peak RSS of 1.5 times the slots).
+                // What is reserved and never used costs address space, not memory.
+                let mut v = Vec::with_capacity(slots.max(max_conns));
+                v.extend((0..slots).map(|u| {
                     let mut c = Conn::new(origin);
                     if cfg.scenario.is_some() {
                         c.user = u as u32;
                     }
                     c
-                })
-                .collect(),
+                }));
+                v
+            },
             free_slots: Vec::new(),
             open: 0,
             max_conns,
@@ -243,6 +256,14 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             },
             next_ramp: origin,
             ramp_running: 0,
+            source: cfg
+                .source
+                .as_ref()
+                .map(|s| s.cursor(id))
+                .unwrap_or_default(),
+            in_flight: 0,
+            level: cfg.ramp.clone(),
+            steer_seen: cfg.steer.as_ref().map_or(0, |s| s.version()),
         })
     }
 
@@ -267,6 +288,7 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
                 self.abort_in_flight();
                 break;
             }
+            self.follow_steer();
             let sending = self.may_send(now);
             if !sending && !stopping {
                 stopping = true;
@@ -283,8 +305,15 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             {
                 break;
             }
-            // Sleep until the next thing to do: an arrival, a user waking, a timeout scan.
+            // Output the protocol buffered this turn (HTTP/2: one write per connection;
+            // HTTP/3: its datagrams, and its timers that are due).
+            W::flush(self);
+            // Sleep until the next thing to do: an arrival, a user waking, a timeout scan,
+            // the protocol's own timer (QUIC's loss detection, ACK delay, idle timeout).
             let mut wake = self.next_scan;
+            if let Some(t) = W::next_timer(self) {
+                wake = wake.min(t);
+            }
             if sending {
                 if let Some(s) = &self.schedule {
                     if self.can_dispatch() {
@@ -308,8 +337,6 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             } else {
                 Some(wake)
             };
-            // Output the protocol buffered this turn (HTTP/2: one write per connection).
-            W::flush(self);
             if let Err(e) = self.poll.wait(&mut events, wake) {
                 if e.kind() != IoKind::Interrupted {
                     return Err(crate::Error::runtime(format!("waiting for I/O: {e}")));
@@ -337,6 +364,7 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             }
         }
         W::close_all(self);
+        self.in_flight = self.conns.iter().filter(|c| c.in_flight()).count() as u64;
         self.publish();
         self.rec.close_seconds();
         self.rec.cpu = crate::metrics::recorder::thread_cpu_time().saturating_sub(cpu_start);
@@ -345,6 +373,30 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             Recorder::new(Instant::now(), Instant::now(), 0),
         );
         Ok((rec, std::mem::take(&mut self.notes)))
+    }
+
+    /// Takes the run's level anew when live control changed it (one atomic load a turn
+    /// otherwise): the schedule, or the users, follow it from the change on.
+    fn follow_steer(&mut self) {
+        let Some(st) = &self.cfg.steer else {
+            return;
+        };
+        let v = st.version();
+        if v == self.steer_seen {
+            return;
+        }
+        self.steer_seen = v;
+        let Some(p) = st.profile() else {
+            return;
+        };
+        if let Some(s) = &mut self.schedule {
+            s.follow(Arc::clone(&p));
+        }
+        if self.ramp_lane.is_some() {
+            self.level = Some(p);
+            // Users the new level adds start at the next check.
+            self.next_ramp = Instant::now();
+        }
     }
 
     fn may_send(&self, now: Instant) -> bool {
@@ -364,8 +416,7 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
         live.responses.store(self.rec.responses, Ordering::Relaxed);
         live.errors.store(self.rec.error_count(), Ordering::Relaxed);
         live.bytes_in.store(self.rec.bytes_in, Ordering::Relaxed);
-        let inflight = self.conns.iter().filter(|c| c.in_flight()).count();
-        live.in_flight.store(inflight as u64, Ordering::Relaxed);
+        live.in_flight.store(self.in_flight, Ordering::Relaxed);
         live.ok.store(self.rec.ok, Ordering::Relaxed);
         live.requests.store(self.rec.requests, Ordering::Relaxed);
         live.connections.store(self.open as u64, Ordering::Relaxed);
@@ -470,17 +521,13 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
         counted: bool,
         now: Instant,
     ) -> Result<T, ErrorKind> {
-        if let Some(kind) = self.backoff.holds(now) {
-            if counted {
-                self.rec.connects_held += 1;
-            }
-            return Err(kind);
-        }
-        self.backoff.attempt(now);
-        if counted {
-            self.rec.connect_attempts += 1;
-        }
-        T::connect(&self.setup, self.cfg.addrs[addr]).map_err(|e| {
+        self.may_connect(counted, now)?;
+        let target = self.cfg.addrs[addr];
+        let from = match &self.cfg.source {
+            Some(s) => s.next(&mut self.source, &target),
+            None => None,
+        };
+        T::connect(&self.setup, target, from).map_err(|e| {
             let kind = ErrorKind::from_io(&e, true);
             if kind == ErrorKind::FdUnavail {
                 // Our own limit, not the host's answer: its own rule (see below), no backoff.
@@ -493,6 +540,27 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             }
             kind
         })
+    }
+
+    /// The backoff's word on a connect attempt (every protocol's: HTTP/3's sockets are its
+    /// own): Err when it holds attempts back (the request fails as the last attempt did),
+    /// else the attempt is counted.
+    pub(in crate::engine) fn may_connect(
+        &mut self,
+        counted: bool,
+        now: Instant,
+    ) -> Result<(), ErrorKind> {
+        if let Some(kind) = self.backoff.holds(now) {
+            if counted {
+                self.rec.connects_held += 1;
+            }
+            return Err(kind);
+        }
+        self.backoff.attempt(now);
+        if counted {
+            self.rec.connect_attempts += 1;
+        }
+        Ok(())
     }
 
     /// A connect attempt ended before its connection came up: refused, unreachable, timed
@@ -755,13 +823,18 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
         }
     }
 
+    /// Fails the requests past their deadline, and counts those in flight for `publish` in
+    /// the same pass: at a million slots each pass over them costs milliseconds.
     fn scan_timeouts(&mut self, now: Instant) {
         W::scan(self, now);
+        let mut in_flight = 0;
         for i in 0..self.conns.len() {
             if let Some(kind) = self.conns[i].expired(now) {
                 self.fail(i, kind, now);
             }
+            in_flight += u64::from(self.conns[i].in_flight());
         }
+        self.in_flight = in_flight;
     }
 
     /// Stopped early: in-flight requests are abandoned, counted as interrupted (neither
