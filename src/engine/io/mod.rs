@@ -167,3 +167,29 @@ pub trait Socket: Read + Write + Sized {
     /// Ok(true) once the non-blocking connect completed (see `transport::tcp_established`).
     fn established(&mut self) -> Result<bool, ErrorKind>;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_choice_parses_and_http3_runs_on_epoll() {
+        assert_eq!(IoChoice::parse("uring"), Ok(IoChoice::Uring));
+        assert_eq!(IoChoice::parse("io_uring"), Ok(IoChoice::Uring));
+        assert_eq!(IoChoice::parse("epoll"), Ok(IoChoice::Epoll));
+        assert!(IoChoice::parse("kqueue")
+            .unwrap_err()
+            .contains("auto, epoll, uring"));
+        // QUIC's UDP sockets are epoll's: auto and epoll run there, uring is refused.
+        assert_eq!(IoChoice::Auto.resolve_for(true).unwrap(), Backend::Epoll);
+        assert_eq!(IoChoice::Epoll.resolve_for(true).unwrap(), Backend::Epoll);
+        let e = IoChoice::Uring.resolve_for(true).unwrap_err().to_string();
+        assert!(e.contains("HTTP/3"), "{e}");
+        assert_eq!(IoChoice::Epoll.resolve().unwrap(), Backend::Epoll);
+        // Auto is io_uring exactly where the probe allows it.
+        let auto = IoChoice::Auto.resolve().unwrap();
+        assert_eq!(auto == Backend::Uring, uring_refused().is_none());
+        assert_eq!(describe(Backend::Epoll, IoChoice::Epoll), "epoll");
+        assert_eq!(describe(Backend::Uring, IoChoice::Auto), "io_uring (auto)");
+    }
+}
