@@ -30,45 +30,57 @@ const RUN_S: u64 = 2;
 /// Generous for a 2-core machine running other builds: the engine itself takes ~5 MB.
 const MAX_RSS_KB: u64 = 48 * 1024;
 
-/// Runs FAULT_URL + GOOD_URL in the closed and in the open loop, and checks what every run
-/// must satisfy; returns the two runs for the mode's own checks.
-fn run_both(fault_url: &str, good_url: &str, timeout_s: u64, rate: &str) -> [Measured; 2] {
+/// Runs FAULT_URL + GOOD_URL under `load` (closed or open loop) and checks what every run
+/// must satisfy; returns the run for the mode's own checks.
+fn run_one(fault_url: &str, good_url: &str, timeout_s: u64, load: &[&str]) -> Measured {
     let timeout = format!("{timeout_s}s");
     let duration = format!("{RUN_S}s");
     // A run that waited on the fault instead of timing it out would be killed at the limit
     // below; the 3 s over duration + timeout are for a busy machine.
     let bound = Duration::from_secs(RUN_S + timeout_s + 3);
-    let loads: [&[&str]; 2] = [&["--users", "2"], &["--rate", rate]];
-    loads.map(|load| {
-        let mut args = vec![
-            "run",
-            fault_url,
-            good_url,
-            "--duration",
-            &duration,
-            "--timeout",
-            &timeout,
-            "--threads",
-            "1",
-        ];
-        args.extend_from_slice(load);
-        let m = run_measured(None, &args, true, bound + Duration::from_secs(20));
-        let what = format!("{args:?}");
-        eprintln!("{what}: {:?}, peak RSS {} kB", m.elapsed, m.max_rss_kb);
-        m.assert_clean_exit(0, &what);
-        assert!(
-            m.elapsed <= bound,
-            "{what}: took {:?}, more than duration + timeout + 3 s",
-            m.elapsed
-        );
-        assert!(
-            m.max_rss_kb < MAX_RSS_KB,
-            "{what}: peak RSS {} kB",
-            m.max_rss_kb
-        );
-        // The good URL kept being measured beside the fault.
-        assert!(m.status("200") > 0, "{what}: no good answer: {}", m.v);
-        m
+    let mut args = vec![
+        "run",
+        fault_url,
+        good_url,
+        "--duration",
+        &duration,
+        "--timeout",
+        &timeout,
+        "--threads",
+        "1",
+    ];
+    args.extend_from_slice(load);
+    let m = run_measured(None, &args, true, bound + Duration::from_secs(20));
+    let what = format!("{args:?}");
+    eprintln!("{what}: {:?}, peak RSS {} kB", m.elapsed, m.max_rss_kb);
+    m.assert_clean_exit(0, &what);
+    assert!(
+        m.elapsed <= bound,
+        "{what}: took {:?}, more than duration + timeout + 3 s",
+        m.elapsed
+    );
+    assert!(
+        m.max_rss_kb < MAX_RSS_KB,
+        "{what}: peak RSS {} kB",
+        m.max_rss_kb
+    );
+    // The good URL kept being measured beside the fault.
+    assert!(m.status("200") > 0, "{what}: no good answer: {}", m.v);
+    m
+}
+
+/// `run(load)` for the closed loop (2 users) and for the open loop (`rate`) at once: a fault
+/// run mostly waits on its timeout, so the two overlap instead of queueing. Each run has its
+/// own targets (started by `run`), so neither shares a server thread with the other.
+fn both_loops(rate: &str, run: impl Fn(&[&str]) -> Measured + Sync) -> [Measured; 2] {
+    let (closed, open): (&[&str], &[&str]) = (&["--users", "2"], &["--rate", rate]);
+    std::thread::scope(|s| {
+        let other = s.spawn(|| run(open));
+        let first = run(closed);
+        let second = other
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        [first, second]
     })
 }
 
@@ -81,41 +93,41 @@ fn assert_only(m: &Measured, kind: &str) {
 
 /// `/fault/MODE` on a normal target, beside its `/`.
 fn endpoint(mode: &str, timeout_s: u64, kind: Option<&str>) -> [Measured; 2] {
-    let t = Target::start(&["--threads", "1"]);
     // 100/s; 4/s for huge-body, whose 100 MB bodies would otherwise need 5 GB/s.
     let rate = if mode == "huge-body" { "4" } else { "100" };
-    let runs = run_both(
-        &format!("{}/fault/{mode}", t.url),
-        &format!("{}/", t.url),
-        timeout_s,
-        rate,
-    );
-    for m in &runs {
+    both_loops(rate, |load| {
+        let t = Target::start(&["--threads", "1"]);
+        let m = run_one(
+            &format!("{}/fault/{mode}", t.url),
+            &format!("{}/", t.url),
+            timeout_s,
+            load,
+        );
         match kind {
-            Some(k) => assert_only(m, k),
+            Some(k) => assert_only(&m, k),
             None => assert_eq!(m.v["error_count"], 0, "{mode}: {}", m.v),
         }
-    }
-    runs
+        m
+    })
 }
 
 /// `--fault MODE` on one target, the good URL on another.
 fn server_wide(mode: &str, timeout_s: u64, kind: Option<&str>) -> [Measured; 2] {
-    let bad = Target::start(&["--threads", "1", "--fault", mode]);
-    let good = Target::start(&["--threads", "1"]);
-    let runs = run_both(
-        &format!("{}/", bad.url),
-        &format!("{}/", good.url),
-        timeout_s,
-        "100",
-    );
-    for m in &runs {
+    both_loops("100", |load| {
+        let bad = Target::start(&["--threads", "1", "--fault", mode]);
+        let good = Target::start(&["--threads", "1"]);
+        let m = run_one(
+            &format!("{}/", bad.url),
+            &format!("{}/", good.url),
+            timeout_s,
+            load,
+        );
         match kind {
-            Some(k) => assert_only(m, k),
+            Some(k) => assert_only(&m, k),
             None => assert_eq!(m.v["error_count"], 0, "{mode}: {}", m.v),
         }
-    }
-    runs
+        m
+    })
 }
 
 fn refuse() {
