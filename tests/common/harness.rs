@@ -251,7 +251,13 @@ pub fn main(trials: Vec<Trial>) -> ! {
     let mut times = std::mem::take(&mut *TIMES.lock().unwrap_or_else(|e| e.into_inner()));
     times.sort_by_key(|t| std::cmp::Reverse(t.1));
     if times.len() > 1 {
-        println!("slowest tests:");
+        // Their sum against the wall time says how well the test threads were kept busy.
+        let sum: Duration = times.iter().map(|t| t.1).sum();
+        println!(
+            "slowest tests (of {} that ran for {:.0} s in all):",
+            times.len(),
+            sum.as_secs_f64()
+        );
         for (name, took) in times.iter().take(SLOWEST) {
             println!("{:8.1} s  {name}", took.as_secs_f64());
         }

@@ -123,7 +123,7 @@ fn resume_after_kill_skips_finished_runs() {
     let _g = serial();
     let scratch = scratch();
     let d = scratch.path();
-    let f = tiny(d, 2, "2s");
+    let f = tiny(d, 2, "1s");
     let out = d.join("exp");
     let mut child = bin()
         .args(["experiment", f.to_str().unwrap(), "-q", "--out"])
