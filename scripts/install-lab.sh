@@ -13,10 +13,11 @@ PACKAGES=(
     mariadb-server mariadb-client curl iproute2 procps
 )
 # The application stacks' packages (src/lab/doctor.rs, APP_PACKAGES): wordpress (S2),
-# gallery (S4), symfony (S3).
+# gallery (S4), symfony (S3), caddy-fpm (HTTP/3).
 APP_PACKAGES=(
     wordpress wordpress-theme-twentytwentyone
     php8.2-gd
+    caddy
     php-symfony-http-kernel php-symfony-dependency-injection php-symfony-config
     php-symfony-routing php-twig
 )

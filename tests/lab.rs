@@ -67,6 +67,11 @@ fn main() {
             LAB,
             auto_started_mariadb_goes_with_its_last_user,
         ),
+        harness::trial_or_ignored(
+            "caddy_fpm_serves_three_protocols_and_its_log_counts_them",
+            LAB,
+            caddy_fpm_serves_three_protocols_and_its_log_counts_them,
+        ),
         harness::trial(
             "failed_up_leaves_nothing_running",
             LAB,
@@ -783,4 +788,54 @@ fn study_files_run_quick() {
     for name in ["s1-lamp", "s5-prefork-vs-fpm"] {
         study_quick(name);
     }
+}
+
+/// `lab up caddy-fpm --tls`: HTTP/1.1 and HTTP/2 runs of overload and HTTP/3 requests (the
+/// test client of tests/common/h3.rs) reach PHP, and Caddy's own access log counts each
+/// protocol's requests as they were sent. Ignored where caddy is not installed.
+fn caddy_fpm_serves_three_protocols_and_its_log_counts_them() -> Option<String> {
+    if !std::path::Path::new("/usr/bin/caddy").exists() {
+        return Some("caddy is not installed (apt-get install caddy)".into());
+    }
+    let lab = Lab::new("caddy");
+    let info = lab.up("caddy-fpm", &["--tls"]);
+    let ca = lab.prefix.join("tls/ca.pem");
+    let url = format!("https://127.0.0.1:{}/cpu.php", info.port);
+    for http in ["1.1", "2"] {
+        let (_, v) = common::run_json(&[
+            "run",
+            &url,
+            "-n",
+            "20",
+            "-c",
+            "2",
+            "--http",
+            http,
+            "--cacert",
+            ca.to_str().unwrap(),
+        ]);
+        assert_eq!(v["requests"], 20, "{v}");
+        assert_eq!(v["errors"], serde_json::json!({}), "{v}");
+    }
+    let addr = format!("127.0.0.1:{}", info.port).parse().unwrap();
+    let client = common::h3::H3Client::new(addr, &std::fs::read(&ca).unwrap());
+    let (_, out) = client.load(&["/cpu.php"], 20, 4);
+    let t = common::h3::tally(&out);
+    assert_eq!(t.get("200"), Some(&20), "{t:?}");
+    let log = lab.prefix.join("caddy-fpm/logs/access.log");
+    // Caddy writes each entry once the answer is done: wait for the last ones.
+    let mut counts = Default::default();
+    common::wait_until("caddy's access log", Duration::from_secs(10), || {
+        counts = overload::lab::caddy_log::count_file(&log, "/cpu.php").unwrap();
+        counts.values().sum::<u64>() >= 60
+    });
+    let want: std::collections::BTreeMap<String, u64> = [
+        ("HTTP/1.1".to_string(), 20),
+        ("HTTP/2.0".to_string(), 20),
+        ("HTTP/3.0".to_string(), 20),
+    ]
+    .into();
+    assert_eq!(counts, want);
+    lab.down_all_and_check();
+    None
 }

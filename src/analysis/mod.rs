@@ -647,6 +647,7 @@ pub(crate) mod tests {
             connect_time_ms: LatencyStats::default(),
             first_byte_ms: LatencyStats::default(),
             tls: None,
+            quic: None,
             names: Vec::new(),
             sessions: None,
         }

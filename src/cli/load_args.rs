@@ -199,15 +199,17 @@ impl From<OpenLoopArgs> for OpenLoopConfig {
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Connections")]
 pub struct ConnArgs {
-    /// HTTP version: 1.1, 2 or auto.
+    /// HTTP version: 1.1, 2, 3 or auto.
     ///
-    /// auto: what TLS negotiates, HTTP/1.1 over cleartext. `2` on an http:// URL is h2c
-    /// with prior knowledge.
+    /// auto: what TLS negotiates (h2 or http/1.1; auto never picks HTTP/3, which runs over
+    /// UDP: ask for it with `3`), HTTP/1.1 over cleartext. `2` on an http:// URL is h2c with
+    /// prior knowledge. `3`: HTTP/3 over QUIC, https:// only (certificates checked as for
+    /// TLS: --cacert, --insecure).
     #[arg(long, value_name = "VERSION", default_value = ConnConfig::default().http.as_str(),
           value_parser = parse_http)]
     pub http: HttpVersion,
-    /// HTTP/2: concurrent streams per connection (capped by the server's
-    /// SETTINGS_MAX_CONCURRENT_STREAMS). Closed loop: each user takes one stream, so users
+    /// HTTP/2 and HTTP/3: concurrent streams per connection (capped by the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS, or QUIC's MAX_STREAMS). Closed loop: each user takes one stream, so users
     /// share ⌈users / streams⌉ connections.
     #[arg(long, value_name = "N", default_value_t = ConnConfig::default().streams)]
     pub streams: u32,
@@ -290,6 +292,17 @@ pub struct TlsArgs {
     /// browsers keep); off: every new connection does a full handshake.
     #[arg(long, value_enum, default_value = "on", value_name = "on|off")]
     pub tls_resumption: OnOff,
+    /// HTTP/3: send idempotent requests as 0-RTT early data on resumed connections.
+    ///
+    /// Needs --tls-resumption on; requests that are not idempotent (POST) wait for the
+    /// handshake. Handshakes whose early data the server accepted are counted apart.
+    #[arg(
+        long = "0rtt",
+        value_enum,
+        default_value = "off",
+        value_name = "on|off"
+    )]
+    pub zero_rtt: OnOff,
 }
 
 impl From<TlsArgs> for TlsConfig {
@@ -304,6 +317,7 @@ impl From<TlsArgs> for TlsConfig {
                 TlsVersionArg::V13 => TlsVersion::V13,
             }),
             resumption: a.tls_resumption == OnOff::On,
+            early_data: a.zero_rtt == OnOff::On,
             ..TlsConfig::default()
         }
     }

@@ -34,7 +34,8 @@ pub struct TargetArgs {
     pub backlog: String,
     /// Play a fault for every request: refuse, reset, reset-body, hang, drip, bad-status,
     /// bad-header, short-body, bad-chunk, huge-body, 503, close-after-read, close-idle; HTTP/2:
-    /// h2-reset, h2-goaway, settings-flood, huge-headers.
+    /// h2-reset, h2-goaway, settings-flood, huge-headers; HTTP/3: quic-stall, quic-reset,
+    /// h3-goaway, quic-streams-1, quic-close.
     #[arg(long, value_name = "MODE")]
     pub fault: Option<String>,
     /// Allow a non-loopback --listen address.
@@ -54,6 +55,10 @@ pub struct TargetArgs {
     /// overload-target-PORT-ca.pem in the temporary directory].
     #[arg(long, value_name = "FILE")]
     pub ca_out: Option<std::path::PathBuf>,
+    /// With --tls: serve HTTP/3 too, over QUIC on the same port number over UDP (TCP answers
+    /// then carry Alt-Svc: h3=":PORT").
+    #[arg(long)]
+    pub http3: bool,
     /// HTTPS: play a TLS fault on every connection: stall (never answer the ClientHello),
     /// close (close after it), expired (an expired certificate), wrong-name (a certificate
     /// for another name).
@@ -103,15 +108,16 @@ impl TargetArgs {
             backlog,
             fault,
             tls,
+            http3: self.http3,
         })
     }
 
     fn tls_identity(&self) -> crate::Result<Option<TargetTls>> {
         let tls_only = self.cert.is_some() || self.ca_out.is_some() || self.tls_fault.is_some();
         if !self.tls {
-            if tls_only {
+            if tls_only || self.http3 {
                 return Err(usage(
-                    "--cert, --key, --ca-out and --tls-fault need --tls".into(),
+                    "--cert, --key, --ca-out, --tls-fault and --http3 need --tls".into(),
                 ));
             }
             return Ok(None);

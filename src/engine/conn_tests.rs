@@ -125,6 +125,7 @@ fn get() -> Prepared {
         keep_alive: b"GET / HTTP/1.1\r\nHost: t\r\n\r\n".to_vec(),
         close: b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".to_vec(),
         head_only: false,
+        h3_head: Vec::new(),
         h2_block: Vec::new(),
         body: Vec::new(),
         name: 0,

@@ -12,6 +12,7 @@
 mod backoff;
 mod conn;
 pub mod h2;
+pub mod h3;
 pub mod http;
 pub mod pacing;
 pub mod protocol;
@@ -23,7 +24,7 @@ mod worker;
 
 pub use crate::plan::segment::Segment;
 pub use pacing::{Arrival, Replay};
-pub use protocol::{Http2, Protocol, Reuse};
+pub use protocol::{Http2, Http3, Protocol, Reuse};
 pub use think::Think;
 
 use crate::metrics::{Recorder, SecondLog, SecondSlot};
@@ -45,8 +46,11 @@ pub struct Prepared {
     pub head_only: bool,
     /// HTTP/2: the request's header block (HPACK, see [`h2::hpack::encode_request`]).
     pub h2_block: Vec<u8>,
-    /// HTTP/2: the request body, sent in DATA frames.
+    /// HTTP/2: the request body, sent in DATA frames (HTTP/3: in one DATA frame).
     pub body: Vec<u8>,
+    /// HTTP/3: the request's HEADERS frame (QPACK, see [`h3::qpack::encode_request`]) and
+    /// the header of its DATA frame, if it has a body.
+    pub h3_head: Vec<u8>,
     /// Its name: an index into [`EngineConfig::names`], for the statistics per name.
     pub name: u16,
 }
@@ -402,7 +406,7 @@ pub fn run(
     }
     if cfg.scenario.is_some() && !cfg.protocol.carries_scenarios() {
         return Err(crate::Error::usage(
-            "--scenario speaks HTTP/1.1; --http 2 is not supported with it",
+            "--scenario speaks HTTP/1.1; --http 2 and --http 3 are not supported with it",
         ));
     }
     if cfg.duration.is_none() && cfg.max_requests.is_none() {

@@ -46,6 +46,8 @@ pub struct TlsClientOptions {
     pub resumption: bool,
     /// ALPN protocols offered, in order of preference (`http/1.1` today).
     pub alpn: Vec<Vec<u8>>,
+    /// HTTP/3 (`--0rtt on`): send idempotent requests as early data on resumed connections.
+    pub early_data: bool,
 }
 
 /// The run's TLS client: the configuration and the server name of each address.
@@ -55,6 +57,7 @@ pub struct TlsClient {
     insecure: bool,
     cacert: bool,
     resumption: bool,
+    early_data: bool,
     names: Vec<(SocketAddr, ServerName<'static>)>,
 }
 
@@ -109,6 +112,7 @@ impl TlsClient {
             _ => return Err("--client-cert and --client-key go together".into()),
         };
         config.alpn_protocols = opts.alpn.clone();
+        config.enable_early_data = opts.early_data;
         let names = servers
             .iter()
             .map(|(addr, host)| {
@@ -122,6 +126,7 @@ impl TlsClient {
             insecure: opts.insecure,
             cacert: opts.ca_pem.is_some(),
             resumption: opts.resumption,
+            early_data: opts.early_data,
             names,
         })
     }
@@ -184,6 +189,51 @@ impl TlsClient {
             names: self.names.clone(),
         }
     }
+}
+
+impl TlsClient {
+    /// HTTP/3: one worker thread's QUIC client, from the same configuration (its verifier,
+    /// `--cacert`, `--insecure`, client certificate; ALPN `h3`), with a session cache of its
+    /// own as for TCP. QUIC speaks TLS 1.3 only: `--tls-version 1.2` cannot carry it.
+    pub fn quic_for_thread(&self) -> Result<QuicSetup, String> {
+        let mut config = ClientConfig::clone(&self.config);
+        config.resumption = if self.resumption {
+            Resumption::in_memory_sessions(SESSIONS_PER_THREAD)
+        } else {
+            Resumption::disabled()
+        };
+        config.alpn_protocols = vec![b"h3".to_vec()];
+        config.enable_early_data = self.early_data;
+        let crypto = quinn_proto::crypto::rustls::QuicClientConfig::try_from(Arc::new(config))
+            .map_err(|e| format!("HTTP/3 needs TLS 1.3 with AES-128-GCM: {e}"))?;
+        let mut transport = quinn_proto::TransportConfig::default();
+        // The server opens no request streams; its control and QPACK streams are three.
+        transport
+            .max_concurrent_bidi_streams(0u32.into())
+            .max_concurrent_uni_streams(16u32.into())
+            // Large windows, as HTTP/2's: a response never waits for a window update on a
+            // fast network.
+            .stream_receive_window((16u32 << 20).into())
+            .receive_window((1u32 << 30).into());
+        let mut client = quinn_proto::ClientConfig::new(Arc::new(crypto));
+        client.transport_config(Arc::new(transport));
+        Ok(QuicSetup {
+            config: client,
+            names: self
+                .names
+                .iter()
+                .map(|(a, n)| (*a, n.to_str().into_owned()))
+                .collect(),
+        })
+    }
+}
+
+/// What one worker thread needs to open QUIC connections.
+#[derive(Clone)]
+pub struct QuicSetup {
+    pub config: quinn_proto::ClientConfig,
+    /// The server name (SNI, and the name the certificate must carry) of each address.
+    pub names: Vec<(SocketAddr, String)>,
 }
 
 /// A blocking socket whose every read and write ends by one deadline: each call waits at
@@ -447,6 +497,9 @@ impl<P: CertPolicy> ServerCertVerifier for Verifier<P> {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        // A full handshake shows its certificate, a resumed one does not: QUIC's handshake
+        // tells the two apart by this (see `watch_verified`).
+        VERIFIED.with(|v| v.set(true));
         self.policy
             .check(end_entity, intermediates, server_name, ocsp, now)
     }
@@ -484,6 +537,24 @@ impl<P: CertPolicy> ServerCertVerifier for Verifier<P> {
             .signature_verification_algorithms
             .supported_schemes()
     }
+}
+
+thread_local! {
+    /// Set when this thread's verifier was asked about a certificate.
+    static VERIFIED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` (a QUIC connection reading handshake data) and sets `*seen` if a server
+/// certificate was verified meanwhile: the handshake was a full one. quinn-proto keeps
+/// rustls' connection to itself, so whether it resumed is known only this way; the check
+/// runs on the worker's own thread, inside `f`.
+pub fn watch_verified<R>(f: impl FnOnce() -> R, seen: &mut bool) -> R {
+    VERIFIED.with(|v| v.set(false));
+    let r = f();
+    if VERIFIED.with(|v| v.get()) {
+        *seen = true;
+    }
+    r
 }
 
 /// `--insecure`: any certificate is accepted, but the handshake's signatures are still

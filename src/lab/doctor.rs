@@ -29,6 +29,8 @@ pub const APP_PACKAGES: &[(&str, &[&str])] = &[
         &["wordpress", "wordpress-theme-twentytwentyone"],
     ),
     ("gallery", &["php8.2-gd"]),
+    // Caddy (Debian's 2.6) serves HTTP/3 on its HTTPS sites.
+    ("caddy-fpm", &["caddy"]),
     // The components the app loads (each brings its own dependencies: event-dispatcher,
     // http-foundation, error-handler, the contracts, psr/log, psr/container).
     (

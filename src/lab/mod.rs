@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub mod apps;
+pub mod caddy_log;
 pub mod doctor;
 pub mod gallery;
 pub mod launch;

@@ -15,6 +15,7 @@ const NGINX_PERSISTENT: &str = include_str!("../../lab/templates/nginx-persisten
 const PHP_FPM: &str = include_str!("../../lab/templates/php-fpm.conf");
 const HTTPD_PREFORK: &str = include_str!("../../lab/templates/httpd-prefork.conf");
 const HTTPD_EVENT_FPM: &str = include_str!("../../lab/templates/httpd-event-fpm.conf");
+const CADDY_FPM: &str = include_str!("../../lab/templates/caddy-fpm.caddyfile");
 const FASTCGI_PARAMS: &str = include_str!("../../lab/templates/fastcgi_params");
 const NGINX_MIME: &str = include_str!("../../lab/templates/mime.types");
 const APACHE_MIME: &str = include_str!("../../lab/templates/apache-mime.types");
@@ -158,6 +159,12 @@ pub fn stack_files(cfg: &Resolved, l: &Layout) -> Result<Vec<(PathBuf, String)>>
             files.push((l.conf.join("httpd.conf"), render(name, tpl, &vars)?));
             files.push((l.conf.join("mime.types"), APACHE_MIME.to_string()));
         }
+        Stack::CaddyFpm => {
+            files.push((
+                l.conf.join("Caddyfile"),
+                render("caddy-fpm.caddyfile", CADDY_FPM, &vars)?,
+            ));
+        }
         Stack::Mariadb | Stack::Wordpress | Stack::Gallery | Stack::Symfony => {
             return Err(Error::runtime(format!(
                 "stack_files: {stack} is not a web front"
@@ -194,6 +201,8 @@ fn tls_vars(cfg: &Resolved, l: &Layout) -> Vec<(&'static str, String)> {
             ("LISTEN_TLS", String::new()),
             ("NGINX_TLS", String::new()),
             ("APACHE_TLS", String::new()),
+            ("CADDY_SITE", format!("http://127.0.0.1:{}", cfg.port)),
+            ("CADDY_TLS", String::new()),
         ];
     }
     let f = TlsFiles::new(l.prefix());
@@ -225,6 +234,8 @@ fn tls_vars(cfg: &Resolved, l: &Layout) -> Vec<(&'static str, String)> {
         ("LISTEN_TLS", listen.to_string()),
         ("NGINX_TLS", nginx),
         ("APACHE_TLS", apache),
+        ("CADDY_SITE", format!("https://127.0.0.1:{}", cfg.port)),
+        ("CADDY_TLS", format!("\ttls {cert} {key}\n")),
     ]
 }
 

@@ -19,6 +19,8 @@ pub enum Stack {
     NginxFpmCache,
     /// Long-lived pre-forked PHP workers speaking HTTP, nginx in front (S3).
     PhpPersistent,
+    /// Caddy in front of PHP-FPM: with `--tls`, HTTP/1.1, HTTP/2 and HTTP/3 from one stack.
+    CaddyFpm,
     /// Debian's WordPress with generated content, behind a front chosen by `--web` (S2).
     Wordpress,
     /// S4's slow image gallery (thumbnails made on request with GD), on nginx-fpm or
@@ -33,12 +35,13 @@ pub enum Stack {
 
 impl Stack {
     /// Web stacks first and MariaDB last: `down --all` stops them in this order.
-    pub const ALL: [Stack; 9] = [
+    pub const ALL: [Stack; 10] = [
         Stack::NginxFpm,
         Stack::ApachePrefork,
         Stack::ApacheEventFpm,
         Stack::NginxFpmCache,
         Stack::PhpPersistent,
+        Stack::CaddyFpm,
         Stack::Wordpress,
         Stack::Gallery,
         Stack::Symfony,
@@ -55,6 +58,7 @@ impl Stack {
             Stack::PhpPersistent => {
                 "Long-lived pre-forked PHP workers speaking HTTP, nginx in front (S3)"
             }
+            Stack::CaddyFpm => "Caddy + PHP-FPM; with --tls it serves HTTP/3 too (protocols)",
             Stack::Wordpress => {
                 "Debian's WordPress with generated content, --web picks the front (S2)"
             }
@@ -75,6 +79,7 @@ impl Stack {
             Stack::ApacheEventFpm => "apache-event-fpm",
             Stack::NginxFpmCache => "nginx-fpm-cache",
             Stack::PhpPersistent => "php-persistent",
+            Stack::CaddyFpm => "caddy-fpm",
             Stack::Wordpress => "wordpress",
             Stack::Gallery => "gallery",
             Stack::Symfony => "symfony",
@@ -93,6 +98,7 @@ impl Stack {
             Stack::Wordpress => 18086,
             Stack::Gallery => 18087,
             Stack::Symfony => 18088,
+            Stack::CaddyFpm => 18089,
             Stack::Mariadb => 13306,
         }
     }
@@ -126,7 +132,7 @@ impl Stack {
     pub fn uses_fpm(self) -> bool {
         matches!(
             self,
-            Stack::NginxFpm | Stack::ApacheEventFpm | Stack::NginxFpmCache
+            Stack::NginxFpm | Stack::ApacheEventFpm | Stack::NginxFpmCache | Stack::CaddyFpm
         )
     }
 
@@ -162,6 +168,17 @@ impl Stack {
                 Backlog,
             ],
             Stack::PhpPersistent => &[Workers, Opcache, KeepAlive, Tls, Http2, Backlog],
+            // Caddy serves HTTP/2 and HTTP/3 on HTTPS by itself; its idle timeout and backlog
+            // are Go's defaults.
+            Stack::CaddyFpm => &[
+                Pm,
+                MaxChildren,
+                StartServers,
+                MinSpare,
+                MaxSpare,
+                Opcache,
+                Tls,
+            ],
             // Plus the knobs of the front it runs on (`resolve` adds them).
             Stack::Wordpress => &[Web, Size],
             Stack::Gallery | Stack::Symfony => &[Web],
@@ -176,6 +193,7 @@ impl Stack {
             Stack::ApachePrefork => &["apache=apache2"],
             Stack::ApacheEventFpm => &["apache=apache2", "php=php-fpm"],
             Stack::PhpPersistent => &["php=php", "nginx=nginx"],
+            Stack::CaddyFpm => &["php=php-fpm", "caddy=caddy"],
             // The front's processes: `Resolved::web` names the front.
             Stack::Wordpress | Stack::Gallery | Stack::Symfony => &[],
             Stack::Mariadb => &["db=mariadbd"],
@@ -189,6 +207,7 @@ impl Stack {
             Stack::ApacheEventFpm => "Apache mpm_event + PHP-FPM (mod_proxy_fcgi)",
             Stack::NginxFpmCache => "nginx fastcgi_cache + PHP-FPM",
             Stack::PhpPersistent => "persistent pre-forked PHP workers behind nginx",
+            Stack::CaddyFpm => "Caddy + PHP-FPM (HTTP/3 with --tls)",
             Stack::Wordpress => "Debian's WordPress",
             Stack::Gallery => "S4's image gallery, thumbnails made with GD on every request",
             Stack::Symfony => "a Symfony 5.4 app (HttpKernel, Routing, Twig, a MariaDB row)",

@@ -192,6 +192,22 @@ pub fn launch(
                 None,
             )?;
         }
+        Stack::CaddyFpm => {
+            run.spawn(
+                "caddy",
+                "caddy",
+                vec![
+                    s("run"),
+                    s("--config"),
+                    s(l.conf.join("Caddyfile").display()),
+                    s("--adapter"),
+                    s("caddyfile"),
+                ],
+                &l.logs,
+                vec![],
+                None,
+            )?;
+        }
         Stack::Mariadb | Stack::Wordpress | Stack::Gallery | Stack::Symfony => {}
     }
     // Over HTTPS the readiness checks verify the prefix's certificate: a stack that is

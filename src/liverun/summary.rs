@@ -213,8 +213,17 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
     lat_row(&mut o, "first byte", &s.first_byte_ms);
     lat_row(&mut o, "connect", &s.connect_time_ms);
     if let Some(t) = &s.tls {
-        lat_row(&mut o, "TLS handshake", &t.handshake_time_ms);
+        // HTTP/3's handshake is QUIC's (TLS 1.3 inside it, no TCP connect before it).
+        let label = if s.quic.is_some() {
+            "QUIC handshake"
+        } else {
+            "TLS handshake"
+        };
+        lat_row(&mut o, label, &t.handshake_time_ms);
         o.push_str(&tls_line(t));
+    }
+    if let Some(q) = &s.quic {
+        o.push_str(&quic_line(q));
     }
     let statuses: Vec<String> = s
         .statuses
@@ -273,6 +282,24 @@ pub fn tls_line(t: &crate::metrics::TlsSummary) -> String {
         } else {
             format!(", {} failed ({})", t.failed_count(), failures.join(", "))
         }
+    )
+}
+
+/// HTTP/3: QUIC's packets per answer, and the 0-RTT handshakes.
+pub fn quic_line(q: &crate::metrics::QuicSummary) -> String {
+    let early = if q.zero_rtt_accepted > 0 {
+        format!("; 0-RTT accepted on {} handshakes", q.zero_rtt_accepted)
+    } else {
+        String::new()
+    };
+    format!(
+        "  QUIC           packets per answer: {:.2} sent, {:.2} received, {:.3} lost \
+         ({} lost of {} sent){early}\n",
+        q.packets_sent_per_response,
+        q.packets_received_per_response,
+        q.packets_lost_per_response,
+        q.packets_lost,
+        q.packets_sent,
     )
 }
 

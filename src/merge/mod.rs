@@ -591,6 +591,16 @@ fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, S
         // The parts ran one plan, each asking its first server the same question.
         protocol: s0.summary.protocol.clone(),
         tls: tls.as_ref().map(|(t, _)| t.clone()),
+        // QUIC's packets add up as the requests do.
+        quic: parts
+            .iter()
+            .filter_map(|(_, s)| s.summary.quic.as_ref())
+            .map(crate::metrics::QuicSummary::tally)
+            .reduce(|mut a, b| {
+                a.add(&b);
+                a
+            })
+            .map(|t| crate::metrics::QuicSummary::of(&t, responses)),
         names: Vec::new(),
         // Generators' sessions add up as their requests do.
         sessions: match &s0.summary.sessions {

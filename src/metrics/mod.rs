@@ -12,7 +12,9 @@ pub use names::{NameStats, NameSummary};
 pub use recorder::{Recorder, SessionTally};
 pub use second::{SecondBucket, SecondLog, SecondSlot};
 pub use status::OkStatus;
-pub use summary::{ConnectSummary, ProtocolChoice, SessionSummary, Summary, TlsSummary};
+pub use summary::{
+    ConnectSummary, ProtocolChoice, QuicSummary, SessionSummary, Summary, TlsSummary,
+};
 
 /// Transport-level failures. HTTP statuses (4xx, 5xx) are answers, counted apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -64,10 +66,23 @@ pub enum ErrorKind {
     /// Scenarios: a value to extract (regex, JSON pointer, header) was not in the answer.
     /// Counted beside the response; the user starts its scenario over.
     ExtractFailed,
+    /// HTTP/3: the QUIC handshake failed (no answer on UDP, the handshake timed out, a
+    /// TLS alert inside QUIC, no common version); a refused certificate is `tls-certificate`.
+    QuicHandshake,
+    /// HTTP/3: the QUIC connection went silent past its idle timeout after its handshake.
+    QuicIdleTimeout,
+    /// HTTP/3: the server reset the request's stream (RESET_STREAM or STOP_SENDING).
+    H3Reset,
+    /// HTTP/3: the server's GOAWAY (or its closing with H3_NO_ERROR) left the request out,
+    /// and it could not be retried.
+    H3Goaway,
+    /// HTTP/3: the server closed the QUIC connection with an error code (transport or
+    /// HTTP/3; the code is in the run's notes), or broke QUIC's or HTTP/3's rules.
+    QuicProtocol,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 15] = [
+    pub const ALL: [ErrorKind; 20] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
         ErrorKind::Reset,
@@ -83,6 +98,11 @@ impl ErrorKind {
         ErrorKind::H2Goaway,
         ErrorKind::CheckFailed,
         ErrorKind::ExtractFailed,
+        ErrorKind::QuicHandshake,
+        ErrorKind::QuicIdleTimeout,
+        ErrorKind::H3Reset,
+        ErrorKind::H3Goaway,
+        ErrorKind::QuicProtocol,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -104,6 +124,11 @@ impl ErrorKind {
             ErrorKind::H2Goaway => "h2-goaway",
             ErrorKind::CheckFailed => "check-failed",
             ErrorKind::ExtractFailed => "extract-failed",
+            ErrorKind::QuicHandshake => "quic-handshake",
+            ErrorKind::QuicIdleTimeout => "quic-idle-timeout",
+            ErrorKind::H3Reset => "h3-reset",
+            ErrorKind::H3Goaway => "h3-goaway",
+            ErrorKind::QuicProtocol => "quic-protocol",
         }
     }
 
@@ -171,6 +196,11 @@ impl ErrorKind {
             ErrorKind::H2Goaway => "left out by the server's HTTP/2 GOAWAY",
             ErrorKind::CheckFailed => "an answer failed a scenario's check",
             ErrorKind::ExtractFailed => "a scenario's value to extract was missing",
+            ErrorKind::QuicHandshake => "QUIC handshake failed",
+            ErrorKind::QuicIdleTimeout => "QUIC connection idle past its timeout",
+            ErrorKind::H3Reset => "HTTP/3 stream reset by the server",
+            ErrorKind::H3Goaway => "left out by the server's HTTP/3 GOAWAY",
+            ErrorKind::QuicProtocol => "QUIC or HTTP/3 protocol error",
         }
     }
 

@@ -15,7 +15,28 @@ const STATUS_SLOTS: usize = 600;
 
 /// The HTTP versions requests are counted by, as the summary names them: the index of each is
 /// the engine's `Protocol::index`.
-pub const PROTOCOLS: [&str; 2] = ["1.1", "2"];
+pub const PROTOCOLS: [&str; 3] = ["1.1", "2", "3"];
+
+/// HTTP/3's counts from QUIC's own statistics, over the connections' lives up to their last
+/// counted answer (so per request: these over the responses).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QuicTally {
+    pub packets_sent: u64,
+    pub packets_received: u64,
+    /// Packets QUIC declared lost (their frames were sent again).
+    pub packets_lost: u64,
+    /// Handshakes whose 0-RTT data the server accepted (`--0rtt on`).
+    pub zero_rtt_accepted: u64,
+}
+
+impl QuicTally {
+    pub fn add(&mut self, o: &QuicTally) {
+        self.packets_sent += o.packets_sent;
+        self.packets_received += o.packets_received;
+        self.packets_lost += o.packets_lost;
+        self.zero_rtt_accepted += o.zero_rtt_accepted;
+    }
+}
 
 /// One thread's measurements; [`Recorder::merge`] folds threads together.
 #[derive(Debug, Clone)]
@@ -80,6 +101,8 @@ pub struct Recorder {
     pub users_stopped: u64,
     /// Open-loop scenario sessions (`--rate` with `--scenario`): arrivals and outcomes.
     pub sessions: SessionTally,
+    /// HTTP/3: QUIC's packets and 0-RTT.
+    pub quic: QuicTally,
     /// Requests sent, by protocol, in the order of [`PROTOCOLS`] (the engine's
     /// `Protocol::index`).
     pub protocols: [u64; PROTOCOLS.len()],
@@ -143,6 +166,7 @@ impl Recorder {
             interrupted: 0,
             users_stopped: 0,
             sessions: SessionTally::default(),
+            quic: QuicTally::default(),
             protocols: [0; PROTOCOLS.len()],
             seconds: Vec::with_capacity(expected_secs + 2),
             origin,
@@ -424,6 +448,7 @@ impl Recorder {
         self.pool_waits += o.pool_waits;
         self.retries += o.retries;
         self.interrupted += o.interrupted;
+        self.quic.add(&o.quic);
         for (mine, theirs) in self.protocols.iter_mut().zip(o.protocols) {
             *mine += theirs;
         }

@@ -69,6 +69,9 @@ pub struct Summary {
     /// Present when the run spoke TLS (https:// URLs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsSummary>,
+    /// Present when the run spoke HTTP/3: QUIC's packets, per answer too, and 0-RTT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic: Option<QuicSummary>,
     /// Per request name, most time spent first: the names that completed a request
     /// (absent from results written before names were kept: read as none).
     #[serde(default)]
@@ -200,6 +203,55 @@ pub struct TlsSummary {
     pub failures: BTreeMap<String, u64>,
 }
 
+/// HTTP/3's QUIC figures, from quinn-proto's statistics of each connection up to its last
+/// counted answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QuicSummary {
+    pub packets_sent: u64,
+    pub packets_received: u64,
+    /// Packets QUIC declared lost; their frames were sent again in later packets.
+    pub packets_lost: u64,
+    /// The same per answer (the responses counted).
+    pub packets_sent_per_response: f64,
+    pub packets_received_per_response: f64,
+    pub packets_lost_per_response: f64,
+    /// Handshakes whose 0-RTT early data the server accepted (`--0rtt on`); they are also
+    /// among `tls.handshakes_resumed`.
+    pub zero_rtt_accepted: u64,
+}
+
+impl QuicSummary {
+    /// From the run's totals and its answers.
+    pub fn of(t: &super::recorder::QuicTally, responses: u64) -> QuicSummary {
+        let per = |n: u64| {
+            if responses > 0 {
+                n as f64 / responses as f64
+            } else {
+                0.0
+            }
+        };
+        QuicSummary {
+            packets_sent: t.packets_sent,
+            packets_received: t.packets_received,
+            packets_lost: t.packets_lost,
+            packets_sent_per_response: per(t.packets_sent),
+            packets_received_per_response: per(t.packets_received),
+            packets_lost_per_response: per(t.packets_lost),
+            zero_rtt_accepted: t.zero_rtt_accepted,
+        }
+    }
+
+    /// Its tally (for adding the parts of a split run).
+    pub fn tally(&self) -> super::recorder::QuicTally {
+        super::recorder::QuicTally {
+            packets_sent: self.packets_sent,
+            packets_received: self.packets_received,
+            packets_lost: self.packets_lost,
+            zero_rtt_accepted: self.zero_rtt_accepted,
+        }
+    }
+}
+
 impl TlsSummary {
     pub fn failed_count(&self) -> u64 {
         self.failures.values().sum()
@@ -295,6 +347,7 @@ impl Summary {
             connect_time_ms: LatencyStats::from_hist(&r.connect_time),
             first_byte_ms: LatencyStats::from_hist(&r.first_byte),
             tls: TlsSummary::from_recorder(r),
+            quic: (r.protocols[2] > 0).then(|| QuicSummary::of(&r.quic, r.responses)),
             names: {
                 let mut names: Vec<NameSummary> = r
                     .names

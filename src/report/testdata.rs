@@ -112,6 +112,7 @@ pub fn step(
         },
         first_byte_ms: LatencyStats::default(),
         tls: None,
+        quic: None,
         names: Vec::new(),
         sessions: None,
     };

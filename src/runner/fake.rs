@@ -205,6 +205,7 @@ pub fn record(index: usize, load: &Load, s: Shape, secs: f64) -> StepRecord {
             connect_time_ms: LatencyStats::default(),
             first_byte_ms: LatencyStats::default(),
             tls: None,
+            quic: None,
             names: Vec::new(),
             sessions: None,
         },

@@ -114,6 +114,8 @@ pub enum WireHttp {
     V1,
     #[serde(rename = "2")]
     V2,
+    #[serde(rename = "3")]
+    V3,
     #[serde(rename = "auto")]
     Auto,
 }
@@ -129,6 +131,9 @@ pub struct WireTls {
     pub version: Option<WireTlsVersion>,
     /// `--tls-resumption`.
     pub resumption: bool,
+    /// `--0rtt` (absent from a controller that predates it: off).
+    #[serde(default)]
+    pub early_data: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -299,6 +304,7 @@ impl WireConn {
             http: match c.http {
                 HttpVersion::V1 => WireHttp::V1,
                 HttpVersion::V2 => WireHttp::V2,
+                HttpVersion::V3 => WireHttp::V3,
                 HttpVersion::Auto => WireHttp::Auto,
             },
             streams: c.streams,
@@ -317,6 +323,7 @@ impl WireConn {
                     TlsVersion::V13 => WireTlsVersion::V13,
                 }),
                 resumption: t.resumption,
+                early_data: t.early_data,
             },
         })
     }
@@ -328,6 +335,7 @@ impl WireConn {
             http: match self.http {
                 WireHttp::V1 => HttpVersion::V1,
                 WireHttp::V2 => HttpVersion::V2,
+                WireHttp::V3 => HttpVersion::V3,
                 WireHttp::Auto => HttpVersion::Auto,
             },
             streams: self.streams,
@@ -346,6 +354,7 @@ impl WireConn {
                     WireTlsVersion::V13 => TlsVersion::V13,
                 }),
                 resumption: self.tls.resumption,
+                early_data: self.tls.early_data,
                 ..TlsConfig::default()
             },
         }

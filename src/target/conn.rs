@@ -12,7 +12,8 @@ use tokio::net::TcpStream;
 use super::faults::{self, Fault};
 use super::request::{self, ChunkedDecoder, Framing, Head, Parsed, Reject, MAX_HEAD};
 use super::routes::{
-    self, write_head, write_status_response, ConnHeader, Route, FILL, OK_BODY, ROOT_BODY,
+    self, write_head_with, write_status_response, write_status_response_with, ConnHeader, Route,
+    FILL, OK_BODY, ROOT_BODY,
 };
 use super::Shared;
 
@@ -289,14 +290,15 @@ impl<S: Stream> Conn<S> {
         head: &Head,
         app_req: Option<&super::app::Request>,
     ) -> io::Result<Next> {
-        let fault = self.shared.fault;
+        // A server-wide HTTP/3 fault leaves this side serving normally.
+        let fault = self.shared.fault.filter(|f| !f.is_quic());
         let route = match fault {
             None | Some(Fault::CloseIdle) => head.route,
             Some(f) => Route::Fault(f),
         };
         // The status pages are not the load: neither counted as arrivals nor queued for a
         // worker (they answer while every worker is busy).
-        let status_page = matches!(route, Route::PoolStatus | Route::Arrivals);
+        let status_page = matches!(route, Route::PoolStatus | Route::Arrivals | Route::Stats);
         if !status_page {
             self.shared.arrivals.note();
         }
@@ -326,7 +328,8 @@ impl<S: Stream> Conn<S> {
         match route {
             Route::Root => self.small(200, ROOT_BODY, conn, head.is_head),
             Route::Bytes(n) => {
-                write_head(&mut self.wbuf, 200, Some(n), conn);
+                let alt = &self.shared.alt_svc.line;
+                write_head_with(&mut self.wbuf, 200, Some(n), conn, alt);
                 if !head.is_head {
                     self.write_body(n).await?;
                 }
@@ -344,7 +347,10 @@ impl<S: Stream> Conn<S> {
                 tokio::task::block_in_place(|| routes::spin(us));
                 self.small(200, OK_BODY, conn, head.is_head);
             }
-            Route::Status(code) => write_status_response(&mut self.wbuf, code, conn, head.is_head),
+            Route::Status(code) => {
+                let alt = &self.shared.alt_svc.line;
+                write_status_response_with(&mut self.wbuf, code, conn, head.is_head, alt);
+            }
             Route::PoolStatus => match self.shared.gate.status() {
                 Some(s) => {
                     let body = routes::pool_status_json(&s);
@@ -355,6 +361,10 @@ impl<S: Stream> Conn<S> {
             },
             Route::Arrivals => {
                 let body = self.shared.arrivals.json();
+                self.small(200, body.as_bytes(), conn, head.is_head);
+            }
+            Route::Stats => {
+                let body = self.shared.stats_json();
                 self.small(200, body.as_bytes(), conn, head.is_head);
             }
             Route::NotFound => write_status_response(&mut self.wbuf, 404, conn, head.is_head),
@@ -370,7 +380,7 @@ impl<S: Stream> Conn<S> {
             next = Next::Close;
         }
         // Counted before the final write, so a client holding the answer sees it counted.
-        self.shared.stats.requests.fetch_add(1, Ordering::Relaxed);
+        self.shared.stats.answered(super::HTTP1);
         // Batch answers while more pipelined requests are already here; with a worker
         // limit, write before the permit is released so it covers the whole request.
         if next != Next::KeepAlive
@@ -384,7 +394,13 @@ impl<S: Stream> Conn<S> {
     }
 
     fn small(&mut self, status: u16, body: &[u8], conn: ConnHeader, is_head: bool) {
-        write_head(&mut self.wbuf, status, Some(body.len() as u64), conn);
+        write_head_with(
+            &mut self.wbuf,
+            status,
+            Some(body.len() as u64),
+            conn,
+            &self.shared.alt_svc.line,
+        );
         if !is_head {
             self.wbuf.extend_from_slice(body);
         }

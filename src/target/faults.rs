@@ -45,10 +45,23 @@ pub enum Fault {
     SettingsFlood,
     /// HTTP/2, server-wide only: a 320 KiB header block (HEADERS + CONTINUATIONs).
     HugeHeaders,
+    /// HTTP/3, server-wide only: the client's Initial packets go unanswered for 3 s (per
+    /// client address), then the handshake goes on.
+    QuicStall,
+    /// HTTP/3: the request is read, then the connection is forgotten without a word; the
+    /// client's next packets get a stateless reset (server-wide: after every 100 requests).
+    QuicReset,
+    /// HTTP/3: the request is answered, then GOAWAY (server-wide: after every 100 requests).
+    H3Goaway,
+    /// HTTP/3, server-wide only: MAX_STREAMS 1, one request at a time per connection.
+    QuicStreams1,
+    /// HTTP/3: the request is read, then the connection is closed with the application error
+    /// H3_INTERNAL_ERROR (0x102) and no answer.
+    QuicClose,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 17] = [
+    pub const ALL: [Fault; 22] = [
         Fault::Refuse,
         Fault::Reset,
         Fault::ResetBody,
@@ -66,6 +79,11 @@ impl Fault {
         Fault::H2Goaway,
         Fault::SettingsFlood,
         Fault::HugeHeaders,
+        Fault::QuicStall,
+        Fault::QuicReset,
+        Fault::H3Goaway,
+        Fault::QuicStreams1,
+        Fault::QuicClose,
     ];
 
     /// The name used on the command line and in `/fault/NAME`.
@@ -88,7 +106,25 @@ impl Fault {
             Fault::H2Goaway => "h2-goaway",
             Fault::SettingsFlood => "settings-flood",
             Fault::HugeHeaders => "huge-headers",
+            Fault::QuicStall => "quic-stall",
+            Fault::QuicReset => "quic-reset",
+            Fault::H3Goaway => "h3-goaway",
+            Fault::QuicStreams1 => "quic-streams-1",
+            Fault::QuicClose => "quic-close",
         }
+    }
+
+    /// The faults of the HTTP/3 side only; HTTP/1.1 and HTTP/2 answer them 404 (per request)
+    /// and serve normally when one is server-wide, so the same target still answers there.
+    pub fn is_quic(self) -> bool {
+        matches!(
+            self,
+            Fault::QuicStall
+                | Fault::QuicReset
+                | Fault::H3Goaway
+                | Fault::QuicStreams1
+                | Fault::QuicClose
+        )
     }
 }
 
@@ -208,8 +244,16 @@ pub(crate) async fn answer<S: Stream>(
             write_status_response(&mut conn.wbuf, 503, conn_header, head.is_head);
             Ok(after)
         }
-        // HTTP/2's faults have no HTTP/1.1 form: such a route does not exist here.
-        Fault::H2Reset | Fault::H2Goaway | Fault::SettingsFlood | Fault::HugeHeaders => {
+        // HTTP/2's and HTTP/3's faults have no HTTP/1.1 form: such a route does not exist here.
+        Fault::H2Reset
+        | Fault::H2Goaway
+        | Fault::SettingsFlood
+        | Fault::HugeHeaders
+        | Fault::QuicStall
+        | Fault::QuicReset
+        | Fault::H3Goaway
+        | Fault::QuicStreams1
+        | Fault::QuicClose => {
             write_status_response(&mut conn.wbuf, 404, conn_header, head.is_head);
             Ok(after)
         }

@@ -67,7 +67,8 @@ where
     let mut served = 0u64;
     while let Some(accepted) = conn.accept().await {
         let Ok((req, respond)) = accepted else { break };
-        let route = match shared.fault {
+        // A server-wide HTTP/3 fault leaves this side serving normally.
+        let route = match shared.fault.filter(|f| !f.is_quic()) {
             None | Some(Fault::CloseIdle) => {
                 Route::parse(req.uri().path_and_query().map_or("/", |p| p.as_str()))
             }
@@ -97,7 +98,7 @@ async fn answer(
     shared.stats.received.fetch_add(1, Ordering::Relaxed);
     // The status pages are not the load: neither counted as arrivals nor queued for a
     // worker (they answer while every worker is busy).
-    let _permit = if matches!(route, Route::PoolStatus | Route::Arrivals) {
+    let _permit = if matches!(route, Route::PoolStatus | Route::Arrivals | Route::Stats) {
         None
     } else {
         shared.arrivals.note();
@@ -114,9 +115,11 @@ async fn answer(
         stall.wait_open().await;
     }
     let r = match route {
-        Route::Root => small(&mut respond, 200, ROOT_BODY, is_head),
+        Route::Root => small_alt(&mut respond, ROOT_BODY, is_head, &shared),
         Route::Bytes(n) => body(&mut respond, n, is_head).await,
-        Route::Sleep { .. } | Route::Cpu { .. } => small(&mut respond, 200, OK_BODY, is_head),
+        Route::Sleep { .. } | Route::Cpu { .. } => {
+            small_alt(&mut respond, OK_BODY, is_head, &shared)
+        }
         Route::Status(code) => small(&mut respond, code, b"", true),
         Route::PoolStatus => match shared.gate.status() {
             Some(s) => owned(&mut respond, routes::pool_status_json(&s), is_head),
@@ -124,12 +127,13 @@ async fn answer(
             None => small(&mut respond, 404, b"", true),
         },
         Route::Arrivals => owned(&mut respond, shared.arrivals.json(), is_head),
+        Route::Stats => owned(&mut respond, shared.stats_json(), is_head),
         // The login application speaks HTTP/1.1 only.
         Route::NotFound | Route::App(_) => small(&mut respond, 404, b"", true),
         Route::BadParam => small(&mut respond, 400, b"", true),
         Route::Fault(f) => fault(f, &mut respond, is_head).await,
     };
-    shared.stats.requests.fetch_add(1, Ordering::Relaxed);
+    shared.stats.answered(super::HTTP2);
     drop(r);
 }
 
@@ -149,6 +153,24 @@ fn owned(respond: &mut SendResponse<Bytes>, body: String, is_head: bool) -> Resu
     let mut s = head(respond, 200, is_head)?;
     if !is_head {
         s.send_data(Bytes::from(body), true)?;
+    }
+    Ok(())
+}
+
+/// A 200 with a static body and, when HTTP/3 is served too, `Alt-Svc`.
+fn small_alt(
+    respond: &mut SendResponse<Bytes>,
+    body: &'static [u8],
+    is_head: bool,
+    shared: &Shared,
+) -> Result<(), h2::Error> {
+    let mut resp = Response::new(());
+    if let Some(v) = &shared.alt_svc.value {
+        resp.headers_mut().insert(http::header::ALT_SVC, v.clone());
+    }
+    let mut s = respond.send_response(resp, is_head)?;
+    if !is_head {
+        s.send_data(Bytes::from_static(body), true)?;
     }
     Ok(())
 }
@@ -199,6 +221,12 @@ async fn fault(
     match f {
         Fault::H2Goaway | Fault::CloseIdle => small(respond, 200, OK_BODY, is_head),
         Fault::Status503 => small(respond, 503, b"", true),
+        // HTTP/3's faults have no HTTP/2 form: such a route does not exist here.
+        Fault::QuicStall
+        | Fault::QuicReset
+        | Fault::H3Goaway
+        | Fault::QuicStreams1
+        | Fault::QuicClose => small(respond, 404, b"", true),
         Fault::HugeBody => body(respond, super::faults::HUGE_BODY, is_head).await,
         Fault::Hang => {
             // Until the client gives up on the stream (RST_STREAM) or the connection.

@@ -15,7 +15,9 @@
 //! `request` (head and body framing), `routes` (the workloads), `workers` (the `--workers`
 //! gate), `stall` (the `--stall` freeze), `timer` (precise `/sleep`), `faults` (broken answers),
 //! `tls` (HTTPS: certificates, TLS faults), `h2` (HTTP/2: h2c with prior knowledge on the
-//! same port, h2 over TLS by ALPN; the `h2` crate's server). See docs/target.md.
+//! same port, h2 over TLS by ALPN; the `h2` crate's server), `h3` (HTTP/3 over QUIC on the
+//! same port number over UDP with `--tls --http3`: quinn and the `h3` crate, and the QUIC
+//! faults). See docs/target.md.
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -29,6 +31,7 @@ mod arrivals;
 mod conn;
 mod faults;
 mod h2;
+mod h3;
 mod request;
 mod routes;
 mod server;
@@ -58,6 +61,9 @@ pub struct TargetConfig {
     pub fault: Option<Fault>,
     /// Serve HTTPS with this identity (and TLS fault).
     pub tls: Option<TargetTls>,
+    /// With `tls`: serve HTTP/3 too, over QUIC on the same port number over UDP, and announce
+    /// it on the TCP side (`Alt-Svc`).
+    pub http3: bool,
 }
 
 impl Default for TargetConfig {
@@ -70,6 +76,7 @@ impl Default for TargetConfig {
             backlog: 1024,
             fault: None,
             tls: None,
+            http3: false,
         }
     }
 }
@@ -81,15 +88,50 @@ pub struct TargetStats {
     pub requests: u64,
     /// Requests whose head was read, answered or not yet (a hanging fault never is).
     pub received: u64,
-    /// Connections accepted.
+    /// Connections accepted (TCP, and QUIC connections whose handshake began).
     pub connections: u64,
+    /// `requests` by protocol: HTTP/1.x, HTTP/2, HTTP/3 (indexes `HTTP1`, `HTTP2`, `HTTP3`).
+    pub by_protocol: [u64; 3],
 }
+
+/// Indexes of `TargetStats::by_protocol`.
+pub const HTTP1: usize = 0;
+pub const HTTP2: usize = 1;
+pub const HTTP3: usize = 2;
 
 #[derive(Default)]
 pub(crate) struct Counters {
     pub(crate) requests: AtomicU64,
     pub(crate) received: AtomicU64,
     pub(crate) connections: AtomicU64,
+    pub(crate) by_protocol: [AtomicU64; 3],
+}
+
+impl Counters {
+    /// One request answered (or faulted) over `protocol` (`HTTP1`, `HTTP2`, `HTTP3`).
+    pub(crate) fn answered(&self, protocol: usize) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.by_protocol[protocol].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The `Alt-Svc` a TCP answer carries when HTTP/3 is served too (empty otherwise): the header
+/// line for HTTP/1.1, the value for HTTP/2, made once.
+#[derive(Default)]
+pub(crate) struct AltSvc {
+    pub(crate) line: Vec<u8>,
+    pub(crate) value: Option<http::HeaderValue>,
+}
+
+impl AltSvc {
+    fn h3(port: u16) -> AltSvc {
+        // A day, as Caddy and Cloudflare announce it.
+        let value = format!("h3=\":{port}\"; ma=86400");
+        AltSvc {
+            line: format!("Alt-Svc: {value}\r\n").into_bytes(),
+            value: http::HeaderValue::from_str(&value).ok(),
+        }
+    }
 }
 
 /// State shared by every connection.
@@ -106,6 +148,28 @@ pub(crate) struct Shared {
     pub(crate) app: app::App,
     /// Requests arrived per second (`/arrivals`).
     pub(crate) arrivals: arrivals::Arrivals,
+    pub(crate) alt_svc: AltSvc,
+}
+
+impl Shared {
+    fn stats(&self) -> TargetStats {
+        let c = &self.stats;
+        TargetStats {
+            requests: c.requests.load(Ordering::Relaxed),
+            received: c.received.load(Ordering::Relaxed),
+            connections: c.connections.load(Ordering::Relaxed),
+            by_protocol: c.by_protocol.each_ref().map(|n| n.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// `/stats`: the counts so far (the asking request not yet among them).
+    pub(crate) fn stats_json(&self) -> String {
+        let s = self.stats();
+        format!(
+            "{{\"requests\":{},\"received\":{},\"connections\":{},\"by_protocol\":{{\"HTTP/1.1\":{},\"HTTP/2\":{},\"HTTP/3\":{}}}}}\n",
+            s.requests, s.received, s.connections, s.by_protocol[HTTP1], s.by_protocol[HTTP2], s.by_protocol[HTTP3]
+        )
+    }
 }
 
 /// A running target. Dropping it stops the server, as `stop` does.
@@ -161,6 +225,11 @@ pub fn start(cfg: TargetConfig) -> crate::Result<TargetHandle> {
         tls,
         app: app::App::default(),
         arrivals: arrivals::Arrivals::default(),
+        alt_svc: if cfg.http3 {
+            AltSvc::h3(addr.port())
+        } else {
+            AltSvc::default()
+        },
     });
     if refuse {
         return Ok(TargetHandle {
@@ -183,9 +252,14 @@ pub fn start(cfg: TargetConfig) -> crate::Result<TargetHandle> {
         .enable_time()
         .build()
         .map_err(|e| crate::Error::runtime(format!("target: cannot start runtime: {e}")))?;
-    let listener = {
+    let (listener, quic) = {
         let _guard = runtime.enter();
-        tokio::net::TcpListener::from_std(socket.into())?
+        let listener = tokio::net::TcpListener::from_std(socket.into())?;
+        let quic = match (&cfg.tls, cfg.http3) {
+            (Some(tls), true) => Some(h3::endpoint(addr, tls, cfg.fault)?),
+            _ => None,
+        };
+        (listener, quic)
     };
     let (stop_tx, stop_rx) = oneshot::channel();
     let accept_shared = Arc::clone(&shared);
@@ -194,7 +268,19 @@ pub fn start(cfg: TargetConfig) -> crate::Result<TargetHandle> {
     let thread = std::thread::Builder::new()
         .name("overload-target-main".into())
         .spawn(move || {
-            runtime.block_on(server::accept_loop(listener, accept_shared, stop_rx));
+            runtime.block_on(async move {
+                // Both sides stop together: the QUIC side when the TCP accept loop returns.
+                let quic_loop = quic
+                    .clone()
+                    .map(|ep| tokio::spawn(h3::accept_loop(ep, Arc::clone(&accept_shared))));
+                server::accept_loop(listener, accept_shared, stop_rx).await;
+                if let Some(ep) = quic {
+                    h3::close(&ep);
+                }
+                if let Some(l) = quic_loop {
+                    let _ = tokio::time::timeout(SHUTDOWN_GRACE, l).await;
+                }
+            });
             runtime.shutdown_timeout(SHUTDOWN_GRACE);
         })
         .map_err(|e| crate::Error::runtime(format!("target: cannot spawn thread: {e}")))?;
@@ -223,6 +309,11 @@ fn validate(cfg: &TargetConfig) -> crate::Result<()> {
             )));
         }
     }
+    if cfg.http3 && cfg.tls.is_none() {
+        return Err(crate::Error::usage(
+            "target: HTTP/3 needs TLS (QUIC always encrypts): add --tls",
+        ));
+    }
     if cfg.backlog == 0 {
         return Err(crate::Error::usage("target: backlog must be at least 1"));
     }
@@ -241,11 +332,7 @@ impl TargetHandle {
     }
 
     pub fn stats(&self) -> TargetStats {
-        TargetStats {
-            requests: self.shared.stats.requests.load(Ordering::Relaxed),
-            received: self.shared.stats.received.load(Ordering::Relaxed),
-            connections: self.shared.stats.connections.load(Ordering::Relaxed),
-        }
+        self.shared.stats()
     }
 
     /// Stops accepting, closes every connection, and waits (about a second at most) for the

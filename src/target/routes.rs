@@ -38,6 +38,8 @@ pub(crate) enum Route {
     PoolStatus,
     /// `/arrivals`: requests arrived per second (arrivals.rs).
     Arrivals,
+    /// `/stats`: the target's own counts, by protocol (`TargetStats` as JSON).
+    Stats,
     Fault(Fault),
     NotFound,
     /// A known route with an unusable parameter: 400, connection kept.
@@ -75,6 +77,7 @@ impl Route {
         match path {
             "/pool-status" => Route::PoolStatus,
             "/arrivals" => Route::Arrivals,
+            "/stats" => Route::Stats,
             "/sleep" => {
                 let (Some(ms), Some(jitter)) = (
                     param(query, "ms", DEFAULT_SLEEP_MS),
@@ -158,11 +161,24 @@ pub(crate) fn write_head(
     content_length: Option<u64>,
     conn: ConnHeader,
 ) {
+    write_head_with(out, status, content_length, conn, b"");
+}
+
+/// `write_head` with `extra` header lines (each ending in CRLF): the `Alt-Svc` of a target
+/// that also serves HTTP/3.
+pub(crate) fn write_head_with(
+    out: &mut Vec<u8>,
+    status: u16,
+    content_length: Option<u64>,
+    conn: ConnHeader,
+    extra: &[u8],
+) {
     out.extend_from_slice(b"HTTP/1.1 ");
     push_decimal(out, u64::from(status));
     out.push(b' ');
     out.extend_from_slice(reason(status).as_bytes());
     out.extend_from_slice(b"\r\nServer: overload-target\r\n");
+    out.extend_from_slice(extra);
     if let Some(n) = content_length {
         out.extend_from_slice(b"Content-Length: ");
         push_decimal(out, n);
@@ -183,14 +199,25 @@ pub(crate) fn write_status_response(
     conn: ConnHeader,
     is_head: bool,
 ) {
+    write_status_response_with(out, status, conn, is_head, b"");
+}
+
+/// `write_status_response` with `extra` header lines (see `write_head_with`).
+pub(crate) fn write_status_response_with(
+    out: &mut Vec<u8>,
+    status: u16,
+    conn: ConnHeader,
+    is_head: bool,
+    extra: &[u8],
+) {
     // 204 and 304 never carry a body, so they get neither body nor length.
     if status == 204 || status == 304 {
-        write_head(out, status, None, conn);
+        write_head_with(out, status, None, conn, extra);
         return;
     }
     let reason = reason(status);
     let len = 3 + 1 + reason.len() as u64 + 1;
-    write_head(out, status, Some(len), conn);
+    write_head_with(out, status, Some(len), conn, extra);
     if !is_head {
         push_decimal(out, u64::from(status));
         out.push(b' ');

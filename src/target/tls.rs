@@ -125,8 +125,29 @@ impl TargetTls {
         })
     }
 
-    /// The server configuration: HTTP/1.1 offered through ALPN.
+    /// The server configuration over TCP: HTTP/2 and HTTP/1.1 offered through ALPN.
     pub(crate) fn server_config(&self) -> Result<Arc<rustls::ServerConfig>, String> {
+        let mut cfg = self.rustls_config(rustls::DEFAULT_VERSIONS)?;
+        // Both protocols, HTTP/2 preferred as servers do: a client offering h2 gets it.
+        cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(Arc::new(cfg))
+    }
+
+    /// The configuration of the HTTP/3 side: the same certificate, TLS 1.3 only (QUIC has no
+    /// other) and ALPN `h3`.
+    pub(crate) fn quic_config(&self) -> Result<rustls::ServerConfig, String> {
+        let mut cfg = self.rustls_config(&[&rustls::version::TLS13])?;
+        cfg.alpn_protocols = vec![b"h3".to_vec()];
+        // QUIC's 0-RTT would let a replayed request be served twice; the target offers
+        // resumption (tickets) but not early data.
+        cfg.max_early_data_size = 0;
+        Ok(cfg)
+    }
+
+    fn rustls_config(
+        &self,
+        versions: &[&'static rustls::SupportedProtocolVersion],
+    ) -> Result<rustls::ServerConfig, String> {
         let chain = CertificateDer::pem_slice_iter(self.cert_pem.as_bytes())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("--cert: not a PEM certificate file ({e})"))?;
@@ -136,15 +157,12 @@ impl TargetTls {
         let key = PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes())
             .map_err(|e| format!("--key: no usable private key ({e})"))?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
-            .with_protocol_versions(rustls::DEFAULT_VERSIONS)
+        rustls::ServerConfig::builder_with_provider(provider)
+            .with_protocol_versions(versions)
             .map_err(|e| e.to_string())?
             .with_no_client_auth()
             .with_single_cert(chain, key)
-            .map_err(|e| format!("--cert/--key: {e}"))?;
-        // Both protocols, HTTP/2 preferred as servers do: a client offering h2 gets it.
-        cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        Ok(Arc::new(cfg))
+            .map_err(|e| format!("--cert/--key: {e}"))
     }
 }
 
@@ -184,6 +202,7 @@ mod tests {
             assert!(t.cert_pem.starts_with("-----BEGIN CERTIFICATE-----"));
             assert!(t.ca_pem.is_some());
             t.server_config().unwrap();
+            assert_eq!(t.quic_config().unwrap().alpn_protocols, [b"h3".to_vec()]);
             assert!(!format!("{t:?}").contains("PRIVATE"));
         }
         let bad = TargetTls {

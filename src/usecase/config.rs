@@ -6,7 +6,7 @@
 //! Errors name the command-line flag, since that is how users meet these options; the
 //! experiment validates its TOML keys before it builds these, with errors naming the key.
 use crate::engine::tls::{TlsClient, TlsClientOptions, TlsVersion};
-use crate::engine::{Arrival, Http2, Load, Pick};
+use crate::engine::{Arrival, Http2, Http3, Load, Pick};
 use crate::fsutil::read_capped;
 use crate::plan::access_log::LogFormat;
 use crate::plan::segment::check_start_at;
@@ -81,6 +81,8 @@ pub enum HttpVersion {
     V1,
     /// HTTP/2: h2c with prior knowledge over cleartext (no upgrade dance).
     V2,
+    /// HTTP/3 over QUIC (https:// only).
+    V3,
     /// What the server negotiates: over cleartext there is nothing to negotiate, so HTTP/1.1.
     Auto,
 }
@@ -90,8 +92,9 @@ impl HttpVersion {
         match s {
             "1.1" | "1" => Ok(HttpVersion::V1),
             "2" | "2.0" => Ok(HttpVersion::V2),
+            "3" | "3.0" => Ok(HttpVersion::V3),
             "auto" => Ok(HttpVersion::Auto),
-            _ => Err(format!("'{s}': use 1.1, 2 or auto")),
+            _ => Err(format!("'{s}': use 1.1, 2, 3 or auto")),
         }
     }
 
@@ -99,6 +102,7 @@ impl HttpVersion {
         match self {
             HttpVersion::V1 => "1.1",
             HttpVersion::V2 => "2",
+            HttpVersion::V3 => "3",
             HttpVersion::Auto => "auto",
         }
     }
@@ -137,6 +141,8 @@ pub struct TlsConfig {
     pub resumption: bool,
     /// ALPN protocols offered, most preferred first.
     pub alpn: Vec<String>,
+    /// HTTP/3: 0-RTT on resumed connections (`--0rtt on`), idempotent requests only.
+    pub early_data: bool,
     /// PEM certificates to trust given as text, not as a file: what a generator agent
     /// receives in a step (`scale::wire`), where paths mean nothing.
     pub ca_pem: Option<Vec<u8>>,
@@ -152,6 +158,7 @@ impl Default for TlsConfig {
             version: None,
             resumption: true,
             alpn: vec!["http/1.1".into()],
+            early_data: false,
             ca_pem: None,
         }
     }
@@ -171,6 +178,7 @@ impl TlsConfig {
             || self.client_key.is_some()
             || self.version.is_some()
             || self.resumption != d.resumption
+            || self.early_data != d.early_data
     }
 
     pub fn validate(&self) -> crate::Result<()> {
@@ -200,6 +208,7 @@ impl TlsConfig {
             version: self.version,
             resumption: self.resumption,
             alpn: self.alpn.iter().map(|p| p.as_bytes().to_vec()).collect(),
+            early_data: self.early_data,
         };
         TlsClient::new(&opts, servers).map_err(Error::usage)
     }
@@ -433,12 +442,14 @@ const MAX_STREAMS: u32 = 65_536;
 impl ConnConfig {
     /// The protocol the run speaks as `choice` chose it, with this run's HTTP/2 settings.
     pub fn protocol_of(&self, choice: &crate::metrics::ProtocolChoice) -> crate::engine::Protocol {
-        if choice.version == "2" {
-            crate::engine::Protocol::Http2(Http2 {
+        match choice.version.as_str() {
+            "2" => crate::engine::Protocol::Http2(Http2 {
                 streams: self.streams,
-            })
-        } else {
-            crate::engine::Protocol::Http1
+            }),
+            "3" => crate::engine::Protocol::Http3(Http3 {
+                streams: self.streams,
+            }),
+            _ => crate::engine::Protocol::Http1,
         }
     }
 
@@ -457,10 +468,27 @@ impl ConnConfig {
                 self.streams
             )));
         }
-        if self.http == HttpVersion::V2 && !self.keep_alive {
+        if matches!(self.http, HttpVersion::V2 | HttpVersion::V3) && !self.keep_alive {
+            let v = self.http.as_str();
+            return Err(Error::usage(format!(
+                "--http {v} and --no-keep-alive contradict each other (HTTP/{v} multiplexes \
+                 requests on kept connections; use --calls-per-connection 1 for one request per \
+                 connection)"
+            )));
+        }
+        if self.http == HttpVersion::V3 && self.tls.version == Some(TlsVersion::V12) {
             return Err(Error::usage(
-                "--http 2 and --no-keep-alive contradict each other (HTTP/2 multiplexes requests \
-                 on kept connections; use --calls-per-connection 1 for one request per connection)",
+                "--http 3 and --tls-version 1.2 contradict each other (QUIC carries TLS 1.3 only)",
+            ));
+        }
+        if self.tls.early_data && self.http != HttpVersion::V3 {
+            return Err(Error::usage(
+                "--0rtt on is for --http 3 (0-RTT over TCP's TLS is not offered)",
+            ));
+        }
+        if self.tls.early_data && !self.tls.resumption {
+            return Err(Error::usage(
+                "--0rtt on needs --tls-resumption on (0-RTT rides a resumed session)",
             ));
         }
         if self.timeout.is_zero() {

@@ -42,6 +42,12 @@ pub fn base_config_of(
             ));
         }
         let choice = match conn.http {
+            HttpVersion::V3 => {
+                return Err(Error::usage(
+                    "--http 3 needs https:// URLs (QUIC always carries TLS); use --http 2 or \
+                     1.1 for http://",
+                ))
+            }
             HttpVersion::V2 => ProtocolChoice::new("2", "http-flag"),
             HttpVersion::V1 => ProtocolChoice::new("1.1", "http-flag"),
             HttpVersion::Auto => ProtocolChoice::new("1.1", "cleartext"),

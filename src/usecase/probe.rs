@@ -20,6 +20,7 @@ pub fn tls_and_protocol(
     };
     let choice = match conn.http {
         HttpVersion::V2 => ProtocolChoice::new("2", "http-flag"),
+        HttpVersion::V3 => ProtocolChoice::new("3", "http-flag"),
         HttpVersion::V1 => ProtocolChoice::new("1.1", "http-flag"),
         HttpVersion::Auto if !conn.keep_alive => ProtocolChoice::new("1.1", "no-keep-alive"),
         HttpVersion::Auto => {

@@ -3,6 +3,7 @@
 //! harness of the tests that need the machine's help (lab packages, root, unshare).
 #![allow(dead_code)]
 pub mod agent;
+pub mod h3;
 pub mod harness;
 pub mod procs;
 pub mod study;

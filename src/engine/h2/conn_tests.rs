@@ -68,6 +68,7 @@ fn request(method: &str, body: &[u8]) -> Prepared {
         keep_alive: Vec::new(),
         close: Vec::new(),
         head_only: false,
+        h3_head: Vec::new(),
         h2_block: encode_request(&RequestParts {
             method,
             scheme: "http",

@@ -10,7 +10,7 @@
 pub const TABLE_SIZE: usize = 4096;
 
 /// Appends an HPACK integer with an `n`-bit prefix; `first` holds the bits above the prefix.
-fn put_int(out: &mut Vec<u8>, first: u8, n: u32, mut v: usize) {
+pub(in crate::engine) fn put_int(out: &mut Vec<u8>, first: u8, n: u32, mut v: usize) {
     let max = (1usize << n) - 1;
     if v < max {
         out.push(first | v as u8);
@@ -44,7 +44,7 @@ fn put_literal(out: &mut Vec<u8>, name: &str, value: &[u8]) {
 }
 
 /// Headers HTTP/2 forbids (RFC 9113 §8.2.2) or that become pseudo-headers.
-fn dropped(name: &str) -> bool {
+pub(in crate::engine) fn dropped(name: &str) -> bool {
     [
         "host",
         "connection",
@@ -131,7 +131,7 @@ pub enum BlockError {
 
 /// Reads an HPACK integer with an `n`-bit prefix at `b[i..]`: (value, end), or None when it
 /// is cut off or longer than 5 bytes (what the decoder accepts).
-fn int_at(b: &[u8], mut i: usize, n: u32) -> Option<(usize, usize)> {
+pub(in crate::engine) fn int_at(b: &[u8], mut i: usize, n: u32) -> Option<(usize, usize)> {
     let mask = (1usize << n) - 1;
     let mut v = usize::from(*b.get(i)?) & mask;
     i += 1;
@@ -405,7 +405,7 @@ fn symbol_at(acc: u64) -> (u16, u32) {
 
 /// Appends the Huffman-decoded `src` to `out`. The padding must be at most 7 bits, all 1s (a
 /// prefix of EOS), and EOS itself must not appear (§5.2).
-fn huffman(src: &[u8], out: &mut Vec<u8>) -> Result<(), BlockError> {
+pub(in crate::engine) fn huffman(src: &[u8], out: &mut Vec<u8>) -> Result<(), BlockError> {
     // A code is 5 bits or more: this is room for every symbol.
     out.reserve(src.len() * 8 / 5);
     // The bits not yet decoded, left-justified, and how many there are.
@@ -463,7 +463,7 @@ fn string<'a>(
 }
 
 /// A `:status` value: three digits, 100 or more.
-fn status_code(v: &[u8]) -> Option<u16> {
+pub(in crate::engine) fn status_code(v: &[u8]) -> Option<u16> {
     match *v {
         [a, b, c] if v.iter().all(u8::is_ascii_digit) => {
             let s = [a, b, c]
@@ -623,7 +623,7 @@ impl ResponseDecoder {
 }
 
 /// A content-length value: 1 to 19 ASCII digits (no sign, no space, fits in u64).
-fn content_length(v: &[u8]) -> Option<u64> {
+pub(in crate::engine) fn content_length(v: &[u8]) -> Option<u64> {
     if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
         return None;
     }

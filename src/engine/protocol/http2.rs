@@ -70,7 +70,7 @@ impl<T: Transport> Wire<T> for H2<T> {
     fn new(cfg: &EngineConfig) -> H2<T> {
         let streams = match cfg.protocol {
             Protocol::Http2(h) => h.streams,
-            Protocol::Http1 => 1,
+            _ => 1,
         };
         H2 {
             conns: Vec::new(),

@@ -13,6 +13,7 @@
 //! its file here and a variant of [`Protocol`].
 pub(super) mod http1;
 pub(super) mod http2;
+pub(super) mod http3;
 
 use super::transport::Transport;
 use super::worker::Worker;
@@ -37,6 +38,13 @@ pub struct Http2 {
     pub streams: u32,
 }
 
+/// HTTP/3's settings (`--http 3`): requests on QUIC streams of shared connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Http3 {
+    /// Concurrent streams per connection (`--streams`), capped by the server's MAX_STREAMS.
+    pub streams: u32,
+}
+
 /// The protocol a run speaks, with its settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Protocol {
@@ -45,6 +53,8 @@ pub enum Protocol {
     Http1,
     /// HTTP/2 (h2c with prior knowledge over TCP, ALPN `h2` over TLS).
     Http2(Http2),
+    /// HTTP/3 over QUIC (https only, ALPN `h3`).
+    Http3(Http3),
 }
 
 impl Protocol {
@@ -53,6 +63,7 @@ impl Protocol {
         match self {
             Protocol::Http1 => 0,
             Protocol::Http2(_) => 1,
+            Protocol::Http3(_) => 2,
         }
     }
 
@@ -61,6 +72,7 @@ impl Protocol {
         match self {
             Protocol::Http1 => "http/1.1",
             Protocol::Http2(_) => "h2",
+            Protocol::Http3(_) => "h3",
         }
     }
 
@@ -70,6 +82,7 @@ impl Protocol {
             Protocol::Http1 => users,
             // Each user takes a stream; the thread's users share connections.
             Protocol::Http2(h) => users.div_ceil(h.streams.max(1) as usize).max(1),
+            Protocol::Http3(h) => users.div_ceil(h.streams.max(1) as usize).max(1),
         }
     }
 
@@ -86,6 +99,7 @@ impl Protocol {
         match self {
             Protocol::Http1 => http1::prepare(&mut p, spec, reuse),
             Protocol::Http2(_) => http2::prepare(&mut p, spec, reuse),
+            Protocol::Http3(_) => http3::prepare(&mut p, spec, reuse),
         }
         p
     }
@@ -100,6 +114,7 @@ impl Protocol {
         match self {
             Protocol::Http1 => spawn.run::<T, http1::H1>(setup),
             Protocol::Http2(_) => spawn.run::<T, http2::H2<T>>(setup),
+            Protocol::Http3(_) => spawn.run::<T, http3::H3>(setup),
         }
     }
 
@@ -154,8 +169,15 @@ pub(super) trait Wire<T: Transport>: Sized {
     /// Resumes the reads the connection (`idx`, `gen`) left for this turn.
     fn read_more(w: &mut Worker<'_, T, Self>, idx: usize, gen: u32, now: Instant);
 
-    /// Before the loop sleeps: output this turn's requests left buffered goes out.
+    /// Before the loop sleeps: output this turn's requests left buffered goes out (and the
+    /// protocol's timers that are due run).
     fn flush(w: &mut Worker<'_, T, Self>);
+
+    /// When the protocol next needs [`Wire::flush`] for a timer of its own (QUIC's), which
+    /// bounds the loop's sleep. None: it has none.
+    fn next_timer(_: &mut Worker<'_, T, Self>) -> Option<Instant> {
+        None
+    }
 
     /// The slot's request ends without its connection's word (a timeout): withdraw it.
     fn release(w: &mut Worker<'_, T, Self>, slot: usize);

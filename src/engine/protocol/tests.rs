@@ -172,7 +172,7 @@ fn http1_split_answers_keep_alive_reuse_and_a_close_mid_body() {
     assert_eq!(r.pipes.borrow().len(), 1);
     r.ready(0); // connected: the request goes out
     assert_eq!(r.out(0), GET);
-    assert_eq!((r.w.rec.sent, r.w.rec.protocols), (1, [1, 0]));
+    assert_eq!((r.w.rec.sent, r.w.rec.protocols), (1, [1, 0, 0]));
     assert_eq!(r.w.rec.connections_opened, 1);
 
     for part in [&b"HTTP/1.1 200 OK\r\nCont"[..], b"ent-Length: 5\r\n\r\nhel"] {
@@ -201,7 +201,7 @@ fn http1_split_answers_keep_alive_reuse_and_a_close_mid_body() {
     r.ready(1);
     assert_eq!(r.w.rec.responses, 2);
     assert_eq!(r.w.rec.statuses[404], 1);
-    assert_eq!((r.w.rec.sent, r.w.rec.protocols), (3, [3, 0]));
+    assert_eq!((r.w.rec.sent, r.w.rec.protocols), (3, [3, 0, 0]));
     assert_eq!(r.w.rec.connections_opened, 2);
 }
 
@@ -247,7 +247,7 @@ fn http2_interleaved_streams_and_a_goaway() {
     r.ready(0);
     assert!(r.out(0).starts_with(frame::PREFACE));
     assert_eq!(h2_streams_opened(&r.out(0)), [1, 3]);
-    assert_eq!((r.w.rec.sent, r.w.rec.protocols), (2, [0, 2]));
+    assert_eq!((r.w.rec.sent, r.w.rec.protocols), (2, [0, 2, 0]));
 
     let mut s = Vec::new();
     frame::put_settings(&mut s, &[]);
@@ -288,7 +288,7 @@ fn http2_interleaved_streams_and_a_goaway() {
     r.ready(1);
     assert_eq!(r.w.rec.responses, 5);
     // Sent counts each request once, its retry aside.
-    assert_eq!((r.w.rec.sent, r.w.rec.protocols), (5, [0, 5]));
+    assert_eq!((r.w.rec.sent, r.w.rec.protocols), (5, [0, 5, 0]));
     assert_eq!(r.w.rec.error_count(), 0);
 }
 

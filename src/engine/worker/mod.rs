@@ -286,8 +286,15 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             {
                 break;
             }
-            // Sleep until the next thing to do: an arrival, a user waking, a timeout scan.
+            // Output the protocol buffered this turn (HTTP/2: one write per connection;
+            // HTTP/3: its datagrams, and its timers that are due).
+            W::flush(self);
+            // Sleep until the next thing to do: an arrival, a user waking, a timeout scan,
+            // the protocol's own timer (QUIC's loss detection, ACK delay, idle timeout).
             let mut wake = self.next_scan;
+            if let Some(t) = W::next_timer(self) {
+                wake = wake.min(t);
+            }
             if sending {
                 if let Some(s) = &self.schedule {
                     if self.can_dispatch() {
@@ -315,8 +322,6 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
                 // epoll rounds up to whole milliseconds: wake a little early rather than late.
                 Some((wake - now).saturating_sub(Duration::from_micros(900)))
             };
-            // Output the protocol buffered this turn (HTTP/2: one write per connection).
-            W::flush(self);
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() != IoKind::Interrupted {
                     return Err(crate::Error::runtime(format!("epoll_wait: {e}")));
@@ -488,16 +493,7 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
         counted: bool,
         now: Instant,
     ) -> Result<T, ErrorKind> {
-        if let Some(kind) = self.backoff.holds(now) {
-            if counted {
-                self.rec.connects_held += 1;
-            }
-            return Err(kind);
-        }
-        self.backoff.attempt(now);
-        if counted {
-            self.rec.connect_attempts += 1;
-        }
+        self.may_connect(counted, now)?;
         T::connect(&self.setup, self.cfg.addrs[addr]).map_err(|e| {
             let kind = ErrorKind::from_io(&e, true);
             if kind == ErrorKind::FdUnavail {
@@ -511,6 +507,27 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             }
             kind
         })
+    }
+
+    /// The backoff's word on a connect attempt (every protocol's: HTTP/3's sockets are its
+    /// own): Err when it holds attempts back (the request fails as the last attempt did),
+    /// else the attempt is counted.
+    pub(in crate::engine) fn may_connect(
+        &mut self,
+        counted: bool,
+        now: Instant,
+    ) -> Result<(), ErrorKind> {
+        if let Some(kind) = self.backoff.holds(now) {
+            if counted {
+                self.rec.connects_held += 1;
+            }
+            return Err(kind);
+        }
+        self.backoff.attempt(now);
+        if counted {
+            self.rec.connect_attempts += 1;
+        }
+        Ok(())
     }
 
     /// A connect attempt ended before its connection came up: refused, unreachable, timed
