@@ -108,6 +108,8 @@ mod generate;
 mod grafana;
 mod h2;
 mod h2_props;
+mod h3;
+mod h3_client;
 mod help;
 mod http_props;
 mod imports;
@@ -150,6 +152,8 @@ suite![
     grafana,
     h2,
     h2_props,
+    h3,
+    h3_client,
     help,
     http_props,
     imports,

@@ -1,13 +1,22 @@
 //! The embedded target over HTTP/3 (`target --tls --http3`): routes, counts by protocol, the
 //! Alt-Svc of its TCP side, and the QUIC faults with the target's memory held flat.
-mod common;
-use common::h3::{rss_kib, tally, H3Target, Outcome};
-use common::{bin, output_within};
+use crate::common;
+use crate::common::h3::{rss_kib, tally, H3Target, Outcome};
+use crate::common::{bin, output_within};
 use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
-#[test]
+pub fn trials() -> Vec<libtest_mimic::Trial> {
+    tests![
+        h3_serves_the_routes_and_counts_them_as_http3,
+        tcp_side_announces_h3_with_alt_svc,
+        http3_needs_tls_one_line_exit_2,
+        quic_faults_do_what_they_say_and_memory_stays_flat,
+        quic_stall_delays_the_handshake
+    ]
+}
+
 fn h3_serves_the_routes_and_counts_them_as_http3() {
     let t = H3Target::start(&[]);
     let c = t.client();
@@ -89,7 +98,6 @@ fn tcp_get(t: &H3Target, path: &str) -> (String, String) {
     (head.to_string(), body.to_string())
 }
 
-#[test]
 fn tcp_side_announces_h3_with_alt_svc() {
     let t = H3Target::start(&[]);
     let (head, _) = tcp_get(&t, "/");
@@ -112,7 +120,6 @@ fn tcp_side_announces_h3_with_alt_svc() {
     );
 }
 
-#[test]
 fn http3_needs_tls_one_line_exit_2() {
     let out = output_within(
         bin().args(["target", "--listen", "127.0.0.1:0", "--http3"]),
@@ -126,7 +133,6 @@ fn http3_needs_tls_one_line_exit_2() {
 
 /// Each QUIC fault for a few seconds of load: what the client meets, and the target's
 /// resident memory after the load against before it (flat: no per-connection leak).
-#[test]
 fn quic_faults_do_what_they_say_and_memory_stays_flat() {
     // (fault, kinds the client must see, kinds it may see)
     let cases: [(&str, &[&str], &[&str]); 5] = [
@@ -169,7 +175,6 @@ fn quic_faults_do_what_they_say_and_memory_stays_flat() {
     }
 }
 
-#[test]
 fn quic_stall_delays_the_handshake() {
     let t = H3Target::start(&["--fault", "quic-stall"]);
     let c = t.client();

@@ -2,11 +2,16 @@
 //! answers only TCP (no QUIC on its UDP port) as counted `quic-handshake` errors with the
 //! advice to use HTTP/2, within the run's bound. (Runs against a server that speaks HTTP/3
 //! need the embedded target's `--http3`.)
-mod common;
-use common::{bin, free_port, output_within, run_measured, Target};
+use crate::common::{bin, free_port, output_within, run_measured, Target};
 use std::time::Duration;
 
-#[test]
+pub fn trials() -> Vec<libtest_mimic::Trial> {
+    tests![
+        http3_on_an_http_url_or_with_tls12_is_a_one_line_usage_error,
+        a_server_that_answers_only_tcp_is_a_counted_quic_handshake_error_with_advice
+    ]
+}
+
 fn http3_on_an_http_url_or_with_tls12_is_a_one_line_usage_error() {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}/");
@@ -45,7 +50,6 @@ fn http3_on_an_http_url_or_with_tls12_is_a_one_line_usage_error() {
     }
 }
 
-#[test]
 fn a_server_that_answers_only_tcp_is_a_counted_quic_handshake_error_with_advice() {
     // The embedded target's TLS listens on TCP only: its UDP port answers ICMP unreachable.
     let t = Target::start(&["--tls", "--threads", "1"]);
