@@ -1,9 +1,11 @@
-//! The harness of test files whose tests need something of the machine beyond the crate: the
-//! lab packages, root, a private network namespace. libtest's `#[ignore]` is fixed when the
-//! test is compiled, so these files use libtest-mimic (`harness = false` in Cargo.toml) and
-//! decide when the test runs: a test whose needs are missing shows as **ignored**, with the
-//! reason, in cargo's summary; it never passes without running. A test whose needs are met
-//! runs, and a panic in it is a failure.
+//! The harness of every integration test binary (tests/suite/, tests/lab.rs,
+//! tests/lab_apps.rs, tests/hostile.rs): some tests need something of the machine beyond the
+//! crate (the lab packages, root, a private network namespace, Chromium...). libtest's
+//! `#[ignore]` is fixed when the test is compiled, so these binaries use libtest-mimic
+//! (`harness = false` in Cargo.toml) and decide when a test runs: a test whose needs are
+//! missing shows as **ignored**, with the reason, in cargo's summary; it never passes without
+//! running. A test whose needs are met runs, and a panic in it is a failure. After the
+//! summary, the slowest tests that ran are named.
 use super::bin;
 use libtest_mimic::{Arguments, Completion, Trial};
 use std::sync::{Mutex, OnceLock};
