@@ -57,6 +57,11 @@ for t in nginx ss unshare curl; do
 done
 [ -x "$BIN" ] || { echo "idle-conns: $BIN missing: cargo build --release" >&2; exit 2; }
 case $N in '' | *[!0-9]* | 0) echo "idle-conns: N=$N: a count of connections, ≥ 1" >&2; exit 2 ;; esac
+for tool in $TOOLS; do
+    case $tool in
+        overload | wrk | oha) ;;
+    esac
+done
 
 if [ -z "${IDLE_CONNS_NETNS:-}" ]; then
     exec unshare --net -- env IDLE_CONNS_NETNS=1 bash "$0" "$@"
@@ -232,6 +237,5 @@ for tool in $TOOLS; do
         oha)
             [ -x "$OHA" ] && run_tool oha oha || echo "oha: skipped: not installed ($OHA)"
             ;;
-        *) echo "idle-conns: TOOLS: '$tool' is not one of overload, wrk, oha" >&2; exit 2 ;;
     esac
 done
