@@ -60,6 +60,12 @@ case $N in '' | *[!0-9]* | 0) echo "idle-conns: N=$N: a count of connections, â‰
 for tool in $TOOLS; do
     case $tool in
         overload | wrk | oha) ;;
+        *) echo "idle-conns: TOOLS: '$tool' is not one of overload, wrk, oha" >&2; exit 2 ;;
+    esac
+done
+for tool in $TOOLS; do
+    case $tool in
+        overload | wrk | oha) ;;
     esac
 done
 
