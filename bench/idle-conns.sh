@@ -220,6 +220,12 @@ run_tool() {
     printf '%-16s %9d %9d %8s %8s %10d %10d %9d   %s\n' "$label" "$h0" "$h1" "$((r1 / 1024))" \
         "$((w1 / 1024))" "$per" "$perw" "$q1" "$(cat "$WORK/sockstat")"
     echo "  ${big[0]}  (× $P processes)"
+    if [ "$h1" -lt "$N" ]; then
+        # Fewer held than asked: what the processes said (an fd limit, a refused connect, …).
+        for f in "$WORK"/out.*; do
+            [ -s "$f" ] && echo "  process ${f##*.}: $(tail -n 1 "$f")"
+        done
+    fi
 }
 
 echo "idle-conns: N=$N as $P processes of at most PER=$PER connections ($TPP threads each; fd" \
