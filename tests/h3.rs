@@ -3,8 +3,6 @@
 mod common;
 use common::h3::{rss_kib, tally, H3Target, Outcome};
 use common::{bin, output_within};
-use std::io::{Read, Write};
-use std::sync::Arc;
 use std::time::Duration;
 
 #[test]
@@ -44,7 +42,7 @@ fn h3_serves_the_routes_and_counts_them_as_http3() {
     let (_, out) = c.load(&["/", "/bytes/1000"], 40, 10);
     assert_eq!(tally(&out).get("200"), Some(&40), "{:?}", tally(&out));
     let stats = match c.get("/stats") {
-        Outcome::Answer { status: 200, .. } => stats_of(&t),
+        Outcome::Answer { status: 200, .. } => t.stats(),
         other => panic!("/stats: {other:?}"),
     };
     // 5 single requests, 40 in the load, then the /stats asked over TCP below (not itself).
@@ -52,47 +50,10 @@ fn h3_serves_the_routes_and_counts_them_as_http3() {
     assert_eq!(stats["by_protocol"]["HTTP/1.1"], 0, "{stats}");
 }
 
-/// `/stats` over HTTPS/1.1 (TCP), with the answer's head: the TCP side's view.
-fn stats_of(t: &H3Target) -> serde_json::Value {
-    let (head, body) = tcp_get(t, "/stats");
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
-}
-
-/// One GET over TLS and TCP (HTTP/1.1), head and body apart.
-fn tcp_get(t: &H3Target, path: &str) -> (String, String) {
-    use rustls::pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    for c in rustls::pki_types::CertificateDer::pem_file_iter(&t.ca).unwrap() {
-        roots.add(c.unwrap()).unwrap();
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let cfg = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let name = "localhost".try_into().unwrap();
-    let mut tls = rustls::ClientConnection::new(Arc::new(cfg), name).unwrap();
-    let mut tcp = std::net::TcpStream::connect(t.addr).unwrap();
-    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut s = rustls::Stream::new(&mut tls, &mut tcp);
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut all = Vec::new();
-    let _ = s.read_to_end(&mut all);
-    let all = String::from_utf8_lossy(&all).to_string();
-    let (head, body) = all.split_once("\r\n\r\n").expect("a whole answer");
-    (head.to_string(), body.to_string())
-}
-
 #[test]
 fn tcp_side_announces_h3_with_alt_svc() {
     let t = H3Target::start(&[]);
-    let (head, _) = tcp_get(&t, "/");
+    let (head, _) = t.tcp_get("/");
     let want = format!("Alt-Svc: h3=\":{}\"; ma=86400", t.addr.port());
     assert!(head.contains(&want), "{head}");
     // Without --http3, no Alt-Svc.

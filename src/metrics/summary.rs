@@ -100,6 +100,27 @@ pub struct SessionSummary {
     pub dropped: u64,
 }
 
+/// The I/O backend a run's workers used (`--io`; `engine::io` runs it): in the results, so a
+/// step's generator figures say what they were measured on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum IoBackend {
+    #[default]
+    #[serde(rename = "epoll")]
+    Epoll,
+    #[serde(rename = "io_uring")]
+    Uring,
+}
+
+impl IoBackend {
+    /// Its name in the plan line, summary and results (`epoll`, `io_uring`).
+    pub fn name(self) -> &'static str {
+        match self {
+            IoBackend::Epoll => "epoll",
+            IoBackend::Uring => "io_uring",
+        }
+    }
+}
+
 /// The HTTP version a run speaks and how it was chosen: an https:// run with `--http auto`
 /// speaks what ALPN negotiated with the first server (often HTTP/2, where http:// speaks
 /// HTTP/1.1: not the same protocol to compare).

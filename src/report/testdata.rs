@@ -127,6 +127,7 @@ pub fn step(
         think_ms: 0.0,
         summary,
         generator: GeneratorStats {
+            io: None,
             cpu_pct: 12.0,
             cpu_us_per_response: 20.0,
             threads: 2,

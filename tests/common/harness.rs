@@ -37,6 +37,9 @@ pub enum Need {
     /// Prometheus (`apt-get install prometheus`): the remote-write receiver the metrics push
     /// is checked against.
     Prometheus,
+    /// A kernel that lets `--io uring` run (io_uring_setup, the opcodes, multishot receive):
+    /// the engine's own probe.
+    IoUring,
 }
 
 impl Need {
@@ -53,6 +56,7 @@ impl Need {
         static GNUPLOT: OnceLock<Option<String>> = OnceLock::new();
         static SOCK_DIAG: OnceLock<Option<String>> = OnceLock::new();
         static PROMETHEUS: OnceLock<Option<String>> = OnceLock::new();
+        static IO_URING: OnceLock<Option<String>> = OnceLock::new();
         match self {
             Need::Root => ROOT.get_or_init(probe_root),
             Need::LabPackages => LAB.get_or_init(probe_lab),
@@ -78,6 +82,10 @@ impl Need {
                 GNUPLOT.get_or_init(|| probe_cmd("gnuplot", &["--version"], "gnuplot"))
             }
             Need::SockDiag => SOCK_DIAG.get_or_init(probe_sock_diag),
+            Need::IoUring => IO_URING.get_or_init(|| {
+                overload::engine::io::uring_refused()
+                    .map(|why| format!("the kernel refuses io_uring: {why}"))
+            }),
             Need::Prometheus => PROMETHEUS.get_or_init(|| {
                 probe_cmd(
                     "prometheus",
@@ -109,20 +117,23 @@ fn probe_sock_diag() -> Option<String> {
 }
 
 /// Busy share of all cores over one second, from /proc/stat's first line.
+/// The host's CPU time so far, all cores, and the idle part of it (clock ticks of /proc/stat).
+pub fn cpu_totals() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let v: Vec<u64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    // user nice system idle iowait …: idle and iowait are the idle time.
+    let idle = v.get(3)? + v.get(4).copied().unwrap_or(0);
+    Some((v.iter().sum(), idle))
+}
+
 fn probe_quiet() -> Option<String> {
-    fn totals() -> Option<(u64, u64)> {
-        let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        let v: Vec<u64> = stat
-            .lines()
-            .next()?
-            .split_whitespace()
-            .skip(1)
-            .filter_map(|f| f.parse().ok())
-            .collect();
-        // user nice system idle iowait …: idle and iowait are the idle time.
-        let idle = v.get(3)? + v.get(4).copied().unwrap_or(0);
-        Some((v.iter().sum(), idle))
-    }
+    let totals = cpu_totals;
     let Some((t0, i0)) = totals() else {
         return Some("/proc/stat unreadable: cannot tell whether the host is quiet".into());
     };

@@ -87,6 +87,8 @@ pub struct Request {
     pub scenario: Option<PathBuf>,
     /// `--ok-status`: the statuses that count as success.
     pub ok_status: crate::metrics::OkStatus,
+    /// `--io`: the I/O backend.
+    pub io: crate::engine::IoChoice,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -761,7 +763,7 @@ request = { http = "2", streams = 10, tls_version = 1.3, tls_resumption = "off" 
 name = "own-ca"
 setup = "true"
 ready = "https://127.0.0.1:18991/"
-request = { cacert = "certs/ca.pem", http = "auto", ok_status = "200-399,404" }
+request = { cacert = "certs/ca.pem", http = "auto", ok_status = "200-399,404", io = "epoll" }
 [[config]]
 name = "plain"
 stack = "nginx-fpm"
@@ -783,6 +785,8 @@ stack = "nginx-fpm"
             s => panic!("{s:?}"),
         }
         assert_eq!(x.configs[1].request.ok_status.to_string(), "200-399,404");
+        assert_eq!(x.configs[1].request.io, crate::engine::IoChoice::Epoll);
+        assert_eq!(x.configs[0].request.io, crate::engine::IoChoice::Auto);
         // A file's cacert is relative to the file.
         assert_eq!(
             x.configs[1].request.tls.cacert.as_deref(),
@@ -803,6 +807,10 @@ stack = "nginx-fpm"
                 "contradicts keep_alive",
             ),
             ("request = { streams = 0 }", "--streams 0"),
+            (
+                "request = { io = \"kqueue\" }",
+                "request.io: --io: 'kqueue' is not one of auto, epoll, uring",
+            ),
             ("request = { tls_version = \"1.1\" }", "request.tls_version"),
             (
                 "request = { ok_status = \"2xx\" }",
