@@ -184,7 +184,7 @@ hold() {
 # addresses, wrk's and oha's connect to 127.0.0.k.
 lines() {
     local tool=$1 n=$2 io=${3:-} k c lo hi ioflag="" cmds=()
-    if [ "$tool" = overload ] && "$BIN" run --help 2>/dev/null | grep -q -- '--io '; then
+    if [ "$tool" = overload ] && "$BIN" run --help-all 2>/dev/null | grep -q -- '--io '; then
         ioflag="--io $io"
     fi
     for k in $(seq 1 "$P"); do
@@ -236,7 +236,7 @@ for tool in $TOOLS; do
     case $tool in
         overload)
             for io in $IO; do
-                if [ "$io" != epoll ] && ! "$BIN" run --help | grep -q -- '--io '; then
+                if [ "$io" != epoll ] && ! "$BIN" run --help-all | grep -q -- '--io '; then
                     echo "overload --io $io: skipped: this build has no --io"
                     continue
                 fi
