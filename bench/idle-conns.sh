@@ -18,6 +18,8 @@
 # of each connection, the generator's and nginx's; mem in 4 KiB pages). Requests/s is what
 # nginx answered over the SETTLE window (stub_status): it depends on the load of the machine,
 # the RSS figures do not.
+# A fixed cost touched only under load counts in the figure: --io uring's 8 MiB of receive
+# buffers per thread (bench/README.md says how much of its figure that is).
 #
 # overload: closed loop, --users N/P --think 1s per process, each process over its own slice of
 # --source 127.0.0.1-127.0.0.250. Each user holds its connection and sends, waits for the
@@ -34,6 +36,7 @@
 #   sudo bash bench/idle-conns.sh                          # N=100000 IO=epoll
 #   sudo N=10000 bash bench/idle-conns.sh
 #   sudo IO="epoll uring" TOOLS="overload" bash bench/idle-conns.sh
+#   sudo PER=10000 bash bench/idle-conns.sh               # at most 10,000 per process
 set -euo pipefail
 
 N=${N:-100000}
