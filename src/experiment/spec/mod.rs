@@ -288,6 +288,13 @@ fn tls_for_server(
         Server::Lab { spec, .. } => spec.knobs.tls == Some(true),
         Server::Command { url, .. } => url.starts_with("https://"),
     } || req.paths.iter().any(|p| p.starts_with("https://"));
+    if !https && req.http == HttpVersion::V3 {
+        return Err(err(
+            file,
+            &format!("config '{name}' request"),
+            "http = \"3\" needs an https:// server (HTTP/3 is QUIC, always encrypted; knobs.tls = true for a lab stack)",
+        ));
+    }
     let d = TlsConfig::default();
     if !https && (req.tls != d) {
         return Err(err(
@@ -801,7 +808,8 @@ stack = "nginx-fpm"
         let base =
             "[request]\npath = \"/\"\n[load]\nusers = [1]\n[[config]]\nstack = \"nginx-fpm\"\n";
         for (extra, want) in [
-            ("request = { http = \"3\" }", "request.http: '3'"),
+            ("request = { http = \"4\" }", "request.http: '4'"),
+            ("request = { http = \"3\" }", "http = \"3\" needs an https:// server"),
             (
                 "request = { http = \"2\", keep_alive = false }",
                 "contradicts keep_alive",
