@@ -2,6 +2,7 @@
 //! HTTP/3 client (quinn and h3, the crates the target serves with) on its own runtime, to
 //! check the target without the engine's client, and the engine's client against it.
 use std::collections::BTreeMap;
+use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -45,6 +46,43 @@ impl H3Target {
 
     pub fn pid(&self) -> u32 {
         self.target.child.id()
+    }
+
+    /// `/stats` over HTTPS/1.1 (TCP), with the answer's head: the TCP side's view.
+    pub fn stats(&self) -> serde_json::Value {
+        let (head, body) = self.tcp_get("/stats");
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
+    }
+
+    /// One GET over TLS and TCP (HTTP/1.1), head and body apart.
+    pub fn tcp_get(&self, path: &str) -> (String, String) {
+        use rustls::pki_types::pem::PemObject;
+        let mut roots = rustls::RootCertStore::empty();
+        for c in rustls::pki_types::CertificateDer::pem_file_iter(&self.ca).unwrap() {
+            roots.add(c.unwrap()).unwrap();
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let cfg = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let name = "localhost".try_into().unwrap();
+        let mut tls = rustls::ClientConnection::new(Arc::new(cfg), name).unwrap();
+        let mut tcp = std::net::TcpStream::connect(self.addr).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut s = rustls::Stream::new(&mut tls, &mut tcp);
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut all = Vec::new();
+        let _ = s.read_to_end(&mut all);
+        let all = String::from_utf8_lossy(&all).to_string();
+        let (head, body) = all.split_once("\r\n\r\n").expect("a whole answer");
+        (head.to_string(), body.to_string())
     }
 
     /// A client that trusts this target's CA.

@@ -47,6 +47,8 @@ struct Stream {
     head: bool,
     decoder: frame::Decoder,
     live: bool,
+    /// The server's GOAWAY left it out: not processed unless it is answered anyway.
+    beyond_goaway: bool,
 }
 
 /// A unidirectional stream the server opened: its type once read, and its frames.
@@ -277,6 +279,10 @@ impl H3Conn {
                 break;
             };
             self.queued.pop_front();
+            if self.peer_cap.is_some_and(|c| self.active >= c) {
+                // The server raised its limit past what it allowed when we noted it.
+                self.peer_cap = None;
+            }
             if self.state == State::Connecting {
                 self.early = true;
             }
@@ -296,6 +302,7 @@ impl H3Conn {
                         head: false,
                         decoder: frame::Decoder::new(MAX_FIELD_SECTION),
                         live: false,
+                        beyond_goaway: false,
                     });
                     self.streams.len() - 1
                 }
@@ -313,6 +320,7 @@ impl H3Conn {
             s.head = requests[req].head_only;
             s.decoder.reset();
             s.live = true;
+            s.beyond_goaway = false;
             self.active += 1;
             self.write_stream(i, requests);
         }
@@ -602,6 +610,8 @@ impl H3Conn {
         let mut failure: Option<ErrorKind> = None;
         let mut fin = false;
         let mut conn_error: Option<u64> = None;
+        // Reset by the server before it processed the request: it may go again.
+        let mut rejected = false;
         let s = &mut self.streams[i];
         let decoder = &mut self.decoder;
         loop {
@@ -674,7 +684,10 @@ impl H3Conn {
                     break;
                 }
                 Err(ReadError::Blocked) => break,
-                Err(ReadError::Reset(_)) => {
+                Err(ReadError::Reset(code)) => {
+                    let code = code.into_inner();
+                    rejected = code == frame::H3_REQUEST_REJECTED
+                        || (s.beyond_goaway && code == frame::H3_REQUEST_CANCELLED);
                     failure.get_or_insert(ErrorKind::H3Reset);
                     break;
                 }
@@ -687,7 +700,13 @@ impl H3Conn {
         }
         let s = &mut self.streams[i];
         let slot = s.slot;
-        let outcome = if let Some(kind) = failure {
+        let outcome = if rejected && s.status == 0 {
+            Some(Outcome::Unprocessed(if s.beyond_goaway {
+                ErrorKind::H3Goaway
+            } else {
+                ErrorKind::H3Reset
+            }))
+        } else if let Some(kind) = failure {
             Some(Outcome::Failed(kind))
         } else if fin {
             if s.status == 0 || !s.decoder.at_boundary() || s.length.is_some_and(|l| l != s.data) {
@@ -832,16 +851,11 @@ impl H3Conn {
         if self.state == State::Open || self.state == State::Connecting {
             self.state = State::Draining;
         }
-        for i in 0..self.streams.len() {
-            let s = &self.streams[i];
-            if s.live && u64::from(s.id) >= last {
-                let slot = s.slot;
-                self.events.push(Event {
-                    slot,
-                    outcome: Outcome::Unprocessed(ErrorKind::H3Goaway),
-                });
-                self.end_stream(i);
-            }
+        // Streams at or above `last` are left unprocessed, but an answer that comes anyway
+        // is taken (a server may count from the stream it is answering): they end when
+        // answered, reset (H3_REQUEST_REJECTED) or when the connection closes.
+        for s in self.streams.iter_mut().filter(|s| s.live) {
+            s.beyond_goaway |= u64::from(s.id) >= last;
         }
         for (slot, _) in std::mem::take(&mut self.queued) {
             self.events.push(Event {

@@ -17,8 +17,10 @@ enum Answer {
     Ok,
     /// HEADERS saying content-length 9, then 5 bytes.
     ShortBody,
-    /// RESET_STREAM with H3_REQUEST_REJECTED.
+    /// RESET_STREAM with H3_INTERNAL_ERROR.
     Reset,
+    /// RESET_STREAM with H3_REQUEST_REJECTED: not processed.
+    Reject,
     /// A field line that refers to the dynamic table.
     DynamicRef,
     /// Closes the connection with H3_INTERNAL_ERROR and a reason.
@@ -207,8 +209,13 @@ impl Server {
                 frame::put_frame(&mut out, frame::DATA, b"hello");
             }
             Answer::DynamicRef => frame::put_frame(&mut out, frame::HEADERS, &[0, 0, 0x80]),
-            Answer::Reset => {
-                let _ = c.send_stream(id).reset(VarInt::from_u32(0x10b));
+            Answer::Reset | Answer::Reject => {
+                let code = if self.answer == Answer::Reset {
+                    0x102
+                } else {
+                    0x10b
+                };
+                let _ = c.send_stream(id).reset(VarInt::from_u32(code));
                 return;
             }
             Answer::CloseWithError => {
@@ -350,14 +357,15 @@ fn requests_on_streams_are_answered_and_the_full_handshake_is_known() {
 #[test]
 fn a_reset_stream_is_h3_reset_and_a_short_body_is_a_protocol_error() {
     for (answer, kind) in [
-        (Answer::Reset, ErrorKind::H3Reset),
-        (Answer::ShortBody, ErrorKind::Protocol),
+        (Answer::Reset, Outcome::Failed(ErrorKind::H3Reset)),
+        (Answer::Reject, Outcome::Unprocessed(ErrorKind::H3Reset)),
+        (Answer::ShortBody, Outcome::Failed(ErrorKind::Protocol)),
     ] {
         let mut s = server(answer);
         let mut c = client(&s, 10);
         c.conn.submit(7, 0, &c.requests.clone(), Instant::now());
         let ev = pump(&mut s, &mut c, ends(1));
-        assert_eq!(ended(&ev), [(7, Outcome::Failed(kind))], "{answer:?}");
+        assert_eq!(ended(&ev), [(7, kind)], "{answer:?}");
         // The connection goes on carrying requests.
         assert!(c.conn.has_room(), "{answer:?}");
     }
@@ -404,8 +412,7 @@ fn goaway_leaves_the_streams_above_it_unprocessed_and_takes_no_more() {
     for slot in 0..3 {
         c.conn.submit(slot, 0, &c.requests.clone(), Instant::now());
     }
-    // Wait until the server has the three requests, then it says GOAWAY(4): stream 0 was
-    // processed, 4 and 8 were not.
+    // Wait until the server has the three requests (streams 0, 4, 8).
     let end = Instant::now() + Duration::from_secs(5);
     while s.seen.len() < 3 && Instant::now() < end {
         let now = Instant::now();
@@ -415,18 +422,38 @@ fn goaway_leaves_the_streams_above_it_unprocessed_and_takes_no_more() {
         std::thread::sleep(Duration::from_micros(200));
     }
     assert_eq!(s.seen.len(), 3);
+    // GOAWAY(4) first: stream 0 is processed, 4 and 8 are not.
     s.goaway = Some(4);
-    let ev = pump(&mut s, &mut c, ends(2));
+    let now = Instant::now();
+    s.turn(now);
+    c.conn.receive(&mut c.ep, &mut c.buf, &c.requests, now);
+    assert_eq!(c.conn.state, State::Draining);
+    assert!(!c.conn.has_room());
+    assert!(ended(&c.conn.events).is_empty(), "{:?}", c.conn.events);
+    // Then stream 0 is answered and the others are rejected.
+    let (h, mut conn) = s.conn.take().unwrap();
+    let seen = s.seen.clone();
+    s.answer = Answer::Ok;
+    s.respond(&mut conn, seen[0], now);
+    for id in &seen[1..] {
+        let _ = conn.send_stream(*id).reset(VarInt::from_u32(0x10b));
+    }
+    s.conn = Some((h, conn));
+    let ev = pump(&mut s, &mut c, ends(3));
+    let mut got = ended(&ev);
+    got.sort_by_key(|(slot, _)| *slot);
+    assert!(
+        matches!(got[0], (0, Outcome::Done { status: 200, .. })),
+        "{got:?}"
+    );
     assert_eq!(
-        ended(&ev),
+        got[1..],
         [
             (1, Outcome::Unprocessed(ErrorKind::H3Goaway)),
             (2, Outcome::Unprocessed(ErrorKind::H3Goaway))
         ]
     );
-    assert_eq!(c.conn.state, State::Draining);
-    assert!(!c.conn.has_room());
-    assert_eq!(c.conn.load(), 1, "stream 0 still awaits its answer");
+    assert!(c.conn.finished());
 }
 
 #[test]

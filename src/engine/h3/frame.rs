@@ -34,6 +34,7 @@ pub const H3_FRAME_ERROR: u64 = 0x106;
 pub const H3_ID_ERROR: u64 = 0x108;
 pub const H3_SETTINGS_ERROR: u64 = 0x109;
 pub const H3_MISSING_SETTINGS: u64 = 0x10a;
+pub const H3_REQUEST_REJECTED: u64 = 0x10b;
 pub const H3_REQUEST_CANCELLED: u64 = 0x10c;
 pub const H3_MESSAGE_ERROR: u64 = 0x10e;
 pub const QPACK_DECOMPRESSION_FAILED: u64 = 0x200;

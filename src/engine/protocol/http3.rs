@@ -15,6 +15,7 @@ use crate::engine::h2::conn::{Event, Outcome, State};
 use crate::engine::h2::hpack::RequestParts;
 use crate::engine::h3::conn::{H3Conn, Step};
 use crate::engine::h3::{frame, qpack};
+use crate::engine::io::Poller;
 use crate::engine::tls::QuicSetup;
 use crate::engine::transport::{Handshake, Transport};
 use crate::engine::worker::{token, Worker};
@@ -23,7 +24,7 @@ use crate::metrics::ErrorKind;
 use crate::plan::RequestSpec;
 use mio::net::UdpSocket;
 use mio::Interest;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -256,7 +257,8 @@ impl<T: Transport> Worker<'_, T, H3> {
             .find(|(a, _)| *a == remote)
             .map_or_else(|| remote.ip().to_string(), |(_, n)| n.clone());
         let config = quic.config.clone();
-        let socket = match udp_socket(remote) {
+        let from = self.source_for(&remote);
+        let socket = match udp_socket(remote, from) {
             Ok(s) => s,
             Err(e) => {
                 let kind = ErrorKind::from_io(&e, true);
@@ -276,11 +278,13 @@ impl<T: Transport> Worker<'_, T, H3> {
         mux.gens[i] = mux.gens[i].wrapping_add(1);
         let gen = mux.gens[i];
         let mut socket = socket;
-        if let Err(e) =
-            self.poll
-                .registry()
-                .register(&mut socket, token(i, gen), Interest::READABLE)
-        {
+        // QUIC's UDP sockets are polled through epoll only: the run picks epoll for HTTP/3
+        // (`EngineConfig::backend`).
+        let registered = match self.poll.mio_registry() {
+            Some(r) => r.register(&mut socket, token(i, gen), Interest::READABLE),
+            None => Err(std::io::Error::other("HTTP/3 runs on the epoll backend")),
+        };
+        if let Err(e) = registered {
             mux.free.push(i);
             return Err(ErrorKind::from_io(&e, true));
         }
@@ -519,7 +523,9 @@ impl<T: Transport> Worker<'_, T, H3> {
         if let Some(mut h) = mux.conns[ci].take() {
             h.goodbye(&mut mux.endpoint, now);
             if let Some(mut s) = h.socket.take() {
-                let _ = self.poll.registry().deregister(&mut s);
+                if let Some(r) = self.poll.mio_registry() {
+                    let _ = r.deregister(&mut s);
+                }
             }
             mux.free.push(ci);
             self.open -= 1;
@@ -557,12 +563,13 @@ impl<T: Transport> Worker<'_, T, H3> {
     }
 }
 
-/// A non-blocking UDP socket connected to `remote`: the kernel then filters other senders'
-/// datagrams and reports an ICMP refusal as an error on it.
-fn udp_socket(remote: SocketAddr) -> std::io::Result<UdpSocket> {
-    let local: SocketAddr = match remote {
-        SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
-        SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+/// A non-blocking UDP socket connected to `remote`, from `from` (`--source`) when given: the
+/// kernel then filters other senders' datagrams and reports an ICMP refusal as an error on it.
+fn udp_socket(remote: SocketAddr, from: Option<IpAddr>) -> std::io::Result<UdpSocket> {
+    let local: SocketAddr = match (from, remote) {
+        (Some(ip), _) => (ip, 0).into(),
+        (None, SocketAddr::V4(_)) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+        (None, SocketAddr::V6(_)) => (Ipv6Addr::UNSPECIFIED, 0).into(),
     };
     let s = UdpSocket::bind(local)?;
     s.connect(remote)?;

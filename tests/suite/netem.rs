@@ -1,0 +1,462 @@
+//! `overload lab netem`: namespaces made and removed (on success, on error, on SIGINT),
+//! nothing left on the host; the bridge's delay and loss measured across it; a load run
+//! across it; `--cleanup` of a killed run's namespaces. Root and network namespaces needed:
+//! elsewhere the tests show as ignored with the reason (tests/common/harness.rs).
+use crate::common;
+use crate::common::harness::{self, Need};
+use crate::common::{bin, output_within, wait_until, wait_within};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const NS: &[Need] = &[Need::Root, Need::NetNamespace];
+
+pub fn trials() -> Vec<libtest_mimic::Trial> {
+    vec![
+        harness::trial(
+            "namespaces_are_made_and_removed_on_success",
+            NS,
+            namespaces_are_made_and_removed_on_success,
+        ),
+        harness::trial(
+            "namespaces_are_removed_when_the_stack_fails",
+            NS,
+            namespaces_are_removed_when_the_stack_fails,
+        ),
+        harness::trial(
+            "namespaces_are_removed_on_sigint",
+            NS,
+            namespaces_are_removed_on_sigint,
+        ),
+        harness::trial(
+            "bridge_delay_is_the_rtt_asked",
+            NS,
+            bridge_delay_is_the_rtt_asked,
+        ),
+        harness::trial(
+            "bridge_loses_the_share_asked",
+            NS,
+            bridge_loses_the_share_asked,
+        ),
+        harness::trial(
+            "a_load_run_across_the_bridge",
+            NS,
+            a_load_run_across_the_bridge,
+        ),
+        harness::trial(
+            "cleanup_removes_only_dead_runs_namespaces",
+            NS,
+            cleanup_removes_only_dead_runs_namespaces,
+        ),
+        harness::trial(
+            "bad_values_are_one_line_usage_errors",
+            &[],
+            bad_values_are_one_line_usage_errors,
+        ),
+        harness::trial(
+            "a_new_path_removes_what_killed_runs_left",
+            NS,
+            a_new_path_removes_what_killed_runs_left,
+        ),
+        harness::trial(
+            "without_root_it_is_a_one_line_usage_error",
+            &[Need::Root],
+            without_root_it_is_a_one_line_usage_error,
+        ),
+        harness::trial(
+            "protocols_experiment_quick_runs_every_row_across_the_path",
+            NS,
+            protocols_experiment_quick_runs_every_row_across_the_path,
+        ),
+    ]
+}
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Every path made removes what dead runs left: the tests that plant such leftovers hold
+/// this for writing, the ones that make paths for reading, so that no other test's path
+/// removes a planted leftover before the test has seen it go.
+static PATHS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn making_paths() -> std::sync::RwLockReadGuard<'static, ()> {
+    PATHS.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn planting_leftovers() -> std::sync::RwLockWriteGuard<'static, ()> {
+    PATHS.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The namespaces named after `pid`.
+fn namespaces_of(pid: u32) -> Vec<String> {
+    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&format!("ovl-{pid}-")))
+        .map(String::from)
+        .collect()
+}
+
+/// The host's interfaces never carry the path's links.
+fn assert_host_links_untouched() {
+    let out = Command::new("ip").args(["-o", "link"]).output().unwrap();
+    let links = String::from_utf8_lossy(&out.stdout);
+    for name in ["toload", "tostack"] {
+        assert!(
+            !links.contains(name),
+            "{name} in the host's links:\n{links}"
+        );
+    }
+}
+
+/// Runs `lab netem ARGS` to its end; its pid, status and output.
+fn netem(args: &[&str]) -> (u32, std::process::Output) {
+    let mut child = bin()
+        .args(["lab", "netem"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let drain = |p: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut p) = p {
+                let _ = p.read_to_string(&mut s);
+            }
+            s
+        })
+    };
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let status = wait_within(&mut child, LIMIT).expect("lab netem ended");
+    (
+        pid,
+        std::process::Output {
+            status,
+            stdout: out.join().unwrap().into_bytes(),
+            stderr: err.join().unwrap().into_bytes(),
+        },
+    )
+}
+
+fn text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn namespaces_are_made_and_removed_on_success() {
+    let _paths = making_paths();
+    // The command sees the load side's address and lists the namespaces that exist while
+    // it runs; its exit code is lab netem's.
+    let (pid, o) = netem(&[
+        "--probe",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        "ip -o addr show eth0; ip netns list; echo to=$OVERLOAD_NETEM_STACK; exit 7",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(7), "{t}");
+    assert!(t.contains("inet 10.77.0.1/24"), "{t}");
+    assert!(t.contains("to=10.77.0.2"), "{t}");
+    for side in ["load", "stack"] {
+        assert!(t.contains(&format!("ovl-{pid}-{side}")), "{t}");
+    }
+    assert!(
+        namespaces_of(pid).is_empty(),
+        "left: {:?}",
+        namespaces_of(pid)
+    );
+    assert_host_links_untouched();
+}
+
+fn namespaces_are_removed_when_the_stack_fails() {
+    let _paths = making_paths();
+    let (pid, o) = netem(&[
+        "--impair",
+        "bridge",
+        "--stack-cmd",
+        "echo no server here >&2; exit 3",
+        "--stack-port",
+        "8080",
+        "--",
+        "true",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("--stack-cmd exited"), "{t}");
+    assert!(
+        t.contains("ovl-") && t.contains("-path"),
+        "the bridge's namespace was made: {t}"
+    );
+    assert!(
+        namespaces_of(pid).is_empty(),
+        "left: {:?}",
+        namespaces_of(pid)
+    );
+    assert_host_links_untouched();
+}
+
+fn namespaces_are_removed_on_sigint() {
+    let _paths = making_paths();
+    let mut child = bin()
+        .args(["lab", "netem", "--impair", "bridge", "--probe", "0"])
+        .args(["--stack-cmd", "sleep 60", "--", "sleep", "60"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Up once the command runs inside the load namespace.
+    wait_until("the command runs in the load namespace", LIMIT, || {
+        let out = Command::new("ip")
+            .args(["netns", "pids", &format!("ovl-{pid}-load")])
+            .output()
+            .unwrap();
+        !out.stdout.is_empty()
+    });
+    assert_eq!(namespaces_of(pid).len(), 3);
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let st = wait_within(&mut child, Duration::from_secs(20)).expect("ended after SIGINT");
+    assert_eq!(st.code(), Some(130));
+    assert!(
+        namespaces_of(pid).is_empty(),
+        "left: {:?}",
+        namespaces_of(pid)
+    );
+    assert_host_links_untouched();
+}
+
+/// The number after `label` in `t`.
+fn number_after(t: &str, label: &str) -> f64 {
+    let at = t
+        .find(label)
+        .unwrap_or_else(|| panic!("no '{label}' in {t}"));
+    t[at + label.len()..]
+        .trim_start()
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn bridge_delay_is_the_rtt_asked() {
+    let _paths = making_paths();
+    let (_, o) = netem(&[
+        "--impair", "bridge", "--delay", "40ms", "--probe", "50", "--", "true",
+    ]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let median = number_after(&t, "RTT median");
+    let min = number_after(&t, "(min");
+    // Never shorter than asked; the margin is what a loaded 2-core host adds.
+    assert!(min >= 40.0, "{t}");
+    assert!(median <= 40.0 + 15.0, "{t}");
+}
+
+fn bridge_loses_the_share_asked() {
+    let _paths = making_paths();
+    let (_, o) = netem(&[
+        "--impair", "bridge", "--loss", "10%", "--probe", "1000", "--", "true",
+    ]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let toward = number_after(&t, "datagrams,");
+    assert!(
+        (50.0..=150.0).contains(&toward),
+        "{toward} of 1000 lost at 10%: {t}"
+    );
+    // The bridge's own count (the warm-up's and ARP's frames too) is of the same share.
+    let counted = number_after(&t, "forwarded,");
+    assert!((50.0..=160.0).contains(&counted), "{counted} counted: {t}");
+}
+
+fn a_load_run_across_the_bridge() {
+    let _paths = making_paths();
+    let target = format!(
+        "{} target --listen 10.77.0.2:8080 --allow-remote",
+        env!("CARGO_BIN_EXE_overload")
+    );
+    let (_, o) = netem(&[
+        "--impair",
+        "bridge",
+        "--delay",
+        "40ms",
+        "--probe",
+        "0",
+        "--stack-cmd",
+        &target,
+        "--stack-port",
+        "8080",
+        "--",
+        env!("CARGO_BIN_EXE_overload"),
+        "run",
+        "http://{stack}:8080/",
+        "-d",
+        "2s",
+        "-c",
+        "4",
+        "--json",
+        "-",
+    ]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("the run's JSON");
+    let ok = common::f(&v, "responses");
+    assert!(ok > 10.0, "{t}");
+    // Every answer took a round trip of the path at least.
+    let p50 = common::f(&v, "response_time_ms.p50");
+    assert!(p50 >= 40.0, "p50 {p50}: {t}");
+}
+
+fn cleanup_removes_only_dead_runs_namespaces() {
+    let _paths = planting_leftovers();
+    // A pid that no longer runs, and one that does (this test's).
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let live = std::process::id();
+    let dead_ns = format!("ovl-{dead}-load");
+    let live_ns = format!("ovl-{live}-stack");
+    for n in [&dead_ns, &live_ns] {
+        assert!(Command::new("ip")
+            .args(["netns", "add", n])
+            .status()
+            .unwrap()
+            .success());
+    }
+    let o = output_within(bin().args(["lab", "netem", "--cleanup"]), LIMIT);
+    let t = text(&o);
+    let _ = Command::new("ip").args(["netns", "del", &live_ns]).status();
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains(&dead_ns), "{t}");
+    assert!(
+        !t.contains(&live_ns),
+        "a live run's namespace was removed: {t}"
+    );
+    assert!(namespaces_of(dead).is_empty());
+}
+
+fn bad_values_are_one_line_usage_errors() {
+    for (args, what) in [
+        (&["--loss", "120%"][..], "120%"),
+        (&["--delay", "-1"][..], "-1"),
+        (&["--delay", "10ms", "--jitter", "20ms"][..], "--jitter"),
+    ] {
+        let o = output_within(
+            bin().args(["lab", "netem"]).args(args).args(["--", "true"]),
+            LIMIT,
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(what), "{args:?}: {err}");
+    }
+}
+
+/// experiments/protocols.toml in `--quick` (about a minute): every row (3 protocols × 4
+/// paths × resumption on/off) runs across its path, answered, and the namespaces go.
+fn protocols_experiment_quick_runs_every_row_across_the_path() {
+    let _paths = making_paths();
+    let dir = common::scratch();
+    let out = dir.path().join("protocols");
+    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_overload"))
+        .parent()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/protocols.toml");
+    let mut child = bin()
+        .args(["experiment", file, "--quick", "--out"])
+        .arg(&out)
+        .env("PATH", path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = {
+        let status =
+            wait_within(&mut child, Duration::from_secs(300)).expect("the experiment ended");
+        let mut s = String::new();
+        use std::io::Read;
+        child.stdout.take().unwrap().read_to_string(&mut s).unwrap();
+        child.stderr.take().unwrap().read_to_string(&mut s).unwrap();
+        (status, s)
+    };
+    assert!(o.0.success(), "{}", o.1);
+    assert!(
+        o.1.contains("network: bridge") || o.1.contains("network: netem"),
+        "{}",
+        o.1
+    );
+    let mut rows = 0;
+    for proto in ["h1", "h2", "h3"] {
+        for net in ["rtt0-loss0", "rtt0-loss1", "rtt50-loss0", "rtt50-loss1"] {
+            for res in ["resumed", "full"] {
+                let run = out.join(format!("{proto}-{net}-{res}-r1"));
+                let steps = std::fs::read_to_string(run.join("steps.jsonl"))
+                    .unwrap_or_else(|e| panic!("{}: {e}", run.display()));
+                assert!(steps.contains("\"responses\""), "{}", run.display());
+                rows += 1;
+            }
+        }
+    }
+    assert_eq!(rows, 24);
+    assert!(
+        namespaces_of(pid).is_empty(),
+        "left: {:?}",
+        namespaces_of(pid)
+    );
+}
+
+/// Run as nobody (setpriv drops root): one line, exit 2, nothing made.
+fn without_root_it_is_a_one_line_usage_error() {
+    for args in [&["--", "true"][..], &["--cleanup"][..]] {
+        let o = output_within(
+            Command::new("setpriv")
+                .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+                .arg(env!("CARGO_BIN_EXE_overload"))
+                .args(["lab", "netem"])
+                .args(args),
+            LIMIT,
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("needs root"), "{err}");
+    }
+}
+
+/// A run killed with SIGKILL leaves its namespaces; the next path (a `lab netem` or an
+/// experiment's run) removes them first, and says so.
+fn a_new_path_removes_what_killed_runs_left() {
+    let _paths = planting_leftovers();
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let left = format!("ovl-{dead}-path");
+    assert!(Command::new("ip")
+        .args(["netns", "add", &left])
+        .status()
+        .unwrap()
+        .success());
+    let (_, o) = netem(&["--probe", "0", "--", "true"]);
+    let t = text(&o);
+    let still = !namespaces_of(dead).is_empty();
+    let _ = Command::new("ip").args(["netns", "del", &left]).status();
+    assert!(o.status.success(), "{t}");
+    assert!(!still, "{left} left: {t}");
+    assert!(t.contains(&format!("removed {left}")), "{t}");
+}
