@@ -673,7 +673,7 @@ fn connection(tcp: TcpStream, id: u64, accepted: Instant, sh: &Shared) {
             s.serving = s.serving.saturating_sub(1);
         }
     }
-    let _slot = Serving(&sh.slots);
+    let slot = Serving(&sh.slots);
     let want = head_len + len;
     let body_end = Instant::now() + l.body_deadline;
     while buf.len() < want {
@@ -684,7 +684,13 @@ fn connection(tcp: TcpStream, id: u64, accepted: Instant, sh: &Shared) {
         }
     }
     let reply = sh.service.answer(&head, &buf[head_len..want]);
-    finish(&mut s, &reply, l);
+    let written = s.write_by(&reply.to_bytes(), Instant::now() + l.write_deadline);
+    // The answer is out: its serving place is free before the close the client waits on, so a
+    // client that asks again as soon as it has read the answer is not told "busy".
+    drop(slot);
+    if written {
+        close_gently(s.tcp());
+    }
 }
 
 /// Writes `reply` within the write deadline, then closes so the client reads it whole.
