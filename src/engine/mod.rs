@@ -221,8 +221,10 @@ impl Default for EngineConfig {
 impl EngineConfig {
     /// The I/O backend the run uses: `io` resolved on this kernel, for this protocol.
     pub fn backend(&self) -> crate::Result<Backend> {
-        self.io
-            .resolve_for(matches!(self.protocol, Protocol::Http3(_)))
+        self.io.resolve_for(
+            matches!(self.protocol, Protocol::Http3(_)),
+            matches!(self.load, Load::Open { .. }),
+        )
     }
 
     /// The offered load: the rate in open loop, the users in closed loop.

@@ -85,7 +85,14 @@ pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
     }
     // A backend that cannot run is the run's own error; the plan line just leaves it out.
     let io = match cfg.backend() {
-        Ok(b) => format!("I/O {}; ", crate::engine::io::describe(b, cfg.io)),
+        Ok(b) => format!(
+            "I/O {}; ",
+            crate::engine::io::describe(
+                b,
+                cfg.io,
+                matches!(cfg.load, crate::engine::Load::Open { .. })
+            )
+        ),
         Err(_) => String::new(),
     };
     let target = match urls {
@@ -265,7 +272,11 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
     let _ = writeln!(
         o,
         "  I/O            {}",
-        crate::engine::io::describe(outcome.io, cfg.io)
+        crate::engine::io::describe(
+            outcome.io,
+            cfg.io,
+            matches!(cfg.load, crate::engine::Load::Open { .. }),
+        )
     );
     o.push_str(&errors_lines(s));
     o.push_str(&crate::report::names::table(s));

@@ -47,15 +47,19 @@ impl IoChoice {
         }
     }
 
-    /// The backend this choice runs on here: `Auto` probes the kernel (once per process);
-    /// an explicit `uring` the kernel refuses is a usage error naming why.
+    /// The backend this choice runs on here for a closed loop: `Auto` probes the kernel
+    /// (once per process); an explicit `uring` the kernel refuses is a usage error naming why.
     pub fn resolve(self) -> crate::Result<Backend> {
-        self.resolve_for(false)
+        self.resolve_for(false, false)
     }
 
-    /// [`IoChoice::resolve`] for a run that speaks HTTP/3 (`quic`) or not: QUIC's UDP
-    /// sockets are polled through epoll only, so auto picks it, and `--io uring` is refused.
-    pub fn resolve_for(self, quic: bool) -> crate::Result<Backend> {
+    /// [`IoChoice::resolve`] for a run that speaks HTTP/3 (`quic`) or not, in the open loop
+    /// (`open`) or not. QUIC's UDP sockets are polled through epoll only, so auto picks it,
+    /// and `--io uring` is refused. Auto also picks epoll for the open loop: measured there
+    /// (bench/uring.py, scenario o: 20,000 req/s over 50 connections), io_uring costs about
+    /// 1.6× epoll's CPU per request (more ring entries per request as arrivals come one by
+    /// one), while in the closed loop it costs about 0.93× (scenario k).
+    pub fn resolve_for(self, quic: bool, open: bool) -> crate::Result<Backend> {
         if quic {
             return match self {
                 IoChoice::Uring => Err(crate::Error::usage(
@@ -66,6 +70,7 @@ impl IoChoice {
         }
         match self {
             IoChoice::Epoll => Ok(Backend::Epoll),
+            IoChoice::Auto if open => Ok(Backend::Epoll),
             IoChoice::Auto => Ok(match uring::probe() {
                 Ok(()) => Backend::Uring,
                 Err(_) => Backend::Epoll,
@@ -85,10 +90,11 @@ pub use crate::metrics::IoBackend as Backend;
 
 /// How the plan line and the summary name the backend that runs: its name, and how it was
 /// chosen (auto falling back to epoll says why).
-pub fn describe(backend: Backend, choice: IoChoice) -> String {
+pub fn describe(backend: Backend, choice: IoChoice, open: bool) -> String {
     match (choice, backend) {
         (IoChoice::Auto, Backend::Epoll) => match uring::probe() {
             Err(why) => format!("epoll (auto: io_uring refused: {why})"),
+            Ok(()) if open => "epoll (auto: the open loop costs less on epoll)".to_string(),
             Ok(()) => "epoll (auto)".to_string(),
         },
         (IoChoice::Auto, b) => format!("{} (auto)", b.name()),
@@ -181,15 +187,42 @@ mod tests {
             .unwrap_err()
             .contains("auto, epoll, uring"));
         // QUIC's UDP sockets are epoll's: auto and epoll run there, uring is refused.
-        assert_eq!(IoChoice::Auto.resolve_for(true).unwrap(), Backend::Epoll);
-        assert_eq!(IoChoice::Epoll.resolve_for(true).unwrap(), Backend::Epoll);
-        let e = IoChoice::Uring.resolve_for(true).unwrap_err().to_string();
+        assert_eq!(
+            IoChoice::Auto.resolve_for(true, false).unwrap(),
+            Backend::Epoll
+        );
+        assert_eq!(
+            IoChoice::Epoll.resolve_for(true, false).unwrap(),
+            Backend::Epoll
+        );
+        let e = IoChoice::Uring
+            .resolve_for(true, false)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("HTTP/3"), "{e}");
         assert_eq!(IoChoice::Epoll.resolve().unwrap(), Backend::Epoll);
         // Auto is io_uring exactly where the probe allows it.
         let auto = IoChoice::Auto.resolve().unwrap();
         assert_eq!(auto == Backend::Uring, uring_refused().is_none());
-        assert_eq!(describe(Backend::Epoll, IoChoice::Epoll), "epoll");
-        assert_eq!(describe(Backend::Uring, IoChoice::Auto), "io_uring (auto)");
+        // The open loop: auto is epoll, saying why; an explicit uring is kept.
+        assert_eq!(
+            IoChoice::Auto.resolve_for(false, true).unwrap(),
+            Backend::Epoll
+        );
+        if uring_refused().is_none() {
+            assert_eq!(
+                IoChoice::Uring.resolve_for(false, true).unwrap(),
+                Backend::Uring
+            );
+            assert_eq!(
+                describe(Backend::Epoll, IoChoice::Auto, true),
+                "epoll (auto: the open loop costs less on epoll)"
+            );
+        }
+        assert_eq!(describe(Backend::Epoll, IoChoice::Epoll, false), "epoll");
+        assert_eq!(
+            describe(Backend::Uring, IoChoice::Auto, false),
+            "io_uring (auto)"
+        );
     }
 }
