@@ -126,6 +126,67 @@ fn quic_faults_are_counted_errors_within_the_runs_bound() {
 }
 
 #[test]
+fn the_targets_goaway_names_the_first_request_it_did_not_process() {
+    let t = H3Target::start(&["--threads", "1"]);
+    // One request per connection at a time, each answered then GOAWAY: the GOAWAY's id is
+    // the next stream (RFC 9114 §5.2), so the answer is below it, nothing is retried and
+    // the target receives exactly what the client counts.
+    let v = run3(
+        &t,
+        "/fault/h3-goaway",
+        &["-n", "20", "-c", "1", "--streams", "1", "--threads", "1"],
+    );
+    assert_eq!(u(&v, "responses"), 20, "{v}");
+    assert_eq!(u(&v, "error_count"), 0, "{v}");
+    let notes = v["warnings"].to_string();
+    assert!(!notes.contains("GOAWAY"), "{notes}");
+    // The server-wide fault: a GOAWAY at each connection's 100th request, with requests
+    // in flight above it that the target rejects and the client sends again elsewhere.
+    let g = H3Target::start(&["--threads", "1", "--fault", "h3-goaway"]);
+    let v = run3(
+        &g,
+        "/",
+        &["-n", "300", "-c", "20", "--streams", "20", "--threads", "1"],
+    );
+    assert_eq!(u(&v, "responses"), 300, "{v}");
+    assert_eq!(u(&v, "error_count"), 0, "{v}");
+    assert!(!v["warnings"].to_string().contains("GOAWAY"), "{v}");
+    assert!(u(&v, "connections_opened") >= 3, "{v}");
+    let stats = g.stats();
+    assert_eq!(stats["by_protocol"]["HTTP/3"].as_u64(), Some(300), "{stats}");
+}
+
+#[test]
+fn after_a_stateless_reset_every_later_connection_handshakes() {
+    // The server forgets each connection at its 100th request and answers its packets with
+    // stateless resets: that request is lost, and the next connections (same process, same
+    // thread's endpoint) handshake and serve their 99 answers each.
+    let t = H3Target::start(&["--threads", "1", "--fault", "quic-reset"]);
+    let v = run3(
+        &t,
+        "/",
+        &[
+            "-n",
+            "400",
+            "-c",
+            "1",
+            "--streams",
+            "1",
+            "--threads",
+            "1",
+            "--timeout",
+            "3s",
+        ],
+    );
+    assert_eq!(v["errors"]["quic-handshake"], serde_json::Value::Null, "{v}");
+    let resets = v["errors"]["reset"].as_u64().unwrap_or(0);
+    assert!((3..=4).contains(&resets), "{v}");
+    assert_eq!(u(&v, "error_count"), resets, "{v}");
+    assert_eq!(u(&v, "responses") + resets, 400, "{v}");
+    assert_eq!(u(&v, "connections_opened"), resets + 1, "{v}");
+}
+
+#[test]
 fn http3_on_an_http_url_or_with_tls12_is_a_one_line_usage_error() {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}/");

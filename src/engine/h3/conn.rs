@@ -722,6 +722,15 @@ impl H3Conn {
             None
         };
         if let Some(outcome) = outcome {
+            if matches!(outcome, Outcome::Done { .. }) && self.streams[i].beyond_goaway {
+                // Taken, but the server broke its word: a client that trusts the GOAWAY would
+                // have sent this request again (processed twice).
+                self.note = Some(
+                    "an HTTP/3 server answered a request at or above its GOAWAY's stream id \
+                     (RFC 9114 §5.2: the id is the first request it did not process)"
+                        .into(),
+                );
+            }
             if !fin {
                 let code = VarInt::from_u64(frame::H3_REQUEST_CANCELLED).unwrap_or(VarInt::MAX);
                 let _ = self.quic.recv_stream(id).stop(code);
