@@ -117,6 +117,9 @@ pub struct H3Conn {
     tx: Vec<u8>,
     /// The packet counts (sent, received, lost) already added to the run's.
     pub counted_packets: (u64, u64, u64),
+    /// quinn-proto told the endpoint itself that this connection is drained (a stateless
+    /// reset, an idle timeout): its handle may already belong to a newer connection.
+    drained: bool,
 }
 
 impl H3Conn {
@@ -167,6 +170,7 @@ impl H3Conn {
             last_call: false,
             tx: Vec::with_capacity(1500 * TRANSMIT_BATCH),
             counted_packets: (0, 0, 0),
+            drained: false,
         };
         // Our control stream, with SETTINGS, goes out first (0-RTT too when it is on).
         c.open_control();
@@ -485,6 +489,7 @@ impl H3Conn {
     fn process(&mut self, ep: &mut Endpoint, requests: &[Prepared], now: Instant) {
         loop {
             while let Some(ev) = self.quic.poll_endpoint_events() {
+                self.drained |= ev.is_drained();
                 if let Some(back) = ep.handle_event(self.handle, ev) {
                     self.quic.handle_event(back);
                 }
@@ -915,7 +920,8 @@ impl H3Conn {
             ConnectionError::ConnectionClosed(c) => {
                 let code = u64::from(c.error_code);
                 self.note = Some(format!(
-                    "a QUIC server closed a connection with transport error 0x{code:x}{}",
+                    "a QUIC server closed a connection with transport error 0x{code:x}{}{}",
+                    tls_alert(code),
                     reason_text(&c.reason)
                 ));
                 // 0x100..=0x1ff: a TLS alert (RFC 9001 §4.8).
@@ -1005,8 +1011,34 @@ impl H3Conn {
         if !self.quic.is_closed() {
             self.close_with(frame::H3_NO_ERROR, now);
         }
-        ep.handle_event(self.handle, quinn_proto::EndpointEvent::drained());
+        // Once only: the endpoint frees the handle at the first, and a second would drop
+        // whichever connection was given it since (its packets then met stateless resets and
+        // its handshake never finished).
+        if !self.drained {
+            self.drained = true;
+            ep.handle_event(self.handle, quinn_proto::EndpointEvent::drained());
+        }
     }
+}
+
+/// A transport error in 0x100..=0x1ff is a TLS alert (RFC 9001 §4.8): its name, for a note.
+fn tls_alert(code: u64) -> String {
+    if !(0x100..0x200).contains(&code) {
+        return String::new();
+    }
+    let alert = code - 0x100;
+    let name = match alert {
+        40 => "handshake_failure",
+        42 => "bad_certificate",
+        46 => "certificate_unknown",
+        48 => "unknown_ca",
+        80 => "internal_error",
+        109 => "missing_extension",
+        112 => "unrecognized_name",
+        120 => "no_application_protocol",
+        _ => "",
+    };
+    format!(" (TLS alert {alert} {name})").replace(" )", ")")
 }
 
 /// The peer's reason phrase, if any, for a note.

@@ -454,7 +454,10 @@ fn goaway_leaves_the_streams_above_it_unprocessed_and_takes_no_more() {
         ]
     );
     assert!(c.conn.finished());
-    assert_eq!(c.conn.note, None, "an answer below the GOAWAY is no violation");
+    assert_eq!(
+        c.conn.note, None,
+        "an answer below the GOAWAY is no violation"
+    );
 }
 
 #[test]
@@ -551,4 +554,11 @@ fn a_port_without_quic_is_a_handshake_failure_with_advice() {
         note.contains(&format!("UDP port {port}")) && note.contains("try --http 2"),
         "{note}"
     );
+}
+
+#[test]
+fn a_crypto_error_names_its_tls_alert() {
+    assert_eq!(super::tls_alert(0x150), " (TLS alert 80 internal_error)");
+    assert_eq!(super::tls_alert(0x1ff), " (TLS alert 255)");
+    assert_eq!(super::tls_alert(0x0a), "");
 }
