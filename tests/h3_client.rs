@@ -196,6 +196,66 @@ fn after_a_stateless_reset_every_later_connection_handshakes() {
 }
 
 #[test]
+fn alt_svc_follows_the_servers_h3_announcement_and_says_why_not_otherwise() {
+    // The target over TLS with HTTP/3 announces `Alt-Svc: h3=":PORT"`: --alt-svc follows it.
+    let t = H3Target::start(&["--threads", "1"]);
+    let ca = t.ca.to_str().unwrap();
+    let url = format!("{}/", t.url);
+    let (_, v) = run_json(&[
+        "run",
+        &url,
+        "--alt-svc",
+        "--cacert",
+        ca,
+        "-n",
+        "50",
+        "-c",
+        "5",
+    ]);
+    assert_eq!(v["protocol"]["version"], "3", "{v}");
+    assert_eq!(v["protocol"]["chosen_by"], "alt-svc", "{v}");
+    assert_eq!(u(&v, "responses"), 50, "{v}");
+    assert_eq!(u(&v, "error_count"), 0, "{v}");
+    assert_eq!(u(&v, "protocols.3"), 50, "{v}");
+    // The probe's HEAD went over TCP; the load over QUIC.
+    let stats = t.stats();
+    assert_eq!(stats["by_protocol"]["HTTP/3"].as_u64(), Some(50), "{stats}");
+    // Without --alt-svc, auto stays on TCP (h2 by ALPN).
+    let (_, v) = run_json(&["run", &url, "--cacert", ca, "-n", "10"]);
+    assert_eq!(v["protocol"]["version"], "2", "{v}");
+    assert_eq!(v["protocol"]["chosen_by"], "alpn", "{v}");
+    // A TLS target without HTTP/3 announces nothing: TCP, and the reason.
+    let dir = common::scratch();
+    let ca2 = dir.path().join("ca.pem");
+    let tcp = Target::start(&["--tls", "--ca-out", ca2.to_str().unwrap()]);
+    let (_, v) = run_json(&[
+        "run",
+        &format!("{}/", tcp.url),
+        "--alt-svc",
+        "--cacert",
+        ca2.to_str().unwrap(),
+        "-n",
+        "10",
+    ]);
+    assert_eq!(v["protocol"]["version"], "2", "{v}");
+    assert_eq!(v["protocol"]["chosen_by"], "alpn", "{v}");
+    let why = v["protocol"]["fallback"].as_str().unwrap_or_default();
+    assert!(why.contains("no Alt-Svc"), "{v}");
+    assert_eq!(u(&v, "responses"), 10, "{v}");
+    // Usage errors: --alt-svc with a fixed --http, or on http://.
+    for args in [
+        vec!["run", &url, "--alt-svc", "--http", "2", "-n", "1"],
+        vec!["run", "http://127.0.0.1:9/", "--alt-svc", "-n", "1"],
+    ] {
+        let out = output_within(bin().args(&args), Duration::from_secs(20));
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--alt-svc"), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
 fn http3_on_an_http_url_or_with_tls12_is_a_one_line_usage_error() {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}/");

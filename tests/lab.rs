@@ -838,7 +838,10 @@ fn caddy_fpm_serves_three_protocols_and_its_log_counts_them() -> Option<String> 
     assert_eq!(counts, want);
     caddy_counts_overloads_http3_answers(&lab, info.port, &ca);
     // Caddy's autosave went into the prefix, not into the folder `lab up` ran from.
-    assert!(lab.prefix.join("caddy-fpm/logs/caddy/autosave.json").exists());
+    assert!(lab
+        .prefix
+        .join("caddy-fpm/logs/caddy/autosave.json")
+        .exists());
     lab.down_all_and_check();
     None
 }
