@@ -331,3 +331,119 @@ fn a_server_that_answers_only_tcp_is_a_counted_quic_handshake_error_with_advice(
     // Refused at once (ICMP), not after the connect timeout.
     assert!(m.elapsed < Duration::from_secs(4), "{:?}", m.elapsed);
 }
+
+/// A sweep's and a capacity search's results folders over HTTP/3: every step speaks 3 and
+/// carries its QUIC figures; two `--http 3` segments merge with those figures summed.
+#[test]
+fn sweep_capacity_and_merge_speak_http3_end_to_end() {
+    let t = H3Target::start(&["--threads", "2"]);
+    let url = format!("{}/", t.url);
+    let ca = t.ca.to_str().unwrap();
+    let scratch = common::scratch();
+    let dir = |name: &str| scratch.path().join(name);
+    let h3 = ["--http", "3", "--cacert", ca, "--threads", "1", "-q"];
+    let limit = Duration::from_secs(60);
+    let ok = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let steps_are_h3 = |folder: &std::path::Path, want: usize| {
+        let data = overload::store::load(folder).unwrap();
+        assert_eq!(data.steps.len(), want, "{folder:?}");
+        for s in &data.steps {
+            let sum = &s.summary;
+            assert_eq!(
+                sum.protocols.get("3").copied(),
+                Some(sum.requests),
+                "{sum:?}"
+            );
+            assert_eq!(sum.protocol.as_ref().unwrap().version, "3");
+            assert!(sum.responses > 0 && sum.errors.is_empty(), "{sum:?}");
+            assert!(sum.quic.as_ref().unwrap().packets_sent > 0, "{sum:?}");
+        }
+        data
+    };
+    // A sweep of two short steps.
+    let sweep = dir("sweep");
+    ok(output_within(
+        bin()
+            .args(["sweep", &url, "--rates", "50,100", "--warmup", "200ms"])
+            .args(["--step", "1s", "--rest", "100ms"])
+            .args(h3)
+            .arg("--out")
+            .arg(&sweep),
+        limit,
+    ));
+    steps_are_h3(&sweep, 2);
+    let html = std::fs::read_to_string(sweep.join("report.html")).unwrap();
+    assert!(html.contains("HTTP/3"), "the report names the protocol");
+    // A short capacity search (the target answers far above its range).
+    let cap = dir("capacity");
+    ok(output_within(
+        bin()
+            .args(["capacity", &url, "--start", "50", "--max", "100"])
+            .args(["--precision", "0.5", "--warmup", "200ms", "--step", "1s"])
+            .args(["--rest", "100ms", "--slo", "p99<1s"])
+            .args(h3)
+            .arg("--out")
+            .arg(&cap),
+        limit,
+    ));
+    let data = overload::store::load(&cap).unwrap();
+    assert!(!data.steps.is_empty());
+    steps_are_h3(&cap, data.steps.len());
+    // Two segments of one plan, merged: the QUIC figures add up.
+    let start_at = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        + 2.0)
+        .to_string();
+    let segs: Vec<_> = (0..2)
+        .map(|i| {
+            let out = dir(&format!("seg{i}"));
+            let child = bin()
+                .args(["sweep", &url, "--rates", "100", "--warmup", "200ms"])
+                .args(["--step", "1s", "--rest", "100ms"])
+                .args(["--segment", &format!("{i}/2"), "--start-at", &start_at])
+                .args(h3)
+                .arg("--out")
+                .arg(&out)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn a segment");
+            (child, out)
+        })
+        .collect();
+    let mut parts = Vec::new();
+    for (mut child, out) in segs {
+        let status = common::wait_within(&mut child, limit).expect("segment ended");
+        assert!(status.success());
+        parts.push(steps_are_h3(&out, 1));
+    }
+    let merged = dir("merged");
+    ok(output_within(
+        bin()
+            .arg("merge")
+            .arg(dir("seg0"))
+            .arg(dir("seg1"))
+            .arg("--out")
+            .arg(&merged),
+        limit,
+    ));
+    let m = steps_are_h3(&merged, 1);
+    let q = |d: &overload::store::RunData| d.steps[0].summary.quic.clone().unwrap();
+    let (a, b, sum) = (q(&parts[0]), q(&parts[1]), q(&m));
+    assert_eq!(sum.packets_sent, a.packets_sent + b.packets_sent);
+    assert_eq!(
+        sum.packets_received,
+        a.packets_received + b.packets_received
+    );
+    assert_eq!(sum.packets_lost, a.packets_lost + b.packets_lost);
+    let s = &m.steps[0].summary;
+    assert_eq!(s.protocols.get("3").copied(), Some(s.requests));
+}
