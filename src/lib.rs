@@ -3,6 +3,11 @@
 //! The flow runs one way: `plan` (what to send, when) → `engine` (send, time) →
 //! `metrics` (histograms, counters) → `report` (terminal, JSON). `target` is the embedded
 //! HTTP server used by the demo, the tests and the benchmarks; `lab` brings up real stacks.
+// The library's own name in its unit tests: src/report/testdata.rs, compiled there and into
+// tests/suite/report.rs, names the library as `overload::` in both.
+#[cfg(test)]
+extern crate self as overload;
+
 pub mod analysis;
 pub mod audit;
 pub mod cli;

@@ -782,7 +782,7 @@ fn prefork_with_8_workers_saturates_near_8_per_second() {
 }
 
 /// Every study file of experiments/ runs to its end with --quick on the lab (about a minute
-/// each). Whether they parse is checked without the lab, in tests/experiment.rs.
+/// each). Whether they parse is checked without the lab, in tests/suite/experiment.rs.
 fn study_files_run_quick() {
     // s2-overload, s3-persistent and s4-cache run on the app stacks: tests/lab_apps.rs.
     for name in ["s1-lamp", "s5-prefork-vs-fpm"] {

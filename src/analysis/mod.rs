@@ -664,6 +664,7 @@ pub(crate) mod tests {
             think_ms: 0.0,
             summary: s,
             generator: GeneratorStats {
+                io: None,
                 cpu_pct: 10.0,
                 cpu_us_per_response: 10.0,
                 threads: 1,
@@ -872,6 +873,7 @@ pub(crate) mod tests {
         s.unsent = 11;
         assert!(!plan_carried_out(&s));
         let mut g = GeneratorStats {
+            io: None,
             cpu_pct: 95.0,
             cpu_us_per_response: 10.0,
             threads: 2,

@@ -259,6 +259,12 @@ pub struct ConnArgs {
     /// Seed for random choices (arrivals, think times, URL picks), for repeatable plans.
     #[arg(long, default_value_t = ConnConfig::default().seed)]
     pub seed: u64,
+    /// I/O backend: io_uring (one ring per thread, one submit per loop turn, multishot
+    /// receives) or epoll. auto: io_uring where the kernel allows it, else epoll; the plan
+    /// line and the summary say which ran. `--io uring` where the kernel refuses it is an
+    /// error.
+    #[arg(long, value_name = "auto|epoll|uring", default_value = "auto", env = "OVERLOAD_IO", value_parser = parse_io)]
+    pub io: crate::engine::IoChoice,
     /// Make connections from these local addresses, round-robin per thread: a list, range or
     /// CIDR block (127.0.0.1-127.0.0.250, 127.0.0.0/24, 10.0.0.5,10.0.0.6, IPv6 too).
     ///
@@ -269,6 +275,10 @@ pub struct ConnArgs {
     pub source: Option<Sources>,
     #[command(flatten)]
     pub tls: TlsArgs,
+}
+
+fn parse_io(s: &str) -> Result<crate::engine::IoChoice, String> {
+    crate::engine::IoChoice::parse(s)
 }
 
 fn parse_source(s: &str) -> Result<Sources, String> {
@@ -359,6 +369,7 @@ impl From<ConnArgs> for ConnConfig {
             pacing_slack: a.pacing_slack.0,
             seed: a.seed,
             tls: a.tls.into(),
+            io: a.io,
             source: a.source.map(std::sync::Arc::new),
         }
     }

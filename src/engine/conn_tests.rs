@@ -3,7 +3,7 @@
 //! the case needs them.
 use super::*;
 use crate::engine::protocol::Reuse;
-use mio::{Interest, Registry, Token};
+use mio::{Registry, Token};
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
@@ -42,12 +42,13 @@ struct Scripted {
 
 impl Transport for Scripted {
     type Setup = ();
+    type Poller = crate::engine::io::epoll::Epoll;
 
     fn connect(_: &(), _: SocketAddr, _: Option<std::net::IpAddr>) -> io::Result<Scripted> {
         Ok(Scripted::default())
     }
 
-    fn register(&mut self, _: &Registry, _: Token, _: Interest) -> io::Result<()> {
+    fn register(&mut self, _: &Registry, _: Token) -> io::Result<()> {
         Ok(())
     }
 

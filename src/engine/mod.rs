@@ -14,6 +14,7 @@ mod conn;
 pub mod h2;
 pub mod h3;
 pub mod http;
+pub mod io;
 pub mod pacing;
 pub mod protocol;
 pub mod source;
@@ -25,6 +26,7 @@ pub mod transport;
 mod worker;
 
 pub use crate::plan::segment::Segment;
+pub use io::{Backend, IoChoice};
 pub use pacing::{Arrival, Replay};
 pub use protocol::{Http2, Http3, Protocol, Reuse};
 pub use think::Think;
@@ -165,6 +167,8 @@ pub struct EngineConfig {
     /// The HTTP version spoken (`protocol` is it) and how it was chosen, for the plan line
     /// and the summary.
     pub protocol_choice: crate::metrics::ProtocolChoice,
+    /// The I/O backend asked for (`--io`); the run resolves it (`Outcome::io`).
+    pub io: IoChoice,
     /// `--source`: the local addresses connections are made from, round-robin per thread
     /// (None: the kernel's choice).
     pub source: Option<Arc<source::Sources>>,
@@ -207,6 +211,7 @@ impl Default for EngineConfig {
             max_sessions: 10_000,
             ok_status: crate::metrics::OkStatus::default(),
             protocol_choice: crate::metrics::ProtocolChoice::default(),
+            io: IoChoice::default(),
             source: None,
             steer: None,
         }
@@ -214,6 +219,12 @@ impl Default for EngineConfig {
 }
 
 impl EngineConfig {
+    /// The I/O backend the run uses: `io` resolved on this kernel, for this protocol.
+    pub fn backend(&self) -> crate::Result<Backend> {
+        self.io
+            .resolve_for(matches!(self.protocol, Protocol::Http3(_)))
+    }
+
     /// The offered load: the rate in open loop, the users in closed loop.
     /// This generator's segment's share of it: the segments' offered loads add up to the plan's.
     pub fn offered(&self) -> (Option<f64>, Option<u64>) {
@@ -342,6 +353,8 @@ pub struct Outcome {
     pub fd_limit: u64,
     /// Worker threads actually used.
     pub threads: usize,
+    /// The I/O backend the workers ran on.
+    pub io: Backend,
     /// The level the run followed when live control changed it (seconds from `started`):
     /// each second's offered load is read from it, as from a ramp's profile.
     pub steered: Option<Arc<crate::plan::stages::Profile>>,
@@ -386,7 +399,7 @@ struct Spawn<'a> {
     threads: usize,
     started: Instant,
     ctl: &'a Arc<Control>,
-    fds: (mio::Poll, pacing::TimerFd),
+    fds: io::Opened,
 }
 
 impl Spawn<'_> {
@@ -425,6 +438,7 @@ pub fn run(
     if cfg.duration.is_none() && cfg.max_requests.is_none() {
         return Err(crate::Error::usage("a run needs --duration or --requests"));
     }
+    let backend = cfg.backend()?;
     if let Some(s) = &cfg.source {
         s.check_families(&cfg.addrs).map_err(crate::Error::usage)?;
     }
@@ -454,9 +468,9 @@ pub fn run(
     }
     let (tx, rx) = std::sync::mpsc::channel();
     let mut handles = Vec::with_capacity(threads);
-    // Every thread's epoll and timer fds, before any connection (see worker::event_fds).
+    // Every thread's poller fds, before any connection (see worker::event_fds).
     let fds = (0..threads)
-        .map(|_| worker::event_fds())
+        .map(|_| worker::event_fds(backend))
         .collect::<crate::Result<Vec<_>>>()?;
     for (k, fds) in fds.into_iter().enumerate() {
         let cfg = cfg.clone();
@@ -465,8 +479,8 @@ pub fn run(
         let h = std::thread::Builder::new()
             .name(format!("overload-w{k}"))
             .spawn(move || {
-                // The transport and the protocol are picked once per thread: the loop is
-                // generic over both (static dispatch on the hot path).
+                // The backend, the transport and the protocol are picked once per thread: the
+                // loop is generic over them (static dispatch on the hot path).
                 let spawn = Spawn {
                     cfg: &cfg,
                     id: k,
@@ -475,9 +489,18 @@ pub fn run(
                     ctl: &ctl,
                     fds,
                 };
-                let r = match &cfg.tls {
-                    None => cfg.protocol.work::<transport::Tcp>(spawn, ()),
-                    Some(tls) => cfg.protocol.work::<tls::Tls>(spawn, tls.for_thread()),
+                use io::uring::UringSocket;
+                let r = match (&cfg.tls, backend) {
+                    (None, Backend::Epoll) => cfg.protocol.work::<transport::Tcp>(spawn, ()),
+                    (None, Backend::Uring) => {
+                        cfg.protocol.work::<transport::Tcp<UringSocket>>(spawn, ())
+                    }
+                    (Some(tls), Backend::Epoll) => {
+                        cfg.protocol.work::<tls::Tls>(spawn, tls.for_thread())
+                    }
+                    (Some(tls), Backend::Uring) => cfg
+                        .protocol
+                        .work::<tls::Tls<UringSocket>>(spawn, tls.for_thread()),
                 };
                 let _ = tx.send(());
                 r
@@ -529,6 +552,7 @@ pub fn run(
         notes,
         fd_limit,
         threads,
+        io: backend,
         steered,
     })
 }

@@ -6,10 +6,11 @@
 //! The client configuration is built once per run ([`TlsClient`]) and copied per worker thread
 //! ([`TlsClient::for_thread`]) so each thread has its own session cache: with resumption on,
 //! a thread's first handshake to a server is full and the later ones resume.
-use super::transport::{tcp_established, Handshake, Transport};
+use super::io::{Poller, Socket};
+use super::transport::{Handshake, Transport};
 use crate::metrics::{ErrorKind, TlsReason};
 use mio::net::TcpStream;
-use mio::{Interest, Registry, Token};
+use mio::Token;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::Resumption;
 use rustls::pki_types::pem::PemObject;
@@ -642,9 +643,9 @@ pub fn reason(e: &rustls::Error) -> TlsReason {
     }
 }
 
-/// One TLS connection.
-pub struct Tls {
-    tcp: TcpStream,
+/// One TLS connection, over a backend's socket (epoll's: a mio stream).
+pub struct Tls<S = TcpStream> {
+    tcp: S,
     /// Boxed: rustls's state is about a kilobyte, and a slot holds its transport inline, so
     /// a slot without a connection (a closed-loop user between connections) would pay it too.
     conn: Box<ClientConnection>,
@@ -659,12 +660,12 @@ pub struct Tls {
 
 /// The socket as rustls reads from it, noting whether the recv was short: it returned less
 /// than rustls offered, so the kernel had nothing more at that moment.
-struct Recv<'a> {
-    tcp: &'a mut TcpStream,
+struct Recv<'a, S> {
+    tcp: &'a mut S,
     short: bool,
 }
 
-impl Read for Recv<'_> {
+impl<S: Read> Read for Recv<'_, S> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.tcp.read(buf)?;
         self.short = n < buf.len();
@@ -672,7 +673,7 @@ impl Read for Recv<'_> {
     }
 }
 
-impl Tls {
+impl<S: Socket> Tls<S> {
     /// A handshake failure: remembered for the metrics, returned as its error kind.
     fn failed(&mut self, reason: TlsReason) -> ErrorKind {
         self.failure = Some(reason);
@@ -726,10 +727,11 @@ impl Tls {
     }
 }
 
-impl Transport for Tls {
+impl<S: Socket> Transport for Tls<S> {
     type Setup = TlsSetup;
+    type Poller = S::Poller;
 
-    fn connect(setup: &TlsSetup, addr: SocketAddr, from: Option<IpAddr>) -> io::Result<Tls> {
+    fn connect(setup: &TlsSetup, addr: SocketAddr, from: Option<IpAddr>) -> io::Result<Tls<S>> {
         let name = setup
             .names
             .iter()
@@ -739,7 +741,7 @@ impl Transport for Tls {
         let conn = ClientConnection::new(Arc::clone(&setup.config), name)
             .map_err(|e| io::Error::other(e.to_string()))?;
         Ok(Tls {
-            tcp: super::transport::connect_tcp(addr, from)?,
+            tcp: S::connect(addr, from)?,
             conn: Box::new(conn),
             tcp_connected: None,
             failure: None,
@@ -751,20 +753,19 @@ impl Transport for Tls {
 
     fn register(
         &mut self,
-        registry: &Registry,
+        registry: &<S::Poller as Poller>::Registry,
         token: Token,
-        interest: Interest,
     ) -> io::Result<()> {
-        registry.register(&mut self.tcp, token, interest)
+        self.tcp.register(registry, token)
     }
 
-    fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
-        registry.deregister(&mut self.tcp)
+    fn deregister(&mut self, registry: &<S::Poller as Poller>::Registry) -> io::Result<()> {
+        self.tcp.deregister(registry)
     }
 
     fn establish(&mut self) -> Result<bool, ErrorKind> {
         if self.tcp_connected.is_none() {
-            if !tcp_established(&self.tcp)? {
+            if !self.tcp.established()? {
                 return Ok(false);
             }
             self.tcp_connected = Some(Instant::now());

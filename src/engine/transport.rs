@@ -5,10 +5,11 @@
 //! its handshake runs inside [`Transport::establish`] (called again on every readiness event
 //! until it says ready), and records it must send while reading (alerts, key updates) are
 //! written from inside its `read`, or kept for [`Transport::flush`] when the socket is full. The worker is generic over the transport (static dispatch, nothing per call).
+use super::io::{Poller, Socket};
 use crate::metrics::{ErrorKind, TlsReason};
 use mio::net::TcpStream;
-use mio::{Interest, Registry, Token};
-use std::io::{self, ErrorKind as IoKind, Read, Write};
+use mio::Token;
+use std::io::{self, ErrorKind as IoKind};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
@@ -23,7 +24,8 @@ pub struct Handshake {
     pub failure: Option<TlsReason>,
 }
 
-/// A non-blocking byte stream to one server, driven by edge-triggered readiness events.
+/// A non-blocking byte stream to one server, driven by edge-triggered readiness events (the
+/// I/O backend's, `io/`: epoll's own, or io_uring's completions translated).
 ///
 /// `read` and `write` follow `std::io`: `Ok(0)` from `read` is the peer's end of stream,
 /// `WouldBlock` means "wait for the next event", other errors end the connection (their kind
@@ -33,16 +35,22 @@ pub trait Transport: Sized {
     /// configuration and the server name).
     type Setup;
 
+    /// The I/O backend's poller its socket registers with.
+    type Poller: Poller;
+
     /// Starts a non-blocking connect, from the local address `from` when given (`--source`;
     /// else the kernel's choice). An error here means no connection was even attempted (no
     /// fd, no local port, refused at once).
     fn connect(setup: &Self::Setup, addr: SocketAddr, from: Option<IpAddr>) -> io::Result<Self>;
 
-    /// Registers the underlying socket with the loop's poller.
-    fn register(&mut self, registry: &Registry, token: Token, interest: Interest)
-        -> io::Result<()>;
+    /// Registers the underlying socket with the loop's poller, for reading and writing.
+    fn register(
+        &mut self,
+        registry: &<Self::Poller as Poller>::Registry,
+        token: Token,
+    ) -> io::Result<()>;
 
-    fn deregister(&mut self, registry: &Registry) -> io::Result<()>;
+    fn deregister(&mut self, registry: &<Self::Poller as Poller>::Registry) -> io::Result<()>;
 
     /// Drives the connection towards carrying requests. `Ok(true)`: ready; `Ok(false)`: not yet,
     /// call again on the next event. TCP: the connect completed. TLS: the handshake too.
@@ -111,32 +119,32 @@ pub(super) fn tcp_established(s: &TcpStream) -> Result<bool, ErrorKind> {
     }
 }
 
-/// Plain TCP over mio.
+/// Plain TCP over a backend's socket (epoll's: a mio stream).
 #[derive(Debug)]
-pub struct Tcp(TcpStream);
+pub struct Tcp<S = TcpStream>(S);
 
-impl Transport for Tcp {
+impl<S: Socket> Transport for Tcp<S> {
     type Setup = ();
+    type Poller = S::Poller;
 
-    fn connect(_: &(), addr: SocketAddr, from: Option<IpAddr>) -> io::Result<Tcp> {
-        connect_tcp(addr, from).map(Tcp)
+    fn connect(_: &(), addr: SocketAddr, from: Option<IpAddr>) -> io::Result<Tcp<S>> {
+        S::connect(addr, from).map(Tcp)
     }
 
     fn register(
         &mut self,
-        registry: &Registry,
+        registry: &<S::Poller as Poller>::Registry,
         token: Token,
-        interest: Interest,
     ) -> io::Result<()> {
-        registry.register(&mut self.0, token, interest)
+        self.0.register(registry, token)
     }
 
-    fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
-        registry.deregister(&mut self.0)
+    fn deregister(&mut self, registry: &<S::Poller as Poller>::Registry) -> io::Result<()> {
+        self.0.deregister(registry)
     }
 
     fn establish(&mut self) -> Result<bool, ErrorKind> {
-        tcp_established(&self.0)
+        self.0.established()
     }
 
     #[inline]
@@ -164,6 +172,7 @@ impl Transport for Tcp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Read, Write};
     use std::time::{Duration, Instant};
 
     /// Polls `establish` until it decides, for at most 5 s (a loaded machine is slow, not stuck).

@@ -299,6 +299,7 @@ fn conn_config(c: &Config) -> ConnConfig {
         http: r.http,
         streams: r.streams,
         tls: r.tls.clone(),
+        io: r.io,
         ..ConnConfig::default()
     }
 }

@@ -254,7 +254,7 @@ fn a_failed_teardown_keeps_the_run_it_ended() {
 
 /// The comparison the experiment prints: each configuration's peak throughput and its ratio
 /// to the first, on scripted throughputs (4 workers answer 200/s at 8 users, 8 workers
-/// 400/s). The real-engine test (tests/experiment.rs) only checks that the row is there: on a
+/// 400/s). The real-engine test (tests/suite/experiment.rs) only checks that the row is there: on a
 /// busy machine the generator caps both and the real ratio blurs.
 #[test]
 fn the_table_compares_each_configuration_with_the_first() {

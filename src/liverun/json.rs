@@ -13,6 +13,9 @@ struct RunJson<'a> {
     overload_version: &'static str,
     urls: &'a [String],
     interrupted: bool,
+    /// The I/O backend the run used (`epoll`, `io_uring`) and the `--io` asked for.
+    io: crate::engine::Backend,
+    io_asked: &'static str,
     warnings: Vec<String>,
     /// At most 1% of the plan's arrivals never sent (`analysis::plan_carried_out`); false:
     /// the run exits 1.
@@ -121,6 +124,8 @@ pub fn write_run(
         overload_version: env!("CARGO_PKG_VERSION"),
         urls,
         interrupted: outcome.interrupted,
+        io: outcome.io,
+        io_asked: cfg.io.name(),
         warnings: super::summary::warnings(s, outcome, cfg),
         plan_carried_out: crate::analysis::plan_carried_out(s),
         not_sent: crate::analysis::not_sent(s, &crate::runner::step::generator_of(outcome)),

@@ -83,12 +83,17 @@ pub fn plan_line(cfg: &EngineConfig, urls: &[String]) -> String {
     if let Some(s) = &cfg.source {
         conn += &format!(" from {} source addresses ({})", s.len(), s.given());
     }
+    // A backend that cannot run is the run's own error; the plan line just leaves it out.
+    let io = match cfg.backend() {
+        Ok(b) => format!("I/O {}; ", crate::engine::io::describe(b, cfg.io)),
+        Err(_) => String::new(),
+    };
     let target = match urls {
         [one] => one.clone(),
         many => format!("{} URLs", many.len()),
     };
     format!(
-        "overload: {load}; {}{warm}; {} threads, {conn}; {}; {target}",
+        "overload: {load}; {}{warm}; {} threads, {conn}; {}; {io}{target}",
         bound.join(" or "),
         cfg.threads,
         cfg.protocol_choice.describe()
@@ -257,6 +262,11 @@ pub fn summary(s: &Summary, outcome: &Outcome, cfg: &EngineConfig) -> String {
         };
         let _ = writeln!(o, "  protocol       {line}");
     }
+    let _ = writeln!(
+        o,
+        "  I/O            {}",
+        crate::engine::io::describe(outcome.io, cfg.io)
+    );
     o.push_str(&errors_lines(s));
     o.push_str(&crate::report::names::table(s));
     for w in warnings(s, outcome, cfg) {
@@ -762,6 +772,7 @@ mod tests {
         );
         assert!(!requests_line(&s).contains("never sent"));
         let g = crate::store::GeneratorStats {
+            io: None,
             cpu_pct: 97.0,
             cpu_us_per_response: 1.0,
             threads: 2,

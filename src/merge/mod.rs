@@ -660,6 +660,11 @@ fn merge_step(k: usize, parts: &[(String, &StepRecord)]) -> Result<StepRecord, S
         },
         threads,
         pool_waits: total(k, parts, "pool waits", |s| s.generator.pool_waits)?,
+        // The parts' backend when they agree; generators on different kernels may differ.
+        io: parts
+            .first()
+            .and_then(|(_, s)| s.generator.io)
+            .filter(|b| parts.iter().all(|(_, s)| s.generator.io == Some(*b))),
     };
     let min = |f: &dyn Fn(&StepRecord) -> f64| {
         parts

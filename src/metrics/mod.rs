@@ -13,7 +13,7 @@ pub use recorder::{Recorder, SessionTally};
 pub use second::{SecondBucket, SecondLog, SecondSlot};
 pub use status::OkStatus;
 pub use summary::{
-    ConnectSummary, ProtocolChoice, QuicSummary, SessionSummary, Summary, TlsSummary,
+    ConnectSummary, IoBackend, ProtocolChoice, QuicSummary, SessionSummary, Summary, TlsSummary,
 };
 
 /// Transport-level failures. HTTP statuses (4xx, 5xx) are answers, counted apart.

@@ -100,6 +100,27 @@ pub struct SessionSummary {
     pub dropped: u64,
 }
 
+/// The I/O backend a run's workers used (`--io`; `engine::io` runs it): in the results, so a
+/// step's generator figures say what they were measured on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum IoBackend {
+    #[default]
+    #[serde(rename = "epoll")]
+    Epoll,
+    #[serde(rename = "io_uring")]
+    Uring,
+}
+
+impl IoBackend {
+    /// Its name in the plan line, summary and results (`epoll`, `io_uring`).
+    pub fn name(self) -> &'static str {
+        match self {
+            IoBackend::Epoll => "epoll",
+            IoBackend::Uring => "io_uring",
+        }
+    }
+}
+
 /// The HTTP version a run speaks and how it was chosen: an https:// run with `--http auto`
 /// speaks what ALPN negotiated with the first server (often HTTP/2, where http:// speaks
 /// HTTP/1.1: not the same protocol to compare).
@@ -452,7 +473,7 @@ impl Summary {
     }
 }
 
-/// The exact figures the integration tests can only bracket on a busy machine (tests/run.rs):
+/// The exact figures the integration tests can only bracket on a busy machine (tests/suite/run.rs):
 /// throughput, percentiles and Little's law, computed here from scripted recordings.
 #[cfg(test)]
 mod tests {
@@ -505,7 +526,7 @@ mod tests {
         assert_eq!(s.error_count, 0);
     }
 
-    /// The coordinated-omission case of tests/run.rs: 500/s for 10 s against a server frozen
+    /// The coordinated-omission case of tests/suite/run.rs: 500/s for 10 s against a server frozen
     /// the last second of every 5. A request due while frozen waits for a connection until
     /// the freeze ends, then takes 1 ms: 20% of the requests are 0–1 s late, evenly, so from
     /// the intended time p90 ≈ 0.5 s and p99 ≈ 0.95 s, while the service time stays 1 ms.

@@ -1,19 +1,19 @@
 //! Test data: results folders' contents built from synthetic steps. Compiled only for tests:
-//! the library's unit tests (`#[cfg(test)] mod testdata`) and tests/report.rs, which includes
-//! this file with `#[path]` and brings `metrics`, `observe` and `store` into its crate root so
-//! the `crate::` paths below resolve there too.
-use crate::metrics::{LatencyStats, Summary};
-use crate::observe::{
+//! the library's unit tests (`#[cfg(test)] mod testdata`) and tests/suite/report.rs, which
+//! includes this file with `#[path]`. Its paths name the library as `overload::`, which both
+//! crates resolve: the library's unit tests through `extern crate self as overload` (lib.rs).
+use overload::metrics::{LatencyStats, Summary};
+use overload::observe::{
     FpmObservation, GeneratorObservation, GroupObservation, HostObservation, KernelLimits,
     SecondObservation, SourceObservation, Stat, StepObservation, TcpObservation, LOCAL,
 };
-use crate::store::{GeneratorStats, HostInfo, RunInfo, SeriesPoint, StepRecord};
+use overload::store::{GeneratorStats, HostInfo, RunInfo, SeriesPoint, StepRecord};
 use std::collections::BTreeMap;
 
 /// run.json of a synthetic sweep.
 pub fn info(name: &str, mode: &str, slo: Option<&str>) -> RunInfo {
     RunInfo {
-        format_version: crate::store::FORMAT_VERSION,
+        format_version: overload::store::FORMAT_VERSION,
         overload_version: env!("CARGO_PKG_VERSION").to_string(),
         name: name.to_string(),
         kind: "sweep".to_string(),
@@ -127,6 +127,7 @@ pub fn step(
         think_ms: 0.0,
         summary,
         generator: GeneratorStats {
+            io: None,
             cpu_pct: 12.0,
             cpu_us_per_response: 20.0,
             threads: 2,

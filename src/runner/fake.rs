@@ -211,6 +211,7 @@ pub fn record(index: usize, load: &Load, s: Shape, secs: f64) -> StepRecord {
             sessions: None,
         },
         generator: GeneratorStats {
+            io: None,
             cpu_pct: s.generator_cpu_pct,
             cpu_us_per_response: 0.0,
             threads: 1,

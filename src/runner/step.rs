@@ -221,6 +221,7 @@ pub fn generator_of(outcome: &engine::Outcome) -> crate::store::GeneratorStats {
         },
         threads: outcome.threads,
         pool_waits: rec.pool_waits,
+        io: Some(outcome.io),
     }
 }
 

@@ -108,6 +108,9 @@ pub struct WireConn {
     pub seed: u64,
     /// For https:// URLs.
     pub tls: WireTls,
+    /// `--io` when not auto (absent: auto, each agent probing its own kernel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<String>,
 }
 
 /// `--http`.
@@ -325,6 +328,7 @@ impl WireConn {
             threads: c.threads,
             pacing_slack_us: c.pacing_slack.as_micros().min(u128::from(u64::MAX)) as u64,
             seed: c.seed,
+            io: (c.io != crate::engine::IoChoice::Auto).then(|| c.io.name().to_string()),
             tls: WireTls {
                 ca_pem,
                 insecure: t.insecure,
@@ -357,6 +361,11 @@ impl WireConn {
             threads: self.threads,
             pacing_slack: Duration::from_micros(self.pacing_slack_us),
             seed: self.seed,
+            io: self
+                .io
+                .as_deref()
+                .and_then(|s| crate::engine::IoChoice::parse(s).ok())
+                .unwrap_or_default(),
             tls: TlsConfig {
                 ca_pem: self.tls.ca_pem.as_ref().map(|p| p.clone().into_bytes()),
                 insecure: self.tls.insecure,
@@ -419,6 +428,7 @@ mod tests {
             threads: Some(3),
             pacing_slack: Duration::from_micros(250),
             seed: 42,
+            io: crate::engine::IoChoice::Epoll,
             tls: TlsConfig {
                 insecure: true,
                 version: Some(TlsVersion::V12),

@@ -73,6 +73,9 @@ pub struct GeneratorStats {
     pub threads: usize,
     /// Times an arrival found every allowed connection busy and had to queue (open loop).
     pub pool_waits: u64,
+    /// The I/O backend the workers ran on (absent from older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<crate::metrics::IoBackend>,
 }
 
 /// One line of `steps.jsonl`: a finished step.

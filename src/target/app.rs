@@ -1,5 +1,5 @@
 //! `/app/*`: a small application that requires a login, for scenarios to be tested against
-//! (tests/scenario.rs, docs/scenarios.md). A form POST to `/app/login` (`user`, `password`:
+//! (tests/suite/scenario.rs, docs/scenarios.md). A form POST to `/app/login` (`user`, `password`:
 //! the password is `pw-` then the user) returns a session cookie; `/app/account` shows the
 //! session's user and a fresh CSRF token; `/app/post` (`csrf`, `user`) must echo that token
 //! and name the session's own user, else it is refused and, for a wrong user, counted as a

@@ -141,6 +141,9 @@ pub fn request(a: &mut Argv, r: &RequestConfig, c: &ConnConfig) {
     if c.seed != d.seed {
         a.opt("--seed", c.seed.to_string());
     }
+    if c.io != d.io {
+        a.opt("--io", c.io.name().to_string());
+    }
     let t = &c.tls;
     for (flag, file) in [
         ("--cacert", &t.cacert),

@@ -126,6 +126,8 @@ pub struct ConnConfig {
     pub seed: u64,
     /// For https:// URLs.
     pub tls: TlsConfig,
+    /// The I/O backend (`--io`).
+    pub io: crate::engine::IoChoice,
     /// `--source`: the local addresses connections are made from (None: the kernel's choice).
     pub source: Option<std::sync::Arc<crate::engine::source::Sources>>,
 }
@@ -232,6 +234,7 @@ impl Default for ConnConfig {
             pacing_slack: Duration::from_millis(1),
             seed: 1,
             tls: TlsConfig::default(),
+            io: crate::engine::IoChoice::Auto,
             source: None,
         }
     }

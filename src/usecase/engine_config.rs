@@ -99,6 +99,7 @@ pub fn base_config_of(
         max_sessions: OpenLoopConfig::default().max_sessions,
         ok_status: mix.ok_status,
         protocol_choice: choice,
+        io: conn.io,
         source: conn.source.clone(),
         steer: None,
     };
@@ -108,5 +109,7 @@ pub fn base_config_of(
         s.check_families(&cfg.addrs).map_err(Error::usage)?;
         s.probe().map_err(Error::usage)?;
     }
+    // An `--io uring` the kernel (or HTTP/3) refuses is a usage error before anything runs.
+    cfg.backend()?;
     Ok((cfg, mix.urls))
 }

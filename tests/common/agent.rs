@@ -1,5 +1,5 @@
 //! A real generator agent (`overload agent --generate`) for the tests that drive the
-//! controller against it (tests/generate.rs, tests/hostile/scale.rs), and its token file.
+//! controller against it (tests/suite/generate.rs, tests/hostile/scale.rs), and its token file.
 use super::{bin, scratch};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;

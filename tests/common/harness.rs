@@ -1,12 +1,15 @@
-//! The harness of test files whose tests need something of the machine beyond the crate: the
-//! lab packages, root, a private network namespace. libtest's `#[ignore]` is fixed when the
-//! test is compiled, so these files use libtest-mimic (`harness = false` in Cargo.toml) and
-//! decide when the test runs: a test whose needs are missing shows as **ignored**, with the
-//! reason, in cargo's summary; it never passes without running. A test whose needs are met
-//! runs, and a panic in it is a failure.
+//! The harness of every integration test binary (tests/suite/, tests/lab.rs,
+//! tests/lab_apps.rs, tests/hostile.rs): some tests need something of the machine beyond the
+//! crate (the lab packages, root, a private network namespace, Chromium...). libtest's
+//! `#[ignore]` is fixed when the test is compiled, so these binaries use libtest-mimic
+//! (`harness = false` in Cargo.toml) and decide when a test runs: a test whose needs are
+//! missing shows as **ignored**, with the reason, in cargo's summary; it never passes without
+//! running. A test whose needs are met runs, and a panic in it is a failure. After the
+//! summary, the slowest tests that ran are named.
 use super::bin;
 use libtest_mimic::{Arguments, Completion, Trial};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// Something a test needs from the machine.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -37,6 +40,9 @@ pub enum Need {
     /// Prometheus (`apt-get install prometheus`): the remote-write receiver the metrics push
     /// is checked against.
     Prometheus,
+    /// A kernel that lets `--io uring` run (io_uring_setup, the opcodes, multishot receive):
+    /// the engine's own probe.
+    IoUring,
 }
 
 impl Need {
@@ -53,6 +59,7 @@ impl Need {
         static GNUPLOT: OnceLock<Option<String>> = OnceLock::new();
         static SOCK_DIAG: OnceLock<Option<String>> = OnceLock::new();
         static PROMETHEUS: OnceLock<Option<String>> = OnceLock::new();
+        static IO_URING: OnceLock<Option<String>> = OnceLock::new();
         match self {
             Need::Root => ROOT.get_or_init(probe_root),
             Need::LabPackages => LAB.get_or_init(probe_lab),
@@ -78,6 +85,10 @@ impl Need {
                 GNUPLOT.get_or_init(|| probe_cmd("gnuplot", &["--version"], "gnuplot"))
             }
             Need::SockDiag => SOCK_DIAG.get_or_init(probe_sock_diag),
+            Need::IoUring => IO_URING.get_or_init(|| {
+                overload::engine::io::uring_refused()
+                    .map(|why| format!("the kernel refuses io_uring: {why}"))
+            }),
             Need::Prometheus => PROMETHEUS.get_or_init(|| {
                 probe_cmd(
                     "prometheus",
@@ -109,20 +120,23 @@ fn probe_sock_diag() -> Option<String> {
 }
 
 /// Busy share of all cores over one second, from /proc/stat's first line.
+/// The host's CPU time so far, all cores, and the idle part of it (clock ticks of /proc/stat).
+pub fn cpu_totals() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let v: Vec<u64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    // user nice system idle iowait …: idle and iowait are the idle time.
+    let idle = v.get(3)? + v.get(4).copied().unwrap_or(0);
+    Some((v.iter().sum(), idle))
+}
+
 fn probe_quiet() -> Option<String> {
-    fn totals() -> Option<(u64, u64)> {
-        let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        let v: Vec<u64> = stat
-            .lines()
-            .next()?
-            .split_whitespace()
-            .skip(1)
-            .filter_map(|f| f.parse().ok())
-            .collect();
-        // user nice system idle iowait …: idle and iowait are the idle time.
-        let idle = v.get(3)? + v.get(4).copied().unwrap_or(0);
-        Some((v.iter().sum(), idle))
-    }
+    let totals = cpu_totals;
     let Some((t0, i0)) = totals() else {
         return Some("/proc/stat unreadable: cannot tell whether the host is quiet".into());
     };
@@ -174,13 +188,49 @@ fn probe_chromium() -> Option<String> {
     (!ok).then(|| "no chromium on PATH (apt-get install chromium)".into())
 }
 
+/// The module of tests/suite/ whose tests are being listed ("" in the binaries of one file):
+/// its trials are named `module::test`, as libtest names a test in a module, so that
+/// `cargo test --test suite sweep::` runs one module. Set only while the list is made.
+static MODULE: Mutex<&str> = Mutex::new("");
+
+/// How long each finished test ran, for the slowest ones printed after the summary.
+static TIMES: Mutex<Vec<(String, Duration)>> = Mutex::new(Vec::new());
+
+/// The trials of one module of tests/suite/, named `module::test` (tests/suite/main.rs).
+pub fn module_trials(module: &'static str, trials: fn() -> Vec<Trial>) -> Vec<Trial> {
+    *MODULE.lock().unwrap() = module;
+    let list = trials();
+    *MODULE.lock().unwrap() = "";
+    list
+}
+
+fn full_name(name: &str) -> String {
+    match *MODULE.lock().unwrap() {
+        "" => name.to_string(),
+        module => format!("{module}::{name}"),
+    }
+}
+
+/// Records how long the test named `name` ran when dropped, a panic included.
+struct Timer(String, Instant);
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        let took = self.1.elapsed();
+        let mut times = TIMES.lock().unwrap_or_else(|e| e.into_inner());
+        times.push((std::mem::take(&mut self.0), took));
+    }
+}
+
 /// A test that runs only where every one of `needs` is met; elsewhere it is ignored with the
 /// first missing need as the reason.
 pub fn trial(name: &str, needs: &'static [Need], test: fn()) -> Trial {
-    Trial::ignorable_test(name, move || {
+    let name = full_name(name);
+    Trial::ignorable_test(name.clone(), move || {
         if let Some(why) = needs.iter().find_map(|n| n.missing()) {
             return Ok(Completion::ignored_with(why));
         }
+        let _timer = Timer(name, Instant::now());
         test();
         Ok(Completion::Completed)
     })
@@ -191,10 +241,12 @@ pub fn trial(name: &str, needs: &'static [Need], test: fn()) -> Trial {
 /// never passed.
 #[allow(dead_code)] // not every test binary that includes this module has such a test
 pub fn trial_or_ignored(name: &str, needs: &'static [Need], test: fn() -> Option<String>) -> Trial {
-    Trial::ignorable_test(name, move || {
+    let name = full_name(name);
+    Trial::ignorable_test(name.clone(), move || {
         if let Some(why) = needs.iter().find_map(|n| n.missing()) {
             return Ok(Completion::ignored_with(why));
         }
+        let _timer = Timer(name, Instant::now());
         Ok(match test() {
             Some(why) => Completion::ignored_with(why),
             None => Completion::Completed,
@@ -202,7 +254,26 @@ pub fn trial_or_ignored(name: &str, needs: &'static [Need], test: fn() -> Option
     })
 }
 
-/// Runs the trials like libtest does (same flags, same summary line) and exits.
+/// How many of the slowest tests the summary names.
+const SLOWEST: usize = 10;
+
+/// Runs the trials like libtest does (same flags, same summary line), names the slowest
+/// tests that ran (where CI's time goes), and exits.
 pub fn main(trials: Vec<Trial>) -> ! {
-    libtest_mimic::run(&Arguments::from_args(), trials).exit()
+    let conclusion = libtest_mimic::run(&Arguments::from_args(), trials);
+    let mut times = std::mem::take(&mut *TIMES.lock().unwrap_or_else(|e| e.into_inner()));
+    times.sort_by_key(|t| std::cmp::Reverse(t.1));
+    if times.len() > 1 {
+        // Their sum against the wall time says how well the test threads were kept busy.
+        let sum: Duration = times.iter().map(|t| t.1).sum();
+        println!(
+            "slowest tests (of {} that ran for {:.0} s in all):",
+            times.len(),
+            sum.as_secs_f64()
+        );
+        for (name, took) in times.iter().take(SLOWEST) {
+            println!("{:8.1} s  {name}", took.as_secs_f64());
+        }
+    }
+    conclusion.exit()
 }

@@ -3,7 +3,7 @@
 //! and floods are checked without a socket.
 use super::*;
 use crate::engine::h2::hpack::{encode_request, RequestParts};
-use mio::{Interest, Registry, Token};
+use mio::{Registry, Token};
 use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -21,10 +21,11 @@ struct Script {
 
 impl Transport for Script {
     type Setup = ();
+    type Poller = crate::engine::io::epoll::Epoll;
     fn connect(_: &(), _: SocketAddr, _: Option<std::net::IpAddr>) -> io::Result<Script> {
         Ok(Script::default())
     }
-    fn register(&mut self, _: &Registry, _: Token, _: Interest) -> io::Result<()> {
+    fn register(&mut self, _: &Registry, _: Token) -> io::Result<()> {
         Ok(())
     }
     fn deregister(&mut self, _: &Registry) -> io::Result<()> {

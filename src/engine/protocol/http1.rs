@@ -4,12 +4,12 @@
 //! pool per server; a request that meets the keep-alive race is sent once more on a fresh connection.
 use super::{Reuse, Wire};
 use crate::engine::conn::Phase;
+use crate::engine::io::Poller;
 use crate::engine::transport::Transport;
 use crate::engine::worker::{token, Worker, READS_PER_TURN};
 use crate::engine::{EngineConfig, Prepared};
 use crate::metrics::ErrorKind;
 use crate::plan::RequestSpec;
-use mio::Interest;
 use std::time::Instant;
 
 /// Rendered into a guess of a buffer: trimmed, a mix holds many.
@@ -185,11 +185,7 @@ fn connect<T: Transport>(
     let mut stream = w.open_socket(w.conns[slot].addr, counted, now)?;
     let c = &mut w.conns[slot];
     c.gen = c.gen.wrapping_add(1);
-    if let Err(e) = stream.register(
-        w.poll.registry(),
-        token(slot, c.gen),
-        Interest::READABLE | Interest::WRITABLE,
-    ) {
+    if let Err(e) = stream.register(w.poll.registry(), token(slot, c.gen)) {
         return Err(ErrorKind::from_io(&e, true));
     }
     c.attach(stream, now, w.cfg.timeout, w.cfg.connect_timeout);

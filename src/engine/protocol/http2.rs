@@ -12,12 +12,12 @@ use super::{Protocol, Reuse, Wire};
 use crate::engine::conn::{Phase, Step as ConnStep};
 use crate::engine::h2::conn::{Event, H2Conn, Outcome, State, Step};
 use crate::engine::h2::hpack::{encode_request, RequestParts};
+use crate::engine::io::Poller;
 use crate::engine::transport::Transport;
 use crate::engine::worker::{token, Worker, READS_PER_TURN};
 use crate::engine::{EngineConfig, Prepared};
 use crate::metrics::ErrorKind;
 use crate::plan::RequestSpec;
-use mio::Interest;
 use std::time::Instant;
 
 /// Sends of one request left unprocessed by the server (GOAWAY above its last stream,
@@ -221,11 +221,7 @@ impl<T: Transport> Worker<'_, T, H2<T>> {
         };
         mux.gens[i] = mux.gens[i].wrapping_add(1);
         let gen = mux.gens[i];
-        if let Err(e) = stream.register(
-            self.poll.registry(),
-            token(i, gen),
-            Interest::READABLE | Interest::WRITABLE,
-        ) {
+        if let Err(e) = stream.register(self.poll.registry(), token(i, gen)) {
             mux.free.push(i);
             return Err(ErrorKind::from_io(&e, true));
         }

@@ -15,6 +15,7 @@ use crate::engine::h2::conn::{Event, Outcome, State};
 use crate::engine::h2::hpack::RequestParts;
 use crate::engine::h3::conn::{H3Conn, Step};
 use crate::engine::h3::{frame, qpack};
+use crate::engine::io::Poller;
 use crate::engine::tls::QuicSetup;
 use crate::engine::transport::{Handshake, Transport};
 use crate::engine::worker::{token, Worker};
@@ -277,11 +278,13 @@ impl<T: Transport> Worker<'_, T, H3> {
         mux.gens[i] = mux.gens[i].wrapping_add(1);
         let gen = mux.gens[i];
         let mut socket = socket;
-        if let Err(e) =
-            self.poll
-                .registry()
-                .register(&mut socket, token(i, gen), Interest::READABLE)
-        {
+        // QUIC's UDP sockets are polled through epoll only: the run picks epoll for HTTP/3
+        // (`EngineConfig::backend`).
+        let registered = match self.poll.mio_registry() {
+            Some(r) => r.register(&mut socket, token(i, gen), Interest::READABLE),
+            None => Err(std::io::Error::other("HTTP/3 runs on the epoll backend")),
+        };
+        if let Err(e) = registered {
             mux.free.push(i);
             return Err(ErrorKind::from_io(&e, true));
         }
@@ -520,7 +523,9 @@ impl<T: Transport> Worker<'_, T, H3> {
         if let Some(mut h) = mux.conns[ci].take() {
             h.goodbye(&mut mux.endpoint, now);
             if let Some(mut s) = h.socket.take() {
-                let _ = self.poll.registry().deregister(&mut s);
+                if let Some(r) = self.poll.mio_registry() {
+                    let _ = r.deregister(&mut s);
+                }
             }
             mux.free.push(ci);
             self.open -= 1;

@@ -10,7 +10,7 @@ use crate::engine::h2::hpack::{encode_request, RequestParts};
 use crate::engine::worker::event_fds;
 use crate::engine::{Control, EngineConfig, Load, Prepared};
 use crate::metrics::ErrorKind;
-use mio::{Interest, Registry, Token};
+use mio::{Registry, Token};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io;
@@ -36,6 +36,7 @@ struct Fake(Rc<RefCell<Pipe>>);
 
 impl Transport for Fake {
     type Setup = Pipes;
+    type Poller = crate::engine::io::epoll::Epoll;
 
     fn connect(pipes: &Pipes, _: SocketAddr, _: Option<std::net::IpAddr>) -> io::Result<Fake> {
         let p = Rc::new(RefCell::new(Pipe::default()));
@@ -43,7 +44,7 @@ impl Transport for Fake {
         Ok(Fake(p))
     }
 
-    fn register(&mut self, _: &Registry, token: Token, _: Interest) -> io::Result<()> {
+    fn register(&mut self, _: &Registry, token: Token) -> io::Result<()> {
         self.0.borrow_mut().token = Some(token);
         Ok(())
     }
@@ -130,7 +131,16 @@ impl<'a, W: Wire<Fake>> Rig<'a, W> {
         // Well in the past: an open loop's schedule has arrivals due at once.
         let origin = Instant::now() - Duration::from_millis(100);
         let ctl = Control::new(1);
-        let w = Worker::new(cfg, 0, 1, origin, &ctl, event_fds().unwrap(), pipes.clone()).unwrap();
+        let w = Worker::new(
+            cfg,
+            0,
+            1,
+            origin,
+            &ctl,
+            event_fds(crate::engine::Backend::Epoll).unwrap(),
+            pipes.clone(),
+        )
+        .unwrap();
         Rig { w, pipes }
     }
 

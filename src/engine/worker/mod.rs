@@ -16,13 +16,14 @@ mod session;
 
 use super::backoff::Backoff;
 use super::conn::{Conn, Phase, Step};
-use super::pacing::{Schedule, TimerFd};
+use super::io::{Opened, Poller, Ready};
+use super::pacing::Schedule;
 use super::protocol::{Reuse, Wire};
 use super::transport::{Handshake, Transport};
 use super::{Control, EngineConfig, Load, Pick};
 use crate::metrics::{ErrorKind, Recorder, TlsReason};
 use crate::plan::segment::Lane;
-use mio::{Events, Poll, Token};
+use mio::Token;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::ErrorKind as IoKind;
@@ -30,7 +31,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const TIMER: Token = Token(usize::MAX);
 const READ_BUF: usize = 64 * 1024;
 /// Full reads one connection may do per turn of the loop (1 MiB) before yielding to the others.
 pub(in crate::engine) const READS_PER_TURN: usize = 16;
@@ -50,7 +50,8 @@ pub(in crate::engine) struct Worker<'a, T: Transport, W: Wire<T>> {
     pub(in crate::engine) reuse: Reuse,
     ctl: Arc<Control>,
     id: usize,
-    pub(in crate::engine) poll: Poll,
+    /// The I/O backend's poller (epoll or a ring, as the transport's socket says).
+    pub(in crate::engine) poll: T::Poller,
     pub(in crate::engine) conns: Vec<Conn<T>>,
     free_slots: Vec<usize>,
     pub(in crate::engine) open: usize,
@@ -58,7 +59,6 @@ pub(in crate::engine) struct Worker<'a, T: Transport, W: Wire<T>> {
     pub(in crate::engine) rec: Recorder,
     pub(in crate::engine) buf: Box<[u8]>,
     rng: fastrand::Rng,
-    timer: TimerFd,
     schedule: Option<Schedule>,
     /// The URL chosen for the next queued open-loop arrival.
     pending_pick: Option<usize>,
@@ -115,14 +115,12 @@ pub(in crate::engine) struct Worker<'a, T: Transport, W: Wire<T>> {
     steer_seen: u64,
 }
 
-/// The fds a worker needs besides its connections: its epoll and its timer. The engine opens
-/// them for every thread before any thread connects: otherwise, short of fds, the first
-/// threads' connections could leave none for a later thread's epoll, failing the whole run.
-pub(in crate::engine) fn event_fds() -> crate::Result<(Poll, TimerFd)> {
-    let poll = Poll::new().map_err(|e| crate::Error::runtime(format!("epoll: {e}")))?;
-    let timer = TimerFd::new(poll.registry(), TIMER)
-        .map_err(|e| crate::Error::runtime(format!("timerfd: {e}")))?;
-    Ok((poll, timer))
+/// The fds a worker needs besides its connections: its epoll and timer, or its ring. The
+/// engine opens them for every thread before any thread connects: otherwise, short of fds,
+/// the first threads' connections could leave none for a later thread's poller, failing the
+/// whole run.
+pub(in crate::engine) fn event_fds(backend: super::io::Backend) -> crate::Result<Opened> {
+    Opened::open(backend)
 }
 
 impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
@@ -132,7 +130,7 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
         threads: usize,
         origin: Instant,
         ctl: &Arc<Control>,
-        (poll, timer): (Poll, TimerFd),
+        opened: Opened,
         setup: T::Setup,
     ) -> crate::Result<Worker<'a, T, W>> {
         let warm_end = origin + cfg.warmup;
@@ -207,7 +205,7 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             reuse: cfg.reuse(),
             ctl: Arc::clone(ctl),
             id,
-            poll,
+            poll: T::Poller::start(opened)?,
             conns: {
                 // Reserved for the pool's most, once: growing by doubling would copy every
                 // slot and, for a moment, hold both copies (a peak RSS of 1.5 times the slots).
@@ -228,7 +226,6 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
             rec,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
             rng,
-            timer,
             schedule,
             pending_pick: None,
             seq: id,
@@ -272,7 +269,7 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
 
     /// Runs the loop to the end; returns the measurements and notes.
     pub(in crate::engine) fn run(&mut self) -> crate::Result<(Recorder, Vec<String>)> {
-        let mut events = Events::with_capacity(1024);
+        let mut events: Vec<Ready> = Vec::with_capacity(1024);
         let cpu_start = crate::metrics::recorder::thread_cpu_time();
         let now = Instant::now();
         if self.schedule.is_none() {
@@ -335,35 +332,20 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
                     wake = wake.min(self.next_ramp);
                 }
             }
-            let timeout = if wake <= now || !self.more.is_empty() {
-                Some(Duration::ZERO)
-            } else if wake - now < Duration::from_millis(2) {
-                self.timer.arm(wake, now);
+            let wake = if wake <= now || !self.more.is_empty() {
                 None
             } else {
-                // epoll rounds up to whole milliseconds: wake a little early rather than late.
-                Some((wake - now).saturating_sub(Duration::from_micros(900)))
+                Some(wake)
             };
-            if let Err(e) = self.poll.poll(&mut events, timeout) {
+            if let Err(e) = self.poll.wait(&mut events, wake) {
                 if e.kind() != IoKind::Interrupted {
-                    return Err(crate::Error::runtime(format!("epoll_wait: {e}")));
+                    return Err(crate::Error::runtime(format!("waiting for I/O: {e}")));
                 }
             }
-            for ev in events.iter() {
-                if ev.token() == TIMER {
-                    self.timer.clear();
-                    continue;
-                }
-                let idx = ev.token().0 & 0xFFFF_FFFF;
-                let gen = (ev.token().0 >> 32) as u32;
-                W::event(
-                    self,
-                    idx,
-                    gen,
-                    ev.is_readable() || ev.is_error(),
-                    ev.is_writable(),
-                    ev.is_read_closed(),
-                );
+            for ev in &events {
+                let idx = ev.token.0 & 0xFFFF_FFFF;
+                let gen = (ev.token.0 >> 32) as u32;
+                W::event(self, idx, gen, ev.readable, ev.writable, ev.read_closed);
             }
             self.read_more();
             let now = Instant::now();

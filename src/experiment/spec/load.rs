@@ -271,6 +271,10 @@ pub(super) fn request_of(file: &Path, label: &str, r: &RawRequest) -> crate::Res
             "\"2\" contradicts keep_alive = false (HTTP/2 multiplexes requests on kept connections; use calls_per_connection = 1)",
         ));
     }
+    let io = match &r.io {
+        None => conn.io,
+        Some(Text(t)) => crate::engine::IoChoice::parse(t).map_err(|e| err(file, &key("io"), e))?,
+    };
     let tls = tls_of(file, label, r)?;
     let scenario = scenario_of(file, label, r)?;
     let ok_status = match &r.ok_status {
@@ -307,6 +311,7 @@ pub(super) fn request_of(file: &Path, label: &str, r: &RawRequest) -> crate::Res
         tls,
         scenario,
         ok_status,
+        io,
     })
 }
 

@@ -87,6 +87,8 @@ pub struct Request {
     pub scenario: Option<PathBuf>,
     /// `--ok-status`: the statuses that count as success.
     pub ok_status: crate::metrics::OkStatus,
+    /// `--io`: the I/O backend.
+    pub io: crate::engine::IoChoice,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -286,6 +288,13 @@ fn tls_for_server(
         Server::Lab { spec, .. } => spec.knobs.tls == Some(true),
         Server::Command { url, .. } => url.starts_with("https://"),
     } || req.paths.iter().any(|p| p.starts_with("https://"));
+    if !https && req.http == HttpVersion::V3 {
+        return Err(err(
+            file,
+            &format!("config '{name}' request"),
+            "http = \"3\" needs an https:// server (HTTP/3 is QUIC, always encrypted; knobs.tls = true for a lab stack)",
+        ));
+    }
     let d = TlsConfig::default();
     if !https && (req.tls != d) {
         return Err(err(
@@ -761,7 +770,7 @@ request = { http = "2", streams = 10, tls_version = 1.3, tls_resumption = "off" 
 name = "own-ca"
 setup = "true"
 ready = "https://127.0.0.1:18991/"
-request = { cacert = "certs/ca.pem", http = "auto", ok_status = "200-399,404" }
+request = { cacert = "certs/ca.pem", http = "auto", ok_status = "200-399,404", io = "epoll" }
 [[config]]
 name = "plain"
 stack = "nginx-fpm"
@@ -783,6 +792,8 @@ stack = "nginx-fpm"
             s => panic!("{s:?}"),
         }
         assert_eq!(x.configs[1].request.ok_status.to_string(), "200-399,404");
+        assert_eq!(x.configs[1].request.io, crate::engine::IoChoice::Epoll);
+        assert_eq!(x.configs[0].request.io, crate::engine::IoChoice::Auto);
         // A file's cacert is relative to the file.
         assert_eq!(
             x.configs[1].request.tls.cacert.as_deref(),
@@ -797,12 +808,17 @@ stack = "nginx-fpm"
         let base =
             "[request]\npath = \"/\"\n[load]\nusers = [1]\n[[config]]\nstack = \"nginx-fpm\"\n";
         for (extra, want) in [
-            ("request = { http = \"3\" }", "request.http: '3'"),
+            ("request = { http = \"4\" }", "request.http: '4'"),
+            ("request = { http = \"3\" }", "http = \"3\" needs an https:// server"),
             (
                 "request = { http = \"2\", keep_alive = false }",
                 "contradicts keep_alive",
             ),
             ("request = { streams = 0 }", "--streams 0"),
+            (
+                "request = { io = \"kqueue\" }",
+                "request.io: --io: 'kqueue' is not one of auto, epoll, uring",
+            ),
             ("request = { tls_version = \"1.1\" }", "request.tls_version"),
             (
                 "request = { ok_status = \"2xx\" }",

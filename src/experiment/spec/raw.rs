@@ -124,6 +124,8 @@ pub struct RawRequest {
     pub scenario: Option<String>,
     /// `--ok-status`: "200-399,404".
     pub ok_status: Option<Text>,
+    /// `--io`: "auto", "epoll" or "uring".
+    pub io: Option<Text>,
 }
 
 #[derive(Deserialize, Debug, Clone, Default)]
@@ -249,7 +251,8 @@ merge_fields!(
     tls_resumption,
     tls_version,
     scenario,
-    ok_status
+    ok_status,
+    io
 );
 merge_fields!(RawObserve, watch, fpm_status, sample_every);
 
