@@ -9,7 +9,11 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 pub fn trials() -> Vec<libtest_mimic::Trial> {
-    tests![the_control_port_takes_authenticated_bounded_changes, a_bad_control_port_is_a_usage_error, users_of_a_closed_loop_are_steered_too]
+    tests![
+        the_control_port_takes_authenticated_bounded_changes,
+        a_bad_control_port_is_a_usage_error,
+        users_of_a_closed_loop_are_steered_too
+    ]
 }
 
 /// The control URL the run prints on stderr (`overload: live control at URL`).

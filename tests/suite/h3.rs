@@ -6,7 +6,13 @@ use crate::common::{bin, output_within};
 use std::time::Duration;
 
 pub fn trials() -> Vec<libtest_mimic::Trial> {
-    tests![h3_serves_the_routes_and_counts_them_as_http3, tcp_side_announces_h3_with_alt_svc, http3_needs_tls_one_line_exit_2, quic_faults_do_what_they_say_and_memory_stays_flat, quic_stall_delays_the_handshake]
+    tests![
+        h3_serves_the_routes_and_counts_them_as_http3,
+        tcp_side_announces_h3_with_alt_svc,
+        http3_needs_tls_one_line_exit_2,
+        quic_faults_do_what_they_say_and_memory_stays_flat,
+        quic_stall_delays_the_handshake
+    ]
 }
 
 fn h3_serves_the_routes_and_counts_them_as_http3() {

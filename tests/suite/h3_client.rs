@@ -9,7 +9,18 @@ use crate::common::{bin, free_port, output_within, run_json, run_measured, Targe
 use std::time::Duration;
 
 pub fn trials() -> Vec<libtest_mimic::Trial> {
-    tests![closed_and_open_loop_answer_everything_and_the_target_counts_http3, resumption_off_is_one_full_handshake_per_connection, the_servers_stream_limit_caps_streams_and_says_so, quic_faults_are_counted_errors_within_the_runs_bound, http3_on_an_http_url_or_with_tls12_is_a_one_line_usage_error, a_server_that_answers_only_tcp_is_a_counted_quic_handshake_error_with_advice, the_targets_goaway_names_the_first_request_it_did_not_process, after_a_stateless_reset_every_later_connection_handshakes, alt_svc_follows_the_servers_h3_announcement_and_says_why_not_otherwise, sweep_capacity_and_merge_speak_http3_end_to_end]
+    tests![
+        closed_and_open_loop_answer_everything_and_the_target_counts_http3,
+        resumption_off_is_one_full_handshake_per_connection,
+        the_servers_stream_limit_caps_streams_and_says_so,
+        quic_faults_are_counted_errors_within_the_runs_bound,
+        http3_on_an_http_url_or_with_tls12_is_a_one_line_usage_error,
+        a_server_that_answers_only_tcp_is_a_counted_quic_handshake_error_with_advice,
+        the_targets_goaway_names_the_first_request_it_did_not_process,
+        after_a_stateless_reset_every_later_connection_handshakes,
+        alt_svc_follows_the_servers_h3_announcement_and_says_why_not_otherwise,
+        sweep_capacity_and_merge_speak_http3_end_to_end
+    ]
 }
 
 fn u(v: &serde_json::Value, path: &str) -> u64 {

@@ -8,7 +8,11 @@ use std::net::{IpAddr, TcpListener};
 use std::sync::{Arc, Mutex};
 
 pub fn trials() -> Vec<libtest_mimic::Trial> {
-    tests![connections_go_round_the_source_addresses, every_transport_and_protocol_connects_from_the_source_addresses, a_wrong_source_list_is_one_line_and_exit_2]
+    tests![
+        connections_go_round_the_source_addresses,
+        every_transport_and_protocol_connects_from_the_source_addresses,
+        a_wrong_source_list_is_one_line_and_exit_2
+    ]
 }
 
 /// A bare HTTP/1.1 server on 127.0.0.1 that answers every request with a 2-byte body and

@@ -27,8 +27,9 @@ pub const MAX_FIELD_SECTION: usize = crate::engine::http::MAX_HEAD;
 const MAX_CONTROL_FRAME: usize = 16 * 1024;
 /// Datagrams read from one socket per turn before yielding to the other connections.
 const DATAGRAMS_PER_TURN: usize = 64;
-/// Datagrams one `poll_transmit` may batch (GSO, where the kernel offers it).
-const TRANSMIT_BATCH: usize = 1;
+/// Datagrams one `poll_transmit` may batch into one `sendmsg` (UDP GSO, where the kernel
+/// offers it): a burst of a large answer's ACKs or a window of requests goes out at once.
+const TRANSMIT_BATCH: usize = 10;
 
 /// One request on a bidirectional stream.
 #[derive(Debug)]
@@ -80,6 +81,8 @@ pub struct HandshakeKind {
 
 pub struct H3Conn {
     pub socket: Option<UdpSocket>,
+    /// quinn-udp's sender over `socket` (GSO batches); None: one `send` per datagram.
+    udp: Option<quinn_udp::UdpSocketState>,
     pub gen: u32,
     pub addr: usize,
     pub state: State,
@@ -142,8 +145,10 @@ impl H3Conn {
         let (handle, quic) = ep
             .connect(now, config, remote, server_name)
             .map_err(|e| e.to_string())?;
+        let udp = gso_sender(&socket);
         let mut c = H3Conn {
             socket: Some(socket),
+            udp,
             gen,
             addr,
             state: State::Connecting,
@@ -168,7 +173,8 @@ impl H3Conn {
             verified: false,
             early: false,
             last_call: false,
-            tx: Vec::with_capacity(1500 * TRANSMIT_BATCH),
+            // Grown to a batch by the first one: most transmits are a single packet.
+            tx: Vec::with_capacity(1500),
             counted_packets: (0, 0, 0),
             drained: false,
         };
@@ -451,11 +457,28 @@ impl H3Conn {
         }
         loop {
             self.tx.clear();
-            let Some(t) = self.quic.poll_transmit(now, TRANSMIT_BATCH, &mut self.tx) else {
+            let batch = self
+                .udp
+                .as_ref()
+                .map_or(1, |u| u.max_gso_segments().min(TRANSMIT_BATCH));
+            let Some(t) = self.quic.poll_transmit(now, batch, &mut self.tx) else {
                 break;
             };
-            match sock.send(&self.tx[..t.size]) {
-                Ok(_) => {}
+            let sent = match &self.udp {
+                Some(u) => u.send(
+                    sock.into(),
+                    &quinn_udp::Transmit {
+                        destination: self.remote,
+                        ecn: None,
+                        contents: &self.tx[..t.size],
+                        segment_size: t.segment_size,
+                        src_ip: None,
+                    },
+                ),
+                None => sock.send(&self.tx[..t.size]).map(|_| ()),
+            };
+            match sent {
+                Ok(()) => {}
                 // A full socket buffer drops the datagram: QUIC's loss recovery sends it
                 // again, as a router's drop would.
                 Err(e) if e.kind() == IoKind::WouldBlock => {}
@@ -1019,6 +1042,27 @@ impl H3Conn {
             ep.handle_event(self.handle, quinn_proto::EndpointEvent::drained());
         }
     }
+}
+
+/// quinn-udp's sender for `socket`, with UDP GRO off again (quinn-udp turns it on, and the
+/// receive path reads one datagram per `recv`); None where either fails: plain sends then.
+fn gso_sender(socket: &UdpSocket) -> Option<quinn_udp::UdpSocketState> {
+    use std::os::fd::AsRawFd;
+    let state = quinn_udp::UdpSocketState::new(socket.into()).ok()?;
+    let off: libc::c_int = 0;
+    // SAFETY: a valid socket descriptor, and an int option of the size given.
+    let r = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_UDP,
+            libc::UDP_GRO,
+            std::ptr::addr_of!(off).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    // ENOPROTOOPT: a kernel without GRO, so nothing to turn off.
+    (r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOPROTOOPT))
+        .then_some(state)
 }
 
 /// A transport error in 0x100..=0x1ff is a TLS alert (RFC 9001 §4.8): its name, for a note.

@@ -809,7 +809,10 @@ stack = "nginx-fpm"
             "[request]\npath = \"/\"\n[load]\nusers = [1]\n[[config]]\nstack = \"nginx-fpm\"\n";
         for (extra, want) in [
             ("request = { http = \"4\" }", "request.http: '4'"),
-            ("request = { http = \"3\" }", "http = \"3\" needs an https:// server"),
+            (
+                "request = { http = \"3\" }",
+                "http = \"3\" needs an https:// server",
+            ),
             (
                 "request = { http = \"2\", keep_alive = false }",
                 "contradicts keep_alive",
