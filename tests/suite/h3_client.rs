@@ -19,7 +19,8 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
         the_targets_goaway_names_the_first_request_it_did_not_process,
         after_a_stateless_reset_every_later_connection_handshakes,
         alt_svc_follows_the_servers_h3_announcement_and_says_why_not_otherwise,
-        sweep_capacity_and_merge_speak_http3_end_to_end
+        sweep_capacity_and_merge_speak_http3_end_to_end,
+        large_bodies_go_out_in_batched_sends_and_arrive_whole
     ]
 }
 
@@ -451,4 +452,36 @@ fn sweep_capacity_and_merge_speak_http3_end_to_end() {
     assert_eq!(sum.packets_lost, a.packets_lost + b.packets_lost);
     let s = &m.steps[0].summary;
     assert_eq!(s.protocols.get("3").copied(), Some(s.requests));
+}
+
+/// 64 KiB request bodies: each goes out as ~55 packets, sent in GSO batches (several
+/// datagrams per `sendmsg`); every request arrives whole and is answered.
+fn large_bodies_go_out_in_batched_sends_and_arrive_whole() {
+    let t = H3Target::start(&["--threads", "1"]);
+    let scratch = common::scratch();
+    let body = scratch.path().join("body.bin");
+    let bytes: Vec<u8> = (0..65_536u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&body, &bytes).unwrap();
+    let at = format!("@{}", body.display());
+    let v = run3(
+        &t,
+        "/",
+        &[
+            "-X",
+            "POST",
+            "--body",
+            &at,
+            "-n",
+            "40",
+            "-c",
+            "4",
+            "--threads",
+            "1",
+        ],
+    );
+    assert_eq!(u(&v, "responses"), 40, "{v}");
+    assert_eq!(u(&v, "error_count"), 0, "{v}");
+    // 40 bodies of 65,536 bytes in packets of at most 1,200: over 2,000 packets sent.
+    assert!(u(&v, "quic.packets_sent") >= 40 * 65_536 / 1_200, "{v}");
+    assert!(u(&v, "bytes_out") >= 40 * 65_536, "{v}");
 }
