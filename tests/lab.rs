@@ -897,6 +897,75 @@ fn caddy_fpm_serves_three_protocols_and_its_log_counts_them() -> Option<String> 
     ]
     .into();
     assert_eq!(counts, want);
+    caddy_counts_overloads_http3_answers(&lab, info.port, &ca);
+    // Caddy's autosave went into the prefix, not into the folder `lab up` ran from.
+    assert!(lab
+        .prefix
+        .join("caddy-fpm/logs/caddy/autosave.json")
+        .exists());
     lab.down_all_and_check();
     None
+}
+
+/// `run --http 3` against Caddy, closed and open loop on a PHP page and a static file: no
+/// errors, and Caddy's own access log counts exactly the answers overload's JSON counts, all
+/// as HTTP/3.0; without resumption, one full handshake per connection.
+fn caddy_counts_overloads_http3_answers(lab: &Lab, port: u16, ca: &std::path::Path) {
+    let log = lab.prefix.join("caddy-fpm/logs/access.log");
+    let pages = ["/cpu.php", "/static.html"];
+    let count = || -> std::collections::BTreeMap<String, u64> {
+        let mut all = std::collections::BTreeMap::new();
+        for p in pages {
+            for (proto, n) in overload::lab::caddy_log::count_file(&log, p).unwrap() {
+                *all.entry(proto).or_insert(0) += n;
+            }
+        }
+        all
+    };
+    let before = count();
+    let urls: Vec<String> = pages
+        .iter()
+        .map(|p| format!("https://127.0.0.1:{port}{p}"))
+        .collect();
+    let ca = ca.to_str().unwrap();
+    let run3 = |extra: &[&str]| {
+        let mut args = vec!["run", &urls[0], &urls[1], "--http", "3", "--cacert", ca];
+        args.extend_from_slice(extra);
+        let (_, v) = common::run_json(&args);
+        assert_eq!(v["errors"], serde_json::json!({}), "{v}");
+        assert_eq!(v["protocol"]["version"], "3", "{v}");
+        assert_eq!(v["responses"], v["requests"], "{v}");
+        v
+    };
+    let closed = run3(&["-n", "300", "-c", "10", "--streams", "5"]);
+    assert_eq!(closed["responses"], 300, "{closed}");
+    let open = run3(&["--rate", "100", "-d", "2s"]);
+    assert!(open["responses"].as_u64().unwrap() >= 100, "{open}");
+    let off = run3(&[
+        "-n",
+        "60",
+        "-c",
+        "2",
+        "--calls-per-connection",
+        "10",
+        "--tls-resumption",
+        "off",
+    ]);
+    assert_eq!(off["responses"], 60, "{off}");
+    assert_eq!(off["connections_opened"], 6, "{off}");
+    assert_eq!(off["tls"]["handshakes_full"], 6, "{off}");
+    assert_eq!(off["tls"]["handshakes_resumed"], 0, "{off}");
+    let sent: u64 = [&closed, &open, &off]
+        .iter()
+        .map(|v| v["responses"].as_u64().unwrap())
+        .sum();
+    let mut want = before.clone();
+    *want.entry("HTTP/3.0".to_string()).or_insert(0) += sent;
+    let mut counts = before;
+    // Caddy writes each entry once the answer is done: wait for the last ones.
+    common::wait_until("caddy's access log", Duration::from_secs(10), || {
+        counts = count();
+        counts.values().sum::<u64>() >= want.values().sum::<u64>()
+    });
+    assert_eq!(counts, want);
 }

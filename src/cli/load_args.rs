@@ -202,13 +202,22 @@ impl From<OpenLoopArgs> for OpenLoopConfig {
 pub struct ConnArgs {
     /// HTTP version: 1.1, 2, 3 or auto.
     ///
-    /// auto: what TLS negotiates (h2 or http/1.1; auto never picks HTTP/3, which runs over
-    /// UDP: ask for it with `3`), HTTP/1.1 over cleartext. `2` on an http:// URL is h2c with
+    /// auto: what TLS negotiates (h2 or http/1.1; auto picks HTTP/3, which runs over UDP,
+    /// only with --alt-svc when the server announces it: or ask for it with `3`), HTTP/1.1
+    /// over cleartext. `2` on an http:// URL is h2c with
     /// prior knowledge. `3`: HTTP/3 over QUIC, https:// only (certificates checked as for
     /// TLS: --cacert, --insecure).
     #[arg(long, value_name = "VERSION", default_value = ConnConfig::default().http.as_str(),
           value_parser = parse_http)]
     pub http: HttpVersion,
+    /// With --http auto over https: speak HTTP/3 where the server announces it.
+    ///
+    /// Before the load, one HTTP/1.1 HEAD / to the first server reads its `Alt-Svc` header
+    /// (RFC 7838): an `h3` alternative on the same host makes the run HTTP/3 on the announced
+    /// UDP port; without one (or with `clear`) the run stays on TCP as ALPN chooses, and the
+    /// plan says why. Without --alt-svc, --http auto never leaves TCP.
+    #[arg(long)]
+    pub alt_svc: bool,
     /// HTTP/2 and HTTP/3: concurrent streams per connection (capped by the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS, or QUIC's MAX_STREAMS). Closed loop: each user takes one stream, so users
     /// share ⌈users / streams⌉ connections.
@@ -350,6 +359,7 @@ impl From<ConnArgs> for ConnConfig {
     fn from(a: ConnArgs) -> ConnConfig {
         ConnConfig {
             http: a.http,
+            alt_svc: a.alt_svc,
             streams: a.streams,
             keep_alive: !a.no_keep_alive,
             calls_per_connection: a.calls_per_connection,

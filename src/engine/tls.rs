@@ -132,15 +132,16 @@ impl TlsClient {
         })
     }
 
-    /// The application protocol the server at `addr` picks from the ALPN offer of this
-    /// client, by one blocking handshake before the load (`--http auto` over https: the
-    /// engine speaks one protocol per run, the one the server negotiates). Ok(None): the
-    /// server chose none.
-    pub fn negotiate(
+    /// One blocking handshake before the load: the application protocol the server at `addr`
+    /// picks from the ALPN offer of this client (`--http auto` over https: the engine speaks
+    /// one protocol per run, the one the server negotiates; None: the server chose none),
+    /// and the connection, for a question over it.
+    #[allow(clippy::type_complexity)]
+    fn handshake(
         &self,
         addr: SocketAddr,
         timeout: Duration,
-    ) -> Result<Option<Vec<u8>>, String> {
+    ) -> Result<(Option<Vec<u8>>, (ClientConnection, Deadlined)), String> {
         let name = self
             .names
             .iter()
@@ -164,7 +165,54 @@ impl TlsClient {
                 _ => format!("{addr}: TLS handshake: {e}"),
             })?;
         }
-        Ok(conn.alpn_protocol().map(<[u8]>::to_vec))
+        Ok((conn.alpn_protocol().map(<[u8]>::to_vec), (conn, sock)))
+    }
+
+    /// The TLS handshake with the server at `addr` (within `timeout`, connect included):
+    /// the protocol ALPN picked, if any (Ok(None): the server chose none).
+    pub fn negotiate(
+        &self,
+        addr: SocketAddr,
+        timeout: Duration,
+    ) -> Result<Option<Vec<u8>>, String> {
+        self.handshake(addr, timeout).map(|(alpn, _)| alpn)
+    }
+
+    /// `request` (HTTP/1.1, offered by ALPN alone) sent after the handshake, and the head of
+    /// the answer: its bytes up to the blank line, at most `MAX_HEAD` of them, all within
+    /// `timeout`. `--alt-svc` reads the server's `Alt-Svc` from it.
+    pub fn ask_head(
+        &self,
+        addr: SocketAddr,
+        timeout: Duration,
+        request: &[u8],
+    ) -> Result<Vec<u8>, String> {
+        /// A head longer than this is not read on (the probe wants one header of it).
+        const MAX_HEAD: usize = 16 * 1024;
+        let (_, (conn, sock)) = self.handshake(addr, timeout)?;
+        let mut tls = rustls::StreamOwned::new(conn, sock);
+        let late = |e: io::Error| match e.kind() {
+            IoKind::TimedOut | IoKind::WouldBlock => {
+                format!("{addr}: no answer's head within {} ms", timeout.as_millis())
+            }
+            _ => format!("{addr}: {e}"),
+        };
+        tls.write_all(request).map_err(late)?;
+        tls.flush().map_err(late)?;
+        let mut head = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_HEAD {
+            match tls.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => head.extend_from_slice(&buf[..n.min(MAX_HEAD - head.len())]),
+                Err(e) if head.is_empty() => return Err(late(e)),
+                Err(_) => break,
+            }
+        }
+        if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+            head.truncate(end + 4);
+        }
+        Ok(head)
     }
 
     /// The certificates trusted are `--cacert`'s, not the system's.

@@ -252,6 +252,11 @@ pub fn spawn(
         .stderr(Stdio::from(log2));
     if let Some((uid, gid)) = user {
         cmd.uid(uid).gid(gid);
+    } else if let Some(dir) = out_log.parent() {
+        // A daemon that writes beside its working directory (Caddy's caddy/autosave.json,
+        // with $HOME unset) writes into the prefix, not into the caller's folder. Not for
+        // another user, who may not be allowed into it.
+        cmd.current_dir(dir);
     }
     // SAFETY: setsid() is async-signal-safe and touches no memory of the parent; it is
     // the only thing run between fork and exec.

@@ -128,12 +128,15 @@ impl IoBackend {
 pub struct ProtocolChoice {
     /// `"1.1"` or `"2"`.
     pub version: String,
-    /// `alpn` (https://, `--http auto`: the first server's pick), `http-flag` (asked with
+    /// `alpn` (https://, `--http auto`: the first server's pick; with `--alt-svc`, `fallback`
+    /// says why HTTP/3 was not), `alt-svc` (`--alt-svc`: the server announced `h3`),
+    /// `http-flag` (asked with
     /// `--http`), `cleartext` (http:// speaks HTTP/1.1 unless `--http 2`), `no-keep-alive`
     /// (HTTP/2 needs kept connections), `alpn-probe-failed` (the question could not be
     /// asked: HTTP/1.1, `fallback` says why).
     pub chosen_by: String,
-    /// `alpn-probe-failed`: why the probe failed.
+    /// `alpn-probe-failed`: why the probe failed; `alpn` under `--alt-svc`: why the run
+    /// stayed on TCP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<String>,
 }
@@ -158,6 +161,13 @@ impl ProtocolChoice {
     pub fn describe(&self) -> String {
         let v = format!("HTTP/{}", self.version);
         match (self.chosen_by.as_str(), self.version.as_str()) {
+            ("alpn", _) if self.fallback.is_some() => format!(
+                "{v}, negotiated by ALPN ({})",
+                self.fallback.as_deref().unwrap_or_default()
+            ),
+            ("alt-svc", _) => {
+                format!("{v}, announced by the server's Alt-Svc; --http 2 to compare over TCP")
+            }
             ("alpn", "2") => format!("{v}, negotiated by ALPN; --http 1.1 to compare with http://"),
             ("alpn", _) => format!("{v}, negotiated by ALPN (the server did not pick h2)"),
             ("http-flag", ver) => format!("{v}, asked with --http {ver}"),

@@ -93,6 +93,9 @@ pub enum WireLoad {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WireConn {
     pub http: WireHttp,
+    /// `--alt-svc`: each agent reads the server's `Alt-Svc` itself.
+    #[serde(default)]
+    pub alt_svc: bool,
     /// HTTP/2: concurrent streams per connection.
     pub streams: u32,
     pub keep_alive: bool,
@@ -316,6 +319,7 @@ impl WireConn {
                 HttpVersion::V3 => WireHttp::V3,
                 HttpVersion::Auto => WireHttp::Auto,
             },
+            alt_svc: c.alt_svc,
             streams: c.streams,
             keep_alive: c.keep_alive,
             calls_per_connection: c.calls_per_connection,
@@ -348,6 +352,7 @@ impl WireConn {
                 WireHttp::V3 => HttpVersion::V3,
                 WireHttp::Auto => HttpVersion::Auto,
             },
+            alt_svc: self.alt_svc,
             streams: self.streams,
             keep_alive: self.keep_alive,
             calls_per_connection: self.calls_per_connection,
@@ -414,6 +419,7 @@ mod tests {
         }
         let c = ConnConfig {
             http: HttpVersion::V2,
+            alt_svc: false,
             streams: 8,
             keep_alive: true,
             calls_per_connection: Some(5),
@@ -435,9 +441,10 @@ mod tests {
         let text = serde_json::to_string(&wire).unwrap();
         let back: WireConn = serde_json::from_str(&text).unwrap();
         assert_eq!(back.conn(), c, "{text}");
-        for http in [HttpVersion::V1, HttpVersion::Auto] {
+        for (http, alt_svc) in [(HttpVersion::V1, false), (HttpVersion::Auto, true)] {
             let c = ConnConfig {
                 http,
+                alt_svc,
                 ..ConnConfig::default()
             };
             assert_eq!(WireConn::of(&c).unwrap().conn(), c);

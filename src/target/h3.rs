@@ -164,6 +164,7 @@ async fn serve(
         return;
     };
     let mut served = 0u64;
+    let mut goaway_sent = false;
     loop {
         let resolver = match h3conn.accept().await {
             Ok(Some(r)) => r,
@@ -172,6 +173,13 @@ async fn serve(
         let Ok((req, mut stream)) = resolver.resolve_request().await else {
             continue;
         };
+        if goaway_sent {
+            // Past our GOAWAY's id: not processed, and said so (the client may send it again
+            // elsewhere). h3 rejects only the streams above the id it sent, not the id itself.
+            stream.stop_sending(h3::error::Code::H3_REQUEST_REJECTED);
+            stream.stop_stream(h3::error::Code::H3_REQUEST_REJECTED);
+            continue;
+        }
         served += 1;
         // Server-wide, the connection faults leave the routes as they are and play on a
         // connection's every FAULT_AFTER-th request (quic-close at its first); at their
@@ -226,8 +234,11 @@ async fn serve(
         ));
         if goaway {
             // GOAWAY now: requests the client sent after this one are left unprocessed; the
-            // ones accepted are answered, then the connection closes.
-            let _ = h3conn.shutdown(0).await;
+            // ones accepted are answered, then the connection closes. The id is the first
+            // request NOT processed (RFC 9114 §5.2), one past this one: h3 counts from the
+            // last accepted stream, so 1 (0 would disown the request being answered).
+            let _ = h3conn.shutdown(1).await;
+            goaway_sent = true;
         }
     }
 }

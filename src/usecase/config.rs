@@ -112,6 +112,8 @@ impl HttpVersion {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConnConfig {
     pub http: HttpVersion,
+    /// `--http auto` over https: follow the server's `Alt-Svc: h3=…` (`--alt-svc`).
+    pub alt_svc: bool,
     /// HTTP/2: concurrent streams per connection.
     pub streams: u32,
     pub keep_alive: bool,
@@ -222,6 +224,7 @@ impl Default for ConnConfig {
     fn default() -> Self {
         ConnConfig {
             http: HttpVersion::Auto,
+            alt_svc: false,
             streams: 100,
             keep_alive: true,
             calls_per_connection: None,
@@ -473,6 +476,13 @@ impl ConnConfig {
     }
 
     pub fn validate(&self) -> crate::Result<()> {
+        if self.alt_svc && self.http != HttpVersion::Auto {
+            return Err(Error::usage(format!(
+                "--alt-svc follows the server's Alt-Svc under --http auto; --http {} already \
+                 chooses the protocol",
+                self.http.as_str()
+            )));
+        }
         if self.calls_per_connection == Some(0) {
             return Err(Error::usage("--calls-per-connection must be at least 1"));
         }

@@ -26,7 +26,7 @@ pub fn base_config(
 
 /// As [`base_config`], for a mix already resolved (a generator agent's step).
 pub fn base_config_of(
-    mix: Mix,
+    mut mix: Mix,
     conn: &ConnConfig,
     load: Load,
     duration: Option<Duration>,
@@ -39,6 +39,11 @@ pub fn base_config_of(
         if conn.tls.any_set() {
             return Err(Error::usage(
                 "TLS options (--cacert, --insecure, --client-cert, --tls-*) need https:// URLs",
+            ));
+        }
+        if conn.alt_svc {
+            return Err(Error::usage(
+                "--alt-svc needs https:// URLs (HTTP/3 runs over QUIC, which carries TLS)",
             ));
         }
         let choice = match conn.http {
@@ -54,7 +59,14 @@ pub fn base_config_of(
         };
         (None, conn.protocol_of(&choice), choice)
     } else {
-        tls_and_protocol(conn, &mix.tls_servers)?
+        let p = tls_and_protocol(conn, &mix.tls_servers)?;
+        if let Some((from, to)) = p.moved {
+            // Alt-Svc moves the connections, not the origin: Host and :authority stay.
+            for a in mix.addrs.iter_mut().filter(|a| **a == from) {
+                *a = to;
+            }
+        }
+        (Some(p.tls), p.protocol, p.choice)
     };
     let reuse = Reuse {
         keep_alive: conn.keep_alive && conn.calls_per_connection != Some(1),

@@ -12,6 +12,7 @@
 //! `config.rs` holds the option types they share, `mix.rs` the request mix, `probe.rs` the
 //! ALPN probe, `engine_config.rs` the engine configuration built from them, and `ramp.rs` a
 //! run on stages' knee, read right after its load.
+pub mod alt_svc;
 pub mod audit;
 pub mod capacity;
 pub mod capacity_config;

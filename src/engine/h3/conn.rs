@@ -27,8 +27,9 @@ pub const MAX_FIELD_SECTION: usize = crate::engine::http::MAX_HEAD;
 const MAX_CONTROL_FRAME: usize = 16 * 1024;
 /// Datagrams read from one socket per turn before yielding to the other connections.
 const DATAGRAMS_PER_TURN: usize = 64;
-/// Datagrams one `poll_transmit` may batch (GSO, where the kernel offers it).
-const TRANSMIT_BATCH: usize = 1;
+/// Datagrams one `poll_transmit` may batch into one `sendmsg` (UDP GSO, where the kernel
+/// offers it): a burst of a large answer's ACKs or a window of requests goes out at once.
+const TRANSMIT_BATCH: usize = 10;
 
 /// One request on a bidirectional stream.
 #[derive(Debug)]
@@ -80,6 +81,8 @@ pub struct HandshakeKind {
 
 pub struct H3Conn {
     pub socket: Option<UdpSocket>,
+    /// quinn-udp's sender over `socket` (GSO batches); None: one `send` per datagram.
+    udp: Option<quinn_udp::UdpSocketState>,
     pub gen: u32,
     pub addr: usize,
     pub state: State,
@@ -117,6 +120,9 @@ pub struct H3Conn {
     tx: Vec<u8>,
     /// The packet counts (sent, received, lost) already added to the run's.
     pub counted_packets: (u64, u64, u64),
+    /// quinn-proto told the endpoint itself that this connection is drained (a stateless
+    /// reset, an idle timeout): its handle may already belong to a newer connection.
+    drained: bool,
 }
 
 impl H3Conn {
@@ -139,8 +145,10 @@ impl H3Conn {
         let (handle, quic) = ep
             .connect(now, config, remote, server_name)
             .map_err(|e| e.to_string())?;
+        let udp = gso_sender(&socket);
         let mut c = H3Conn {
             socket: Some(socket),
+            udp,
             gen,
             addr,
             state: State::Connecting,
@@ -165,8 +173,10 @@ impl H3Conn {
             verified: false,
             early: false,
             last_call: false,
-            tx: Vec::with_capacity(1500 * TRANSMIT_BATCH),
+            // Grown to a batch by the first one: most transmits are a single packet.
+            tx: Vec::with_capacity(1500),
             counted_packets: (0, 0, 0),
+            drained: false,
         };
         // Our control stream, with SETTINGS, goes out first (0-RTT too when it is on).
         c.open_control();
@@ -447,11 +457,28 @@ impl H3Conn {
         }
         loop {
             self.tx.clear();
-            let Some(t) = self.quic.poll_transmit(now, TRANSMIT_BATCH, &mut self.tx) else {
+            let batch = self
+                .udp
+                .as_ref()
+                .map_or(1, |u| u.max_gso_segments().min(TRANSMIT_BATCH));
+            let Some(t) = self.quic.poll_transmit(now, batch, &mut self.tx) else {
                 break;
             };
-            match sock.send(&self.tx[..t.size]) {
-                Ok(_) => {}
+            let sent = match &self.udp {
+                Some(u) => u.send(
+                    sock.into(),
+                    &quinn_udp::Transmit {
+                        destination: self.remote,
+                        ecn: None,
+                        contents: &self.tx[..t.size],
+                        segment_size: t.segment_size,
+                        src_ip: None,
+                    },
+                ),
+                None => sock.send(&self.tx[..t.size]).map(|_| ()),
+            };
+            match sent {
+                Ok(()) => {}
                 // A full socket buffer drops the datagram: QUIC's loss recovery sends it
                 // again, as a router's drop would.
                 Err(e) if e.kind() == IoKind::WouldBlock => {}
@@ -485,6 +512,7 @@ impl H3Conn {
     fn process(&mut self, ep: &mut Endpoint, requests: &[Prepared], now: Instant) {
         loop {
             while let Some(ev) = self.quic.poll_endpoint_events() {
+                self.drained |= ev.is_drained();
                 if let Some(back) = ep.handle_event(self.handle, ev) {
                     self.quic.handle_event(back);
                 }
@@ -722,6 +750,15 @@ impl H3Conn {
             None
         };
         if let Some(outcome) = outcome {
+            if matches!(outcome, Outcome::Done { .. }) && self.streams[i].beyond_goaway {
+                // Taken, but the server broke its word: a client that trusts the GOAWAY would
+                // have sent this request again (processed twice).
+                self.note = Some(
+                    "an HTTP/3 server answered a request at or above its GOAWAY's stream id \
+                     (RFC 9114 §5.2: the id is the first request it did not process)"
+                        .into(),
+                );
+            }
             if !fin {
                 let code = VarInt::from_u64(frame::H3_REQUEST_CANCELLED).unwrap_or(VarInt::MAX);
                 let _ = self.quic.recv_stream(id).stop(code);
@@ -906,7 +943,8 @@ impl H3Conn {
             ConnectionError::ConnectionClosed(c) => {
                 let code = u64::from(c.error_code);
                 self.note = Some(format!(
-                    "a QUIC server closed a connection with transport error 0x{code:x}{}",
+                    "a QUIC server closed a connection with transport error 0x{code:x}{}{}",
+                    tls_alert(code),
                     reason_text(&c.reason)
                 ));
                 // 0x100..=0x1ff: a TLS alert (RFC 9001 §4.8).
@@ -996,8 +1034,55 @@ impl H3Conn {
         if !self.quic.is_closed() {
             self.close_with(frame::H3_NO_ERROR, now);
         }
-        ep.handle_event(self.handle, quinn_proto::EndpointEvent::drained());
+        // Once only: the endpoint frees the handle at the first, and a second would drop
+        // whichever connection was given it since (its packets then met stateless resets and
+        // its handshake never finished).
+        if !self.drained {
+            self.drained = true;
+            ep.handle_event(self.handle, quinn_proto::EndpointEvent::drained());
+        }
     }
+}
+
+/// quinn-udp's sender for `socket`, with UDP GRO off again (quinn-udp turns it on, and the
+/// receive path reads one datagram per `recv`); None where either fails: plain sends then.
+fn gso_sender(socket: &UdpSocket) -> Option<quinn_udp::UdpSocketState> {
+    use std::os::fd::AsRawFd;
+    let state = quinn_udp::UdpSocketState::new(socket.into()).ok()?;
+    let off: libc::c_int = 0;
+    // SAFETY: a valid socket descriptor, and an int option of the size given.
+    let r = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_UDP,
+            libc::UDP_GRO,
+            std::ptr::addr_of!(off).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    // ENOPROTOOPT: a kernel without GRO, so nothing to turn off.
+    (r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOPROTOOPT))
+        .then_some(state)
+}
+
+/// A transport error in 0x100..=0x1ff is a TLS alert (RFC 9001 §4.8): its name, for a note.
+fn tls_alert(code: u64) -> String {
+    if !(0x100..0x200).contains(&code) {
+        return String::new();
+    }
+    let alert = code - 0x100;
+    let name = match alert {
+        40 => "handshake_failure",
+        42 => "bad_certificate",
+        46 => "certificate_unknown",
+        48 => "unknown_ca",
+        80 => "internal_error",
+        109 => "missing_extension",
+        112 => "unrecognized_name",
+        120 => "no_application_protocol",
+        _ => "",
+    };
+    format!(" (TLS alert {alert} {name})").replace(" )", ")")
 }
 
 /// The peer's reason phrase, if any, for a note.

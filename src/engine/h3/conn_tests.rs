@@ -454,6 +454,42 @@ fn goaway_leaves_the_streams_above_it_unprocessed_and_takes_no_more() {
         ]
     );
     assert!(c.conn.finished());
+    assert_eq!(
+        c.conn.note, None,
+        "an answer below the GOAWAY is no violation"
+    );
+}
+
+#[test]
+fn an_answer_at_or_above_the_goaway_is_taken_with_a_note() {
+    let mut s = server(Answer::Nothing);
+    let mut c = client(&s, 10);
+    c.conn.submit(0, 0, &c.requests.clone(), Instant::now());
+    let end = Instant::now() + Duration::from_secs(5);
+    while s.seen.is_empty() && Instant::now() < end {
+        let now = Instant::now();
+        c.conn.transmit(now);
+        s.turn(now);
+        c.conn.receive(&mut c.ep, &mut c.buf, &c.requests, now);
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    assert_eq!(s.seen.len(), 1);
+    // GOAWAY(0) says stream 0 was not processed; the server answers it all the same.
+    s.goaway = Some(0);
+    let now = Instant::now();
+    s.turn(now);
+    c.conn.receive(&mut c.ep, &mut c.buf, &c.requests, now);
+    let (h, mut conn) = s.conn.take().unwrap();
+    s.answer = Answer::Ok;
+    s.respond(&mut conn, s.seen[0], now);
+    s.conn = Some((h, conn));
+    let ev = pump(&mut s, &mut c, ends(1));
+    assert!(
+        matches!(ended(&ev)[..], [(0, Outcome::Done { status: 200, .. })]),
+        "{ev:?}"
+    );
+    let note = c.conn.note.clone().unwrap_or_default();
+    assert!(note.contains("at or above its GOAWAY"), "{note:?}");
 }
 
 #[test]
@@ -518,4 +554,11 @@ fn a_port_without_quic_is_a_handshake_failure_with_advice() {
         note.contains(&format!("UDP port {port}")) && note.contains("try --http 2"),
         "{note}"
     );
+}
+
+#[test]
+fn a_crypto_error_names_its_tls_alert() {
+    assert_eq!(super::tls_alert(0x150), " (TLS alert 80 internal_error)");
+    assert_eq!(super::tls_alert(0x1ff), " (TLS alert 255)");
+    assert_eq!(super::tls_alert(0x0a), "");
 }
