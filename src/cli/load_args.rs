@@ -260,9 +260,9 @@ pub struct ConnArgs {
     #[arg(long, default_value_t = ConnConfig::default().seed)]
     pub seed: u64,
     /// I/O backend: io_uring (one ring per thread, one submit per loop turn, multishot
-    /// receives) or epoll. auto: io_uring where the kernel allows it, else epoll; the plan
-    /// line and the summary say which ran. `--io uring` where the kernel refuses it is an
-    /// error.
+    /// receives) or epoll. auto: epoll for the open loop (io_uring costs more CPU there),
+    /// io_uring for the closed loop where the kernel allows it; the plan line and the summary
+    /// say which ran and why. `--io uring` where the kernel refuses it is an error.
     #[arg(long, value_name = "auto|epoll|uring", default_value = "auto", env = "OVERLOAD_IO", value_parser = parse_io)]
     pub io: crate::engine::IoChoice,
     /// Make connections from these local addresses, round-robin per thread: a list, range or
