@@ -5,8 +5,8 @@
 //! p99 at the analytic truth on both. Last, a kernel that refuses io_uring (a seccomp filter
 //! here): `--io uring` is a one-line usage error, `--io auto` falls back to epoll and says why.
 //!
-//! The rest of the engine's integration tests (run, faults, tls, h2, scenario, connect) run on
-//! the default backend (auto) and, in CI, once more with `OVERLOAD_IO=epoll` (`.ci/run`).
+//! The rest of the engine's integration tests (tests/suite/) run on the default backend
+//! (auto): epoll for the open loop, io_uring for the closed loop where the kernel allows it.
 mod common;
 use common::harness::{self, Need};
 use common::{bin, output_within, run_json, scratch, Target};

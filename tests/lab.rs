@@ -898,12 +898,20 @@ fn caddy_fpm_serves_three_protocols_and_its_log_counts_them() -> Option<String> 
     .into();
     assert_eq!(counts, want);
     caddy_counts_overloads_http3_answers(&lab, info.port, &ca);
-    // Caddy's autosave went into the prefix, not into the folder `lab up` ran from.
-    assert!(lab
-        .prefix
-        .join("caddy-fpm/logs/caddy/autosave.json")
-        .exists());
+    // Caddy's autosave went into the stack's folder (its HOME or XDG directories there), not
+    // into the folder `lab up` ran from.
     lab.down_all_and_check();
+    let stack = lab.prefix.join("caddy-fpm");
+    let saved = find_file(&stack, "autosave.json");
+    assert!(
+        saved.is_some(),
+        "no autosave.json under {}",
+        stack.display()
+    );
+    assert!(
+        !std::path::Path::new("caddy/autosave.json").exists(),
+        "caddy wrote into the folder lab up ran from"
+    );
     None
 }
 
@@ -968,4 +976,20 @@ fn caddy_counts_overloads_http3_answers(lab: &Lab, port: u16, ca: &std::path::Pa
         counts.values().sum::<u64>() >= want.values().sum::<u64>()
     });
     assert_eq!(counts, want);
+}
+
+/// The first file named `name` under `dir` (depth-first), if any.
+fn find_file(dir: &std::path::Path, name: &str) -> Option<std::path::PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        let kind = entry.file_type().ok()?;
+        if kind.is_dir() {
+            if let Some(found) = find_file(&path, name) {
+                return Some(found);
+            }
+        } else if path.file_name().is_some_and(|n| n == name) {
+            return Some(path);
+        }
+    }
+    None
 }
