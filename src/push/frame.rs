@@ -311,13 +311,20 @@ impl FrameMaker {
     /// throughput, goodput, percentiles and send lag. Every second is sent once, none
     /// skipped however the ticks fall.
     pub fn seconds(&mut self, series: &[SeriesPoint]) -> Vec<Frame> {
+        self.seconds_at(series, crate::clock::unix_ms())
+    }
+
+    /// [`seconds`](Self::seconds) made at `now_ms`: a second closed before its end (the
+    /// run's last, cut short by the end of the run) is stamped at `now_ms`, never in the
+    /// future, where a query evaluated now would not find it.
+    fn seconds_at(&mut self, series: &[SeriesPoint], now_ms: u64) -> Vec<Frame> {
         let from = self.seconds_sent.min(series.len());
         self.seconds_sent = series.len();
         series[from..]
             .iter()
             .map(|p| {
-                let at_ms = self.origin_ms + ((p.t + 1.0) * 1000.0).round() as u64;
-                self.second_frame(at_ms, p)
+                let end_ms = self.origin_ms + ((p.t + 1.0) * 1000.0).round() as u64;
+                self.second_frame(end_ms.min(now_ms), p)
             })
             .collect()
     }
@@ -566,6 +573,21 @@ pub(crate) mod tests {
         let f = fm.frame_at(origin + 3_000, &reading(), 0.0);
         assert_eq!(f.value("overload_users", &[]), Some(5.0));
         assert_eq!(f.value("overload_throughput", &[]), None);
+    }
+
+    /// The run's last second, closed by the end of the run 300 ms into it, is stamped when
+    /// it closed, not at its nominal end 700 ms later (a query evaluated at the end of the run
+    /// missed it: seen failing in the Prometheus test).
+    #[test]
+    fn a_second_cut_short_is_stamped_when_it_closed() {
+        let origin = 1_000_000;
+        let mut fm = FrameMaker::new(Offered::Users(5), 0, origin);
+        let closed = vec![second(0.0, 50, 9.0), second(1.0, 20, 9.0)];
+        let a = fm.seconds_at(&closed, origin + 1_300);
+        assert_eq!(
+            a.iter().map(|f| f.at_ms - origin).collect::<Vec<_>>(),
+            [1_000, 1_300]
+        );
     }
 
     /// The observed server's newest samples ride along, under the agent's /metrics names
