@@ -25,7 +25,7 @@ pack() {
     add "$dir" overload "$ov"
     if [ -n "${OVERLOAD_BEFORE:-}" ]; then add "$dir" overload-before "$OVERLOAD_BEFORE"; fi
     local t p
-    for t in nginx wrk h2load oha; do
+    for t in nginx wrk h2load oha openssl; do
         p="$(command -v "$t" || true)"
         [ -z "$p" ] && [ "$t" = oha ] && [ -x /work/tools/oha/bin/oha ] && p=/work/tools/oha/bin/oha
         if [ -n "$p" ]; then add "$dir" "$t" "$p"; else echo "portable.sh: $t not installed, left out" >&2; fi
