@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs the release build and the tools the benches compare against (nginx, wrk, h2load, oha,
-# and openssl for tls.py's certificate, where installed), with the shared libraries they need beyond glibc, into one archive, so the
-# benches run on a quiet many-core machine that has no Rust, no packages and no network.
+# and openssl for tls.py's certificate, where installed), with the shared libraries they need
+# beyond glibc, into one archive, so the benches run on a quiet many-core machine that has no
+# Rust, no packages and no network.
 #
 #   bash bench/portable.sh pack [OUT.tar.xz]     # here: target/release/overload + the tools
 #   eval "$(bash bench/portable.sh env DIR)"     # there, after `tar xf`: PATH and OVERLOAD=
