@@ -220,7 +220,8 @@ pub struct ConnArgs {
     pub alt_svc: bool,
     /// HTTP/2 and HTTP/3: concurrent streams per connection (capped by the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS, or QUIC's MAX_STREAMS). Closed loop: each user takes one stream, so users
-    /// share ⌈users / streams⌉ connections.
+    /// share ⌈users / streams⌉ connections. A scenario's user has its own connection, and
+    /// its page's burst goes on at most this many streams of it at once.
     #[arg(long, value_name = "N", default_value_t = ConnConfig::default().streams)]
     pub streams: u32,
     /// A new connection for every request (ab without -k).

@@ -14,7 +14,8 @@ pub struct ScenarioArgs {
     ///
     /// TOML: named requests, think times, cookies, extraction, checks, feeders, bursts. A URL
     /// argument is then the server of its relative URLs. --users: users loop it; --rate: sessions/s, each
-    /// a new user going through it once (see --max-sessions).
+    /// a new user going through it once (see --max-sessions). Over --http 2 and 3 each user
+    /// holds its own connection per server and sends a page's burst as streams on it.
     #[arg(long, value_name = "FILE.toml", conflicts_with = "import")]
     pub scenario: Option<PathBuf>,
     /// Most bytes of an answer's body kept for a scenario's checks and extraction, e.g. 64k

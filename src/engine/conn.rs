@@ -262,6 +262,11 @@ impl<T: Transport> Conn<T> {
         self.parser.captured()
     }
 
+    /// Where a multiplexed protocol hands the slot's answer (HTTP/2, HTTP/3).
+    pub fn capture_mut(&mut self) -> Option<&mut super::http::Capture> {
+        self.parser.capture_mut()
+    }
+
     /// Writes (the rest of) the current request `p`.
     pub fn send(&mut self, p: &Prepared, reuse: Reuse, now: Instant) -> Step {
         if self.sent == 0 {

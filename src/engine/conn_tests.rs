@@ -130,6 +130,7 @@ fn get() -> Prepared {
         h2_block: Vec::new(),
         body: Vec::new(),
         name: 0,
+        capture: None,
     }
 }
 

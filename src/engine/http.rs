@@ -106,9 +106,81 @@ pub struct Capture {
 }
 
 impl Capture {
-    fn body(&mut self, bytes: &[u8]) {
+    /// Keeps what the limit leaves room for of the body's next `bytes`.
+    pub(in crate::engine) fn body(&mut self, bytes: &[u8]) {
         let room = self.body_limit.saturating_sub(self.body.len());
         self.body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    /// Keeps a multiplexed answer's head (HTTP/2, HTTP/3) in HTTP/1.1's form, so that a
+    /// scenario user reads every protocol's answers the same way: the status line, then
+    /// `fields`, already written as `name: value` lines.
+    pub(in crate::engine) fn set_head(&mut self, status: u16, fields: &[u8]) {
+        use std::io::Write;
+        self.head.clear();
+        let _ = write!(self.head, "HTTP/1.1 {status} \r\n");
+        self.head.extend_from_slice(fields);
+        self.head.extend_from_slice(b"\r\n");
+    }
+
+    /// Gives its head and body to `dst` (whose buffers it keeps for the next answer).
+    fn hand_over(&mut self, dst: &mut Capture) {
+        std::mem::swap(&mut self.head, &mut dst.head);
+        std::mem::swap(&mut self.body, &mut dst.body);
+        self.head.clear();
+        self.body.clear();
+    }
+}
+
+/// Adds a decoded header field to `out` as an HTTP/1.1 header line; pseudo-headers
+/// (`:status`) are the status line's, not lines.
+pub(in crate::engine) fn field_line(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    if name.first() == Some(&b':') {
+        return;
+    }
+    out.extend_from_slice(name);
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The answers a multiplexed connection (HTTP/2, HTTP/3) keeps for the slots whose request
+/// asked ([`crate::engine::Prepared::capture`]: scenario users), from the stream's start to
+/// the worker's [`Captures::hand_over`] once it is done; one entry per slot that used the
+/// connection, reused.
+#[derive(Debug, Default)]
+pub(in crate::engine) struct Captures {
+    kept: Vec<(usize, Capture)>,
+}
+
+impl Captures {
+    /// A stream of `slot` starts: its entry is emptied, to keep up to `limit` body bytes.
+    pub fn start(&mut self, slot: usize, limit: usize) {
+        let i = match self.kept.iter().position(|(s, _)| *s == slot) {
+            Some(i) => i,
+            None => {
+                self.kept.push((slot, Capture::default()));
+                self.kept.len() - 1
+            }
+        };
+        let c = &mut self.kept[i].1;
+        c.head.clear();
+        c.body.clear();
+        c.body_limit = limit;
+    }
+
+    pub fn get(&mut self, slot: usize) -> Option<&mut Capture> {
+        self.kept
+            .iter_mut()
+            .find(|(s, _)| *s == slot)
+            .map(|(_, c)| c)
+    }
+
+    /// The answer kept for `slot` goes to `dst` (the slot's own capture, which the user reads).
+    pub fn hand_over(&mut self, slot: usize, dst: &mut Capture) {
+        if let Some(c) = self.get(slot) {
+            c.hand_over(dst);
+        }
     }
 }
 
@@ -145,6 +217,11 @@ impl ResponseParser {
     /// The head and body kept of the last response.
     pub fn captured(&self) -> Option<&Capture> {
         self.capture.as_deref()
+    }
+
+    /// Where a multiplexed protocol's answer is handed to (see [`Captures`]).
+    pub fn capture_mut(&mut self) -> Option<&mut Capture> {
+        self.capture.as_deref_mut()
     }
 
     /// Prepares for the response to a new request. `head_only` is true for HEAD requests,

@@ -57,6 +57,29 @@ pub struct Prepared {
     pub h3_head: Vec<u8>,
     /// Its name: an index into [`EngineConfig::names`], for the statistics per name.
     pub name: u16,
+    /// Scenarios over HTTP/2 and HTTP/3: the connection keeps the answer's head and up to
+    /// this many body bytes for the user (HTTP/1.1 keeps them in the slot's parser). None:
+    /// nothing is kept (the plain path).
+    pub capture: Option<usize>,
+}
+
+/// Where a connection that carries many slots' requests (HTTP/2, HTTP/3) reads the one of
+/// a slot: the run's mix by index, or, for a scenario user, the request rendered into the
+/// slot itself (the worker's view of its slots implements it too).
+pub trait Requests {
+    fn of(&self, slot: usize, req: usize) -> &Prepared;
+}
+
+impl Requests for [Prepared] {
+    fn of(&self, _: usize, req: usize) -> &Prepared {
+        &self[req]
+    }
+}
+
+impl Requests for Vec<Prepared> {
+    fn of(&self, _: usize, req: usize) -> &Prepared {
+        &self[req]
+    }
 }
 
 impl Prepared {
@@ -431,11 +454,6 @@ pub fn run(
 ) -> crate::Result<Outcome> {
     if (cfg.requests.is_empty() && cfg.scenario.is_none()) || cfg.addrs.is_empty() {
         return Err(crate::Error::usage("no request to send"));
-    }
-    if cfg.scenario.is_some() && !cfg.protocol.carries_scenarios() {
-        return Err(crate::Error::usage(
-            "--scenario speaks HTTP/1.1; --http 2 and --http 3 are not supported with it",
-        ));
     }
     if cfg.duration.is_none() && cfg.max_requests.is_none() {
         return Err(crate::Error::usage("a run needs --duration or --requests"));

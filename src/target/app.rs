@@ -41,6 +41,17 @@ pub(crate) struct Request {
 pub(crate) const MAX_FORM: u64 = 16 * 1024;
 
 impl Request {
+    /// The cookies of an HTTP/2 or HTTP/3 request (which may split them over several
+    /// `cookie` fields, RFC 9113 §8.2.3), joined as one header.
+    pub(crate) fn cookie_of(headers: &http::HeaderMap) -> Option<String> {
+        let all: Vec<&str> = headers
+            .get_all(http::header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        (!all.is_empty()).then(|| all.join("; "))
+    }
+
     /// The `Cookie` header of a request head.
     pub(crate) fn from_head(head: &[u8]) -> Request {
         let mut headers = [httparse::EMPTY_HEADER; 64];

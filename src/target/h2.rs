@@ -80,6 +80,10 @@ where
             _ => false,
         };
         let is_head = req.method() == http::Method::HEAD;
+        if let Route::App(page) = route {
+            tokio::spawn(app(page, req, respond, Arc::clone(&shared)));
+            continue;
+        }
         tokio::spawn(answer(route, is_head, respond, Arc::clone(&shared)));
         if goaway {
             // GOAWAY now: streams the client opened since are left unprocessed; the ones
@@ -128,13 +132,44 @@ async fn answer(
         },
         Route::Arrivals => owned(&mut respond, shared.arrivals.json(), is_head),
         Route::Stats => owned(&mut respond, shared.stats_json(), is_head),
-        // The login application speaks HTTP/1.1 only.
+        // (The login application is answered by `app`.)
         Route::NotFound | Route::App(_) => small(&mut respond, 404, b"", true),
         Route::BadParam => small(&mut respond, 400, b"", true),
         Route::Fault(f) => fault(f, &mut respond, is_head).await,
     };
     shared.stats.answered(super::HTTP2);
     drop(r);
+}
+
+/// The login application (`/app/*`, as over HTTP/1.1): the request's cookies and form body
+/// (up to `app::MAX_FORM`, the rest read and dropped), its answer with its `set-cookie`.
+async fn app(
+    page: super::app::Page,
+    req: http::Request<h2::RecvStream>,
+    mut respond: SendResponse<Bytes>,
+    shared: Arc<Shared>,
+) {
+    shared.stats.received.fetch_add(1, Ordering::Relaxed);
+    let mut r = super::app::Request {
+        cookie: super::app::Request::cookie_of(req.headers()),
+        body: Vec::new(),
+    };
+    let mut body = req.into_body();
+    while let Some(Ok(chunk)) = body.data().await {
+        let _ = body.flow_control().release_capacity(chunk.len());
+        let room = (super::app::MAX_FORM as usize).saturating_sub(r.body.len());
+        r.body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+    let a = shared.app.answer(page, &r);
+    let mut resp = Response::new(());
+    *resp.status_mut() = StatusCode::from_u16(a.status).unwrap_or(StatusCode::OK);
+    if let Some(c) = a.set_cookie.as_deref().and_then(|c| c.parse().ok()) {
+        resp.headers_mut().insert(http::header::SET_COOKIE, c);
+    }
+    if let Ok(mut s) = respond.send_response(resp, false) {
+        let _ = s.send_data(Bytes::from(a.body), true);
+    }
+    shared.stats.answered(super::HTTP2);
 }
 
 fn head(

@@ -225,9 +225,11 @@ async fn serve(
             break;
         }
         let goaway = due(Fault::H3Goaway) || due(Fault::H2Goaway);
+        let cookie = super::app::Request::cookie_of(req.headers());
         tokio::spawn(answer(
             route,
             is_head,
+            cookie,
             stream,
             conn.clone(),
             Arc::clone(&shared),
@@ -246,14 +248,28 @@ async fn serve(
 async fn answer(
     route: Route,
     is_head: bool,
+    cookie: Option<String>,
     mut stream: Stream,
     conn: quinn::Connection,
     shared: Arc<Shared>,
 ) {
     shared.stats.received.fetch_add(1, Ordering::Relaxed);
-    // The request's body, if any, is read and dropped (as over TCP).
+    // The request's body, if any, is read and dropped (as over TCP); the login
+    // application's form is kept (up to `app::MAX_FORM`).
+    let mut form = super::app::Request {
+        cookie,
+        body: Vec::new(),
+    };
     while let Ok(Some(mut chunk)) = stream.recv_data().await {
-        chunk.advance(chunk.remaining());
+        while chunk.has_remaining() {
+            let piece = chunk.chunk();
+            let n = piece.len();
+            if matches!(route, Route::App(_)) {
+                let room = (super::app::MAX_FORM as usize).saturating_sub(form.body.len());
+                form.body.extend_from_slice(&piece[..n.min(room)]);
+            }
+            chunk.advance(n);
+        }
     }
     // The status pages are not the load: neither counted as arrivals nor queued for a
     // worker (they answer while every worker is busy).
@@ -284,8 +300,8 @@ async fn answer(
         },
         Route::Arrivals => owned(s, shared.arrivals.json(), is_head).await,
         Route::Stats => owned(s, shared.stats_json(), is_head).await,
-        // The login application speaks HTTP/1.1 only.
-        Route::NotFound | Route::App(_) => small(s, 404, b"", true).await,
+        Route::App(page) => app(s, &shared.app.answer(page, &form)).await,
+        Route::NotFound => small(s, 404, b"", true).await,
         Route::BadParam => small(s, 400, b"", true).await,
         Route::Fault(f) => fault(f, s, is_head, &conn).await,
     };
@@ -313,6 +329,18 @@ async fn small(
     if !is_head && !body.is_empty() {
         s.send_data(Bytes::from_static(body)).await?;
     }
+    s.finish().await
+}
+
+/// The login application's answer (`/app/*`, as over HTTP/1.1), with its `set-cookie`.
+async fn app(s: &mut Stream, a: &super::app::Answer) -> Result<(), h3::error::StreamError> {
+    let mut resp = Response::new(());
+    *resp.status_mut() = StatusCode::from_u16(a.status).unwrap_or(StatusCode::OK);
+    if let Some(c) = a.set_cookie.as_deref().and_then(|c| c.parse().ok()) {
+        resp.headers_mut().insert(http::header::SET_COOKIE, c);
+    }
+    s.send_response(resp).await?;
+    s.send_data(Bytes::from(a.body.clone())).await?;
     s.finish().await
 }
 

@@ -130,6 +130,7 @@ mod report_hist;
 mod run;
 mod scale_deploy;
 mod scenario;
+mod scenario_mux;
 mod signals;
 mod slo_names;
 mod source;
@@ -177,6 +178,7 @@ suite![
     run,
     scale_deploy,
     scenario,
+    scenario_mux,
     signals,
     slo_names,
     source,

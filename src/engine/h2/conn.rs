@@ -5,8 +5,9 @@
 //! the worker's one mechanism for both protocols.
 use super::frame::{self, Frame};
 use super::hpack::{BlockError, ResponseDecoder};
+use crate::engine::http::{field_line, Captures};
 use crate::engine::transport::Transport;
-use crate::engine::Prepared;
+use crate::engine::{Prepared, Requests};
 use crate::metrics::ErrorKind;
 use std::collections::VecDeque;
 use std::io::ErrorKind as IoKind;
@@ -108,6 +109,8 @@ struct Stream {
     data: u64,
     /// The request was a HEAD: its answer's content-length describes no body.
     head: bool,
+    /// Its answer is kept for the slot ([`Prepared::capture`]: a scenario user's).
+    capture: bool,
 }
 
 /// Why a connection failed, for the worker's notes.
@@ -124,6 +127,8 @@ pub const FLOOD: &str =
 
 pub struct H2Conn<T> {
     pub stream: Option<T>,
+    /// A scenario user's own connection, which the thread's other requests never ride.
+    pub owned: bool,
     /// Bumped whenever the socket changes, so stale events are ignored.
     pub gen: u32,
     pub addr: usize,
@@ -166,6 +171,10 @@ pub struct H2Conn<T> {
     /// The last [`ENDED_KEPT`] streams the server ended (END_STREAM or its RST_STREAM), a ring.
     ended: [u32; ENDED_KEPT],
     ended_next: usize,
+    /// The answers kept for scenario users' slots, and the room their head's lines are
+    /// written in while a block is decoded.
+    captures: Captures,
+    lines: Vec<u8>,
 }
 
 impl<T: Transport> H2Conn<T> {
@@ -180,6 +189,7 @@ impl<T: Transport> H2Conn<T> {
     ) -> H2Conn<T> {
         H2Conn {
             stream: Some(stream),
+            owned: false,
             gen,
             addr,
             state: State::Connecting,
@@ -211,6 +221,8 @@ impl<T: Transport> H2Conn<T> {
             peer_closed: false,
             ended: [0; ENDED_KEPT],
             ended_next: 0,
+            captures: Captures::default(),
+            lines: Vec::new(),
         }
     }
 
@@ -230,6 +242,15 @@ impl<T: Transport> H2Conn<T> {
                 .calls_left
                 .is_none_or(|k| k as usize > self.waiting.len())
             && self.streams.len() + self.waiting.len() < self.limit()
+    }
+
+    /// May it take one more request, on a stream or queued for one (a scenario user's own
+    /// connection, whose burst waits there for the server's stream limit)?
+    pub fn takes_more(&self) -> bool {
+        matches!(self.state, State::Connecting | State::Open)
+            && self
+                .calls_left
+                .is_none_or(|k| k as usize > self.waiting.len())
     }
 
     /// Streams opened so far: a connection's age, as servers that close after N requests
@@ -252,11 +273,16 @@ impl<T: Transport> H2Conn<T> {
     /// Queues the request of `slot`; its frames are written at once if the connection can
     /// carry it, sent by the next [`H2Conn::flush`] (the worker flushes once per turn of its
     /// loop, so the requests started in one turn share one write).
-    pub fn submit(&mut self, slot: usize, req: usize, requests: &[Prepared]) {
+    pub fn submit<R: Requests + ?Sized>(&mut self, slot: usize, req: usize, requests: &R) {
         self.waiting.push_back((slot, req));
         if self.state == State::Open {
             self.start_waiting(requests);
         }
+    }
+
+    /// The answer kept for `slot` (its request asked, [`Prepared::capture`]) goes to `dst`.
+    pub fn hand_over(&mut self, slot: usize, dst: &mut crate::engine::http::Capture) {
+        self.captures.hand_over(slot, dst);
     }
 
     /// Output waits for [`H2Conn::flush`].
@@ -265,7 +291,7 @@ impl<T: Transport> H2Conn<T> {
     }
 
     /// Withdraws the slot's request (its deadline passed): RST_STREAM if it went out.
-    pub fn cancel(&mut self, slot: usize, requests: &[Prepared]) {
+    pub fn cancel<R: Requests + ?Sized>(&mut self, slot: usize, requests: &R) {
         if let Some(i) = self.streams.iter().position(|s| s.slot == slot) {
             let s = self.streams.swap_remove(i);
             frame::put_rst_stream(&mut self.out, s.id, frame::CANCEL);
@@ -278,12 +304,12 @@ impl<T: Transport> H2Conn<T> {
 
     /// Handles one readiness event.
     #[allow(clippy::too_many_arguments)]
-    pub fn on_event(
+    pub fn on_event<R: Requests + ?Sized>(
         &mut self,
         readable: bool,
         writable: bool,
         read_closed: bool,
-        requests: &[Prepared],
+        requests: &R,
         buf: &mut [u8],
         reads: usize,
     ) -> Step {
@@ -352,7 +378,12 @@ impl<T: Transport> H2Conn<T> {
     }
 
     /// Reads at most `reads` buffers this turn and handles the frames in them.
-    pub fn receive(&mut self, buf: &mut [u8], reads: usize, requests: &[Prepared]) -> Step {
+    pub fn receive<R: Requests + ?Sized>(
+        &mut self,
+        buf: &mut [u8],
+        reads: usize,
+        requests: &R,
+    ) -> Step {
         for _ in 0..reads {
             if self.state == State::Dead {
                 return Step::Wait;
@@ -384,7 +415,7 @@ impl<T: Transport> H2Conn<T> {
 
     /// Feeds received bytes to the decoder and handles the frames (public for tests and the
     /// fuzz target, which drive the connection without a socket).
-    pub fn input(&mut self, bytes: &[u8], requests: &[Prepared]) {
+    pub fn input<R: Requests + ?Sized>(&mut self, bytes: &[u8], requests: &R) {
         let mut dec = std::mem::take(&mut self.dec);
         let r = dec.feed(bytes, |f| {
             self.on_frame(f, requests);
@@ -402,7 +433,7 @@ impl<T: Transport> H2Conn<T> {
         self.start_waiting(requests);
     }
 
-    fn on_frame(&mut self, f: Frame<'_>, requests: &[Prepared]) {
+    fn on_frame<R: Requests + ?Sized>(&mut self, f: Frame<'_>, requests: &R) {
         if self.first {
             self.first = false;
             if !matches!(f, Frame::Settings { ack: false, .. }) {
@@ -420,7 +451,8 @@ impl<T: Transport> H2Conn<T> {
                 len,
                 end_stream,
                 padding,
-            } => self.on_data(stream, len, padding, end_stream),
+                data,
+            } => self.on_data(stream, len, padding, data, end_stream),
             Frame::Headers {
                 stream,
                 end_stream,
@@ -556,7 +588,7 @@ impl<T: Transport> H2Conn<T> {
                 let waiting_body = self
                     .streams
                     .iter()
-                    .any(|s| s.body_sent < requests[s.req].body.len());
+                    .any(|s| s.body_sent < requests.of(s.slot, s.req).body.len());
                 if !waiting_body && self.flood() {
                     return;
                 }
@@ -635,7 +667,7 @@ impl<T: Transport> H2Conn<T> {
         self.ended_next = (self.ended_next + 1) % ENDED_KEPT;
     }
 
-    fn on_data(&mut self, id: u32, len: u32, padding: u32, end_stream: bool) {
+    fn on_data(&mut self, id: u32, len: u32, padding: u32, data: &[u8], end_stream: bool) {
         // Flow control counts every DATA byte, even for a stream we cancelled.
         self.conn_unacked += len;
         if self.conn_unacked >= CONN_WINDOW / 2 {
@@ -665,6 +697,11 @@ impl<T: Transport> H2Conn<T> {
             // More than content-length said: malformed (§8.1.1), known before the end.
             return self.stream_error(i, frame::PROTOCOL_ERROR);
         }
+        if s.capture {
+            if let Some(c) = self.captures.get(s.slot) {
+                c.body(data);
+            }
+        }
         if end_stream {
             return self.finish(i);
         }
@@ -675,8 +712,20 @@ impl<T: Transport> H2Conn<T> {
     }
 
     fn on_block(&mut self, id: u32, block: &[u8], end_stream: bool) {
-        // Decoded whatever becomes of the stream: the dynamic table must stay in step.
-        let r = self.hpack.decode_head(block, MAX_HEADER_LIST);
+        // Decoded whatever becomes of the stream: the dynamic table must stay in step. A
+        // scenario user's answer keeps its lines too.
+        let keep = self
+            .find(id)
+            .filter(|&i| self.streams[i].capture && self.streams[i].status == 0);
+        self.lines.clear();
+        let r = match keep {
+            Some(_) => {
+                let lines = &mut self.lines;
+                self.hpack
+                    .decode_head_with(block, MAX_HEADER_LIST, |n, v| field_line(lines, n, v))
+            }
+            None => self.hpack.decode_head(block, MAX_HEADER_LIST),
+        };
         if r == Err(BlockError::Compression) {
             return self.connection_error(frame::PROTOCOL_ERROR);
         }
@@ -699,6 +748,11 @@ impl<T: Transport> H2Conn<T> {
             Ok((0, _)) if s.status != 0 && end_stream => self.finish(i),
             Ok((status, length)) if status >= 200 && s.status == 0 => {
                 s.status = status;
+                if keep.is_some() {
+                    if let Some(c) = self.captures.get(s.slot) {
+                        c.set_head(status, &self.lines);
+                    }
+                }
                 // A HEAD's, a 204's or a 304's content-length describes no body here.
                 s.length = length.filter(|_| !s.head && status != 204 && status != 304);
                 if end_stream {
@@ -801,7 +855,7 @@ impl<T: Transport> H2Conn<T> {
     }
 
     /// Opens streams for waiting requests while the limits allow.
-    fn start_waiting(&mut self, requests: &[Prepared]) {
+    fn start_waiting<R: Requests + ?Sized>(&mut self, requests: &R) {
         while self.state == State::Open && self.streams.len() < self.limit() {
             let Some((slot, req)) = self.waiting.pop_front() else {
                 break;
@@ -810,8 +864,11 @@ impl<T: Transport> H2Conn<T> {
         }
     }
 
-    fn open_stream(&mut self, slot: usize, req: usize, requests: &[Prepared]) {
-        let p = &requests[req];
+    fn open_stream<R: Requests + ?Sized>(&mut self, slot: usize, req: usize, requests: &R) {
+        let p = requests.of(slot, req);
+        if let Some(limit) = p.capture {
+            self.captures.start(slot, limit);
+        }
         let id = self.next_id;
         // Client stream ids are odd and grow; at the end of the space, a new connection.
         self.next_id = self.next_id.saturating_add(2).min(frame::MAX_WINDOW);
@@ -846,6 +903,7 @@ impl<T: Transport> H2Conn<T> {
             length: None,
             data: 0,
             head: p.head_only,
+            capture: p.capture.is_some(),
         };
         send_body(
             &mut s,
@@ -863,9 +921,9 @@ impl<T: Transport> H2Conn<T> {
     }
 
     /// After a window grew: bodies held back go on.
-    fn pump_bodies(&mut self, requests: &[Prepared]) {
+    fn pump_bodies<R: Requests + ?Sized>(&mut self, requests: &R) {
         for s in &mut self.streams {
-            let p = &requests[s.req];
+            let p = requests.of(s.slot, s.req);
             if s.body_sent < p.body.len() {
                 send_body(
                     s,

@@ -80,6 +80,7 @@ fn request(method: &str, body: &[u8]) -> Prepared {
         }),
         body: body.to_vec(),
         name: 0,
+        capture: None,
     }
 }
 
@@ -776,4 +777,64 @@ fn a_server_that_does_not_read_is_given_up_past_the_output_cap() {
     );
     assert_eq!(r.h.note, Some(NOT_READING));
     assert_eq!(r.h.state, State::Dead);
+}
+
+#[test]
+fn a_scenario_users_answer_is_kept_in_http1s_form_and_handed_to_its_slot() {
+    // Slot 7's request asks for its answer (a scenario user's, 4 body bytes at most);
+    // slot 8's is the plain path's, which keeps nothing.
+    let mut kept = request("GET", b"");
+    kept.capture = Some(4);
+    let plain = request("GET", b"");
+    struct Two(Prepared, Prepared);
+    impl Requests for Two {
+        fn of(&self, slot: usize, _: usize) -> &Prepared {
+            if slot == 7 {
+                &self.0
+            } else {
+                &self.1
+            }
+        }
+    }
+    let two = Two(kept, plain);
+    let mut r = Rig::open(10, vec![]);
+    r.h.submit(7, 0, &two);
+    r.h.submit(8, 0, &two);
+    r.h.flush();
+    r.events();
+    for stream in [1, 3] {
+        let block = crate::engine::h2::hpack::tests::encode_with(
+            &mut r.enc,
+            &[
+                (b":status", b"200"),
+                (b"set-cookie", b"sid=abc; Path=/"),
+                (b"set-cookie", b"x=1"),
+            ],
+        );
+        r.server(|o| {
+            frame::put_headers(o, stream, &block, false, 16_384);
+            frame::put_data(o, stream, b"hello", true);
+        });
+    }
+    r.h.on_event(true, false, false, &two, &mut r.buf, 16);
+    let ev = r.events();
+    assert!(
+        ev.iter().any(done(7, 200)) && ev.iter().any(done(8, 200)),
+        "{ev:?}"
+    );
+    let mut dst = crate::engine::http::Capture::default();
+    r.h.hand_over(7, &mut dst);
+    assert_eq!(
+        String::from_utf8_lossy(&dst.head),
+        "HTTP/1.1 200 \r\nset-cookie: sid=abc; Path=/\r\nset-cookie: x=1\r\n\r\n"
+    );
+    assert_eq!(dst.body, b"hell", "the body up to the limit");
+    // What a user reads it with.
+    let mut headers = [httparse::EMPTY_HEADER; 8];
+    let mut resp = httparse::Response::new(&mut headers);
+    assert!(resp.parse(&dst.head).unwrap().is_complete());
+    assert_eq!((resp.code, resp.headers.len()), (Some(200), 2));
+    let mut none = crate::engine::http::Capture::default();
+    r.h.hand_over(8, &mut none);
+    assert!(none.head.is_empty() && none.body.is_empty(), "nothing kept");
 }

@@ -62,6 +62,8 @@ pub enum Frame<'a> {
         len: u32,
         end_stream: bool,
         padding: u32,
+        /// The piece's data bytes, padding excluded (for a reader that keeps the body).
+        data: &'a [u8],
     },
     /// A header block fragment, padding and priority fields removed.
     Headers {
@@ -162,8 +164,9 @@ fn head(b: &[u8]) -> Head {
 enum State {
     /// Collecting the 9-byte frame header.
     Head,
-    /// Streaming a DATA payload: `left` bytes to go.
-    Data { head: Head, left: u32 },
+    /// Streaming a DATA payload: `left` bytes to go, the last `pad` of which are padding
+    /// (known from the frame's first byte when it is padded).
+    Data { head: Head, left: u32, pad: u32 },
     /// Collecting a whole non-DATA payload.
     Payload(Head),
 }
@@ -228,8 +231,9 @@ impl Decoder {
                         self.state = State::Data {
                             head: h,
                             left: h.len,
+                            pad: 0,
                         };
-                        if h.len == 0 && !on(data(h, 0, true, 0)) {
+                        if h.len == 0 && !on(data(h, 0, true, 0, &[])) {
                             return Ok(());
                         }
                         if h.len == 0 {
@@ -243,11 +247,16 @@ impl Decoder {
                         self.state = State::Payload(h);
                     }
                 }
-                State::Data { head: h, left } => {
+                State::Data {
+                    head: h,
+                    left,
+                    mut pad,
+                } => {
                     // A padded frame's first byte is its pad length, which must leave room
                     // for itself within the frame (RFC 9113 §6.1).
-                    let padding = if left == h.len && h.flags & PADDED != 0 {
-                        let pad = u32::from(input[0]);
+                    let padded = h.flags & PADDED != 0;
+                    let padding = if left == h.len && padded {
+                        pad = u32::from(input[0]);
                         if pad >= h.len {
                             return Err(FrameError::Protocol("padding longer than the frame"));
                         }
@@ -256,6 +265,16 @@ impl Decoder {
                         0
                     };
                     let n = left.min(u32::try_from(input.len()).unwrap_or(u32::MAX));
+                    // The piece covers the frame's bytes [at, at + n); its data are those
+                    // past the pad length byte and before the padding.
+                    let at = h.len - left;
+                    let from = at.max(u32::from(padded));
+                    let to = (at + n).min(h.len - pad);
+                    let bytes = if from < to {
+                        &input[(from - at) as usize..(to - at) as usize]
+                    } else {
+                        &[]
+                    };
                     input = &input[n as usize..];
                     let last = n == left;
                     self.state = if last {
@@ -264,9 +283,10 @@ impl Decoder {
                         State::Data {
                             head: h,
                             left: left - n,
+                            pad,
                         }
                     };
-                    if !on(data(h, n, last, padding)) {
+                    if !on(data(h, n, last, padding, bytes)) {
                         return Ok(());
                     }
                 }
@@ -299,12 +319,13 @@ impl Decoder {
     }
 }
 
-fn data(h: Head, len: u32, last: bool, padding: u32) -> Frame<'static> {
+fn data(h: Head, len: u32, last: bool, padding: u32, data: &[u8]) -> Frame<'_> {
     Frame::Data {
         stream: h.stream,
         len,
         end_stream: last && h.flags & END_STREAM != 0,
         padding,
+        data,
     }
 }
 

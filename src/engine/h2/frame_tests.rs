@@ -299,3 +299,33 @@ proptest! {
         prop_assert_eq!(super::super::hpack::ResponseDecoder::new().decode(&[0x89], 65_536), Ok(204));
     }
 }
+
+#[test]
+fn data_pieces_carry_their_bytes_without_the_padding_at_every_split() {
+    // A padded DATA frame: pad length 3, "hello", 3 bytes of padding; then a plain one.
+    let mut wire = vec![0, 0, 9, DATA, PADDED | END_STREAM, 0, 0, 0, 1, 3];
+    wire.extend_from_slice(b"hello");
+    wire.extend_from_slice(&[0, 0, 0]);
+    put_data(&mut wire, 3, b" world", true);
+    for step in 1..=wire.len() {
+        let mut d = Decoder::new();
+        let mut got: Vec<(u32, Vec<u8>)> = Vec::new();
+        for piece in wire.chunks(step) {
+            d.feed(piece, |f| {
+                if let Frame::Data { stream, data, .. } = f {
+                    match got.last_mut() {
+                        Some((s, b)) if *s == stream => b.extend_from_slice(data),
+                        _ => got.push((stream, data.to_vec())),
+                    }
+                }
+                true
+            })
+            .unwrap();
+        }
+        assert_eq!(
+            got,
+            vec![(1, b"hello".to_vec()), (3, b" world".to_vec())],
+            "split every {step} bytes"
+        );
+    }
+}

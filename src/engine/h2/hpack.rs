@@ -590,12 +590,24 @@ impl ResponseDecoder {
         block: &[u8],
         max_list: usize,
     ) -> Result<(u16, Option<u64>), BlockError> {
+        self.decode_head_with(block, max_list, |_, _| {})
+    }
+
+    /// [`ResponseDecoder::decode_head`], handing `each` every field too (a scenario user's
+    /// answer keeps its headers).
+    pub fn decode_head_with(
+        &mut self,
+        block: &[u8],
+        max_list: usize,
+        mut each: impl FnMut(&[u8], &[u8]),
+    ) -> Result<(u16, Option<u64>), BlockError> {
         let mut status: Option<Option<u16>> = None;
         let mut size = 0usize;
         let mut twice = false;
         let mut length: Option<Option<u64>> = None;
         let mut bad_length = false;
         self.fields(block, |name, value| {
+            each(name, value);
             size += entry_size(name, value);
             if name == b":status" {
                 twice |= status.is_some();

@@ -7,7 +7,8 @@
 use super::frame::{self, Frame, FrameError};
 use super::qpack::{self, SectionError};
 use crate::engine::h2::conn::{Event, Outcome, State};
-use crate::engine::Prepared;
+use crate::engine::http::{field_line, Capture, Captures};
+use crate::engine::Requests;
 use crate::metrics::ErrorKind;
 use bytes::BytesMut;
 use mio::net::UdpSocket;
@@ -46,6 +47,8 @@ struct Stream {
     length: Option<u64>,
     data: u64,
     head: bool,
+    /// Its answer is kept for the slot ([`crate::engine::Prepared::capture`]: a scenario user's).
+    capture: bool,
     decoder: frame::Decoder,
     live: bool,
     /// The server's GOAWAY left it out: not processed unless it is answered anyway.
@@ -123,6 +126,12 @@ pub struct H3Conn {
     /// quinn-proto told the endpoint itself that this connection is drained (a stateless
     /// reset, an idle timeout): its handle may already belong to a newer connection.
     drained: bool,
+    /// A scenario user's own connection, which the thread's other requests never ride.
+    pub owned: bool,
+    /// The answers kept for scenario users' slots, and the room their head's lines are
+    /// written in while a section is decoded.
+    captures: Captures,
+    lines: Vec<u8>,
 }
 
 impl H3Conn {
@@ -177,6 +186,9 @@ impl H3Conn {
             tx: Vec::with_capacity(1500),
             counted_packets: (0, 0, 0),
             drained: false,
+            owned: false,
+            captures: Captures::default(),
+            lines: Vec::new(),
         };
         // Our control stream, with SETTINGS, goes out first (0-RTT too when it is on).
         c.open_control();
@@ -204,6 +216,11 @@ impl H3Conn {
             State::Open => self.last_call && self.load() == 0,
             State::Connecting => false,
         }
+    }
+
+    /// The answer kept for `slot` (its request asked, [`crate::engine::Prepared::capture`]) goes to `dst`.
+    pub fn hand_over(&mut self, slot: usize, dst: &mut Capture) {
+        self.captures.hand_over(slot, dst);
     }
 
     /// May carry new requests (not past its last call, no GOAWAY).
@@ -235,7 +252,13 @@ impl H3Conn {
     }
 
     /// Takes the slot's request: on a stream now, or when one is free.
-    pub fn submit(&mut self, slot: usize, req: usize, requests: &[Prepared], now: Instant) {
+    pub fn submit<R: Requests + ?Sized>(
+        &mut self,
+        slot: usize,
+        req: usize,
+        requests: &R,
+        now: Instant,
+    ) {
         if let Some(n) = self.calls_left.as_mut() {
             *n = n.saturating_sub(1);
         }
@@ -269,7 +292,7 @@ impl H3Conn {
     }
 
     /// Puts queued requests on streams while the connection and the server allow.
-    fn open_streams(&mut self, requests: &[Prepared], now: Instant) {
+    fn open_streams<R: Requests + ?Sized>(&mut self, requests: &R, now: Instant) {
         if !matches!(self.state, State::Open | State::Connecting) {
             return;
         }
@@ -278,7 +301,7 @@ impl H3Conn {
                 break;
             }
             // 0-RTT data may be replayed by an attacker: only idempotent requests go early.
-            if self.state == State::Connecting && !requests[req].idempotent() {
+            if self.state == State::Connecting && !requests.of(slot, req).idempotent() {
                 break;
             }
             let Some(id) = self.quic.streams().open(Dir::Bi) else {
@@ -310,6 +333,7 @@ impl H3Conn {
                         length: None,
                         data: 0,
                         head: false,
+                        capture: false,
                         decoder: frame::Decoder::new(MAX_FIELD_SECTION),
                         live: false,
                         beyond_goaway: false,
@@ -327,7 +351,12 @@ impl H3Conn {
             s.first_byte = None;
             s.length = None;
             s.data = 0;
-            s.head = requests[req].head_only;
+            let p = requests.of(slot, req);
+            s.head = p.head_only;
+            s.capture = p.capture.is_some();
+            if let Some(limit) = p.capture {
+                self.captures.start(slot, limit);
+            }
             s.decoder.reset();
             s.live = true;
             s.beyond_goaway = false;
@@ -339,9 +368,9 @@ impl H3Conn {
 
     /// Writes what the flow control allows of stream `i`'s request; when all is written,
     /// finishes the stream and reports it sent.
-    fn write_stream(&mut self, i: usize, requests: &[Prepared]) {
+    fn write_stream<R: Requests + ?Sized>(&mut self, i: usize, requests: &R) {
         let s = &mut self.streams[i];
-        let p = &requests[s.req];
+        let p = requests.of(s.slot, s.req);
         let total = p.h3_head.len() + p.body.len();
         let mut send = self.quic.send_stream(s.id);
         let mut refused = false;
@@ -386,11 +415,11 @@ impl H3Conn {
 
     /// Reads the socket's datagrams (a readiness event, or the rest left last turn) and
     /// processes what they brought.
-    pub fn receive(
+    pub fn receive<R: Requests + ?Sized>(
         &mut self,
         ep: &mut Endpoint,
         buf: &mut [u8],
-        requests: &[Prepared],
+        requests: &R,
         now: Instant,
     ) -> Step {
         let was_connecting = self.state == State::Connecting;
@@ -437,7 +466,12 @@ impl H3Conn {
     }
 
     /// quinn-proto's timer expired.
-    pub fn on_timeout(&mut self, ep: &mut Endpoint, requests: &[Prepared], now: Instant) -> Step {
+    pub fn on_timeout<R: Requests + ?Sized>(
+        &mut self,
+        ep: &mut Endpoint,
+        requests: &R,
+        now: Instant,
+    ) -> Step {
         let was_connecting = self.state == State::Connecting;
         self.quic.handle_timeout(now);
         self.process(ep, requests, now);
@@ -509,7 +543,7 @@ impl H3Conn {
     }
 
     /// Applies what quinn-proto has for the endpoint and for us: handshake, streams, loss.
-    fn process(&mut self, ep: &mut Endpoint, requests: &[Prepared], now: Instant) {
+    fn process<R: Requests + ?Sized>(&mut self, ep: &mut Endpoint, requests: &R, now: Instant) {
         loop {
             while let Some(ev) = self.quic.poll_endpoint_events() {
                 self.drained |= ev.is_drained();
@@ -534,7 +568,7 @@ impl H3Conn {
         }
     }
 
-    fn on_connected(&mut self, requests: &[Prepared], now: Instant) {
+    fn on_connected<R: Requests + ?Sized>(&mut self, requests: &R, now: Instant) {
         if self.state != State::Connecting {
             return;
         }
@@ -578,7 +612,7 @@ impl H3Conn {
         self.open_streams(requests, now);
     }
 
-    fn on_stream(&mut self, ev: StreamEvent, requests: &[Prepared], now: Instant) {
+    fn on_stream<R: Requests + ?Sized>(&mut self, ev: StreamEvent, requests: &R, now: Instant) {
         match ev {
             StreamEvent::Readable { id } => self.read(id, now),
             StreamEvent::Writable { id } => {
@@ -642,6 +676,13 @@ impl H3Conn {
         let mut rejected = false;
         let s = &mut self.streams[i];
         let decoder = &mut self.decoder;
+        // A scenario user's answer: its head's lines and its body are kept for the slot.
+        let mut kept = if s.capture {
+            self.captures.get(s.slot)
+        } else {
+            None
+        };
+        let lines = &mut self.lines;
         loop {
             match chunks.next(usize::MAX) {
                 Ok(Some(chunk)) => {
@@ -651,9 +692,19 @@ impl H3Conn {
                     let r = s.decoder.feed(&chunk.bytes, |f| match f {
                         Frame::Headers(section) => {
                             s.bytes += section.len() as u64;
-                            match decoder.head(section, MAX_FIELD_SECTION) {
+                            lines.clear();
+                            let head = match kept.is_some() && s.status == 0 {
+                                true => decoder.head_with(section, MAX_FIELD_SECTION, |n, v| {
+                                    field_line(lines, n, v)
+                                }),
+                                false => decoder.head(section, MAX_FIELD_SECTION),
+                            };
+                            match head {
                                 Ok(h) if h.status >= 200 && s.status == 0 => {
                                     s.status = h.status;
+                                    if let Some(c) = kept.as_deref_mut() {
+                                        c.set_head(h.status, lines);
+                                    }
                                     s.first_byte.get_or_insert(now);
                                     s.length = if s.head || h.status == 204 || h.status == 304 {
                                         None
@@ -690,6 +741,9 @@ impl H3Conn {
                             }
                             s.data += d.len() as u64;
                             s.bytes += d.len() as u64;
+                            if let Some(c) = kept.as_deref_mut() {
+                                c.body(d);
+                            }
                             true
                         }
                         // SETTINGS and GOAWAY belong to the control stream (§7.2.4, §7.2.6).

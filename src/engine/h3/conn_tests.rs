@@ -5,6 +5,7 @@
 use super::*;
 use crate::engine::h2::hpack::RequestParts;
 use crate::engine::tls::{TlsClient, TlsClientOptions};
+use crate::engine::Prepared;
 use quinn_proto::{ServerConfig, StreamEvent as SE};
 use std::net::UdpSocket as StdUdp;
 use std::sync::Arc;

@@ -310,12 +310,24 @@ impl Decoder {
     /// Decodes a response field section. `max`: the largest field section (RFC 9114 §4.2.2
     /// counts each field as name + value + 32) we accept.
     pub fn head(&mut self, section: &[u8], max: usize) -> Result<Head, SectionError> {
+        self.head_with(section, max, |_, _| {})
+    }
+
+    /// [`Decoder::head`], handing `each` every field line too (a scenario user's answer
+    /// keeps its headers).
+    pub fn head_with(
+        &mut self,
+        section: &[u8],
+        max: usize,
+        mut each: impl FnMut(&[u8], &[u8]),
+    ) -> Result<Head, SectionError> {
         let mut status: Option<Option<u16>> = None;
         let mut twice = false;
         let mut size = 0usize;
         let mut length: Option<Option<u64>> = None;
         let mut bad_length = false;
         fields(section, &mut self.name, &mut self.value, |n, v| {
+            each(n, v);
             size += n.len() + v.len() + 32;
             if n == b":status" {
                 twice |= status.is_some();

@@ -149,11 +149,8 @@ impl<T: Transport> Wire<T> for H1 {
     /// The keep-alive race (see `Conn::stale_race`): the request goes once more on a fresh
     /// connection; `retries` counts it.
     fn retry(w: &mut Worker<'_, T, H1>, slot: usize, kind: ErrorKind, now: Instant) -> bool {
+        let idempotent = w.may_resend(slot);
         let c = &w.conns[slot];
-        let idempotent = match &c.own {
-            Some(p) => p.idempotent(),
-            None => w.idempotent[c.req],
-        };
         if !c.stale_race(kind, idempotent) {
             return false;
         }

@@ -8,13 +8,14 @@
 //! connection may open), otherwise it stays queued and its wait shows as send lag. Closed
 //! loop: each user takes one stream; a thread's users share ⌈users / streams⌉ connections
 //! ([`Protocol::connections_for`]).
+use super::mux::{self, Owned, Route};
 use super::{Protocol, Reuse, Wire};
 use crate::engine::conn::{Phase, Step as ConnStep};
 use crate::engine::h2::conn::{Event, H2Conn, Outcome, State, Step};
 use crate::engine::h2::hpack::{encode_request, RequestParts};
 use crate::engine::io::Poller;
 use crate::engine::transport::Transport;
-use crate::engine::worker::{token, Worker, READS_PER_TURN};
+use crate::engine::worker::{token, SlotRequests, Worker, READS_PER_TURN};
 use crate::engine::{EngineConfig, Prepared};
 use crate::metrics::ErrorKind;
 use crate::plan::RequestSpec;
@@ -55,12 +56,23 @@ pub(in crate::engine) struct H2<T> {
     /// Connections with requests written but not flushed this turn, as (index, gen).
     dirty: Vec<(usize, u32)>,
     streams: u32,
+    /// Scenario users' own connections.
+    owned: Owned,
 }
 
 impl<T: Transport> H2<T> {
     /// Connection `ci` if it is still generation `gen`.
     fn get(&mut self, ci: usize, gen: u32) -> Option<&mut H2Conn<T>> {
         self.conns.get_mut(ci)?.as_mut().filter(|h| h.gen == gen)
+    }
+
+    /// Connection (`ci`, `gen`) is there and takes one more request (on a stream, or
+    /// queued for one).
+    fn takes(&self, ci: usize, gen: u32) -> bool {
+        self.conns
+            .get(ci)
+            .and_then(Option::as_ref)
+            .is_some_and(|h| h.gen == gen && h.takes_more())
     }
 }
 
@@ -79,6 +91,7 @@ impl<T: Transport> Wire<T> for H2<T> {
             spare: Vec::with_capacity(streams as usize),
             dirty: Vec::new(),
             streams,
+            owned: Owned::default(),
         }
     }
 
@@ -136,6 +149,29 @@ impl<T: Transport> Wire<T> for H2<T> {
     fn close_all(w: &mut Worker<'_, T, Self>) {
         w.h2_close_all();
     }
+
+    fn user_streams(w: &Worker<'_, T, Self>) -> Option<usize> {
+        Some(w.wire.streams.max(1) as usize)
+    }
+
+    fn end_user(w: &mut Worker<'_, T, Self>, user: usize) {
+        let mut owned = std::mem::take(&mut w.wire.owned);
+        owned.release(user, |ci, gen| {
+            if let Some(h) = w.wire.get(ci, gen) {
+                h.goodbye();
+                w.h2_close(ci);
+            }
+        });
+        w.wire.owned = owned;
+    }
+
+    fn render_own(p: &mut Prepared, https: bool) {
+        super::own_parts(&p.keep_alive, https, |parts, body| {
+            p.h2_block = encode_request(parts);
+            p.body.clear();
+            p.body.extend_from_slice(body);
+        });
+    }
 }
 
 impl<T: Transport> Worker<'_, T, H2<T>> {
@@ -150,42 +186,33 @@ impl<T: Transport> Worker<'_, T, H2<T>> {
                 .any(|h| addr.is_none_or(|a| h.addr == a) && h.has_room())
     }
 
-    /// Puts the slot's request (already begun) on a stream.
+    /// Puts the slot's request (already begun) on a stream: a scenario user's on its own
+    /// connection to the server, the mix's on any of the thread's.
     fn h2_start(&mut self, slot: usize, now: Instant) {
-        let addr = self.cfg.requests[self.conns[slot].req].addr;
+        let addr = self.request_addr(slot);
         self.conns[slot].addr = addr;
-        let mux = &self.wire;
-        let usable =
-            |h: &H2Conn<T>| h.addr == addr && matches!(h.state, State::Open | State::Connecting);
-        let with_room = mux.conns.iter().enumerate().filter_map(|(i, h)| {
-            h.as_ref()
-                .filter(|h| usable(h) && h.has_room())
-                .map(|h| (i, h))
-        });
-        let mut found = if self.conns[slot].resends > 0 {
-            // A retry after a GOAWAY goes to the youngest connection: the others of the run
-            // may be as close to the server's per-connection limit as the one that went away.
-            with_room.min_by_key(|(_, h)| h.opened()).map(|(i, _)| i)
-        } else {
-            with_room.map(|(i, _)| i).next()
-        };
-        if found.is_none() && self.open >= self.max_conns {
-            // At the cap (the server allows fewer streams than --streams): wait on the least
-            // busy connection to the address. None to it (a URL mix filled the cap with other
-            // addresses): one more connection, beyond the cap, rather than a request stuck.
-            found = mux
-                .conns
-                .iter()
-                .enumerate()
-                .filter_map(|(i, h)| h.as_ref().filter(|h| usable(h)).map(|h| (i, h)))
-                .min_by_key(|(_, h)| h.active() + h.queued())
-                .map(|(i, _)| i);
-        }
-        let ci = match found {
-            Some(i) => i,
-            None => match self.h2_connect(addr, now) {
-                Ok(i) => i,
+        let user = self.conns[slot].user;
+        let ci = match mux::route(user, &self.wire.owned, addr, |ci, gen| {
+            self.wire.takes(ci, gen)
+        }) {
+            Route::Own(ci) => ci,
+            Route::OpenOwn => match self.h2_connect(addr, now) {
+                Ok(i) => {
+                    let gen = self.wire.gens[i];
+                    if let Some(h) = self.wire.conns[i].as_mut() {
+                        h.owned = true;
+                    }
+                    self.wire.owned.set(user as usize, addr, i, gen);
+                    i
+                }
                 Err(kind) => return self.connect_failed(slot, kind, now),
+            },
+            Route::Shared => match self.h2_shared(slot, addr) {
+                Some(i) => i,
+                None => match self.h2_connect(addr, now) {
+                    Ok(i) => i,
+                    Err(kind) => return self.connect_failed(slot, kind, now),
+                },
             },
         };
         let mux = &mut self.wire;
@@ -199,13 +226,50 @@ impl<T: Transport> Worker<'_, T, H2<T>> {
         } else {
             c.phase = Phase::Writing;
         }
+        let req = c.req;
         let was_dirty = h.unflushed();
-        h.submit(slot, c.req, &self.cfg.requests);
+        let requests = SlotRequests {
+            mix: &self.cfg.requests,
+            conns: &self.conns,
+        };
+        h.submit(slot, req, &requests);
         if !was_dirty && h.unflushed() {
             let gen = h.gen;
             mux.dirty.push((ci, gen));
         }
         self.h2_drain(ci, now);
+    }
+
+    /// A shared connection to `addr` for the slot's request, or None: a new one opens.
+    fn h2_shared(&self, slot: usize, addr: usize) -> Option<usize> {
+        let mux = &self.wire;
+        let usable = |h: &H2Conn<T>| {
+            h.addr == addr && !h.owned && matches!(h.state, State::Open | State::Connecting)
+        };
+        let with_room = mux.conns.iter().enumerate().filter_map(|(i, h)| {
+            h.as_ref()
+                .filter(|h| usable(h) && h.has_room())
+                .map(|h| (i, h))
+        });
+        let found = if self.conns[slot].resends > 0 {
+            // A retry after a GOAWAY goes to the youngest connection: the others of the run
+            // may be as close to the server's per-connection limit as the one that went away.
+            with_room.min_by_key(|(_, h)| h.opened()).map(|(i, _)| i)
+        } else {
+            with_room.map(|(i, _)| i).next()
+        };
+        if found.is_some() || self.open < self.max_conns {
+            return found;
+        }
+        // At the cap (the server allows fewer streams than --streams): wait on the least
+        // busy connection to the address. None to it (a URL mix filled the cap with other
+        // addresses): one more connection, beyond the cap, rather than a request stuck.
+        mux.conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, h)| h.as_ref().filter(|h| usable(h)).map(|h| (i, h)))
+            .min_by_key(|(_, h)| h.active() + h.queued())
+            .map(|(i, _)| i)
     }
 
     fn h2_connect(&mut self, addr: usize, now: Instant) -> Result<usize, ErrorKind> {
@@ -263,11 +327,15 @@ impl<T: Transport> Worker<'_, T, H2<T>> {
             return;
         };
         let connecting = h.state == State::Connecting;
+        let requests = SlotRequests {
+            mix: &self.cfg.requests,
+            conns: &self.conns,
+        };
         let step = h.on_event(
             readable,
             writable,
             read_closed,
-            &self.cfg.requests,
+            &requests,
             &mut self.buf,
             READS_PER_TURN,
         );
@@ -285,7 +353,11 @@ impl<T: Transport> Worker<'_, T, H2<T>> {
         if h.state == State::Dead {
             return;
         }
-        let step = h.receive(&mut self.buf, READS_PER_TURN, &self.cfg.requests);
+        let requests = SlotRequests {
+            mix: &self.cfg.requests,
+            conns: &self.conns,
+        };
+        let step = h.receive(&mut self.buf, READS_PER_TURN, &requests);
         self.h2_step(ci, gen, step, now);
     }
 
@@ -367,6 +439,9 @@ impl<T: Transport> Worker<'_, T, H2<T>> {
                 c.bytes = bytes;
                 // The loop's `now` was read before the frames were decoded: never later than done.
                 c.first_byte = first_byte.min(now);
+                if let (Some(h), Some(dst)) = (self.wire.get(ci, gen), c.capture_mut()) {
+                    h.hand_over(slot, dst);
+                }
                 self.complete(slot, status, false, now);
             }
             Outcome::Failed(kind) => {
@@ -382,7 +457,8 @@ impl<T: Transport> Worker<'_, T, H2<T>> {
                 if c.deliveries == 0 {
                     // Never sent: it simply goes to another connection.
                     self.h2_start(slot, now);
-                } else if self.idempotent[c.req] && c.resends < MAX_RETRIES {
+                } else if c.resends < MAX_RETRIES && self.may_resend(slot) {
+                    let c = &mut self.conns[slot];
                     c.resends += 1;
                     if c.counted {
                         self.rec.retries += 1;
@@ -401,7 +477,11 @@ impl<T: Transport> Worker<'_, T, H2<T>> {
             return;
         };
         if let Some(h) = self.wire.get(ci, gen) {
-            h.cancel(slot, &self.cfg.requests);
+            let requests = SlotRequests {
+                mix: &self.cfg.requests,
+                conns: &self.conns,
+            };
+            h.cancel(slot, &requests);
             // Waiting requests it let through, or a write that failed.
             self.h2_drain(ci, Instant::now());
         }

@@ -9,6 +9,7 @@
 //!
 //! The transport `T` the worker is compiled with (TLS over TCP) is not used: QUIC carries
 //! its own TLS, configured from the run's one TLS client (`TlsClient::quic_for_thread`).
+use super::mux::{self, Owned, Route};
 use super::{Protocol, Reuse, Wire};
 use crate::engine::conn::{Phase, Step as ConnStep};
 use crate::engine::h2::conn::{Event, Outcome, State};
@@ -18,7 +19,7 @@ use crate::engine::h3::{frame, qpack};
 use crate::engine::io::Poller;
 use crate::engine::tls::QuicSetup;
 use crate::engine::transport::{Handshake, Transport};
-use crate::engine::worker::{token, Worker};
+use crate::engine::worker::{token, SlotRequests, Worker};
 use crate::engine::{EngineConfig, Prepared};
 use crate::metrics::ErrorKind;
 use crate::plan::RequestSpec;
@@ -68,6 +69,8 @@ pub(in crate::engine) struct H3 {
     streams: u32,
     /// The server's stream limit was noted once.
     cap_noted: bool,
+    /// Scenario users' own connections.
+    owned: Owned,
 }
 
 impl H3 {
@@ -109,6 +112,7 @@ impl<T: Transport> Wire<T> for H3 {
             dirty: Vec::new(),
             streams,
             cap_noted: false,
+            owned: Owned::default(),
         }
     }
 
@@ -173,6 +177,30 @@ impl<T: Transport> Wire<T> for H3 {
     fn close_all(w: &mut Worker<'_, T, Self>) {
         w.h3_close_all();
     }
+
+    fn user_streams(w: &Worker<'_, T, Self>) -> Option<usize> {
+        Some(w.wire.streams.max(1) as usize)
+    }
+
+    fn end_user(w: &mut Worker<'_, T, Self>, user: usize) {
+        let mut owned = std::mem::take(&mut w.wire.owned);
+        let now = Instant::now();
+        owned.release(user, |ci, gen| {
+            if w.wire.get(ci, gen).is_some() {
+                w.h3_close(ci, now);
+            }
+        });
+        w.wire.owned = owned;
+    }
+
+    fn render_own(p: &mut Prepared, https: bool) {
+        super::own_parts(&p.keep_alive, https, |parts, body| {
+            let section = qpack::encode_request(parts);
+            p.h3_head = frame::request_head(&section, body.len());
+            p.body.clear();
+            p.body.extend_from_slice(body);
+        });
+    }
 }
 
 impl<T: Transport> Worker<'_, T, H3> {
@@ -186,34 +214,37 @@ impl<T: Transport> Worker<'_, T, H3> {
                 .any(|h| addr.is_none_or(|a| h.addr == a) && h.has_room())
     }
 
+    /// Puts the slot's request (already begun) on a stream: a scenario user's on its own
+    /// connection to the server, the mix's on any of the thread's.
     fn h3_start(&mut self, slot: usize, now: Instant) {
-        let addr = self.cfg.requests[self.conns[slot].req].addr;
+        let addr = self.request_addr(slot);
         self.conns[slot].addr = addr;
-        let usable = |h: &H3Conn| h.addr == addr && h.usable();
-        let mut found = self
-            .wire
-            .conns
-            .iter()
-            .enumerate()
-            .find(|(_, h)| h.as_ref().is_some_and(|h| usable(h) && h.has_room()))
-            .map(|(i, _)| i);
-        if found.is_none() && self.open >= self.max_conns {
-            // At the cap (the server allows fewer streams than --streams): wait on the least
-            // busy connection to the address, as HTTP/2 does.
-            found = self
-                .wire
+        let user = self.conns[slot].user;
+        let route = mux::route(user, &self.wire.owned, addr, |ci, gen| {
+            self.wire
                 .conns
-                .iter()
-                .enumerate()
-                .filter_map(|(i, h)| h.as_ref().filter(|h| usable(h)).map(|h| (i, h)))
-                .min_by_key(|(_, h)| h.load())
-                .map(|(i, _)| i);
-        }
-        let ci = match found {
-            Some(i) => i,
-            None => match self.h3_connect(addr, now) {
-                Ok(i) => i,
+                .get(ci)
+                .and_then(Option::as_ref)
+                .is_some_and(|h| h.gen == gen && h.usable())
+        });
+        let ci = match route {
+            Route::Own(ci) => ci,
+            Route::OpenOwn => match self.h3_connect(addr, now) {
+                Ok(i) => {
+                    let h = self.wire.conns[i].as_mut().expect("just connected");
+                    h.owned = true;
+                    let gen = h.gen;
+                    self.wire.owned.set(user as usize, addr, i, gen);
+                    i
+                }
                 Err(kind) => return self.connect_failed(slot, kind, now),
+            },
+            Route::Shared => match self.h3_shared(addr) {
+                Some(i) => i,
+                None => match self.h3_connect(addr, now) {
+                    Ok(i) => i,
+                    Err(kind) => return self.connect_failed(slot, kind, now),
+                },
             },
         };
         let h = self.wire.conns[ci].as_mut().expect("a live connection");
@@ -229,9 +260,34 @@ impl<T: Transport> Worker<'_, T, H3> {
         } else {
             c.phase = Phase::Writing;
         }
-        h.submit(slot, c.req, &self.cfg.requests, now);
+        let req = c.req;
+        let requests = SlotRequests {
+            mix: &self.cfg.requests,
+            conns: &self.conns,
+        };
+        h.submit(slot, req, &requests, now);
         self.wire.touch(ci, gen);
         self.h3_drain(ci, now);
+    }
+
+    /// A shared connection to `addr` with room, or None: a new one opens.
+    fn h3_shared(&self, addr: usize) -> Option<usize> {
+        let usable = |h: &H3Conn| h.addr == addr && !h.owned && h.usable();
+        let conns = &self.wire.conns;
+        let found = conns
+            .iter()
+            .position(|h| h.as_ref().is_some_and(|h| usable(h) && h.has_room()));
+        if found.is_some() || self.open < self.max_conns {
+            return found;
+        }
+        // At the cap (the server allows fewer streams than --streams): wait on the least
+        // busy connection to the address, as HTTP/2 does.
+        conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, h)| h.as_ref().filter(|h| usable(h)).map(|h| (i, h)))
+            .min_by_key(|(_, h)| h.load())
+            .map(|(i, _)| i)
     }
 
     fn h3_connect(&mut self, addr: usize, now: Instant) -> Result<usize, ErrorKind> {
@@ -333,7 +389,11 @@ impl<T: Transport> Worker<'_, T, H3> {
         else {
             return;
         };
-        let step = h.receive(&mut mux.endpoint, &mut self.buf, &self.cfg.requests, now);
+        let requests = SlotRequests {
+            mix: &self.cfg.requests,
+            conns: &self.conns,
+        };
+        let step = h.receive(&mut mux.endpoint, &mut self.buf, &requests, now);
         mux.touch(ci, gen);
         self.h3_step(ci, gen, step, now);
     }
@@ -438,7 +498,10 @@ impl<T: Transport> Worker<'_, T, H3> {
                 c.link = None;
                 c.bytes = bytes;
                 c.first_byte = first_byte.min(now);
-                let counted = c.counted;
+                if let (Some(h), Some(dst)) = (self.wire.get(ci, gen), c.capture_mut()) {
+                    h.hand_over(slot, dst);
+                }
+                let counted = self.conns[slot].counted;
                 if counted {
                     self.h3_packets(ci, gen);
                 }
@@ -452,7 +515,8 @@ impl<T: Transport> Worker<'_, T, H3> {
                 c.link = None;
                 if c.deliveries == 0 {
                     self.h3_start(slot, now);
-                } else if self.idempotent[c.req] && c.resends < MAX_RETRIES {
+                } else if c.resends < MAX_RETRIES && self.may_resend(slot) {
+                    let c = &mut self.conns[slot];
                     c.resends += 1;
                     if c.counted {
                         self.rec.retries += 1;
@@ -502,7 +566,11 @@ impl<T: Transport> Worker<'_, T, H3> {
                 let gen = h.gen;
                 let mux = &mut self.wire;
                 let h = mux.conns[ci].as_mut().expect("checked above");
-                let step = h.on_timeout(&mut mux.endpoint, &self.cfg.requests, now);
+                let requests = SlotRequests {
+                    mix: &self.cfg.requests,
+                    conns: &self.conns,
+                };
+                let step = h.on_timeout(&mut mux.endpoint, &requests, now);
                 mux.touch(ci, gen);
                 self.h3_step(ci, gen, step, now);
             }

@@ -14,10 +14,12 @@
 pub(super) mod http1;
 pub(super) mod http2;
 pub(super) mod http3;
+mod mux;
 
 use super::transport::Transport;
 use super::worker::Worker;
 use super::Prepared;
+use crate::engine::h2::hpack::RequestParts;
 use crate::plan::RequestSpec;
 use std::time::Instant;
 
@@ -117,11 +119,6 @@ impl Protocol {
             Protocol::Http3(_) => spawn.run::<T, http3::H3>(setup),
         }
     }
-
-    /// Whether scenario users (cookies, bursts on their own connections) can speak it.
-    pub fn carries_scenarios(self) -> bool {
-        matches!(self, Protocol::Http1)
-    }
 }
 
 /// One protocol's side of a worker. The worker owns the slots (each request's times, its
@@ -196,6 +193,63 @@ pub(super) trait Wire<T: Transport>: Sized {
 
     /// The end of the run: its connections close (politely where the protocol says how).
     fn close_all(w: &mut Worker<'_, T, Self>);
+
+    /// Scenarios: how many of a user's requests to one server may be in flight at once
+    /// when its slots ride streams of its own connection (HTTP/2, HTTP/3: `--streams`);
+    /// None when each slot holds a connection of its own (HTTP/1.1), so the scenario's
+    /// connections per host bound a burst.
+    fn user_streams(_: &Worker<'_, T, Self>) -> Option<usize> {
+        None
+    }
+
+    /// Scenarios: user `user`'s session ended; the connections the protocol opened for it
+    /// close (HTTP/1.1's are the user's slots', which the worker closes itself).
+    fn end_user(_: &mut Worker<'_, T, Self>, _: usize) {}
+
+    /// Renders the protocol's form of a scenario user's request into `p`, from the HTTP/1.1
+    /// form the user rendered (`p.keep_alive`); `https`: the server's scheme.
+    fn render_own(_: &mut super::Prepared, _: bool) {}
+}
+
+/// A scenario user's request, rendered in HTTP/1.1's form, split into what the multiplexed
+/// protocols encode: calls `encode` with its parts and its body.
+pub(super) fn own_parts(
+    rendered: &[u8],
+    https: bool,
+    encode: impl FnOnce(&RequestParts<'_>, &[u8]),
+) {
+    let mut headers = [httparse::EMPTY_HEADER; 128];
+    let mut req = httparse::Request::new(&mut headers);
+    let Ok(httparse::Status::Complete(at)) = req.parse(rendered) else {
+        return;
+    };
+    let method = req.method.unwrap_or("GET");
+    let path = req.path.unwrap_or("/");
+    let mut length = false;
+    let mut authority = "";
+    let mut list = Vec::with_capacity(req.headers.len());
+    for h in req.headers.iter() {
+        let value = String::from_utf8_lossy(h.value).into_owned();
+        if h.name.eq_ignore_ascii_case("content-length") {
+            length = true;
+        }
+        if h.name.eq_ignore_ascii_case("host") {
+            authority = std::str::from_utf8(h.value).unwrap_or("");
+        }
+        list.push((h.name.to_string(), value));
+    }
+    let body = &rendered[at..];
+    encode(
+        &RequestParts {
+            method,
+            scheme: if https { "https" } else { "http" },
+            authority,
+            path,
+            headers: &list,
+            body_len: length.then_some(body.len()),
+        },
+        body,
+    );
 }
 
 #[cfg(test)]

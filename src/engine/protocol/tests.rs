@@ -442,3 +442,46 @@ fn http1_the_keep_alive_race_is_retried_on_a_fresh_connection() {
         (2, 2, 2)
     );
 }
+
+#[test]
+fn a_scenario_users_request_is_encoded_from_its_http1_rendering() {
+    let mut p = Prepared {
+        keep_alive: b"POST /app/login?x=1 HTTP/1.1\r\nHost: example.com:8443\r\nUser-Agent: u\r\n\
+                      Accept: */*\r\nCookie: sid=abc\r\nContent-Length: 7\r\n\r\nuser=ab"
+            .to_vec(),
+        ..Prepared::default()
+    };
+    <H2<Fake> as Wire<Fake>>::render_own(&mut p, true);
+    let mut fields = Vec::new();
+    crate::engine::h2::hpack::ResponseDecoder::new()
+        .fields(&p.h2_block, |n, v| {
+            fields.push(format!(
+                "{}={}",
+                String::from_utf8_lossy(n),
+                String::from_utf8_lossy(v)
+            ))
+        })
+        .unwrap();
+    assert_eq!(
+        fields,
+        [
+            ":method=POST",
+            ":scheme=https",
+            ":authority=example.com:8443",
+            ":path=/app/login?x=1",
+            "user-agent=u",
+            "accept=*/*",
+            "cookie=sid=abc",
+            "content-length=7",
+        ]
+    );
+    assert_eq!(p.body, b"user=ab");
+    // HTTP/3: the same request as a HEADERS frame and the body's DATA frame header.
+    let mut q = Prepared {
+        keep_alive: p.keep_alive.clone(),
+        ..Prepared::default()
+    };
+    <super::http3::H3 as Wire<Fake>>::render_own(&mut q, true);
+    assert!(!q.h3_head.is_empty());
+    assert_eq!(q.body, b"user=ab");
+}

@@ -41,6 +41,22 @@ pub(in crate::engine) fn token(idx: usize, gen: u32) -> Token {
     Token(idx | ((gen as usize) << 32))
 }
 
+/// The worker's slots as a multiplexed connection (HTTP/2, HTTP/3) reads their requests: a
+/// scenario user's own, rendered into its slot, else the mix's `requests[req]`.
+pub(in crate::engine) struct SlotRequests<'s, T> {
+    pub mix: &'s [super::Prepared],
+    pub conns: &'s [Conn<T>],
+}
+
+impl<T> super::Requests for SlotRequests<'_, T> {
+    fn of(&self, slot: usize, req: usize) -> &super::Prepared {
+        match &self.conns[slot].own {
+            Some(p) => p,
+            None => &self.mix[req],
+        }
+    }
+}
+
 /// The fields and methods the protocols drive are visible to the engine (`pub(in
 /// crate::engine)`); the rest is the loop's own.
 pub(in crate::engine) struct Worker<'a, T: Transport, W: Wire<T>> {
@@ -466,15 +482,30 @@ impl<'a, T: Transport, W: Wire<T>> Worker<'a, T, W> {
         counted: bool,
         now: Instant,
     ) {
-        let addr = match &self.conns[slot].own {
-            Some(p) => p.addr,
-            None => self.cfg.requests[req].addr,
-        };
         self.conns[slot].begin(req, intended, counted, now);
+        let addr = self.request_addr(slot);
         if counted {
             self.rec.requests += 1;
         }
         W::start(self, slot, addr, now);
+    }
+
+    /// The server of the slot's current request: its user's own request's, else the mix's.
+    pub(in crate::engine) fn request_addr(&self, slot: usize) -> usize {
+        let c = &self.conns[slot];
+        match &c.own {
+            Some(p) => p.addr,
+            None => self.cfg.requests[c.req].addr,
+        }
+    }
+
+    /// May the slot's current request be sent again (idempotent: RFC 9110 §9.2.2)?
+    pub(in crate::engine) fn may_resend(&self, slot: usize) -> bool {
+        let c = &self.conns[slot];
+        match &c.own {
+            Some(p) => p.idempotent(),
+            None => self.idempotent[c.req],
+        }
     }
 
     /// A connection that could not even be started: no fd, no local port, refused at once.

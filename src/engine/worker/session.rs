@@ -232,6 +232,11 @@ impl<T: Transport, W: Wire<T>> Worker<'_, T, W> {
         let extra = std::mem::take(&mut self.users[v].extra);
         self.users[v].burst = None;
         for &s in std::iter::once(&main).chain(&extra) {
+            if self.conns[s].link.is_some() {
+                // A stream still open on the user's connection (the run cut it off): its
+                // answer must not reach the slot's next user.
+                W::release(self, s);
+            }
             self.close_socket(s);
             if self.gate.is_some() {
                 self.conns[s].user = NO_USER;
@@ -241,6 +246,8 @@ impl<T: Transport, W: Wire<T>> Worker<'_, T, W> {
             }
         }
         self.users[v].extra = extra;
+        // The connections the protocol opened for it (HTTP/2's, HTTP/3's) close with it.
+        W::end_user(self, v);
         let counted = self.users[v].counted;
         if let Some(g) = &mut self.gate {
             g.leave(counted, end, &mut self.rec.sessions);
@@ -267,8 +274,11 @@ impl<T: Transport, W: Wire<T>> Worker<'_, T, W> {
         p.addr = step.server;
         p.name = step.name_id;
         p.head_only = step.head_only();
+        // HTTP/2's and HTTP/3's forms are made from the HTTP/1.1 one.
+        W::render_own(&mut p, plan.servers[step.server].https);
         // The head always (cookies, header extraction); the body only when a step reads it.
         let limit = if step.wants_body() { plan.max_body } else { 0 };
+        p.capture = Some(limit);
         self.conns[slot].set_capture(Some(limit));
         self.conns[slot].own = Some(p);
     }
@@ -457,12 +467,21 @@ impl<T: Transport, W: Wire<T>> Worker<'_, T, W> {
         let plan = cfg.scenario.as_deref()?;
         let mut held = std::mem::take(&mut self.held);
         held.clear();
+        // HTTP/1.1: a slot is a connection, open to a server or not. HTTP/2 and HTTP/3: a
+        // slot is a stream of the user's connection, "open to" its server while in flight,
+        // and the streams bound the burst as the connections per host do over HTTP/1.1.
+        let streams = W::user_streams(self);
         let vis = &self.users[v];
         for &s in std::iter::once(&vis.main).chain(&vis.extra) {
             let c = &self.conns[s];
-            held.push((s, c.stream.is_some().then_some(c.addr), c.in_flight()));
+            let to = match streams {
+                None => c.stream.is_some(),
+                Some(_) => c.in_flight(),
+            };
+            held.push((s, to.then_some(c.addr), c.in_flight()));
         }
-        let choice = choose_slot(&held, server, plan.connections_per_host);
+        let cap = streams.unwrap_or(plan.connections_per_host);
+        let choice = choose_slot(&held, server, cap);
         self.held = held;
         match choice? {
             SlotChoice::Use(s) => Some(s),
