@@ -4,14 +4,14 @@
 //! other slot. Input: byte 0 = piece size, the rest = what the server sent after our preface.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use mio::{Interest, Registry, Token};
+use mio::{Registry, Token};
 use overload::engine::h2::conn::{H2Conn, Outcome};
 use overload::engine::h2::frame::Decoder;
 use overload::engine::transport::Transport;
 use overload::engine::Prepared;
 use overload::metrics::ErrorKind;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 /// Connected at once; nothing to read (the input is fed with `input`); takes every write.
@@ -19,10 +19,11 @@ struct Null;
 
 impl Transport for Null {
     type Setup = ();
-    fn connect(_: &(), _: SocketAddr) -> io::Result<Null> {
+    type Poller = overload::engine::io::epoll::Epoll;
+    fn connect(_: &(), _: SocketAddr, _: Option<IpAddr>) -> io::Result<Null> {
         Ok(Null)
     }
-    fn register(&mut self, _: &Registry, _: Token, _: Interest) -> io::Result<()> {
+    fn register(&mut self, _: &Registry, _: Token) -> io::Result<()> {
         Ok(())
     }
     fn deregister(&mut self, _: &Registry) -> io::Result<()> {
@@ -75,12 +76,9 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(whole, split, "pieces of {size}");
 
     let reqs = vec![Prepared {
-        addr: 0,
-        keep_alive: Vec::new(),
-        close: Vec::new(),
-        head_only: false,
         h2_block: vec![0x82, 0x86, 0x84, 0x41, 0x01, b't'],
         body: b"hello".to_vec(),
+        ..Prepared::default()
     }];
     let now = Instant::now();
     let mut h = H2Conn::new(Null, 0, 1, 4, None, now, now + Duration::from_secs(1));

@@ -35,6 +35,7 @@ fuzz_target!(|data: &[u8]| {
             info,
             steps,
             series: Vec::new(),
+            events: Vec::new(),
             skipped,
         });
     }

@@ -91,7 +91,8 @@ fuzz_target!(|data: &[u8]| {
     let setup = TlsClient::new(&opts, &[(addr, "127.0.0.1".to_string())])
         .unwrap()
         .for_thread();
-    let mut client = Tls::connect(&setup, addr).unwrap();
+    // Over the epoll backend's socket: the one the engine's readiness loop drives.
+    let mut client: Tls<mio::net::TcpStream> = Tls::connect(&setup, addr, None).unwrap();
     let (mut sock, _) = listener.accept().unwrap();
     sock.set_nonblocking(true).unwrap();
     let mut server = rustls::ServerConnection::new(Arc::clone(&f.server)).unwrap();
