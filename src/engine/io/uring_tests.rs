@@ -397,3 +397,37 @@ fn the_kernel_is_given_buffers_as_it_runs_low_not_all_at_once() {
     assert_eq!(b.fresh, 256);
     assert_eq!(b.held, 0);
 }
+
+#[test]
+fn buffers_written_together_go_out_in_one_send() {
+    let mut st = state();
+    let idx = connected(&mut st);
+    let n = st
+        .write_vectored(
+            idx,
+            &[
+                io::IoSlice::new(b"record one,"),
+                io::IoSlice::new(b""),
+                io::IoSlice::new(b"record two"),
+            ],
+        )
+        .unwrap();
+    assert_eq!(n, 21);
+    assert_eq!(st.sqes.len(), 1, "one send");
+    assert_eq!(
+        &st.slots[idx as usize].inflight[..],
+        b"record one,record two"
+    );
+    // Past the output's cap: what fits, then WouldBlock.
+    let big = vec![b'a'; OUT_CAP];
+    let n = st
+        .write_vectored(idx, &[io::IoSlice::new(&big), io::IoSlice::new(b"b")])
+        .unwrap();
+    assert_eq!(n, OUT_CAP - 21);
+    assert_eq!(
+        st.write_vectored(idx, &[io::IoSlice::new(b"c")])
+            .unwrap_err()
+            .kind(),
+        IoKind::WouldBlock
+    );
+}
