@@ -2,12 +2,14 @@
 //!
 //! Each connection's socket is a registered (fixed) file. Once connected it has a multishot
 //! receive armed, which lands the server's bytes in buffers of the thread's provided-buffer
-//! ring; `read` copies them out and hands the buffer back. `write` queues the bytes (copied
-//! into the connection's own output buffer, which stays put until the send completes: the
-//! caller's may not, TLS records and HTTP/2 frames are built in buffers that are reused) and a
-//! send submission. Nothing reaches the kernel until the loop's `wait`: one `io_uring_enter`
-//! per turn submits every queued send and re-armed receive and waits for completions, with
-//! the loop's wake-up time as its timeout (no timerfd, no millisecond rounding).
+//! ring (handed to the kernel as it runs low, so that only the buffers a thread's traffic
+//! needs are ever touched); `read` copies them out and hands the buffer back. `write` queues
+//! the bytes (copied into the connection's own output buffer, which stays put until the send
+//! completes: the caller's may not, TLS records and HTTP/2 frames are built in buffers that
+//! are reused) and a send submission. Nothing reaches the kernel until the loop's `wait`: one
+//! `io_uring_enter` per turn (naming the ring by its registered index) submits every queued
+//! send and re-armed receive and waits for completions, with the loop's wake-up time as its
+//! timeout (no timerfd, no millisecond rounding).
 //!
 //! Completions become the readiness epoll would report ([`Ready`]): data, end of stream or an
 //! error on a connection make it readable; a completed connect, or a send completing while a
@@ -52,8 +54,6 @@ const OP_RECV: u64 = 1;
 const OP_SEND: u64 = 2;
 const OP_CONNECT: u64 = 3;
 const OP_CANCEL: u64 = 4;
-/// A one-shot poll for room in a socket whose send found it full.
-const OP_WRITABLE: u64 = 5;
 /// `IORING_ENTER_*` and `IORING_(UN)REGISTER_RING_FDS` (the crate keeps its `sys` private).
 const ENTER_GETEVENTS: u32 = 1;
 const ENTER_EXT_ARG: u32 = 1 << 3;
@@ -70,25 +70,11 @@ fn user_data(idx: u32, op: u64) -> u64 {
 /// uses, the provided-buffer ring and a multishot receive that really stays armed (a kernel
 /// may know the opcode but not the flag).
 pub(super) fn probe() -> Result<(), String> {
-    kernel().map(|_| ())
-}
-
-/// What the kernel does beyond the backend's needs, found by the probe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Kernel {
-    /// A send with `MSG_DONTWAIT` completes within the `io_uring_enter` that submits it (its
-    /// bytes taken, or `EAGAIN` when the socket is full) rather than waiting for room in the
-    /// kernel. Then the wait can ask for one completion beyond the turn's sends: their own
-    /// completions, already there, do not end it (see `State::sends`).
-    inline_sends: bool,
-}
-
-fn kernel() -> Result<Kernel, String> {
-    static PROBE: OnceLock<Result<Kernel, String>> = OnceLock::new();
+    static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
     PROBE.get_or_init(probe_now).clone()
 }
 
-fn probe_now() -> Result<Kernel, String> {
+fn probe_now() -> Result<(), String> {
     let (mut ring, _) = new_ring(8, false).map_err(|e| format!("io_uring_setup: {e}"))?;
     let mut p = io_uring::Probe::new();
     ring.submitter()
@@ -148,47 +134,13 @@ fn probe_now() -> Result<Kernel, String> {
             got += 1;
         }
     }
-    if got == 0 {
-        return Err("multishot receive gave no completion".to_string());
-    }
-    let inline_sends = sends_complete_inline(&mut ring, &a);
     drop((a, b));
     drop(ring);
     drop(bufs);
-    Ok(Kernel { inline_sends })
-}
-
-/// Whether a `MSG_DONTWAIT` send into a full socket completes with `EAGAIN` within its own
-/// submission (fixed file 0 is `a`, its peer unread). A kernel that parks it instead is
-/// cancelled, and the waits keep asking for any one completion.
-fn sends_complete_inline(ring: &mut IoUring, a: &std::os::unix::net::UnixStream) -> bool {
-    static BYTE: [u8; 1] = [b'x'];
-    if a.set_nonblocking(true).is_err() {
-        return false;
+    if got == 0 {
+        return Err("multishot receive gave no completion".to_string());
     }
-    let chunk = [0u8; 4096];
-    while (&*a).write(&chunk).is_ok() {}
-    let send = opcode::Send::new(types::Fixed(0), BYTE.as_ptr(), 1)
-        .flags(libc::MSG_DONTWAIT)
-        .build()
-        .user_data(2);
-    // SAFETY: the entry points at a static byte.
-    if unsafe { ring.submission().push(&send) }.is_err() || ring.submit().is_err() {
-        return false;
-    }
-    let inline = ring
-        .completion()
-        .any(|c| c.user_data() == 2 && c.result() == -libc::EAGAIN);
-    if !inline {
-        let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::any())
-            .build()
-            .user_data(3);
-        // SAFETY: refers to no memory.
-        if unsafe { ring.submission().push(&cancel) }.is_ok() {
-            let _ = ring.submit_and_wait(2);
-        }
-    }
-    inline
+    Ok(())
 }
 
 /// A ring with the cheapest completion handling the kernel offers: task work deferred to our
@@ -367,12 +319,6 @@ struct State {
     closed: Vec<u32>,
     /// Submissions queued this turn.
     sqes: Vec<squeue::Entry>,
-    /// Sends queued since the last wait. Each completes within the submitting enter (when
-    /// the kernel does so: `inline_sends`), so the wait asks for that many completions and
-    /// one more: a turn's own sends do not cut its sleep short (an enter and a loop turn more
-    /// per request, in the open loop).
-    sends: u32,
-    inline_sends: bool,
 }
 
 impl State {
@@ -386,16 +332,7 @@ impl State {
             marked: Vec::new(),
             closed: Vec::new(),
             sqes: Vec::with_capacity(SQ_ENTRIES as usize),
-            sends: 0,
-            inline_sends: false,
         }
-    }
-
-    /// The completions the next wait asks for (counting the sends queued since the last),
-    /// the count started afresh.
-    fn wait_for(&mut self) -> u32 {
-        let sends = std::mem::take(&mut self.sends);
-        1 + if self.inline_sends { sends } else { 0 }
     }
 
     fn take_slot(&mut self) -> io::Result<u32> {
@@ -457,32 +394,16 @@ impl State {
         self.send_rest(idx);
     }
 
-    /// A send of what `inflight` holds past `sent`. It does not wait for room in the socket
-    /// (`MSG_DONTWAIT`): a full socket answers `EAGAIN` at once, and the rest waits for a
-    /// poll (`wait_room`), as a non-blocking write on epoll would.
+    /// A send of what `inflight` holds past `sent`.
     fn send_rest(&mut self, idx: u32) {
         let s = &mut self.slots[idx as usize];
         s.sending = true;
         s.ops += 1;
-        self.sends += 1;
         let rest = &s.inflight[s.sent..];
         self.sqes.push(
             opcode::Send::new(types::Fixed(idx), rest.as_ptr(), rest.len() as u32)
-                .flags(libc::MSG_DONTWAIT)
                 .build()
                 .user_data(user_data(idx, OP_SEND)),
-        );
-    }
-
-    /// The socket is full with `inflight` not all sent: a one-shot poll for room, after
-    /// which the rest is sent (the send stays in flight meanwhile).
-    fn wait_room(&mut self, idx: u32) {
-        let s = &mut self.slots[idx as usize];
-        s.ops += 1;
-        self.sqes.push(
-            opcode::PollAdd::new(types::Fixed(idx), libc::POLLOUT as u32)
-                .build()
-                .user_data(user_data(idx, OP_WRITABLE)),
         );
     }
 
@@ -574,18 +495,13 @@ impl State {
                 s.sending = false;
                 if !s.live || res == -libc::ECANCELED {
                     // Closed meanwhile: nothing to say.
-                } else if res == -libc::EAGAIN {
-                    s.sending = true;
-                    self.wait_room(idx);
                 } else if res < 0 {
                     s.err = Some(-res);
                     self.mark(events, idx, true, true, false);
                 } else {
                     s.sent += res as usize;
                     if res > 0 && s.sent < s.inflight.len() {
-                        // A short send: the socket filled up.
-                        s.sending = true;
-                        self.wait_room(idx);
+                        self.send_rest(idx);
                     } else {
                         s.inflight.clear();
                         let waiting = std::mem::take(&mut s.want_write);
@@ -593,19 +509,6 @@ impl State {
                         if waiting {
                             self.mark(events, idx, false, true, false);
                         }
-                    }
-                }
-            }
-            OP_WRITABLE => {
-                s.ops -= 1;
-                s.sending = false;
-                if s.live && res != -libc::ECANCELED {
-                    if res < 0 {
-                        s.err = Some(-res);
-                        self.mark(events, idx, true, true, false);
-                    } else {
-                        // Room, or an error the send itself will report.
-                        self.send_rest(idx);
                     }
                 }
             }
@@ -978,8 +881,7 @@ impl Poller for Uring {
             .map_err(|e| fail("fixed files", e))?;
         let mut bufs = BufRing::new(BUFS, BUF_SIZE).map_err(|e| fail("buffers", e))?;
         bufs.register(&ring).map_err(|e| fail("buffer ring", e))?;
-        let mut state = State::new(bufs, files);
-        state.inline_sends = kernel().is_ok_and(|k| k.inline_sends);
+        let state = State::new(bufs, files);
         let enter = EnterFd::register(&ring);
         Ok(Uring {
             shared: Rc::new(RefCell::new(Ring { ring, state, enter })),
@@ -997,7 +899,6 @@ impl Poller for Uring {
         r.release_closed();
         r.queue();
         r.state.bufs.publish();
-        let want = r.state.wait_for();
         let now = Instant::now();
         // Completions already waiting: only submit. Else wait until the wake-up time.
         let timeout = match wake {
@@ -1006,7 +907,10 @@ impl Poller for Uring {
             _ => None,
         };
         let to_submit = r.ring.submission().len() as u32;
-        let res = r.enter.enter(to_submit, want, timeout);
+        // One completion ends the wait, a send's too: measured, asking for one beyond the
+        // turn's own sends (with sends that complete within their enter) saved enters but
+        // slept more often, and a sleep costs more than an enter (bench/README.md).
+        let res = r.enter.enter(to_submit, 1, timeout);
         match res {
             Ok(_) => {}
             Err(e)
