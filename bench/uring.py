@@ -39,6 +39,9 @@ def floor_count(out):
 
 
 def build_floor():
+    """FLOOR=PATH: a floor binary built beforehand (a machine without a C compiler)."""
+    if os.environ.get("FLOOR"):
+        return os.environ["FLOOR"]
     exe = os.path.join(compare.RUN, "floor")
     src = os.path.join(compare.HERE, "floor.c")
     r = compare.sh(["cc", "-O2", "-o", exe, src])
@@ -58,7 +61,7 @@ def tools(scenario, d, floor):
     if scenario == "k":
         t = {
             "floor": ([floor, "127.0.0.1", "18180", "/100b", "50", str(d)], floor_count),
-            "wrk": (["wrk", "-t1", "-c50", f"-d{d}s", tls.PLAIN], compare.wrk_count),
+            "wrk": ([compare.WRK, "-t1", "-c50", f"-d{d}s", tls.PLAIN], compare.wrk_count),
             "epoll": (ov(tls.PLAIN, "--users", "50", io="epoll"), done),
             "uring": (ov(tls.PLAIN, "--users", "50", io="uring"), done),
         }
