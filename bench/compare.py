@@ -20,6 +20,9 @@ ROOT = os.path.dirname(HERE)
 OVERLOAD = os.environ.get("OVERLOAD", os.path.join(ROOT, "target", "release", "overload"))
 # The other tools: from PATH, or the paths given (a machine without them installed).
 NGINX = os.environ.get("NGINX", "nginx")
+# nginx reads a variable of that name itself (listening sockets inherited on a binary
+# upgrade): it must not see ours, or it hangs at start.
+NGINX_ENV = {k: v for k, v in os.environ.items() if k != "NGINX"}
 WRK = os.environ.get("WRK", "wrk")
 OHA = os.environ.get("OHA", "oha")
 PORT = 18080
@@ -40,7 +43,8 @@ def start_nginx():
     with open(os.path.join(RUN, "www", "100b"), "w") as f:
         f.write("a" * 100)
     shutil.copy(os.path.join(HERE, "nginx.conf"), os.path.join(RUN, "conf", "nginx.conf"))
-    r = sh(["taskset", "-c", "0", NGINX, "-p", RUN + "/", "-c", "conf/nginx.conf", "-e", "logs/error.log"])
+    r = sh(["taskset", "-c", "0", NGINX, "-p", RUN + "/", "-c", "conf/nginx.conf", "-e", "logs/error.log"],
+           env=NGINX_ENV)
     if r.returncode != 0:
         sys.exit(f"nginx failed: {r.stderr.strip()}")
     time.sleep(0.5)

@@ -129,7 +129,8 @@ http {
     }
 }
 EOF
-"$NGINX" -p "$WORK" -c "$WORK/nginx.conf"
+# env -u: nginx reads a variable NGINX itself (sockets inherited on an upgrade).
+env -u NGINX "$NGINX" -p "$WORK" -c "$WORK/nginx.conf"
 echo 'function delay() return 1000 end' >"$WORK/delay1s.lua"
 
 PIDS=()

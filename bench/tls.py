@@ -51,7 +51,7 @@ def start_nginx_tls():
     if r.returncode != 0:
         sys.exit(f"openssl failed: {r.stderr.strip()}")
     r = compare.sh(["taskset", "-c", "0", compare.NGINX, "-p", compare.RUN + "/", "-c",
-                    "conf/nginx.conf", "-e", "logs/error.log"])
+                    "conf/nginx.conf", "-e", "logs/error.log"], env=compare.NGINX_ENV)
     if r.returncode != 0:
         sys.exit(f"nginx failed: {r.stderr.strip()}")
     compare.time.sleep(0.5)
