@@ -18,6 +18,13 @@ import argparse, json, os, re, shutil, statistics, subprocess, sys, tempfile, ti
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 OVERLOAD = os.environ.get("OVERLOAD", os.path.join(ROOT, "target", "release", "overload"))
+# The other tools: from PATH, or the paths given (a machine without them installed).
+NGINX = os.environ.get("NGINX", "nginx")
+# nginx reads a variable of that name itself (listening sockets inherited on a binary
+# upgrade): it must not see ours, or it hangs at start.
+NGINX_ENV = {k: v for k, v in os.environ.items() if k != "NGINX"}
+WRK = os.environ.get("WRK", "wrk")
+OHA = os.environ.get("OHA", "oha")
 PORT = 18080
 URL = f"http://127.0.0.1:{PORT}/100b"
 RUN = tempfile.mkdtemp(prefix="overload-bench-")
@@ -36,7 +43,8 @@ def start_nginx():
     with open(os.path.join(RUN, "www", "100b"), "w") as f:
         f.write("a" * 100)
     shutil.copy(os.path.join(HERE, "nginx.conf"), os.path.join(RUN, "conf", "nginx.conf"))
-    r = sh(["taskset", "-c", "0", "nginx", "-p", RUN + "/", "-c", "conf/nginx.conf", "-e", "logs/error.log"])
+    r = sh(["taskset", "-c", "0", NGINX, "-p", RUN + "/", "-c", "conf/nginx.conf", "-e", "logs/error.log"],
+           env=NGINX_ENV)
     if r.returncode != 0:
         sys.exit(f"nginx failed: {r.stderr.strip()}")
     time.sleep(0.5)
@@ -97,9 +105,9 @@ def tools_a(d):
     j = os.path.join(RUN, "o.json")
     t = {
         "overload": (lambda: [OVERLOAD, "run", URL, "--users", "50", "--duration", f"{d}s", "--threads", "1", "-q", "--json", j], lambda o: overload_count(j)),
-        "wrk": (lambda: ["wrk", "-t1", "-c50", f"-d{d}s", URL], wrk_count),
+        "wrk": (lambda: [WRK, "-t1", "-c50", f"-d{d}s", URL], wrk_count),
         "ab -k": (lambda: ["ab", "-k", "-q", "-c", "50", "-t", str(d), "-n", "100000000", URL], ab_count),
-        "oha": (lambda: ["oha", "-z", f"{d}s", "-c", "50", "--no-tui", "--output-format", "json", URL], oha_count),
+        "oha": (lambda: [OHA, "-z", f"{d}s", "-c", "50", "--no-tui", "--output-format", "json", URL], oha_count),
     }
     return t
 
@@ -108,7 +116,7 @@ def tools_b(d):
     j = os.path.join(RUN, "o.json")
     return {
         "overload": (lambda: [OVERLOAD, "run", URL, "--rate", "5000", "--connections", "50", "--duration", f"{d}s", "--threads", "1", "-q", "--json", j], lambda o: overload_count(j)),
-        "oha -q": (lambda: ["oha", "-z", f"{d}s", "-c", "50", "-q", "5000", "--no-tui", "--output-format", "json", URL], oha_count),
+        "oha -q": (lambda: [OHA, "-z", f"{d}s", "-c", "50", "-q", "5000", "--no-tui", "--output-format", "json", URL], oha_count),
     }
 
 
@@ -119,14 +127,17 @@ def tools_c(d, conns):
         f.write("function delay() return 1000 end\n")
     return {
         "overload": (lambda: [OVERLOAD, "run", URL, "--users", str(conns), "--think", "1s", "--duration", f"{d}s", "--threads", "1", "--timeout", "10s", "-q", "--json", j], lambda o: overload_count(j)),
-        "wrk": (lambda: ["wrk", "-t1", f"-c{conns}", f"-d{d}s", "--timeout", "10s", "-s", delay, URL], wrk_count),
-        "oha -q": (lambda: ["oha", "-z", f"{d}s", "-c", str(conns), "-q", str(conns), "--no-tui", "--output-format", "json", URL], oha_count),
+        "wrk": (lambda: [WRK, "-t1", f"-c{conns}", f"-d{d}s", "--timeout", "10s", "-s", delay, URL], wrk_count),
+        "oha -q": (lambda: [OHA, "-z", f"{d}s", "-c", str(conns), "-q", str(conns), "--no-tui", "--output-format", "json", URL], oha_count),
     }
 
 
 def available(name):
-    # "overload" and "overload before" (tls.py's OVERLOAD_BEFORE) are paths, not on PATH.
-    return shutil.which(name.split()[0]) is not None or name.split()[0] == "overload"
+    """Whether a tool of the table runs here (its binary from PATH or the variable naming it).
+    "overload" and "overload before" (tls.py's OVERLOAD_BEFORE) are paths, not on PATH."""
+    tool = name.split()[0]
+    exe = {"wrk": WRK, "oha": OHA}.get(tool, tool)
+    return shutil.which(exe) is not None or tool == "overload"
 
 
 def run_scenario(name, tools, rounds, limit):

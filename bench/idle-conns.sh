@@ -47,15 +47,18 @@ THREADS=${THREADS:-2}
 # Longest wait for every connection to be established; then SETTLE s held (req/s measured there).
 WAIT=${WAIT:-180}
 SETTLE=${SETTLE:-10}
-BIN=${BIN:-$(cd "$(dirname "$0")/.." && pwd)/target/release/overload}
+# The binaries: OVERLOAD (or BIN), NGINX, WRK, OHA name them where they are not on PATH.
+BIN=${BIN:-${OVERLOAD:-$(cd "$(dirname "$0")/.." && pwd)/target/release/overload}}
 OHA=${OHA:-$(command -v oha || echo /work/tools/oha/bin/oha)}
+NGINX=${NGINX:-nginx}
+WRK=${WRK:-wrk}
 PORT=18080
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "idle-conns: skipped: needs root (a network namespace of its own)" >&2
     exit 77
 fi
-for t in nginx ss unshare curl; do
+for t in "$NGINX" ss unshare curl; do
     command -v "$t" >/dev/null || { echo "idle-conns: skipped: no $t" >&2; exit 77; }
 done
 [ -x "$BIN" ] || { echo "idle-conns: $BIN missing: cargo build --release" >&2; exit 2; }
@@ -126,7 +129,8 @@ http {
     }
 }
 EOF
-nginx -p "$WORK" -c "$WORK/nginx.conf"
+# env -u: nginx reads a variable NGINX itself (sockets inherited on an upgrade).
+env -u NGINX "$NGINX" -p "$WORK" -c "$WORK/nginx.conf"
 echo 'function delay() return 1000 end' >"$WORK/delay1s.lua"
 
 PIDS=()
@@ -199,7 +203,7 @@ lines() {
 --source 127.0.0.$lo-127.0.0.$hi --connect-timeout 60s --timeout 60s -d 600s -q $ioflag")
                 ;;
             wrk)
-                cmds+=("wrk -t$TPP -c$c -d600s --timeout 60s -s $WORK/delay1s.lua http://127.0.0.$k:$PORT/")
+                cmds+=("$WRK -t$TPP -c$c -d600s --timeout 60s -s $WORK/delay1s.lua http://127.0.0.$k:$PORT/")
                 ;;
             oha)
                 cmds+=("$OHA -c $c -q $c -z 600s --no-tui http://127.0.0.$k:$PORT/")
@@ -247,7 +251,7 @@ for tool in $TOOLS; do
             done
             ;;
         wrk)
-            command -v wrk >/dev/null && run_tool wrk wrk || echo "wrk: skipped: not installed"
+            command -v "$WRK" >/dev/null && run_tool wrk wrk || echo "wrk: skipped: not installed"
             ;;
         oha)
             [ -x "$OHA" ] && run_tool oha oha || echo "oha: skipped: not installed ($OHA)"

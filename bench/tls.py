@@ -50,8 +50,8 @@ def start_nginx_tls():
                     os.path.join(conf, "key.pem"), "-out", os.path.join(conf, "cert.pem")])
     if r.returncode != 0:
         sys.exit(f"openssl failed: {r.stderr.strip()}")
-    r = compare.sh(["taskset", "-c", "0", "nginx", "-p", compare.RUN + "/", "-c",
-                    "conf/nginx.conf", "-e", "logs/error.log"])
+    r = compare.sh(["taskset", "-c", "0", compare.NGINX, "-p", compare.RUN + "/", "-c",
+                    "conf/nginx.conf", "-e", "logs/error.log"], env=compare.NGINX_ENV)
     if r.returncode != 0:
         sys.exit(f"nginx failed: {r.stderr.strip()}")
     compare.time.sleep(0.5)
@@ -102,8 +102,8 @@ def tools(scenario, d):
     if scenario == "k":
         return {
             "overload": (ov + ["--users", "50"], done),
-            "wrk": (["wrk", "-t1", "-c50", f"-d{d}s", URL], compare.wrk_count),
-            "oha": (["oha", "-z", f"{d}s", "-c", "50", "--insecure", "--no-tui",
+            "wrk": ([compare.WRK, "-t1", "-c50", f"-d{d}s", URL], compare.wrk_count),
+            "oha": ([compare.OHA, "-z", f"{d}s", "-c", "50", "--insecure", "--no-tui",
                      "--output-format", "json", URL], compare.oha_count),
         }
     if scenario == "h":
@@ -112,7 +112,7 @@ def tools(scenario, d):
                          done),
             "ab": (["ab", "-q", "-c", "50", "-t", str(d), "-n", "100000000", URL],
                    compare.ab_count),
-            "wrk close": (["wrk", "-t1", "-c50", f"-d{d}s", "-H", "Connection: close", URL],
+            "wrk close": ([compare.WRK, "-t1", "-c50", f"-d{d}s", "-H", "Connection: close", URL],
                           compare.wrk_count),
         }
     if scenario == "2":
@@ -122,13 +122,13 @@ def tools(scenario, d):
             "overload": (o2 + ["--http", "2", "--users", "100", "--streams", "10"], done),
             "h2load": (["h2load", "-c", "10", "-m", "10", "-t", "1", "-D", str(d), URL_H2],
                        h2load_count),
-            "oha": (["oha", "--http2", "-z", f"{d}s", "-c", "10", "-p", "10", "--insecure",
+            "oha": ([compare.OHA, "--http2", "-z", f"{d}s", "-c", "10", "-p", "10", "--insecure",
                      "--no-tui", "--output-format", "json", URL_H2], compare.oha_count),
         }
     return {
         "overload": ([compare.OVERLOAD, "run", PLAIN, "--users", "50", "--duration",
                       f"{d}s", "--threads", "1", "-q", "--json", j], done),
-        "wrk": (["wrk", "-t1", "-c50", f"-d{d}s", PLAIN], compare.wrk_count),
+        "wrk": ([compare.WRK, "-t1", "-c50", f"-d{d}s", PLAIN], compare.wrk_count),
     }
 
 

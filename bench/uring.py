@@ -17,7 +17,7 @@ o: open loop 20,000 req/s over 50 connections: epoll vs io_uring, with send lag 
 s: HTTPS keep-alive, 50 connections, closed loop: epoll vs io_uring.
 2: HTTP/2 over TLS, 10 connections x 10 streams: epoll vs io_uring.
 
-OVERLOAD_BEFORE=PATH adds "epoll before" (another build, e.g. main's, which has no --io) to
+OVERLOAD_BEFORE=PATH adds "epoll before" (another build: with --io epoll where it has --io) to
 k and o, for `--io epoll` against the build before the backend seam. All traffic goes to
 127.0.0.1; every run is bounded by `timeout`.
 """
@@ -29,6 +29,13 @@ import ab  # noqa: E402  (perf stat task-clock, or /usr/bin/time)
 import tls  # noqa: E402  (nginx with the TLS ports)
 
 BEFORE = os.environ.get("OVERLOAD_BEFORE")
+
+
+def before_io():
+    """`--io epoll` for a before build that has --io (its auto runs the closed loop on
+    io_uring: "epoll before" would not be epoll); nothing for one from before the seam."""
+    r = compare.sh([BEFORE, "run", "--help-all"])
+    return "epoll" if "--io " in r.stdout else None
 # io_uring's one syscall per loop turn, beside epoll's.
 ab.EVENTS = ab.EVENTS + ["syscalls:sys_enter_io_uring_enter", "syscalls:sys_enter_writev"]
 
@@ -39,6 +46,9 @@ def floor_count(out):
 
 
 def build_floor():
+    """FLOOR=PATH: a floor binary built beforehand (a machine without a C compiler)."""
+    if os.environ.get("FLOOR"):
+        return os.environ["FLOOR"]
     exe = os.path.join(compare.RUN, "floor")
     src = os.path.join(compare.HERE, "floor.c")
     r = compare.sh(["cc", "-O2", "-o", exe, src])
@@ -58,12 +68,13 @@ def tools(scenario, d, floor):
     if scenario == "k":
         t = {
             "floor": ([floor, "127.0.0.1", "18180", "/100b", "50", str(d)], floor_count),
-            "wrk": (["wrk", "-t1", "-c50", f"-d{d}s", tls.PLAIN], compare.wrk_count),
+            "wrk": ([compare.WRK, "-t1", "-c50", f"-d{d}s", tls.PLAIN], compare.wrk_count),
             "epoll": (ov(tls.PLAIN, "--users", "50", io="epoll"), done),
             "uring": (ov(tls.PLAIN, "--users", "50", io="uring"), done),
         }
         if BEFORE:
-            t["epoll before"] = (ov(tls.PLAIN, "--users", "50", binary=BEFORE), done)
+            t["epoll before"] = (ov(tls.PLAIN, "--users", "50", binary=BEFORE, io=before_io()),
+                                 done)
         return t
     if scenario == "o":
         load = ["--rate", "20000", "--connections", "50", "--arrival", "constant"]
@@ -72,7 +83,7 @@ def tools(scenario, d, floor):
             "uring": (ov(tls.PLAIN, *load, io="uring"), done),
         }
         if BEFORE:
-            t["epoll before"] = (ov(tls.PLAIN, *load, binary=BEFORE), done)
+            t["epoll before"] = (ov(tls.PLAIN, *load, binary=BEFORE, io=before_io()), done)
         return t
     if scenario == "s":
         return {io: (ov(tls.URL, "--users", "50", "--insecure", io=io), done)

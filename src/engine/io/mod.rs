@@ -57,8 +57,10 @@ impl IoChoice {
     /// (`open`) or not. QUIC's UDP sockets are polled through epoll only, so auto picks it,
     /// and `--io uring` is refused. Auto also picks epoll for the open loop: measured there
     /// (bench/uring.py, scenario o: 20,000 req/s over 50 connections), io_uring costs about
-    /// 1.6× epoll's CPU per request (more ring entries per request as arrivals come one by
-    /// one), while in the closed loop it costs about 0.93× (scenario k).
+    /// 1.05× epoll's CPU per request on a quiet machine (1.6× on a busy 2-core one: arrivals
+    /// come one by one, and each answer is a sleep and a wake-up on either backend, which
+    /// io_uring's fewer syscalls do not make up for), while in the closed loop it costs about
+    /// 0.88–0.93× (scenario k).
     pub fn resolve_for(self, quic: bool, open: bool) -> crate::Result<Backend> {
         if quic {
             return match self {

@@ -245,3 +245,115 @@ fn slots_run_out_at_the_fixed_file_table_size() {
         Some(libc::EMFILE)
     );
 }
+
+#[test]
+fn the_kernel_is_given_buffers_as_it_runs_low_not_all_at_once() {
+    let mut b = BufRing::new(256, 64).unwrap();
+    // Only BUFS_AHEAD of them: the others are never touched by a thread that does not need
+    // them (100,000 idle connections would otherwise keep 8 MiB a thread resident).
+    assert_eq!(b.tail, BUFS_AHEAD);
+    // The kernel fills 10 buffers; two come back read: the next turn gives 8 new ones.
+    for _ in 0..10 {
+        b.taken();
+    }
+    b.give(0);
+    b.give(1);
+    b.publish();
+    assert_eq!(b.held, BUFS_AHEAD);
+    assert_eq!(b.fresh, BUFS_AHEAD + 8);
+    assert_eq!(b.published, b.tail);
+    // Read back as they come (the steady state): nothing new is handed over.
+    for bid in 2..10 {
+        b.taken();
+        b.give(bid);
+    }
+    b.publish();
+    assert_eq!(b.fresh, BUFS_AHEAD + 8);
+    // Under a backlog it grows to all of them, and no further.
+    for _ in 0..300 {
+        b.taken();
+        b.publish();
+    }
+    assert_eq!(b.fresh, 256);
+    assert_eq!(b.held, 0);
+}
+
+#[test]
+fn buffers_written_together_go_out_in_one_send() {
+    let mut st = state();
+    let idx = connected(&mut st);
+    let n = st
+        .write_vectored(
+            idx,
+            &[
+                io::IoSlice::new(b"record one,"),
+                io::IoSlice::new(b""),
+                io::IoSlice::new(b"record two"),
+            ],
+        )
+        .unwrap();
+    assert_eq!(n, 21);
+    assert_eq!(st.sqes.len(), 1, "one send");
+    assert_eq!(
+        &st.slots[idx as usize].inflight[..],
+        b"record one,record two"
+    );
+    // Past the output's cap: what fits, then WouldBlock.
+    let big = vec![b'a'; OUT_CAP];
+    let n = st
+        .write_vectored(idx, &[io::IoSlice::new(&big), io::IoSlice::new(b"b")])
+        .unwrap();
+    assert_eq!(n, OUT_CAP - 21);
+    assert_eq!(
+        st.write_vectored(idx, &[io::IoSlice::new(b"c")])
+            .unwrap_err()
+            .kind(),
+        IoKind::WouldBlock
+    );
+}
+
+/// On a real ring: connect, a request out and its answer back, through the registered ring
+/// index each enter names (and `NO_IOWAIT` where the kernel has it: a flag it refused would
+/// fail every wait).
+#[test]
+fn a_round_trip_on_a_real_ring_entered_by_its_registered_index() {
+    if let Err(why) = probe() {
+        eprintln!("skipped: io_uring refused: {why}");
+        return;
+    }
+    use std::time::Duration;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let opened = super::super::Opened::open(crate::metrics::IoBackend::Uring).unwrap();
+    let mut poller = Uring::start(opened).unwrap();
+    // 5.18+ (every kernel with the single-issuer rings the backend asks for first).
+    assert!(poller.shared.borrow().enter.registered);
+    let mut sock = UringSocket::connect(addr, None).unwrap();
+    sock.register(poller.registry(), Token(5)).unwrap();
+    let (mut server, _) = listener.accept().unwrap();
+    let mut ev = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let turn = |poller: &mut Uring, ev: &mut Vec<Ready>| {
+        assert!(Instant::now() < deadline, "no progress in 5 s");
+        let wake = Instant::now() + Duration::from_millis(50);
+        poller.wait(ev, Some(wake)).unwrap();
+    };
+    while !sock.established().unwrap() {
+        turn(&mut poller, &mut ev);
+    }
+    assert_eq!(sock.write(b"ping").unwrap(), 4);
+    turn(&mut poller, &mut ev);
+    let mut got = [0u8; 4];
+    server.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"ping");
+    server.write_all(b"pong").unwrap();
+    let mut buf = [0u8; 16];
+    loop {
+        turn(&mut poller, &mut ev);
+        if ev.iter().any(|e| e.token == Token(5) && e.readable) {
+            break;
+        }
+    }
+    assert_eq!(sock.read(&mut buf).unwrap(), 4);
+    assert_eq!(&buf[..4], b"pong");
+}
