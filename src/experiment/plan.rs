@@ -535,7 +535,7 @@ pub fn describe(exp: &Experiment, dir: &str) -> String {
     );
     for c in &exp.configs {
         let server = match &c.server {
-            Server::Lab { spec, db } => {
+            Server::Lab { spec, db, .. } => {
                 let mut s = format!("lab {}", spec.stack);
                 if let Ok(r) = spec.resolve() {
                     let knobs: Vec<String> = r

@@ -57,7 +57,13 @@ pub struct Config {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Server {
     /// A lab stack; `db` is MariaDB's own knobs when the configuration sets them.
-    Lab { spec: StackSpec, db: Option<Knobs> },
+    Lab {
+        spec: StackSpec,
+        db: Option<Knobs>,
+        /// Set: the stack (on the host's loopback) is reached from the load namespace of an
+        /// impaired path, through its port relayed to the stack side (`lab netem --forward`).
+        network: Option<crate::lab::netem::PathSpec>,
+    },
     Command {
         setup: String,
         teardown: Option<String>,
@@ -581,7 +587,7 @@ load = { users = "1:9:4", step = "2s" }
         assert_eq!(fpm.load.step, Duration::from_secs(2));
         assert_eq!(fpm.load.warmup, Duration::from_secs(1), "inherited");
         match &fpm.server {
-            Server::Lab { spec, db } => {
+            Server::Lab { spec, db, .. } => {
                 assert_eq!(
                     spec.knobs.max_children,
                     Some(8),
@@ -798,8 +804,21 @@ load = { users = "1:9:4", step = "2s" }
             let got = e(&format!("{setup}{extra}\n"));
             assert!(got.contains(want), "{extra}: {got}");
         }
-        let got = e("[load]\nusers = [1]\n[[config]]\nstack = \"nginx-fpm\"\nnetwork = { delay = \"50ms\" }\n");
-        assert!(got.contains("network"), "{got}");
+        // A lab stack across a path: every point of its matrix is reached through it.
+        let x = p("[request]\npath = \"/\"\n[load]\nusers = [1]\n[[config]]\nstack = [\"nginx-fpm\", \"caddy-fpm\"]\nnetwork = { delay = \"50ms\", loss = \"1%\" }\n").unwrap();
+        assert_eq!(x.configs.len(), 2);
+        for c in &x.configs {
+            match &c.server {
+                Server::Lab {
+                    network: Some(n), ..
+                } => assert_eq!((n.rtt, n.loss), (Duration::from_millis(50), 0.01)),
+                other => panic!("{other:?}"),
+            }
+        }
+        let got = e(
+            "[load]\nusers = [1]\n[[config]]\nstack = \"nginx-fpm\"\nnetwork = { loss = \"2\" }\n",
+        );
+        assert!(got.contains("network.loss"), "{got}");
     }
 
     #[test]
