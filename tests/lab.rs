@@ -78,6 +78,11 @@ fn main() {
             caddy_fpm_across_a_20ms_path_in_three_protocols,
         ),
         harness::trial_or_ignored(
+            "protocols_caddy_experiment_runs_quick_across_its_paths",
+            &[Root, LabPackages, Need::NetNamespace],
+            protocols_caddy_experiment_runs_quick_across_its_paths,
+        ),
+        harness::trial_or_ignored(
             "caddy_writes_nothing_outside_its_prefix",
             LAB,
             caddy_writes_nothing_outside_its_prefix,
@@ -1053,6 +1058,79 @@ fn caddy_fpm_across_a_20ms_path_in_three_protocols() -> Option<String> {
     lab.down_all_and_check();
     // Every `lab netem` above has ended: a namespace of theirs left would be listed.
     for l in ns.lines() {
+        let name = l.split_whitespace().next().unwrap_or("");
+        if let Some(pid) = overload::lab::netem::pid_of(name) {
+            assert!(
+                std::path::Path::new(&format!("/proc/{pid}")).exists(),
+                "{name} left by an ended run"
+            );
+        }
+    }
+    None
+}
+
+/// experiments/protocols-caddy.toml in `--quick`: a lab stack named with a `network` path in
+/// an experiment is reached across it (the relay of its port), in each protocol, to the
+/// experiment's end; the stack and the namespaces are gone afterwards.
+fn protocols_caddy_experiment_runs_quick_across_its_paths() -> Option<String> {
+    if !std::path::Path::new("/usr/bin/caddy").exists() {
+        return Some("caddy is not installed (apt-get install caddy)".into());
+    }
+    let _one = serial();
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/experiments/protocols-caddy.toml"
+    );
+    let dir = common::scratch();
+    let out = dir.path().join("exp");
+    let lab = Lab::new("pcaddy");
+    let o = output_within(
+        bin()
+            .args(["experiment", file, "--quick", "-q", "--out"])
+            .arg(&out)
+            .env("OVERLOAD_LAB_DIR", &lab.prefix),
+        Duration::from_secs(300),
+    );
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{text}");
+    for loss in ["0", "1"] {
+        for (proto, version) in [("h1", "1.1"), ("h2", "2"), ("h3", "3")] {
+            let run = out.join(format!("caddy-{proto}-rtt50-loss{loss}-r1"));
+            let steps = std::fs::read_to_string(run.join("steps.jsonl"))
+                .unwrap_or_else(|e| panic!("{}: {e}\n{text}", run.display()));
+            let step: serde_json::Value =
+                serde_json::from_str(steps.lines().next().unwrap()).unwrap();
+            assert_eq!(step["protocol"]["version"], version, "{step}");
+            assert!(step["responses"].as_u64().unwrap() > 0, "{step}");
+            // Every answer crossed the path's 50 ms round trip.
+            let p50 = step["response_time_ms"]["p50"].as_f64().unwrap();
+            assert!(p50 >= 50.0, "{}: p50 {p50} ms", run.display());
+        }
+    }
+    let step = |name: &str| -> serde_json::Value {
+        let steps = std::fs::read_to_string(out.join(name).join("steps.jsonl")).unwrap();
+        serde_json::from_str(steps.lines().next().unwrap()).unwrap()
+    };
+    // Caddy accepts early data: resumed connections' requests went with their first flight.
+    let early = step("caddy-h3-0rtt-rtt50-loss0-r1");
+    assert!(
+        early["quic"]["zero_rtt_accepted"].as_u64().unwrap() > 0,
+        "{early}"
+    );
+    let alt = step("caddy-altsvc-rtt50-loss0-r1");
+    assert_eq!(alt["protocol"]["version"], "3", "{alt}");
+    assert_eq!(alt["protocol"]["chosen_by"], "alt-svc", "{alt}");
+    // The stack went down after each run: nothing of it is left running.
+    assert!(lab.status().is_empty(), "a stack left up");
+    let ns = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    for l in String::from_utf8_lossy(&ns.stdout).lines() {
         let name = l.split_whitespace().next().unwrap_or("");
         if let Some(pid) = overload::lab::netem::pid_of(name) {
             assert!(

@@ -67,6 +67,11 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
             NS,
             protocols_experiment_quick_runs_every_row_across_the_path,
         ),
+        harness::trial(
+            "protocols_capacity_experiment_quick_searches_every_row",
+            NS,
+            protocols_capacity_experiment_quick_searches_every_row,
+        ),
     ]
 }
 
@@ -361,12 +366,9 @@ fn bad_values_are_one_line_usage_errors() {
     }
 }
 
-/// experiments/protocols.toml in `--quick` (about a minute): every row (3 protocols × 4
-/// paths × resumption on/off) runs across its path, answered, and the namespaces go.
-fn protocols_experiment_quick_runs_every_row_across_the_path() {
-    let _paths = making_paths();
-    let dir = common::scratch();
-    let out = dir.path().join("protocols");
+/// `overload experiment FILE --quick --out OUT` with this build's `overload` first in PATH
+/// (the rows' setup commands start it); its pid, status and output.
+fn experiment_quick(file: &str, out: &std::path::Path) -> (u32, bool, String) {
     let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_overload"))
         .parent()
         .unwrap();
@@ -375,10 +377,9 @@ fn protocols_experiment_quick_runs_every_row_across_the_path() {
         bin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/protocols.toml");
     let mut child = bin()
         .args(["experiment", file, "--quick", "--out"])
-        .arg(&out)
+        .arg(out)
         .env("PATH", path)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -386,16 +387,42 @@ fn protocols_experiment_quick_runs_every_row_across_the_path() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    let o = {
-        let status =
-            wait_within(&mut child, Duration::from_secs(300)).expect("the experiment ended");
-        let mut s = String::new();
-        use std::io::Read;
-        child.stdout.take().unwrap().read_to_string(&mut s).unwrap();
-        child.stderr.take().unwrap().read_to_string(&mut s).unwrap();
-        (status, s)
+    // Read while it runs: a full pipe would stall the experiment.
+    let drain = |p: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut p) = p {
+                let _ = p.read_to_string(&mut s);
+            }
+            s
+        })
     };
-    assert!(o.0.success(), "{}", o.1);
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let status = wait_within(&mut child, Duration::from_secs(300)).expect("the experiment ended");
+    let text = out.join().unwrap() + &err.join().unwrap();
+    (pid, status.success(), text)
+}
+
+/// The first step of a run folder's steps.jsonl.
+fn first_step(run: &std::path::Path) -> serde_json::Value {
+    let steps = std::fs::read_to_string(run.join("steps.jsonl"))
+        .unwrap_or_else(|e| panic!("{}: {e}", run.display()));
+    let line = steps.lines().next().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{}: {e}", run.display()))
+}
+
+/// experiments/protocols.toml in `--quick` (about a minute): every row (3 protocols × 4
+/// paths × resumption on/off, and the Alt-Svc row) runs across its path, answered, and the
+/// namespaces go. The Alt-Svc row speaks HTTP/3 because the target announced it.
+fn protocols_experiment_quick_runs_every_row_across_the_path() {
+    let _paths = making_paths();
+    let dir = common::scratch();
+    let out = dir.path().join("protocols");
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/protocols.toml");
+    let (pid, ok, text) = experiment_quick(file, &out);
+    let o = (ok, text);
+    assert!(o.0, "{}", o.1);
     assert!(
         o.1.contains("network: bridge") || o.1.contains("network: netem"),
         "{}",
@@ -409,6 +436,49 @@ fn protocols_experiment_quick_runs_every_row_across_the_path() {
                 let steps = std::fs::read_to_string(run.join("steps.jsonl"))
                     .unwrap_or_else(|e| panic!("{}: {e}", run.display()));
                 assert!(steps.contains("\"responses\""), "{}", run.display());
+                rows += 1;
+            }
+        }
+    }
+    assert_eq!(rows, 24);
+    let alt = first_step(&out.join("altsvc-rtt50-loss0-r1"));
+    assert_eq!(alt["protocol"]["version"], "3", "{alt}");
+    assert_eq!(alt["protocol"]["chosen_by"], "alt-svc", "{alt}");
+    assert!(common::f(&alt, "responses") > 0.0, "{alt}");
+    assert!(
+        namespaces_of(pid).is_empty(),
+        "left: {:?}",
+        namespaces_of(pid)
+    );
+}
+
+/// experiments/protocols-capacity.toml in `--quick` (about a minute): every row's capacity
+/// search runs across its path (open loop, its rates probed) to a verdict, and the
+/// namespaces go.
+fn protocols_capacity_experiment_quick_searches_every_row() {
+    let _paths = making_paths();
+    let dir = common::scratch();
+    let out = dir.path().join("capacity");
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/experiments/protocols-capacity.toml"
+    );
+    let (pid, ok, text) = experiment_quick(file, &out);
+    assert!(ok, "{text}");
+    let mut rows = 0;
+    for proto in ["h1", "h2", "h3"] {
+        for net in ["rtt0-loss0", "rtt0-loss1", "rtt50-loss0", "rtt50-loss1"] {
+            for res in ["resumed", "full"] {
+                let run = out.join(format!("cap-{proto}-{net}-{res}-r1"));
+                let step = first_step(&run);
+                assert_eq!(step["mode"], "open", "{}", run.display());
+                assert_eq!(common::f(&step, "offered_rate"), 200.0, "{}", run.display());
+                assert!(common::f(&step, "responses") > 0.0, "{}", run.display());
+                let meta: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap())
+                        .unwrap();
+                assert_eq!(meta["kind"], "capacity", "{}", run.display());
+                assert_eq!(meta["complete"], true, "{}", run.display());
                 rows += 1;
             }
         }
