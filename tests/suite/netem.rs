@@ -43,6 +43,11 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
             a_load_run_across_the_bridge,
         ),
         harness::trial(
+            "a_host_port_forwarded_across_the_path_in_tcp_and_quic",
+            NS,
+            a_host_port_forwarded_across_the_path_in_tcp_and_quic,
+        ),
+        harness::trial(
             "cleanup_removes_only_dead_runs_namespaces",
             NS,
             cleanup_removes_only_dead_runs_namespaces,
@@ -320,6 +325,80 @@ fn a_load_run_across_the_bridge() {
     // Every answer took a round trip of the path at least.
     let p50 = common::f(&v, "response_time_ms.p50");
     assert!(p50 >= 40.0, "p50 {p50}: {t}");
+}
+
+/// `--forward PORT`: a server on the host's loopback (the embedded target, TLS and HTTP/3,
+/// as a lab stack would be) is reached from the load namespace at {stack}:PORT across a
+/// 30 ms path, over TCP (HTTP/2) and QUIC (HTTP/3): every answer took the round trip, the
+/// relay counts what it carried, and the namespaces go. A port nobody listens on is counted
+/// as refused, the run's requests failed, never a hang.
+fn a_host_port_forwarded_across_the_path_in_tcp_and_quic() {
+    let _paths = making_paths();
+    let target = common::Target::start(&["--tls", "--http3"]);
+    let port = target.url.rsplit(':').next().unwrap().to_string();
+    let url = format!("https://{{stack}}:{port}/");
+    for (http, carried) in [("2", "1 TCP connections"), ("3", "0 TCP connections")] {
+        let (pid, o) = netem(&[
+            "--delay",
+            "30ms",
+            "--probe",
+            "0",
+            "--forward",
+            &port,
+            "--",
+            env!("CARGO_BIN_EXE_overload"),
+            "run",
+            &url,
+            "--http",
+            http,
+            "--insecure",
+            "-n",
+            "40",
+            "-c",
+            "4",
+            "--threads",
+            "1",
+            "--json",
+            "-",
+        ]);
+        let t = text(&o);
+        assert!(o.status.success(), "--http {http}: {t}");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("the run's JSON");
+        assert_eq!(common::f(&v, "responses"), 40.0, "{t}");
+        assert_eq!(v["protocol"]["version"], http, "{t}");
+        let p50 = common::f(&v, "response_time_ms.p50");
+        assert!(p50 >= 30.0, "--http {http}: p50 {p50} ms: {t}");
+        assert!(t.contains(&format!("forward {port}: {carried}")), "{t}");
+        if http == "3" {
+            assert!(!t.contains("0 UDP peers"), "{t}");
+        }
+        assert!(namespaces_of(pid).is_empty(), "{:?}", namespaces_of(pid));
+    }
+    drop(target);
+    let free = common::free_port().to_string();
+    let (pid, o) = netem(&[
+        "--probe",
+        "0",
+        "--forward",
+        &free,
+        "--",
+        env!("CARGO_BIN_EXE_overload"),
+        "run",
+        &format!("http://{{stack}}:{free}/"),
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "--connect-timeout",
+        "2s",
+    ]);
+    let t = text(&o);
+    assert!(t.contains("refused by 127.0.0.1"), "{t}");
+    assert!(
+        !t.contains(&format!("(0 refused by 127.0.0.1:{free})")),
+        "nothing counted as refused: {t}"
+    );
+    assert!(namespaces_of(pid).is_empty(), "{:?}", namespaces_of(pid));
 }
 
 fn cleanup_removes_only_dead_runs_namespaces() {

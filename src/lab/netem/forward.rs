@@ -407,9 +407,14 @@ impl Relay {
                         self.shared.udp_dropped.fetch_add(1, Ordering::Relaxed);
                     }
                 }
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                // WouldBlock, or an ICMP refusal of the host's port: the client's own
-                // timers handle a server that is gone.
+                // An ICMP refusal of the host's port is reported once, ahead of datagrams
+                // that may still wait: read on (edge-triggered, nothing would wake us for
+                // them). The client's own timers handle a server that is gone.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::Interrupted | ErrorKind::ConnectionRefused
+                    ) => {}
                 Err(_) => return,
             }
         }
