@@ -11,8 +11,8 @@ pub const RT_RISE_SHARE: f64 = 0.5;
 pub const RT_RISE_MIN_MS: f64 = 10.0;
 
 /// Why the server did not keep up during this open-loop step, or None when it did: throughput
-/// below 95% of the offered rate, or response time or send lag trending up over the step's
-/// seconds.
+/// below 95% of the offered rate, or response time (each second's median; its mean in series
+/// written without one) or send lag trending up over the step's seconds.
 pub fn not_sustained(rec: &StepRecord, series: &[SeriesPoint]) -> Option<String> {
     let x = rec.summary.throughput;
     if x < THROUGHPUT_SHARE * rec.offered {
@@ -26,7 +26,10 @@ pub fn not_sustained(rec: &StepRecord, series: &[SeriesPoint]) -> Option<String>
         .iter()
         .filter(|p| p.step == rec.step && !p.warmup && p.responses > 0)
         .collect();
-    if let Some((rise, early)) = growing(&seconds, |p| p.response_time_mean_ms) {
+    // Each second's median where the series has it: a growing queue lifts the median, while
+    // a few requests that waited a retransmission timeout (a lossy path) lift only the mean.
+    let typical = |p: &SeriesPoint| p.response_time_p50_ms.unwrap_or(p.response_time_mean_ms);
+    if let Some((rise, early)) = growing(&seconds, typical) {
         return Some(format!(
             "not sustained: response time rose by {rise:.1} ms over the step (from about {early:.1} ms): the queue was growing"
         ));
@@ -134,6 +137,26 @@ mod tests {
         let mut warm = series(0, &[20.0, 40.0, 60.0, 80.0]);
         warm.iter_mut().for_each(|p| p.warmup = true);
         assert_eq!(not_sustained(&rec, &warm), None);
+    }
+
+    /// A lossy path (1% per packet): the median stays at the server's 5 ms, but a few requests
+    /// of the last second waited a retransmission timeout (200 ms and more), which lifts that
+    /// second's mean by 11 ms. No queue grew: the step is sustained. A median that rises is
+    /// a queue, as before.
+    #[test]
+    fn outliers_of_a_lossy_path_are_no_growing_queue() {
+        let rec = step(0, 100.0, summary(100.0, 100.0, 5.0, 0));
+        let mut lossy = series(0, &[5.59, 5.56, 16.67]);
+        for (p, p50) in lossy.iter_mut().zip([5.33, 5.29, 5.24]) {
+            p.response_time_p50_ms = Some(p50);
+        }
+        assert_eq!(not_sustained(&rec, &lossy), None);
+        let mut queue = series(0, &[5.6, 30.0, 60.0]);
+        for (p, p50) in queue.iter_mut().zip([5.3, 28.0, 58.0]) {
+            p.response_time_p50_ms = Some(p50);
+        }
+        let why = not_sustained(&rec, &queue).expect("the median rose");
+        assert!(why.contains("queue was growing"), "{why}");
     }
 
     /// Response time flat (the server answers each request as fast as ever) while arrivals wait

@@ -114,17 +114,11 @@ pub fn run(a: NetemArgs) -> Result<i32> {
     );
     let result = forward(&mut path, &a.forward).and_then(|()| across(&path, &a));
     for (port, c) in path.forwarded() {
-        crate::eoutln!(
-            "lab netem: forward {port}: {} TCP connections ({} refused by 127.0.0.1:{port}), {} UDP peers, {} datagrams ({} dropped)",
-            c.tcp_connections, c.tcp_refused, c.udp_peers, c.udp_datagrams, c.udp_dropped
-        );
+        crate::eoutln!("lab netem: {}", c.describe(port));
     }
     let counts = path.remove();
     match counts {
-        Ok(Some([up, down])) => crate::eoutln!(
-            "lab netem: bridge: toward the stack {} forwarded, {} lost, {} over the queue; back {} forwarded, {} lost, {} over the queue",
-            up.forwarded, up.lost, up.overflow, down.forwarded, down.lost, down.overflow
-        ),
+        Ok(Some(c)) => crate::eoutln!("lab netem: {}", netem::describe_counts(&c)),
         Ok(None) => {}
         Err(e) => crate::eoutln!("overload: {e}"),
     }

@@ -67,13 +67,20 @@ fn lab_across(spec: &lab::netem::PathSpec, url: &str) -> crate::Result<(String, 
     Ok((across, Some(Box::new((home, path)))))
 }
 
-/// Back to the host's namespace, then the path goes.
+/// Back to the host's namespace, then the path goes; what the bridge did is printed (a
+/// queue that overflowed is loss the file did not ask for).
 fn remove_path(net: Net) -> crate::Result<()> {
     match net {
         Some(b) => {
             let (home, path) = *b;
             drop(home);
-            path.remove().map(|_| ())
+            for (port, c) in path.forwarded() {
+                crate::outln!("  network: {}", c.describe(port));
+            }
+            if let Some(c) = path.remove()? {
+                crate::outln!("  network: {}", lab::netem::describe_counts(&c));
+            }
+            Ok(())
         }
         None => Ok(()),
     }

@@ -507,6 +507,10 @@ fn protocols_experiment_quick_runs_every_row_across_the_path() {
         "{}",
         o.1
     );
+    // Under the bridge, each run says what it did to the traffic (overflows included).
+    if o.1.contains("network: bridge") {
+        assert!(o.1.contains("network: bridge: toward the stack"), "{}", o.1);
+    }
     let mut rows = 0;
     for proto in ["h1", "h2", "h3"] {
         for net in ["rtt0-loss0", "rtt0-loss1", "rtt50-loss0", "rtt50-loss1"] {

@@ -55,6 +55,16 @@ pub struct ForwardCounts {
     pub udp_dropped: u64,
 }
 
+impl ForwardCounts {
+    /// `forward 8443: 4 TCP connections (0 refused by 127.0.0.1:8443), 2 UDP peers, …`
+    pub fn describe(&self, port: u16) -> String {
+        format!(
+            "forward {port}: {} TCP connections ({} refused by 127.0.0.1:{port}), {} UDP peers, {} datagrams ({} dropped)",
+            self.tcp_connections, self.tcp_refused, self.udp_peers, self.udp_datagrams, self.udp_dropped
+        )
+    }
+}
+
 #[derive(Default)]
 struct Shared {
     tcp_connections: AtomicU64,

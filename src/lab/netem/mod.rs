@@ -155,6 +155,15 @@ impl PathSpec {
     }
 }
 
+/// `bridge: toward the stack N forwarded, L lost, O over the queue; back …`: what the bridge
+/// did to each direction, as `lab netem` and an experiment's run print it.
+pub fn describe_counts([up, down]: &[Counts; 2]) -> String {
+    format!(
+        "bridge: toward the stack {} forwarded, {} lost, {} over the queue; back {} forwarded, {} lost, {} over the queue",
+        up.forwarded, up.lost, up.overflow, down.forwarded, down.lost, down.overflow
+    )
+}
+
 fn fmt_pct(v: f64) -> String {
     let t = format!("{:.3}", v * 100.0);
     t.trim_end_matches('0').trim_end_matches('.').to_string()
