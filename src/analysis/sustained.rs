@@ -51,25 +51,37 @@ pub fn not_sustained(rec: &StepRecord, series: &[SeriesPoint]) -> Option<String>
 /// The rise of `y` over the seconds and its early level, when it trends up by more than
 /// [`RT_RISE_SHARE`] of that level and at least [`RT_RISE_MIN_MS`].
 fn growing(seconds: &[&SeriesPoint], y: impl Fn(&SeriesPoint) -> f64) -> Option<(f64, f64)> {
-    let pts: Vec<(f64, f64)> = seconds.iter().map(|p| (p.t, y(p))).collect();
+    // Each second weighs by its answers: the step's partial last second (a handful of
+    // answers) must not make a trend of its own.
+    let pts: Vec<(f64, f64, f64)> = seconds
+        .iter()
+        .map(|p| (p.t, y(p), p.responses as f64))
+        .collect();
     let (rise, early) = rise_over(&pts)?;
     (rise > (RT_RISE_SHARE * early.max(0.0)).max(RT_RISE_MIN_MS)).then_some((rise, early))
 }
 
-/// The least-squares rise of `(t, y)` over its span, and the fitted value at its start; None
-/// under 3 points (no trend can be told from noise).
-fn rise_over(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
+/// The weighted least-squares rise of `(t, y, weight)` over its span, and the fitted value at
+/// its start; None under 3 points (no trend can be told from noise).
+fn rise_over(pts: &[(f64, f64, f64)]) -> Option<(f64, f64)> {
     if pts.len() < 3 {
         return None;
     }
-    let n = pts.len() as f64;
-    let mt = pts.iter().map(|p| p.0).sum::<f64>() / n;
-    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxx: f64 = pts.iter().map(|p| (p.0 - mt).powi(2)).sum();
+    let n: f64 = pts.iter().map(|p| p.2).sum();
+    if n <= 0.0 {
+        return None;
+    }
+    let mt = pts.iter().map(|p| p.2 * p.0).sum::<f64>() / n;
+    let my = pts.iter().map(|p| p.2 * p.1).sum::<f64>() / n;
+    let sxx: f64 = pts.iter().map(|p| p.2 * (p.0 - mt).powi(2)).sum();
     if sxx == 0.0 {
         return None;
     }
-    let slope = pts.iter().map(|p| (p.0 - mt) * (p.1 - my)).sum::<f64>() / sxx;
+    let slope = pts
+        .iter()
+        .map(|p| p.2 * (p.0 - mt) * (p.1 - my))
+        .sum::<f64>()
+        / sxx;
     let (t0, t1) = (pts[0].0, pts[pts.len() - 1].0);
     Some((slope * (t1 - t0), my + slope * (t0 - mt)))
 }
@@ -157,6 +169,24 @@ mod tests {
         }
         let why = not_sustained(&rec, &queue).expect("the median rose");
         assert!(why.contains("queue was growing"), "{why}");
+    }
+
+    /// The step's last, partial second holds a handful of answers (those that finished after
+    /// its last full second, a round trip later across a 50 ms path): it weighs by its
+    /// answers, not as much as a full second, so its higher median is no trend.
+    #[test]
+    fn a_partial_last_second_weighs_by_its_answers() {
+        let rec = step(0, 100.0, summary(100.0, 100.0, 55.0, 0));
+        let mut tail = series(0, &[63.6, 64.3, 64.2, 88.4]);
+        for ((p, p50), n) in tail
+            .iter_mut()
+            .zip([55.55, 55.49, 55.52, 86.91])
+            .zip([95, 100, 100, 5])
+        {
+            p.response_time_p50_ms = Some(p50);
+            p.responses = n;
+        }
+        assert_eq!(not_sustained(&rec, &tail), None);
     }
 
     /// Response time flat (the server answers each request as fast as ever) while arrivals wait
