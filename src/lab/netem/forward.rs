@@ -340,7 +340,10 @@ impl Relay {
         let done = p.up.shut && p.down.shut;
         if up.is_err() || down.is_err() || done {
             let mut p = self.pairs.remove(&t).expect("present");
-            if (up.is_err() || down.is_err()) && !p.answered {
+            // A refused connect may read as an end of stream, not an error: a socket that
+            // never got a peer was refused either way.
+            let never = p.inner.peer_addr().is_err();
+            if never || ((up.is_err() || down.is_err()) && !p.answered) {
                 self.shared.tcp_refused.fetch_add(1, Ordering::Relaxed);
             }
             let reg = self.poll.registry();
