@@ -73,6 +73,16 @@ fn main() {
             caddy_fpm_serves_three_protocols_and_its_log_counts_them,
         ),
         harness::trial_or_ignored(
+            "caddy_fpm_across_a_20ms_path_in_three_protocols",
+            &[Root, LabPackages, Need::NetNamespace],
+            caddy_fpm_across_a_20ms_path_in_three_protocols,
+        ),
+        harness::trial_or_ignored(
+            "protocols_caddy_experiment_runs_quick_across_its_paths",
+            &[Root, LabPackages, Need::NetNamespace],
+            protocols_caddy_experiment_runs_quick_across_its_paths,
+        ),
+        harness::trial_or_ignored(
             "caddy_writes_nothing_outside_its_prefix",
             LAB,
             caddy_writes_nothing_outside_its_prefix,
@@ -976,6 +986,160 @@ fn caddy_counts_overloads_http3_answers(lab: &Lab, port: u16, ca: &std::path::Pa
         counts.values().sum::<u64>() >= want.values().sum::<u64>()
     });
     assert_eq!(counts, want);
+}
+
+/// caddy-fpm across a 20 ms path: `lab netem --forward PORT` relays the stack's port (on
+/// the host's loopback) to the path's stack side, and HTTP/1.1, 2 and 3 runs in the load
+/// namespace reach PHP through the path: every answer took its round trip (p50 ≥ 20 ms),
+/// the certificate is verified by the lab's CA at the path's address, and Caddy's own access
+/// log counts each protocol's answers as overload's JSON does. No namespace is left.
+fn caddy_fpm_across_a_20ms_path_in_three_protocols() -> Option<String> {
+    if !std::path::Path::new("/usr/bin/caddy").exists() {
+        return Some("caddy is not installed (apt-get install caddy)".into());
+    }
+    let _one = serial();
+    let lab = Lab::new("caddynet");
+    let info = lab.up("caddy-fpm", &["--tls"]);
+    let ca = lab.prefix.join("tls/ca.pem");
+    let port = info.port.to_string();
+    let url = format!("https://{{stack}}:{port}/cpu.php");
+    let mut want = std::collections::BTreeMap::new();
+    for (http, proto) in [("1.1", "HTTP/1.1"), ("2", "HTTP/2.0"), ("3", "HTTP/3.0")] {
+        let out = output_within(
+            bin()
+                .args(["lab", "netem", "--delay", "20ms", "--probe", "0"])
+                .args([
+                    "--forward",
+                    &port,
+                    "--",
+                    env!("CARGO_BIN_EXE_overload"),
+                    "run",
+                    &url,
+                    "-n",
+                    "40",
+                    "-c",
+                    "4",
+                    "--http",
+                    http,
+                    "--cacert",
+                    ca.to_str().unwrap(),
+                    "--json",
+                    "-",
+                ]),
+            Duration::from_secs(120),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "--http {http}: {err}");
+        assert!(err.contains("forwarding 10.77.0.2:"), "{err}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("--http {http}: {e}: {err}"));
+        assert_eq!(v["responses"], 40, "--http {http}: {v}");
+        assert_eq!(v["errors"], serde_json::json!({}), "--http {http}: {v}");
+        assert_eq!(v["protocol"]["version"], http, "{v}");
+        let p50 = v["response_time_ms"]["p50"].as_f64().unwrap();
+        assert!(
+            p50 >= 20.0,
+            "--http {http}: p50 {p50} ms below the path's RTT"
+        );
+        want.insert(proto.to_string(), 40u64);
+    }
+    let log = lab.prefix.join("caddy-fpm/logs/access.log");
+    let mut counts = Default::default();
+    common::wait_until("caddy's access log", Duration::from_secs(10), || {
+        counts = overload::lab::caddy_log::count_file(&log, "/cpu.php").unwrap();
+        counts.values().sum::<u64>() >= 120
+    });
+    assert_eq!(counts, want);
+    let ns = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    let ns = String::from_utf8_lossy(&ns.stdout);
+    lab.down_all_and_check();
+    // Every `lab netem` above has ended: a namespace of theirs left would be listed.
+    for l in ns.lines() {
+        let name = l.split_whitespace().next().unwrap_or("");
+        if let Some(pid) = overload::lab::netem::pid_of(name) {
+            assert!(
+                std::path::Path::new(&format!("/proc/{pid}")).exists(),
+                "{name} left by an ended run"
+            );
+        }
+    }
+    None
+}
+
+/// experiments/protocols-caddy.toml in `--quick`: a lab stack named with a `network` path in
+/// an experiment is reached across it (the relay of its port), in each protocol, to the
+/// experiment's end; the stack and the namespaces are gone afterwards.
+fn protocols_caddy_experiment_runs_quick_across_its_paths() -> Option<String> {
+    if !std::path::Path::new("/usr/bin/caddy").exists() {
+        return Some("caddy is not installed (apt-get install caddy)".into());
+    }
+    let _one = serial();
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/experiments/protocols-caddy.toml"
+    );
+    let dir = common::scratch();
+    let out = dir.path().join("exp");
+    let lab = Lab::new("pcaddy");
+    let o = output_within(
+        bin()
+            .args(["experiment", file, "--quick", "-q", "--out"])
+            .arg(&out)
+            .env("OVERLOAD_LAB_DIR", &lab.prefix),
+        Duration::from_secs(300),
+    );
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{text}");
+    for loss in ["0", "1"] {
+        for (proto, version) in [("h1", "1.1"), ("h2", "2"), ("h3", "3")] {
+            let run = out.join(format!("caddy-{proto}-rtt50-loss{loss}-r1"));
+            let steps = std::fs::read_to_string(run.join("steps.jsonl"))
+                .unwrap_or_else(|e| panic!("{}: {e}\n{text}", run.display()));
+            let step: serde_json::Value =
+                serde_json::from_str(steps.lines().next().unwrap()).unwrap();
+            assert_eq!(step["protocol"]["version"], version, "{step}");
+            assert!(step["responses"].as_u64().unwrap() > 0, "{step}");
+            // Every answer crossed the path's 50 ms round trip.
+            let p50 = step["response_time_ms"]["p50"].as_f64().unwrap();
+            assert!(p50 >= 50.0, "{}: p50 {p50} ms", run.display());
+        }
+    }
+    let step = |name: &str| -> serde_json::Value {
+        let steps = std::fs::read_to_string(out.join(name).join("steps.jsonl")).unwrap();
+        serde_json::from_str(steps.lines().next().unwrap()).unwrap()
+    };
+    // Caddy accepts early data: resumed connections' requests went with their first flight.
+    let early = step("caddy-h3-0rtt-rtt50-loss0-r1");
+    assert!(
+        early["quic"]["zero_rtt_accepted"].as_u64().unwrap() > 0,
+        "{early}"
+    );
+    let alt = step("caddy-altsvc-rtt50-loss0-r1");
+    assert_eq!(alt["protocol"]["version"], "3", "{alt}");
+    assert_eq!(alt["protocol"]["chosen_by"], "alt-svc", "{alt}");
+    // The stack went down after each run: nothing of it is left running.
+    assert!(lab.status().is_empty(), "a stack left up");
+    let ns = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    for l in String::from_utf8_lossy(&ns.stdout).lines() {
+        let name = l.split_whitespace().next().unwrap_or("");
+        if let Some(pid) = overload::lab::netem::pid_of(name) {
+            assert!(
+                std::path::Path::new(&format!("/proc/{pid}")).exists(),
+                "{name} left by an ended run"
+            );
+        }
+    }
+    None
 }
 
 /// The first file named `name` under `dir` (depth-first), if any.

@@ -11,8 +11,8 @@ pub const RT_RISE_SHARE: f64 = 0.5;
 pub const RT_RISE_MIN_MS: f64 = 10.0;
 
 /// Why the server did not keep up during this open-loop step, or None when it did: throughput
-/// below 95% of the offered rate, or response time or send lag trending up over the step's
-/// seconds.
+/// below 95% of the offered rate, or response time (each second's median; its mean in series
+/// written without one) or send lag trending up over the step's seconds.
 pub fn not_sustained(rec: &StepRecord, series: &[SeriesPoint]) -> Option<String> {
     let x = rec.summary.throughput;
     if x < THROUGHPUT_SHARE * rec.offered {
@@ -26,7 +26,10 @@ pub fn not_sustained(rec: &StepRecord, series: &[SeriesPoint]) -> Option<String>
         .iter()
         .filter(|p| p.step == rec.step && !p.warmup && p.responses > 0)
         .collect();
-    if let Some((rise, early)) = growing(&seconds, |p| p.response_time_mean_ms) {
+    // Each second's median where the series has it: a growing queue lifts the median, while
+    // a few requests that waited a retransmission timeout (a lossy path) lift only the mean.
+    let typical = |p: &SeriesPoint| p.response_time_p50_ms.unwrap_or(p.response_time_mean_ms);
+    if let Some((rise, early)) = growing(&seconds, typical) {
         return Some(format!(
             "not sustained: response time rose by {rise:.1} ms over the step (from about {early:.1} ms): the queue was growing"
         ));
@@ -48,25 +51,37 @@ pub fn not_sustained(rec: &StepRecord, series: &[SeriesPoint]) -> Option<String>
 /// The rise of `y` over the seconds and its early level, when it trends up by more than
 /// [`RT_RISE_SHARE`] of that level and at least [`RT_RISE_MIN_MS`].
 fn growing(seconds: &[&SeriesPoint], y: impl Fn(&SeriesPoint) -> f64) -> Option<(f64, f64)> {
-    let pts: Vec<(f64, f64)> = seconds.iter().map(|p| (p.t, y(p))).collect();
+    // Each second weighs by its answers: the step's partial last second (a handful of
+    // answers) must not make a trend of its own.
+    let pts: Vec<(f64, f64, f64)> = seconds
+        .iter()
+        .map(|p| (p.t, y(p), p.responses as f64))
+        .collect();
     let (rise, early) = rise_over(&pts)?;
     (rise > (RT_RISE_SHARE * early.max(0.0)).max(RT_RISE_MIN_MS)).then_some((rise, early))
 }
 
-/// The least-squares rise of `(t, y)` over its span, and the fitted value at its start; None
-/// under 3 points (no trend can be told from noise).
-fn rise_over(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
+/// The weighted least-squares rise of `(t, y, weight)` over its span, and the fitted value at
+/// its start; None under 3 points (no trend can be told from noise).
+fn rise_over(pts: &[(f64, f64, f64)]) -> Option<(f64, f64)> {
     if pts.len() < 3 {
         return None;
     }
-    let n = pts.len() as f64;
-    let mt = pts.iter().map(|p| p.0).sum::<f64>() / n;
-    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxx: f64 = pts.iter().map(|p| (p.0 - mt).powi(2)).sum();
+    let n: f64 = pts.iter().map(|p| p.2).sum();
+    if n <= 0.0 {
+        return None;
+    }
+    let mt = pts.iter().map(|p| p.2 * p.0).sum::<f64>() / n;
+    let my = pts.iter().map(|p| p.2 * p.1).sum::<f64>() / n;
+    let sxx: f64 = pts.iter().map(|p| p.2 * (p.0 - mt).powi(2)).sum();
     if sxx == 0.0 {
         return None;
     }
-    let slope = pts.iter().map(|p| (p.0 - mt) * (p.1 - my)).sum::<f64>() / sxx;
+    let slope = pts
+        .iter()
+        .map(|p| p.2 * (p.0 - mt) * (p.1 - my))
+        .sum::<f64>()
+        / sxx;
     let (t0, t1) = (pts[0].0, pts[pts.len() - 1].0);
     Some((slope * (t1 - t0), my + slope * (t0 - mt)))
 }
@@ -134,6 +149,44 @@ mod tests {
         let mut warm = series(0, &[20.0, 40.0, 60.0, 80.0]);
         warm.iter_mut().for_each(|p| p.warmup = true);
         assert_eq!(not_sustained(&rec, &warm), None);
+    }
+
+    /// A lossy path (1% per packet): the median stays at the server's 5 ms, but a few requests
+    /// of the last second waited a retransmission timeout (200 ms and more), which lifts that
+    /// second's mean by 11 ms. No queue grew: the step is sustained. A median that rises is
+    /// a queue, as before.
+    #[test]
+    fn outliers_of_a_lossy_path_are_no_growing_queue() {
+        let rec = step(0, 100.0, summary(100.0, 100.0, 5.0, 0));
+        let mut lossy = series(0, &[5.59, 5.56, 16.67]);
+        for (p, p50) in lossy.iter_mut().zip([5.33, 5.29, 5.24]) {
+            p.response_time_p50_ms = Some(p50);
+        }
+        assert_eq!(not_sustained(&rec, &lossy), None);
+        let mut queue = series(0, &[5.6, 30.0, 60.0]);
+        for (p, p50) in queue.iter_mut().zip([5.3, 28.0, 58.0]) {
+            p.response_time_p50_ms = Some(p50);
+        }
+        let why = not_sustained(&rec, &queue).expect("the median rose");
+        assert!(why.contains("queue was growing"), "{why}");
+    }
+
+    /// The step's last, partial second holds a handful of answers (those that finished after
+    /// its last full second, a round trip later across a 50 ms path): it weighs by its
+    /// answers, not as much as a full second, so its higher median is no trend.
+    #[test]
+    fn a_partial_last_second_weighs_by_its_answers() {
+        let rec = step(0, 100.0, summary(100.0, 100.0, 55.0, 0));
+        let mut tail = series(0, &[63.6, 64.3, 64.2, 88.4]);
+        for ((p, p50), n) in tail
+            .iter_mut()
+            .zip([55.55, 55.49, 55.52, 86.91])
+            .zip([95, 100, 100, 5])
+        {
+            p.response_time_p50_ms = Some(p50);
+            p.responses = n;
+        }
+        assert_eq!(not_sustained(&rec, &tail), None);
     }
 
     /// Response time flat (the server answers each request as fast as ever) while arrivals wait

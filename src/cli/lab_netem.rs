@@ -16,7 +16,10 @@ The load side is 10.77.0.1, the stack side 10.77.0.2 (also in $OVERLOAD_NETEM_ST
 in COMMAND's arguments is replaced by it). Root only. Example:
   overload lab netem --delay 50ms --loss 1% \\
     --stack-cmd 'overload target --listen 0.0.0.0:8080 --allow-remote' --stack-port 8080 \\
-    -- overload run http://{stack}:8080/ -d 10s --rate 200")]
+    -- overload run http://{stack}:8080/ -d 10s --rate 200
+A lab stack (it listens on the host's loopback) across the path:
+  overload lab up caddy-fpm --tls --port 8443
+  overload lab netem --delay 50ms --forward 8443 -- overload run --http 3 https://{stack}:8443/ -d 10s")]
 pub struct NetemArgs {
     /// Round-trip delay added to the path (half each way).
     #[arg(long, value_parser = parse_duration, value_name = "DURATION", default_value = "0s",
@@ -57,8 +60,12 @@ pub struct NetemArgs {
     /// How long the stack may take to accept on --stack-port.
     #[arg(long, value_parser = parse_duration, value_name = "DURATION", default_value = "30s")]
     pub stack_timeout: Duration,
+    /// Relay the host's 127.0.0.1:PORT (a lab stack) to {stack}:PORT, TCP and UDP, so the
+    /// load reaches it across the path (repeatable).
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub forward: Vec<u16>,
     /// Remove the namespaces that killed runs left (ovl-<pid>-*, whose pid is gone), and exit.
-    #[arg(long, conflicts_with_all = ["stack_cmd", "command"])]
+    #[arg(long, conflicts_with_all = ["stack_cmd", "command", "forward"])]
     pub cleanup: bool,
     /// The command run in the load namespace; the path is removed when it ends.
     #[arg(
@@ -99,23 +106,35 @@ pub fn run(a: NetemArgs) -> Result<i32> {
     };
     spec.check()?;
     crate::signals::install_patient();
-    let path = NetPath::create(spec)?;
+    let mut path = NetPath::create(spec)?;
     crate::eoutln!(
         "lab netem: {} ({})",
         path.describe(),
         path.names().join(", ")
     );
-    let result = across(&path, &a);
+    let result = forward(&mut path, &a.forward).and_then(|()| across(&path, &a));
+    for (port, c) in path.forwarded() {
+        crate::eoutln!("lab netem: {}", c.describe(port));
+    }
     let counts = path.remove();
     match counts {
-        Ok(Some([up, down])) => crate::eoutln!(
-            "lab netem: bridge: toward the stack {} forwarded, {} lost, {} over the queue; back {} forwarded, {} lost, {} over the queue",
-            up.forwarded, up.lost, up.overflow, down.forwarded, down.lost, down.overflow
-        ),
+        Ok(Some(c)) => crate::eoutln!("lab netem: {}", netem::describe_counts(&c)),
         Ok(None) => {}
         Err(e) => crate::eoutln!("overload: {e}"),
     }
     result
+}
+
+/// The host's loopback ports relayed to the stack side.
+fn forward(path: &mut NetPath, ports: &[u16]) -> Result<()> {
+    for &port in ports {
+        path.forward(port)?;
+        crate::eoutln!(
+            "lab netem: forwarding {}:{port} (TCP and UDP) to the host's 127.0.0.1:{port}",
+            netem::STACK_ADDR
+        );
+    }
+    Ok(())
 }
 
 /// The probe, the stack, the command; the stack stopped whatever happens.

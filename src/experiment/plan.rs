@@ -288,7 +288,7 @@ pub(crate) fn request_config(c: &Config, base: &str) -> RequestConfig {
     }
 }
 
-fn conn_config(c: &Config) -> ConnConfig {
+pub(crate) fn conn_config(c: &Config) -> ConnConfig {
     let r = &c.request;
     ConnConfig {
         keep_alive: r.keep_alive,
@@ -297,6 +297,7 @@ fn conn_config(c: &Config) -> ConnConfig {
         connect_timeout: r.connect_timeout,
         threads: r.threads,
         http: r.http,
+        alt_svc: r.alt_svc,
         streams: r.streams,
         tls: r.tls.clone(),
         io: r.io,
@@ -534,7 +535,7 @@ pub fn describe(exp: &Experiment, dir: &str) -> String {
     );
     for c in &exp.configs {
         let server = match &c.server {
-            Server::Lab { spec, db } => {
+            Server::Lab { spec, db, .. } => {
                 let mut s = format!("lab {}", spec.stack);
                 if let Ok(r) = spec.resolve() {
                     let knobs: Vec<String> = r

@@ -70,7 +70,7 @@ fn groups<'a>(exp: &'a Experiment, dir: &Path, state: &State) -> Vec<Group<'a>> 
 /// What the configuration's server is, in a few words.
 pub fn server_text(c: &Config) -> String {
     match &c.server {
-        Server::Lab { spec, db } => {
+        Server::Lab { spec, db, .. } => {
             let mut s = spec.stack.name().to_string();
             if let Ok(r) = spec.resolve() {
                 for (k, v) in r.describe() {

@@ -18,6 +18,9 @@ const TEARDOWN_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a setup server gets between SIGTERM and SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
+/// The impaired path of a run, and this thread inside its load namespace (left first).
+type Net = Option<Box<(lab::netem::ns::Entered, lab::netem::NetPath)>>;
+
 /// A server that runs.
 enum Started {
     Lab {
@@ -26,14 +29,61 @@ enum Started {
         db: bool,
         opts: LabOptions,
         url: String,
+        net: Net,
     },
     Command {
         part: PartInfo,
         child: Child,
         url: String,
-        /// The impaired path, and this thread inside its load namespace (left first).
-        net: Option<Box<(lab::netem::ns::Entered, lab::netem::NetPath)>>,
+        net: Net,
     },
+}
+
+/// A run's path, made and probed (what it is and what the probe saw, printed).
+fn make_path(spec: &lab::netem::PathSpec) -> crate::Result<lab::netem::NetPath> {
+    let path = lab::netem::NetPath::create(*spec)?;
+    crate::outln!("  network: {}", path.describe());
+    let p = path.probe(20)?;
+    crate::outln!("  network: {}", p.describe());
+    Ok(path)
+}
+
+/// A lab stack (on the host's loopback) behind a path: its port relayed to the stack side,
+/// this thread moved to the load side; the URL the load uses there.
+fn lab_across(spec: &lab::netem::PathSpec, url: &str) -> crate::Result<(String, Net)> {
+    let u = crate::url::Url::parse(url).map_err(Error::runtime)?;
+    let mut path = make_path(spec)?;
+    // From this thread, still in the host's namespace: the relay connects to loopback here.
+    path.forward(u.port)?;
+    let stack = lab::netem::STACK_ADDR;
+    crate::outln!(
+        "  network: {stack}:{} relayed to the stack's {}:{} (TCP and UDP)",
+        u.port,
+        u.host,
+        u.port
+    );
+    let across = format!("{}://{stack}:{}", u.scheme.as_str(), u.port);
+    let home = lab::netem::ns::Entered::enter(path.load_ns())?;
+    Ok((across, Some(Box::new((home, path)))))
+}
+
+/// Back to the host's namespace, then the path goes; what the bridge did is printed (a
+/// queue that overflowed is loss the file did not ask for).
+fn remove_path(net: Net) -> crate::Result<()> {
+    match net {
+        Some(b) => {
+            let (home, path) = *b;
+            drop(home);
+            for (port, c) in path.forwarded() {
+                crate::outln!("  network: {}", c.describe(port));
+            }
+            if let Some(c) = path.remove()? {
+                crate::outln!("  network: {}", lab::netem::describe_counts(&c));
+            }
+            Ok(())
+        }
+        None => Ok(()),
+    }
 }
 
 impl Started {
@@ -148,7 +198,7 @@ fn start(
     state: &mut State,
 ) -> crate::Result<Started> {
     match &c.server {
-        Server::Lab { spec, db } => {
+        Server::Lab { spec, db, network } => {
             let opts = lab_options(exp);
             if let Some(k) = db {
                 let dbspec = StackSpec {
@@ -174,11 +224,25 @@ fn start(
                 info.startup_secs,
                 info.url
             );
+            let (url, net) = match network {
+                None => (info.url, None),
+                Some(n) => match lab_across(n, &info.url) {
+                    Ok(x) => x,
+                    Err(e) => {
+                        let _ = lab::down(spec.stack, &opts);
+                        if db.is_some() {
+                            let _ = lab::down(Stack::Mariadb, &opts);
+                        }
+                        return Err(e);
+                    }
+                },
+            };
             Ok(Started::Lab {
                 stack: spec.stack,
                 db: db.is_some(),
                 opts,
-                url: info.url,
+                url,
+                net,
             })
         }
         Server::Command {
@@ -192,13 +256,7 @@ fn start(
             // The path first: the server starts in its stack namespace, and this thread
             // (the readiness probe, the load's threads it starts) moves to its load side.
             let net = match network {
-                Some(spec) => {
-                    let path = lab::netem::NetPath::create(*spec)?;
-                    crate::outln!("  network: {}", path.describe());
-                    let p = path.probe(20)?;
-                    crate::outln!("  network: {}", p.describe());
-                    Some(path)
-                }
+                Some(spec) => Some(make_path(spec)?),
                 None => None,
             };
             let logs = dir.join("logs");
@@ -306,13 +364,20 @@ fn run_bounded(cmd: &str, log: &Path, run_dir: &Path, limit: Duration) -> crate:
 fn stop(c: &Config, s: Started, run: &Run, dir: &Path) -> crate::Result<()> {
     match s {
         Started::Lab {
-            stack, db, opts, ..
+            stack,
+            db,
+            opts,
+            net,
+            ..
         } => {
+            // The path first: the load's namespace is left, and the relay stops before the
+            // stack it relays to.
+            let gone = remove_path(net);
             lab::down(stack, &opts)?;
             if db {
                 lab::down(Stack::Mariadb, &opts)?;
             }
-            Ok(())
+            gone
         }
         Started::Command {
             part,
@@ -335,13 +400,8 @@ fn stop(c: &Config, s: Started, run: &Run, dir: &Path) -> crate::Result<()> {
                 first.get_or_insert(e);
             }
             let _ = child.try_wait();
-            // Back to the host's namespace, then the path goes.
-            if let Some(b) = net {
-                let (home, path) = *b;
-                drop(home);
-                if let Err(e) = path.remove() {
-                    first.get_or_insert(e);
-                }
+            if let Err(e) = remove_path(net) {
+                first.get_or_insert(e);
             }
             // The next configuration may listen on the same port.
             if let Some(port) = local_port(&url) {

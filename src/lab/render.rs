@@ -201,7 +201,7 @@ fn tls_vars(cfg: &Resolved, l: &Layout) -> Vec<(&'static str, String)> {
             ("LISTEN_TLS", String::new()),
             ("NGINX_TLS", String::new()),
             ("APACHE_TLS", String::new()),
-            ("CADDY_SITE", format!("http://127.0.0.1:{}", cfg.port)),
+            ("CADDY_SITE", caddy_site("http", cfg.port)),
             ("CADDY_TLS", String::new()),
         ];
     }
@@ -234,9 +234,17 @@ fn tls_vars(cfg: &Resolved, l: &Layout) -> Vec<(&'static str, String)> {
         ("LISTEN_TLS", listen.to_string()),
         ("NGINX_TLS", nginx),
         ("APACHE_TLS", apache),
-        ("CADDY_SITE", format!("https://127.0.0.1:{}", cfg.port)),
+        ("CADDY_SITE", caddy_site("https", cfg.port)),
         ("CADDY_TLS", format!("\ttls {cert} {key}\n")),
     ]
+}
+
+/// Caddy's site addresses: its hosts are also a match on the request's Host, so the stack
+/// side of a `lab netem` path (whose relay brings the load to this port) is named beside
+/// loopback; any other Host gets Caddy's empty answer, as before.
+fn caddy_site(scheme: &str, port: u16) -> String {
+    let stack = super::netem::STACK_ADDR;
+    format!("{scheme}://127.0.0.1:{port}, {scheme}://{stack}:{port}")
 }
 
 /// The apps of the document root; db.php gets the database port.
@@ -311,6 +319,10 @@ mod tests {
                 }
                 let conf = files.iter().map(|(_, t)| t.as_str()).collect::<String>();
                 assert!(conf.contains(&format!("127.0.0.1:{}", cfg.port)));
+                if stack == Stack::CaddyFpm {
+                    // Reached across a `lab netem` path too (its Host is that address).
+                    assert!(conf.contains(&format!("http://10.77.0.2:{} {{", cfg.port)));
+                }
             }
         }
         let www = www_files(&Layout::new(Path::new("/tmp/ol"), Stack::NginxFpm), 13399).unwrap();

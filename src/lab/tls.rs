@@ -1,6 +1,7 @@
 //! The lab's HTTPS identity: one CA and a server certificate it signs (localhost, 127.0.0.1,
-//! ::1), made by the target's generator the first time a stack comes up with `--tls` and
-//! kept in `<prefix>/tls/`, so a `--cacert` path handed to a run stays valid across restarts.
+//! ::1, and 10.77.0.2: the stack side of a `lab netem` path), made by the target's generator
+//! the first time a stack comes up with `--tls` and kept in `<prefix>/tls/`, so a `--cacert`
+//! path handed to a run stays valid across restarts.
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};

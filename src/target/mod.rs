@@ -41,7 +41,7 @@ mod tls;
 mod workers;
 
 pub use faults::Fault;
-pub use tls::{TargetTls, TlsFault};
+pub use tls::{TargetTls, TlsFault, NAMES as CERT_NAMES};
 
 /// How to run the target. `Default` listens on 127.0.0.1 on a free port, unlimited workers,
 /// no stall, no fault, one runtime thread per core, backlog 1024.

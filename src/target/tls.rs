@@ -85,8 +85,10 @@ impl fmt::Debug for TargetTls {
     }
 }
 
-/// The names a generated certificate is valid for: how loopback is reached.
-const NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+/// The names a generated certificate is valid for: how loopback is reached, and the stack
+/// side of an `overload lab netem` path (lab::netem::STACK_ADDR), where a target or a lab
+/// stack is reached across the impaired path.
+pub const NAMES: [&str; 4] = ["localhost", "127.0.0.1", "::1", "10.77.0.2"];
 
 fn cert_err(e: rcgen::Error) -> String {
     format!("cannot make a certificate: {e}")

@@ -43,6 +43,11 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
             a_load_run_across_the_bridge,
         ),
         harness::trial(
+            "a_host_port_forwarded_across_the_path_in_tcp_and_quic",
+            NS,
+            a_host_port_forwarded_across_the_path_in_tcp_and_quic,
+        ),
+        harness::trial(
             "cleanup_removes_only_dead_runs_namespaces",
             NS,
             cleanup_removes_only_dead_runs_namespaces,
@@ -66,6 +71,11 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
             "protocols_experiment_quick_runs_every_row_across_the_path",
             NS,
             protocols_experiment_quick_runs_every_row_across_the_path,
+        ),
+        harness::trial(
+            "protocols_capacity_experiment_quick_searches_every_row",
+            NS,
+            protocols_capacity_experiment_quick_searches_every_row,
         ),
     ]
 }
@@ -317,6 +327,80 @@ fn a_load_run_across_the_bridge() {
     assert!(p50 >= 40.0, "p50 {p50}: {t}");
 }
 
+/// `--forward PORT`: a server on the host's loopback (the embedded target, TLS and HTTP/3,
+/// as a lab stack would be) is reached from the load namespace at {stack}:PORT across a
+/// 30 ms path, over TCP (HTTP/2) and QUIC (HTTP/3): every answer took the round trip, the
+/// relay counts what it carried, and the namespaces go. A port nobody listens on is counted
+/// as refused, the run's requests failed, never a hang.
+fn a_host_port_forwarded_across_the_path_in_tcp_and_quic() {
+    let _paths = making_paths();
+    let target = common::Target::start(&["--tls", "--http3"]);
+    let port = target.url.rsplit(':').next().unwrap().to_string();
+    let url = format!("https://{{stack}}:{port}/");
+    for (http, carried) in [("2", "1 TCP connections"), ("3", "0 TCP connections")] {
+        let (pid, o) = netem(&[
+            "--delay",
+            "30ms",
+            "--probe",
+            "0",
+            "--forward",
+            &port,
+            "--",
+            env!("CARGO_BIN_EXE_overload"),
+            "run",
+            &url,
+            "--http",
+            http,
+            "--insecure",
+            "-n",
+            "40",
+            "-c",
+            "4",
+            "--threads",
+            "1",
+            "--json",
+            "-",
+        ]);
+        let t = text(&o);
+        assert!(o.status.success(), "--http {http}: {t}");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("the run's JSON");
+        assert_eq!(common::f(&v, "responses"), 40.0, "{t}");
+        assert_eq!(v["protocol"]["version"], http, "{t}");
+        let p50 = common::f(&v, "response_time_ms.p50");
+        assert!(p50 >= 30.0, "--http {http}: p50 {p50} ms: {t}");
+        assert!(t.contains(&format!("forward {port}: {carried}")), "{t}");
+        if http == "3" {
+            assert!(!t.contains("0 UDP peers"), "{t}");
+        }
+        assert!(namespaces_of(pid).is_empty(), "{:?}", namespaces_of(pid));
+    }
+    drop(target);
+    let free = common::free_port().to_string();
+    let (pid, o) = netem(&[
+        "--probe",
+        "0",
+        "--forward",
+        &free,
+        "--",
+        env!("CARGO_BIN_EXE_overload"),
+        "run",
+        &format!("http://{{stack}}:{free}/"),
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "--connect-timeout",
+        "2s",
+    ]);
+    let t = text(&o);
+    assert!(t.contains("refused by 127.0.0.1"), "{t}");
+    assert!(
+        !t.contains(&format!("(0 refused by 127.0.0.1:{free})")),
+        "nothing counted as refused: {t}"
+    );
+    assert!(namespaces_of(pid).is_empty(), "{:?}", namespaces_of(pid));
+}
+
 fn cleanup_removes_only_dead_runs_namespaces() {
     let _paths = planting_leftovers();
     // A pid that no longer runs, and one that does (this test's).
@@ -361,12 +445,9 @@ fn bad_values_are_one_line_usage_errors() {
     }
 }
 
-/// experiments/protocols.toml in `--quick` (about a minute): every row (3 protocols × 4
-/// paths × resumption on/off) runs across its path, answered, and the namespaces go.
-fn protocols_experiment_quick_runs_every_row_across_the_path() {
-    let _paths = making_paths();
-    let dir = common::scratch();
-    let out = dir.path().join("protocols");
+/// `overload experiment FILE --quick --out OUT` with this build's `overload` first in PATH
+/// (the rows' setup commands start it); its pid, status and output.
+fn experiment_quick(file: &str, out: &std::path::Path) -> (u32, bool, String) {
     let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_overload"))
         .parent()
         .unwrap();
@@ -375,10 +456,9 @@ fn protocols_experiment_quick_runs_every_row_across_the_path() {
         bin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/protocols.toml");
     let mut child = bin()
         .args(["experiment", file, "--quick", "--out"])
-        .arg(&out)
+        .arg(out)
         .env("PATH", path)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -386,21 +466,51 @@ fn protocols_experiment_quick_runs_every_row_across_the_path() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    let o = {
-        let status =
-            wait_within(&mut child, Duration::from_secs(300)).expect("the experiment ended");
-        let mut s = String::new();
-        use std::io::Read;
-        child.stdout.take().unwrap().read_to_string(&mut s).unwrap();
-        child.stderr.take().unwrap().read_to_string(&mut s).unwrap();
-        (status, s)
+    // Read while it runs: a full pipe would stall the experiment.
+    let drain = |p: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut p) = p {
+                let _ = p.read_to_string(&mut s);
+            }
+            s
+        })
     };
-    assert!(o.0.success(), "{}", o.1);
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let status = wait_within(&mut child, Duration::from_secs(300)).expect("the experiment ended");
+    let text = out.join().unwrap() + &err.join().unwrap();
+    (pid, status.success(), text)
+}
+
+/// The first step of a run folder's steps.jsonl.
+fn first_step(run: &std::path::Path) -> serde_json::Value {
+    let steps = std::fs::read_to_string(run.join("steps.jsonl"))
+        .unwrap_or_else(|e| panic!("{}: {e}", run.display()));
+    let line = steps.lines().next().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{}: {e}", run.display()))
+}
+
+/// experiments/protocols.toml in `--quick` (about a minute): every row (3 protocols × 4
+/// paths × resumption on/off, and the Alt-Svc row) runs across its path, answered, and the
+/// namespaces go. The Alt-Svc row speaks HTTP/3 because the target announced it.
+fn protocols_experiment_quick_runs_every_row_across_the_path() {
+    let _paths = making_paths();
+    let dir = common::scratch();
+    let out = dir.path().join("protocols");
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/protocols.toml");
+    let (pid, ok, text) = experiment_quick(file, &out);
+    let o = (ok, text);
+    assert!(o.0, "{}", o.1);
     assert!(
         o.1.contains("network: bridge") || o.1.contains("network: netem"),
         "{}",
         o.1
     );
+    // Under the bridge, each run says what it did to the traffic (overflows included).
+    if o.1.contains("network: bridge") {
+        assert!(o.1.contains("network: bridge: toward the stack"), "{}", o.1);
+    }
     let mut rows = 0;
     for proto in ["h1", "h2", "h3"] {
         for net in ["rtt0-loss0", "rtt0-loss1", "rtt50-loss0", "rtt50-loss1"] {
@@ -409,6 +519,49 @@ fn protocols_experiment_quick_runs_every_row_across_the_path() {
                 let steps = std::fs::read_to_string(run.join("steps.jsonl"))
                     .unwrap_or_else(|e| panic!("{}: {e}", run.display()));
                 assert!(steps.contains("\"responses\""), "{}", run.display());
+                rows += 1;
+            }
+        }
+    }
+    assert_eq!(rows, 24);
+    let alt = first_step(&out.join("altsvc-rtt50-loss0-r1"));
+    assert_eq!(alt["protocol"]["version"], "3", "{alt}");
+    assert_eq!(alt["protocol"]["chosen_by"], "alt-svc", "{alt}");
+    assert!(common::f(&alt, "responses") > 0.0, "{alt}");
+    assert!(
+        namespaces_of(pid).is_empty(),
+        "left: {:?}",
+        namespaces_of(pid)
+    );
+}
+
+/// experiments/protocols-capacity.toml in `--quick` (about a minute): every row's capacity
+/// search runs across its path (open loop, its rates probed) to a verdict, and the
+/// namespaces go.
+fn protocols_capacity_experiment_quick_searches_every_row() {
+    let _paths = making_paths();
+    let dir = common::scratch();
+    let out = dir.path().join("capacity");
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/experiments/protocols-capacity.toml"
+    );
+    let (pid, ok, text) = experiment_quick(file, &out);
+    assert!(ok, "{text}");
+    let mut rows = 0;
+    for proto in ["h1", "h2", "h3"] {
+        for net in ["rtt0-loss0", "rtt0-loss1", "rtt50-loss0", "rtt50-loss1"] {
+            for res in ["resumed", "full"] {
+                let run = out.join(format!("cap-{proto}-{net}-{res}-r1"));
+                let step = first_step(&run);
+                assert_eq!(step["mode"], "open", "{}", run.display());
+                assert_eq!(common::f(&step, "offered_rate"), 200.0, "{}", run.display());
+                assert!(common::f(&step, "responses") > 0.0, "{}", run.display());
+                let meta: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap())
+                        .unwrap();
+                assert_eq!(meta["kind"], "capacity", "{}", run.display());
+                assert_eq!(meta["complete"], true, "{}", run.display());
                 rows += 1;
             }
         }

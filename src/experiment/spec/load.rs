@@ -285,8 +285,10 @@ pub(super) fn request_of(file: &Path, label: &str, r: &RawRequest) -> crate::Res
     };
     // The command line's own checks (streams' range, TLS options that contradict each other),
     // on the same typed configuration; the message names the flag, the prefix the table.
+    let alt_svc = r.alt_svc.unwrap_or(conn.alt_svc);
     let checked = ConnConfig {
         http,
+        alt_svc,
         streams,
         keep_alive,
         tls: tls.clone(),
@@ -307,6 +309,7 @@ pub(super) fn request_of(file: &Path, label: &str, r: &RawRequest) -> crate::Res
         connect_timeout,
         threads: r.threads,
         http,
+        alt_svc,
         streams,
         tls,
         scenario,
@@ -359,6 +362,16 @@ fn tls_of(file: &Path, label: &str, r: &RawRequest) -> crate::Result<TlsConfig> 
             )
         })?,
     };
+    let early_data = match &r.zero_rtt {
+        None => d.early_data,
+        Some(v) => knob_bool(v).ok_or_else(|| {
+            err(
+                file,
+                &key("zero_rtt"),
+                format!("{} is not on or off", knob_text(v)),
+            )
+        })?,
+    };
     let version = match &r.tls_version {
         None => d.version,
         Some(Text(t)) => Some(match t.as_str() {
@@ -387,6 +400,7 @@ fn tls_of(file: &Path, label: &str, r: &RawRequest) -> crate::Result<TlsConfig> 
         insecure: r.insecure.unwrap_or(d.insecure),
         version,
         resumption,
+        early_data,
         ..d
     })
 }

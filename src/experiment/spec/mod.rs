@@ -57,7 +57,13 @@ pub struct Config {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Server {
     /// A lab stack; `db` is MariaDB's own knobs when the configuration sets them.
-    Lab { spec: StackSpec, db: Option<Knobs> },
+    Lab {
+        spec: StackSpec,
+        db: Option<Knobs>,
+        /// Set: the stack (on the host's loopback) is reached from the load namespace of an
+        /// impaired path, through its port relayed to the stack side (`lab netem --forward`).
+        network: Option<crate::lab::netem::PathSpec>,
+    },
     Command {
         setup: String,
         teardown: Option<String>,
@@ -84,6 +90,8 @@ pub struct Request {
     pub threads: Option<usize>,
     /// The command line's types: `--http`, `--streams`, and the TLS options.
     pub http: HttpVersion,
+    /// `--alt-svc`: under `http = "auto"`, HTTP/3 when the server's Alt-Svc announces it.
+    pub alt_svc: bool,
     pub streams: u32,
     pub tls: TlsConfig,
     /// `--scenario`: users follow this file's requests against the server (paths unused).
@@ -291,6 +299,13 @@ fn tls_for_server(
         Server::Lab { spec, .. } => spec.knobs.tls == Some(true),
         Server::Command { url, .. } => url.starts_with("https://"),
     } || req.paths.iter().any(|p| p.starts_with("https://"));
+    if !https && req.alt_svc {
+        return Err(err(
+            file,
+            &format!("config '{name}' request"),
+            "alt_svc = true needs an https:// server (the Alt-Svc it follows leads to HTTP/3, which is QUIC, always encrypted)",
+        ));
+    }
     if !https && req.http == HttpVersion::V3 {
         return Err(err(
             file,
@@ -303,7 +318,7 @@ fn tls_for_server(
         return Err(err(
             file,
             &format!("config '{name}' request"),
-            "cacert, insecure, tls_resumption and tls_version need an https:// server (knobs.tls = true for a lab stack)",
+            "cacert, insecure, tls_resumption, tls_version and zero_rtt need an https:// server (knobs.tls = true for a lab stack)",
         ));
     }
     if let Server::Lab { .. } = server {
@@ -572,7 +587,7 @@ load = { users = "1:9:4", step = "2s" }
         assert_eq!(fpm.load.step, Duration::from_secs(2));
         assert_eq!(fpm.load.warmup, Duration::from_secs(1), "inherited");
         match &fpm.server {
-            Server::Lab { spec, db } => {
+            Server::Lab { spec, db, .. } => {
                 assert_eq!(
                     spec.knobs.max_children,
                     Some(8),
@@ -789,8 +804,21 @@ load = { users = "1:9:4", step = "2s" }
             let got = e(&format!("{setup}{extra}\n"));
             assert!(got.contains(want), "{extra}: {got}");
         }
-        let got = e("[load]\nusers = [1]\n[[config]]\nstack = \"nginx-fpm\"\nnetwork = { delay = \"50ms\" }\n");
-        assert!(got.contains("network"), "{got}");
+        // A lab stack across a path: every point of its matrix is reached through it.
+        let x = p("[request]\npath = \"/\"\n[load]\nusers = [1]\n[[config]]\nstack = [\"nginx-fpm\", \"caddy-fpm\"]\nnetwork = { delay = \"50ms\", loss = \"1%\" }\n").unwrap();
+        assert_eq!(x.configs.len(), 2);
+        for c in &x.configs {
+            match &c.server {
+                Server::Lab {
+                    network: Some(n), ..
+                } => assert_eq!((n.rtt, n.loss), (Duration::from_millis(50), 0.01)),
+                other => panic!("{other:?}"),
+            }
+        }
+        let got = e(
+            "[load]\nusers = [1]\n[[config]]\nstack = \"nginx-fpm\"\nnetwork = { loss = \"2\" }\n",
+        );
+        assert!(got.contains("network.loss"), "{got}");
     }
 
     #[test]
@@ -884,6 +912,81 @@ stack = "nginx-fpm"
         ] {
             let got = e(&format!("{base}{extra}\n"));
             assert!(got.contains(want), "{extra}: {got}");
+        }
+    }
+    /// `alt_svc = true` is `--alt-svc`, `zero_rtt = "on"` is `--0rtt on`: checked at parse as
+    /// on the command line (alt_svc with http = "auto" over https only; 0-RTT on HTTP/3 with
+    /// resumption).
+    #[test]
+    fn alt_svc_and_zero_rtt_keys() {
+        let x = p(r#"
+[request]
+path = "/"
+insecure = true
+[load]
+users = [1]
+[[config]]
+name = "alt"
+setup = "true"
+ready = "https://127.0.0.1:18991/"
+request = { http = "auto", alt_svc = true }
+[[config]]
+name = "early"
+setup = "true"
+ready = "https://127.0.0.1:18991/"
+request = { http = "3", zero_rtt = "on" }
+[[config]]
+name = "plain"
+setup = "true"
+ready = "https://127.0.0.1:18991/"
+"#)
+        .unwrap();
+        assert!(x.configs[0].request.alt_svc);
+        assert!(!x.configs[0].request.tls.early_data);
+        assert!(x.configs[1].request.tls.early_data);
+        assert!(!x.configs[2].request.alt_svc);
+        let conn = super::super::plan::conn_config(&x.configs[0]);
+        assert!(conn.alt_svc, "the run is given --alt-svc");
+
+        let tls = "setup = \"true\"\nname = \"c\"\nready = \"https://127.0.0.1:18991/\"\n";
+        let plain = "setup = \"true\"\nname = \"c\"\nready = \"http://127.0.0.1:18991/\"\n";
+        for (server, extra, want) in [
+            (
+                tls,
+                "request = { http = \"2\", alt_svc = true }",
+                "request: --alt-svc follows the server's Alt-Svc under --http auto",
+            ),
+            (
+                plain,
+                "request = { alt_svc = true }",
+                "alt_svc = true needs an https:// server",
+            ),
+            (
+                tls,
+                "request = { alt_svc = \"yes\" }",
+                "request: invalid type: string \"yes\", expected a boolean",
+            ),
+            (
+                tls,
+                "request = { http = \"2\", zero_rtt = \"on\" }",
+                "--0rtt on is for --http 3",
+            ),
+            (
+                tls,
+                "request = { http = \"3\", zero_rtt = \"on\", tls_resumption = \"off\" }",
+                "--0rtt on needs --tls-resumption on",
+            ),
+            (
+                tls,
+                "request = { zero_rtt = \"maybe\" }",
+                "request.zero_rtt: maybe is not on or off",
+            ),
+        ] {
+            let got = e(&format!(
+                "[request]\npath = \"/\"\n[load]\nusers = [1]\n[[config]]\n{server}{extra}\n"
+            ));
+            assert!(got.contains(want), "{extra}: {got}");
+            assert!(!got.contains('\n'), "one line: {got}");
         }
     }
 }

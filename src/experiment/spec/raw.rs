@@ -120,6 +120,10 @@ pub struct RawRequest {
     pub tls_resumption: Option<toml::Value>,
     /// `--tls-version`: "1.2" or "1.3".
     pub tls_version: Option<Text>,
+    /// `--alt-svc`: with http = "auto" over https, follow the server's `Alt-Svc: h3=…`.
+    pub alt_svc: Option<bool>,
+    /// `--0rtt`: on/off (HTTP/3 with resumption).
+    pub zero_rtt: Option<toml::Value>,
     /// `--scenario`: a scenario file, relative to the experiment file's folder.
     pub scenario: Option<String>,
     /// `--ok-status`: "200-399,404".
@@ -267,6 +271,8 @@ merge_fields!(
     cacert,
     tls_resumption,
     tls_version,
+    alt_svc,
+    zero_rtt,
     scenario,
     ok_status,
     io

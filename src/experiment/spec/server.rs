@@ -109,13 +109,6 @@ pub(super) fn servers(
                     "teardown, ready and url go with a setup command; the lab knows its stacks",
                 ));
             }
-            if c.network.is_some() {
-                return Err(err(
-                    file,
-                    &key("network"),
-                    "a network path needs a setup command that listens on 0.0.0.0 (lab stacks listen on loopback)",
-                ));
-            }
             lab_servers(file, label, c, stacks)
         }
     }
@@ -191,6 +184,7 @@ fn lab_servers(
             ),
         ));
     }
+    let net = network(file, label, c)?;
     let points = plan::matrix(&parsed, &knobs);
     let axes = plan::axes(&parsed, &knobs);
     let mut out = Vec::new();
@@ -223,7 +217,14 @@ fn lab_servers(
                 "query_cache/engine configure MariaDB, which no_db turns off",
             ));
         }
-        out.push((name, Server::Lab { spec, db }));
+        out.push((
+            name,
+            Server::Lab {
+                spec,
+                db,
+                network: net,
+            },
+        ));
     }
     Ok(out)
 }

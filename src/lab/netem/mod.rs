@@ -18,6 +18,7 @@ use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
 pub mod bridge;
+pub mod forward;
 pub mod ns;
 pub mod sched;
 
@@ -154,6 +155,15 @@ impl PathSpec {
     }
 }
 
+/// `bridge: toward the stack N forwarded, L lost, O over the queue; back …`: what the bridge
+/// did to each direction, as `lab netem` and an experiment's run print it.
+pub fn describe_counts([up, down]: &[Counts; 2]) -> String {
+    format!(
+        "bridge: toward the stack {} forwarded, {} lost, {} over the queue; back {} forwarded, {} lost, {} over the queue",
+        up.forwarded, up.lost, up.overflow, down.forwarded, down.lost, down.overflow
+    )
+}
+
 fn fmt_pct(v: f64) -> String {
     let t = format!("{:.3}", v * 100.0);
     t.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -174,6 +184,8 @@ pub struct NetPath {
     load: File,
     stack: File,
     bridge: Option<bridge::Bridge>,
+    /// Ports of the host's loopback relayed to the stack side (`forward.rs`).
+    forwards: Vec<forward::Forward>,
 }
 
 fn name(pid: u32, side: &str) -> String {
@@ -300,6 +312,7 @@ impl NetPath {
             load: load_fd,
             stack: stack_fd,
             bridge,
+            forwards: Vec::new(),
         })
     }
 
@@ -330,8 +343,28 @@ impl NetPath {
         }
     }
 
+    /// Makes the host's 127.0.0.1:`port` (a lab stack, which listens on loopback) reachable
+    /// at STACK_ADDR:`port` from the load side, TCP and UDP, across the path. Must be called
+    /// from a thread in the host's namespace (the relay's connections are made there).
+    pub fn forward(&mut self, port: u16) -> Result<()> {
+        if self.forwards.iter().any(|f| f.port == port) {
+            return Ok(());
+        }
+        let to = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port));
+        let f = forward::Forward::start(&self.stack, port, to)?;
+        self.forwards.push(f);
+        Ok(())
+    }
+
+    /// What each forwarded port relayed so far.
+    pub fn forwarded(&self) -> Vec<(u16, forward::ForwardCounts)> {
+        self.forwards.iter().map(|f| (f.port, f.counts())).collect()
+    }
+
     /// Stops the bridge and removes the namespaces; what the bridge counted.
     pub fn remove(mut self) -> Result<Option<[Counts; 2]>> {
+        // The relays' sockets in the stack namespace would keep it alive: closed first.
+        self.forwards.clear();
         let counts = self.bridge.take().map(|b| b.stop());
         let names = std::mem::take(&mut self.names);
         let left = remove_names(&names);
@@ -385,6 +418,7 @@ impl NetPath {
 
 impl Drop for NetPath {
     fn drop(&mut self) {
+        self.forwards.clear();
         self.bridge.take();
         let left = remove_names(&std::mem::take(&mut self.names));
         if !left.is_empty() {
@@ -635,6 +669,12 @@ fn probe(load: &File, stack: &File, n: usize, rtt: Duration) -> Result<Probe> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stack reached across the path is verified by its generated certificate.
+    #[test]
+    fn generated_certificates_name_the_stack_address() {
+        assert!(crate::target::CERT_NAMES.contains(&STACK_ADDR));
+    }
 
     #[test]
     fn names_are_read_back_to_their_pid() {
