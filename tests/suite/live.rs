@@ -53,7 +53,7 @@ fn live_port_serves_the_report_as_the_sweep_goes() {
     let d = common::scratch();
     let mut child = common::bin()
         .args([
-            "sweep", "--rates", "50,100", "--step", "6s", "--warmup", "0s",
+            "sweep", "--rates", "50,100", "--step", "10s", "--warmup", "0s",
         ])
         .args(["--rest", "0s", "--live-port", "0", "--out"])
         .arg(d.path().join("run"))
