@@ -53,7 +53,15 @@ fn live_port_serves_the_report_as_the_sweep_goes() {
     let d = common::scratch();
     let mut child = common::bin()
         .args(["sweep", "--rates", "50,100,150", "--step", "6s"])
-        .args(["--warmup", "0s", "--rest", "0s", "--live-port", "0", "--out"])
+        .args([
+            "--warmup",
+            "0s",
+            "--rest",
+            "0s",
+            "--live-port",
+            "0",
+            "--out",
+        ])
         .arg(d.path().join("run"))
         .arg(&t.url)
         .stdout(std::process::Stdio::null())
