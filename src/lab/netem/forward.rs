@@ -112,22 +112,8 @@ impl Forward {
             Ok((l, u))
         })?;
         let stop = Arc::new(AtomicBool::new(false));
-        let shared = Arc::new(Shared::default());
-        let mut relay = Relay {
-            poll: Poll::new()?,
-            listener: TcpListener::from_std(listener),
-            front: UdpSocket::from_std(front),
-            to,
-            next: FIRST,
-            pairs: HashMap::new(),
-            peers: HashMap::new(),
-            by_addr: HashMap::new(),
-            shared: shared.clone(),
-            buf: vec![0; CHUNK],
-        };
-        let reg = relay.poll.registry();
-        reg.register(&mut relay.listener, TCP_LISTENER, Interest::READABLE)?;
-        reg.register(&mut relay.front, UDP_FRONT, Interest::READABLE)?;
+        let mut relay = Relay::new(listener, front, to)?;
+        let shared = relay.shared.clone();
         let s = stop.clone();
         // Spawned from the caller's thread: it is born in the caller's namespace (the
         // host's), where the connections toward `to` are made.
@@ -254,6 +240,31 @@ fn would_block(e: &std::io::Error) -> bool {
 }
 
 impl Relay {
+    /// A relay of the bound, non-blocking `listener` (TCP) and `front` (UDP) to `to`, both
+    /// registered with its poller.
+    fn new(
+        listener: std::net::TcpListener,
+        front: std::net::UdpSocket,
+        to: SocketAddr,
+    ) -> std::io::Result<Relay> {
+        let mut relay = Relay {
+            poll: Poll::new()?,
+            listener: TcpListener::from_std(listener),
+            front: UdpSocket::from_std(front),
+            to,
+            next: FIRST,
+            pairs: HashMap::new(),
+            peers: HashMap::new(),
+            by_addr: HashMap::new(),
+            shared: Arc::new(Shared::default()),
+            buf: vec![0; CHUNK],
+        };
+        let reg = relay.poll.registry();
+        reg.register(&mut relay.listener, TCP_LISTENER, Interest::READABLE)?;
+        reg.register(&mut relay.front, UDP_FRONT, Interest::READABLE)?;
+        Ok(relay)
+    }
+
     fn run(&mut self, stop: &AtomicBool) {
         let mut events = Events::with_capacity(256);
         let mut swept = Instant::now();
@@ -511,22 +522,8 @@ mod tests {
         l.set_nonblocking(true).unwrap();
         let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         u.set_nonblocking(true).unwrap();
-        let shared = Arc::new(Shared::default());
-        let mut relay = Relay {
-            poll: Poll::new().unwrap(),
-            listener: TcpListener::from_std(l),
-            front: UdpSocket::from_std(u),
-            to,
-            next: FIRST,
-            pairs: HashMap::new(),
-            peers: HashMap::new(),
-            by_addr: HashMap::new(),
-            shared: shared.clone(),
-            buf: vec![0; CHUNK],
-        };
-        let reg = relay.poll.registry();
-        reg.register(&mut relay.listener, TCP_LISTENER, Interest::READABLE)
-            .unwrap();
+        let mut relay = Relay::new(l, u, to).unwrap();
+        let shared = relay.shared.clone();
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let t = std::thread::spawn(move || relay.run(&s));
