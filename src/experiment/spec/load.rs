@@ -352,26 +352,14 @@ fn scenario_of(file: &Path, label: &str, r: &RawRequest) -> crate::Result<Option
 fn tls_of(file: &Path, label: &str, r: &RawRequest) -> crate::Result<TlsConfig> {
     let key = |k: &str| format!("{label} request.{k}");
     let d = TlsConfig::default();
-    let resumption = match &r.tls_resumption {
-        None => d.resumption,
-        Some(v) => knob_bool(v).ok_or_else(|| {
-            err(
-                file,
-                &key("tls_resumption"),
-                format!("{} is not on or off", knob_text(v)),
-            )
-        })?,
+    // An on/off key, `default` when absent.
+    let on_off = |k: &str, v: &Option<toml::Value>, default: bool| match v {
+        None => Ok(default),
+        Some(v) => knob_bool(v)
+            .ok_or_else(|| err(file, &key(k), format!("{} is not on or off", knob_text(v)))),
     };
-    let early_data = match &r.zero_rtt {
-        None => d.early_data,
-        Some(v) => knob_bool(v).ok_or_else(|| {
-            err(
-                file,
-                &key("zero_rtt"),
-                format!("{} is not on or off", knob_text(v)),
-            )
-        })?,
-    };
+    let resumption = on_off("tls_resumption", &r.tls_resumption, d.resumption)?;
+    let early_data = on_off("zero_rtt", &r.zero_rtt, d.early_data)?;
     let version = match &r.tls_version {
         None => d.version,
         Some(Text(t)) => Some(match t.as_str() {
