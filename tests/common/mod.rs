@@ -80,6 +80,12 @@ pub const QUICK: Duration = Duration::from_secs(30);
 /// Runs `cmd` to its end like `Command::output`, but kills it and panics if it outlives
 /// `limit`: a hung binary fails its test instead of hanging the suite.
 pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
+    output_within_pid(cmd, limit).1
+}
+
+/// [`output_within`], with the child's pid (to look for what it left behind: its
+/// namespaces, its files).
+pub fn output_within_pid(cmd: &mut Command, limit: Duration) -> (u32, Output) {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -98,13 +104,15 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
     };
     let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
     let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let pid = child.id();
     let status = wait_within(&mut child, limit)
         .unwrap_or_else(|| panic!("{cmd:?} still running after {limit:?}, killed"));
-    Output {
+    let output = Output {
         status,
         stdout: out.join().unwrap(),
         stderr: err.join().unwrap(),
-    }
+    };
+    (pid, output)
 }
 
 /// Waits for `child` at most `limit`; on overrun kills it, reaps it and returns None.

@@ -120,35 +120,7 @@ fn assert_host_links_untouched() {
 
 /// Runs `lab netem ARGS` to its end; its pid, status and output.
 fn netem(args: &[&str]) -> (u32, std::process::Output) {
-    let mut child = bin()
-        .args(["lab", "netem"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let drain = |p: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(mut p) = p {
-                let _ = p.read_to_string(&mut s);
-            }
-            s
-        })
-    };
-    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
-    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
-    let status = wait_within(&mut child, LIMIT).expect("lab netem ended");
-    (
-        pid,
-        std::process::Output {
-            status,
-            stdout: out.join().unwrap().into_bytes(),
-            stderr: err.join().unwrap().into_bytes(),
-        },
-    )
+    common::output_within_pid(bin().args(["lab", "netem"]).args(args), LIMIT)
 }
 
 fn text(o: &std::process::Output) -> String {
@@ -456,31 +428,16 @@ fn experiment_quick(file: &str, out: &std::path::Path) -> (u32, bool, String) {
         bin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let mut child = bin()
-        .args(["experiment", file, "--quick", "--out"])
-        .arg(out)
-        .env("PATH", path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    // Read while it runs: a full pipe would stall the experiment.
-    let drain = |p: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(mut p) = p {
-                let _ = p.read_to_string(&mut s);
-            }
-            s
-        })
-    };
-    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
-    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
-    let status = wait_within(&mut child, Duration::from_secs(300)).expect("the experiment ended");
-    let text = out.join().unwrap() + &err.join().unwrap();
-    (pid, status.success(), text)
+    let (pid, o) = common::output_within_pid(
+        bin()
+            .args(["experiment", file, "--quick", "--out"])
+            .arg(out)
+            .env("PATH", path),
+        Duration::from_secs(300),
+    );
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    (pid, o.status.success(), text)
 }
 
 /// The first step of a run folder's steps.jsonl.
